@@ -1,0 +1,3 @@
+"""gpuperf: a pytest performance-regression suite for cuBLAS and custom CUDA kernels."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,128 @@
+"""From a measurement to a verdict: derived figures, anomaly rules, baseline comparison → ``Record``.
+
+Pure: the ``perf`` fixture calls these and does the impure parts (re-measuring, failing the test).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+from gpuperf import anomaly
+from gpuperf.baseline import Entry, GateConfig, compare
+from gpuperf.measurement import Measurement
+from gpuperf.metrics import GBPS, RATIO, TFLOPS, gbps, percent_of, tflops
+from gpuperf.peaks import DevicePeaks
+from gpuperf.records import Record, Status
+
+
+@dataclass(frozen=True)
+class CaseIdentity:
+    case_id: str
+    nodeid: str
+    family: str
+    params: dict[str, str]
+    gpu: str
+    gpu_index: int | None = None
+
+
+@dataclass(frozen=True)
+class CheckMode:
+    update: bool = False  # --update-baselines: record, don't gate
+    gpu_slug: str = ""
+
+
+def record_command(case: CaseIdentity) -> str:
+    """The command that (re-)records this case's baseline entry."""
+    test = case.nodeid.split("::")[-1]
+    return f"pytest {case.nodeid.split('::')[0]} --update-baselines -k '{test}'"
+
+
+def _verdict(record: Record, entry: Entry | None, config: GateConfig, case: CaseIdentity, mode: CheckMode,
+             spread: float, findings: list[anomaly.Anomaly], unreliable_reason: str) -> Record:
+    notes = [record.note] if record.note else []
+    if findings:
+        return replace(record, status=Status.ANOMALY, note="; ".join([*map(str, findings), *notes]))
+    if unreliable_reason:
+        return replace(record, status=Status.UNRELIABLE, reliable=False,
+                       note="; ".join([f"unreliable: {unreliable_reason}", *notes]))
+    if mode.update:
+        return replace(record, status=Status.UPDATED,
+                       baseline=entry.value if entry else None,
+                       delta_pct=100 * (record.value - entry.value) / entry.value if entry else None)
+    if entry is None:
+        return replace(record, status=Status.NO_BASELINE, note="; ".join(
+            [f"no baseline for this case on {mode.gpu_slug}: record it with {record_command(case)}", *notes]))
+    if entry.metric != record.metric:
+        return replace(record, status=Status.NO_BASELINE, note="; ".join(
+            [f"baseline holds {entry.metric}, this case measures {record.metric}: re-record it with "
+             f"{record_command(case)}", *notes]))
+    result = compare(record.value, entry, config, spread)
+    base = replace(record, baseline=result.baseline, delta_pct=100 * result.delta, tolerance=result.tolerance)
+    if result.verdict == "regressed":
+        return replace(base, status=Status.REGRESSED, note="; ".join(
+            [f"{100 * -result.delta:.1f} % below baseline (tolerance {100 * result.tolerance:.1f} %)", *notes]))
+    if result.verdict == "improved":
+        improved = f"improved {100 * result.delta:.1f} % — update the baseline: {record_command(case)}"
+        return replace(base, status=Status.IMPROVED, note="; ".join([improved, *notes]))
+    return replace(base, status=Status.PASS)
+
+
+def case_record(case: CaseIdentity, measurement: Measurement, peaks: DevicePeaks | None, entry: Entry | None,
+                config: GateConfig, mode: CheckMode) -> Record:
+    """The checked record of one measurement of one case."""
+    work, summary = measurement.work, measurement.summary
+    seconds = summary.median
+    measured_tflops, measured_gbps = tflops(work.flops, seconds), gbps(work.bytes, seconds)
+    peak_tflops = peaks.compute(work.precision) if peaks else None
+    peak_gbps = peaks.memory_gbps if peaks else None
+    peak = peak_tflops if work.metric == TFLOPS else peak_gbps
+    value = measured_tflops if work.metric == TFLOPS else measured_gbps
+    findings = anomaly.check_case(tflops=measured_tflops, gbps=measured_gbps, peak_tflops=peak_tflops,
+                                  peak_gbps=peak_gbps, precision=work.precision,
+                                  gemv_class=work.metric == GBPS, cold=measurement.flush == "cold")
+    warmup = anomaly.warmup_effect(measurement.samples_s)
+    record = Record(
+        case_id=case.case_id, nodeid=case.nodeid, family=case.family, params=case.params,
+        metric=work.metric, value=value, unit=work.metric, status=Status.PASS,
+        note=str(warmup) if warmup else "",
+        pct_of_peak=percent_of(value, peak) if peak else None, peak=peak,
+        flops=work.flops, bytes=work.bytes, arithmetic_intensity=work.arithmetic_intensity,
+        tflops=measured_tflops, gbps=measured_gbps,
+        median_s=seconds, min_s=summary.minimum, p10_s=summary.p10, p90_s=summary.p90,
+        rel_iqr=summary.rel_iqr, rel_stdev=summary.rel_stdev, samples=summary.n,
+        calls_per_sample=measurement.calls_per_sample, method=measurement.method, flush=measurement.flush,
+        sm_clock_mhz=measurement.sm_clock_mhz, clock_events=measurement.clock_events,
+        reliable=measurement.reliable, gpu=case.gpu, gpu_index=case.gpu_index,
+        extra={"stop_reason": measurement.stop_reason, "warmup_calls": measurement.warmup_calls,
+               "discarded_samples": measurement.discarded_samples, "precision": work.precision,
+               **({"label": measurement.label} if measurement.label else {})},
+    )
+    return _verdict(record, entry, config, case, mode, summary.rel_iqr, findings, measurement.unreliable_reason)
+
+
+def ratio_record(case: CaseIdentity, numerator: Measurement, denominator: Measurement, name: str,
+                 entry: Entry | None, config: GateConfig, mode: CheckMode) -> Record:
+    """``numerator``'s primary metric over ``denominator``'s (e.g. custom kernel ÷ cuBLAS), gated as its own
+    entry ``<case id>#<name>``. Both must measure the same kind of metric."""
+    if numerator.work.metric != denominator.work.metric:
+        raise ValueError(f"cannot take a ratio of {numerator.work.metric} over {denominator.work.metric}")
+    ratio_case = replace(case, case_id=f"{case.case_id}#{name}")
+    spread = math.hypot(numerator.summary.rel_iqr, denominator.summary.rel_iqr)
+    unreliable_reason = "; ".join(r for r in (numerator.unreliable_reason, denominator.unreliable_reason) if r)
+    record = Record(
+        case_id=ratio_case.case_id, nodeid=case.nodeid, family=case.family, params=case.params,
+        metric=RATIO, value=numerator.value / denominator.value, unit="×", status=Status.PASS,
+        note=f"{numerator.value:.4g} / {denominator.value:.4g} {numerator.work.metric}",
+        median_s=numerator.median_s, rel_iqr=spread, samples=min(numerator.summary.n, denominator.summary.n),
+        method=numerator.method, flush=numerator.flush, reliable=not unreliable_reason,
+        gpu=case.gpu, gpu_index=case.gpu_index,
+        extra={"denominator_median_s": denominator.median_s, "ratio_name": name},
+    )
+    return _verdict(record, entry, config, ratio_case, mode, spread, [], unreliable_reason)
+
+
+def entry_from_record(record: Record) -> Entry:
+    """The baseline entry ``--update-baselines`` writes for a record."""
+    return Entry(metric=record.metric, value=record.value, unit=record.unit, spread=record.rel_iqr or 0.0,
+                 samples=record.samples or 0, flush=record.flush, method=record.method)

@@ -1,0 +1,242 @@
+"""The GPU's identity and state: CuPy for the CUDA view, NVML for clocks, throttling and processes.
+
+NVML's handle is found by the device's PCI bus id, never by index: CUDA and NVML may order devices
+differently (``CUDA_VISIBLE_DEVICES``, ``CUDA_DEVICE_ORDER``). Without NVML everything still works; the
+fields it would fill are ``None`` and ``DeviceInfo.missing`` says why.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from gpuperf.clocks import decode
+
+
+class NoGpuError(RuntimeError):
+    """No usable GPU stack; the message names what is missing and how to get it."""
+
+
+def slug(name: str) -> str:
+    """``"NVIDIA H200"`` → ``"nvidia-h200"``: the baseline file name of a GPU model."""
+    text = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
+    if not text:
+        raise ValueError(f"cannot make a file name from GPU name {name!r}")
+    return text
+
+
+def _version(number: int) -> str:
+    """CUDA-style integer version (13000, 130100) → ``"13.0"`` / ``"13.1.0"``."""
+    if number >= 100000:
+        return f"{number // 10000}.{number % 10000 // 100}.{number % 100}"
+    return f"{number // 1000}.{number % 1000 // 10}"
+
+
+@dataclass(frozen=True)
+class DeviceInfo:
+    index: int
+    name: str
+    cc: tuple[int, int]
+    sm_count: int
+    l2_bytes: int
+    mem_clock_mhz: int
+    bus_width_bits: int
+    sm_clock_max_mhz: int
+    total_memory_bytes: int
+    pci_bus_id: str
+    driver: str
+    cuda_runtime: str
+    cuda_driver_api: str
+    cublas: str
+    cupy: str
+    sm_clock_mhz: int | None = None
+    clock_events: tuple[str, ...] = ()
+    temperature_c: int | None = None
+    power_w: float | None = None
+    missing: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def slug(self) -> str:
+        return slug(self.name)
+
+    @property
+    def arch(self) -> str:
+        return f"sm_{self.cc[0]}{self.cc[1]}"
+
+    @property
+    def compute_capability(self) -> str:
+        return f"{self.cc[0]}.{self.cc[1]}"
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["slug"] = self.slug
+        data["arch"] = self.arch
+        return data
+
+
+def _import_cupy() -> Any:
+    try:
+        import cupy
+    except ImportError as exc:
+        raise NoGpuError(f"CuPy is not importable ({exc}): pip install -e '.[cuda13]' (or '.[cuda12]')") from exc
+    return cupy
+
+
+def device_count() -> int:
+    """The number of CUDA devices, or a ``NoGpuError`` naming why there are none."""
+    cupy = _import_cupy()
+    try:
+        count = cupy.cuda.runtime.getDeviceCount()
+    except Exception as exc:  # CUDARuntimeError, or a missing libcudart / driver
+        raise NoGpuError(f"no CUDA device is usable ({exc}): this machine has no NVIDIA GPU or driver") from exc
+    if count < 1:
+        raise NoGpuError("the CUDA runtime reports no devices")
+    return count
+
+
+def _normalize_bus_id(bus_id: str | bytes) -> tuple[int, int, int, int]:
+    text = bus_id.decode() if isinstance(bus_id, bytes) else bus_id
+    domain, bus, rest = text.strip().split(":")
+    device, function = rest.split(".")
+    return int(domain, 16), int(bus, 16), int(device, 16), int(function, 16)
+
+
+class Nvml:
+    """A thin, failure-tolerant view of one device through NVML (``nvidia-ml-py``)."""
+
+    def __init__(self, pci_bus_id: str) -> None:
+        self.error = ""
+        self.handle: Any = None
+        try:
+            import pynvml
+        except ImportError:
+            self.error = "NVML bindings missing: pip install nvidia-ml-py"
+            return
+        self.nvml = pynvml
+        try:
+            pynvml.nvmlInit()
+            self.handle = self._find(pci_bus_id)
+        except pynvml.NVMLError as exc:
+            self.error = f"NVML unavailable ({exc}): clocks, throttling and processes are not recorded"
+
+    def _find(self, pci_bus_id: str) -> Any:
+        wanted = _normalize_bus_id(pci_bus_id)
+        for index in range(self.nvml.nvmlDeviceGetCount()):
+            handle = self.nvml.nvmlDeviceGetHandleByIndex(index)
+            if _normalize_bus_id(self.nvml.nvmlDeviceGetPciInfo(handle).busId) == wanted:
+                return handle
+        raise self.nvml.NVMLError(self.nvml.NVML_ERROR_NOT_FOUND)
+
+    @property
+    def ok(self) -> bool:
+        return self.handle is not None
+
+    def _call(self, name: str, *args: Any) -> Any:
+        if not self.ok:
+            return None
+        try:
+            return getattr(self.nvml, name)(self.handle, *args)
+        except self.nvml.NVMLError:
+            return None
+
+    def sm_clock_mhz(self) -> int | None:
+        return self._call("nvmlDeviceGetClockInfo", self.nvml.NVML_CLOCK_SM) if self.ok else None
+
+    def max_sm_clock_mhz(self) -> int | None:
+        return self._call("nvmlDeviceGetMaxClockInfo", self.nvml.NVML_CLOCK_SM) if self.ok else None
+
+    def max_mem_clock_mhz(self) -> int | None:
+        return self._call("nvmlDeviceGetMaxClockInfo", self.nvml.NVML_CLOCK_MEM) if self.ok else None
+
+    def clock_event_mask(self) -> int:
+        if not self.ok:
+            return 0
+        getter = getattr(self.nvml, "nvmlDeviceGetCurrentClocksEventReasons", None) or \
+            self.nvml.nvmlDeviceGetCurrentClocksThrottleReasons
+        try:
+            return int(getter(self.handle))
+        except self.nvml.NVMLError:
+            return 0
+
+    def temperature_c(self) -> int | None:
+        return self._call("nvmlDeviceGetTemperature", self.nvml.NVML_TEMPERATURE_GPU) if self.ok else None
+
+    def power_w(self) -> float | None:
+        milliwatts = self._call("nvmlDeviceGetPowerUsage")
+        return None if milliwatts is None else milliwatts / 1000.0
+
+    def driver_version(self) -> str | None:
+        if not self.ok:
+            return None
+        version = self.nvml.nvmlSystemGetDriverVersion()
+        return version.decode() if isinstance(version, bytes) else str(version)
+
+    def other_processes(self) -> tuple[int, ...]:
+        """PIDs of other compute processes on this GPU: contention that makes timings unreliable."""
+        processes = self._call("nvmlDeviceGetComputeRunningProcesses") or []
+        own = os.getpid()
+        return tuple(sorted({p.pid for p in processes if p.pid != own}))
+
+
+def _cublas_version(cupy: Any) -> str:
+    try:
+        from cupy_backends.cuda.libs import cublas
+
+        return _version(cublas.getVersion(cupy.cuda.device.get_cublas_handle()))
+    except Exception as exc:  # a missing libcublas is reported, not fatal
+        return f"unavailable ({type(exc).__name__})"
+
+
+def query_device(index: int = 0) -> tuple[DeviceInfo, Nvml]:
+    """Identity, versions and current state of CUDA device ``index``, and its NVML view."""
+    cupy = _import_cupy()
+    count = device_count()
+    if not 0 <= index < count:
+        raise NoGpuError(f"GPU {index} does not exist: this machine has {count} (use --gpu 0..{count - 1})")
+    runtime = cupy.cuda.runtime
+    with cupy.cuda.Device(index) as device:
+        props = runtime.getDeviceProperties(index)
+        attributes = device.attributes
+        bus_id = runtime.deviceGetPCIBusId(index)
+        nvml = Nvml(bus_id)
+        missing = (nvml.error,) if nvml.error else ()
+        name = props["name"].decode() if isinstance(props["name"], bytes) else str(props["name"])
+        max_sm = nvml.max_sm_clock_mhz() or attributes.get("ClockRate", 0) // 1000
+        mem_clock = attributes.get("MemoryClockRate", 0) // 1000 or nvml.max_mem_clock_mhz() or 0
+        bus_width = attributes.get("GlobalMemoryBusWidth", 0) or (nvml._call("nvmlDeviceGetMemoryBusWidth") or 0)
+        info = DeviceInfo(
+            index=index,
+            name=name,
+            cc=(int(props["major"]), int(props["minor"])),
+            sm_count=int(attributes["MultiProcessorCount"]),
+            l2_bytes=int(attributes["L2CacheSize"]),
+            mem_clock_mhz=int(mem_clock),
+            bus_width_bits=int(bus_width),
+            sm_clock_max_mhz=int(max_sm),
+            total_memory_bytes=int(props["totalGlobalMem"]),
+            pci_bus_id=bus_id,
+            driver=nvml.driver_version() or f"CUDA driver API {_version(runtime.driverGetVersion())}",
+            cuda_runtime=_version(runtime.runtimeGetVersion()),
+            cuda_driver_api=_version(runtime.driverGetVersion()),
+            cublas=_cublas_version(cupy),
+            cupy=cupy.__version__,
+            sm_clock_mhz=nvml.sm_clock_mhz(),
+            clock_events=decode(nvml.clock_event_mask()),
+            temperature_c=nvml.temperature_c(),
+            power_w=nvml.power_w(),
+            missing=missing,
+        )
+    return info, nvml
+
+
+@dataclass(frozen=True)
+class GpuContext:
+    """What the ``gpu`` fixture gives a test: the CUDA device, its identity, its NVML view and its peaks."""
+
+    index: int
+    device: Any  # cupy.cuda.Device
+    info: DeviceInfo
+    nvml: Nvml
+    peaks: Any  # gpuperf.peaks.DevicePeaks

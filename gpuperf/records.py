@@ -1,0 +1,114 @@
+"""What a run produces: one ``Record`` per checked case and one ``RunInfo`` header per session.
+
+Both are plain data (frozen dataclasses) that travel as dicts: through pytest-xdist from a worker to the
+controller (in a test report's ``user_properties``), into results files, and back for plots and diffs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any
+
+
+class Status:
+    """The outcome of one case. A string constant set, so records stay plain data."""
+
+    PASS = "PASS"
+    IMPROVED = "IMPROVED"  # faster than baseline beyond tolerance: passes unless --strict
+    REGRESSED = "REGRESSED"  # slower than baseline beyond tolerance, confirmed by a re-measurement
+    ANOMALY = "ANOMALY"  # a number the hardware cannot produce, or a named cross-check failed
+    NO_BASELINE = "NO_BASELINE"
+    UNRELIABLE = "UNRELIABLE"  # measured while throttled or shared: neither passed nor failed
+    UPDATED = "UPDATED"  # --update-baselines recorded it
+
+    FAILING = frozenset({REGRESSED, ANOMALY})
+
+
+@dataclass(frozen=True)
+class Record:
+    """One measured, checked case: identity, parameters, the measurement's summary and the verdict."""
+
+    case_id: str
+    nodeid: str
+    family: str
+    params: dict[str, str]
+    metric: str
+    value: float
+    unit: str
+    status: str
+    note: str = ""
+    pct_of_peak: float | None = None
+    peak: float | None = None
+    flops: float | None = None
+    bytes: float | None = None
+    arithmetic_intensity: float | None = None
+    tflops: float | None = None
+    gbps: float | None = None
+    median_s: float | None = None
+    min_s: float | None = None
+    p10_s: float | None = None
+    p90_s: float | None = None
+    rel_iqr: float | None = None
+    rel_stdev: float | None = None
+    samples: int | None = None
+    calls_per_sample: int | None = None
+    method: str = ""
+    flush: str = ""
+    sm_clock_mhz: tuple[int, int] | None = None  # (before, after) the measurement
+    clock_events: tuple[str, ...] = ()
+    reliable: bool = True
+    baseline: float | None = None
+    delta_pct: float | None = None
+    tolerance: float | None = None
+    gpu: str = ""
+    gpu_index: int | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["sm_clock_mhz"] = list(self.sm_clock_mhz) if self.sm_clock_mhz else None
+        data["clock_events"] = list(self.clock_events)
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Record:
+        known = {f.name for f in fields(cls)}
+        values = {key: value for key, value in data.items() if key in known}
+        if values.get("sm_clock_mhz") is not None:
+            values["sm_clock_mhz"] = tuple(values["sm_clock_mhz"])
+        values["clock_events"] = tuple(values.get("clock_events") or ())
+        return cls(**values)
+
+    @property
+    def failed(self) -> bool:
+        return self.status in Status.FAILING
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    """The session header: which GPU, which software, which clocks and flush modes."""
+
+    gpu_name: str
+    gpu_slug: str
+    compute_capability: str
+    driver: str
+    cuda_runtime: str
+    cublas: str
+    cupy: str
+    sm_clock_max_mhz: int | None
+    mem_clock_mhz: int | None
+    flush_modes: tuple[str, ...]
+    started: str
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["flush_modes"] = list(self.flush_modes)
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> RunInfo:
+        known = {f.name for f in fields(cls)}
+        values = {key: value for key, value in data.items() if key in known}
+        values["flush_modes"] = tuple(values.get("flush_modes") or ())
+        return cls(**values)

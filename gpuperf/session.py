@@ -1,0 +1,82 @@
+"""Run-wide state, built once from the command line: options, baselines in use, collected records."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from gpuperf.baseline import BaselineFile, Change, Entry, GateConfig, baseline_path, check_gpu, load_baseline
+from gpuperf.check import entry_from_record
+from gpuperf.records import Record, RunInfo, Status
+from gpuperf.stats import StoppingRule
+
+MISSING_POLICIES = ("skip", "fail", "pass")
+UNRELIABLE_POLICIES = ("skip", "fail", "pass")
+
+
+@dataclass(frozen=True)
+class Options:
+    gate: GateConfig = field(default_factory=GateConfig)
+    rule: StoppingRule = field(default_factory=StoppingRule)
+    update: bool = False
+    missing: str = "skip"
+    on_unreliable: str = "skip"
+    baseline_dir: Path = Path("baselines")
+    flush_modes: tuple[str, ...] = ("cold",)
+    gpus: str = "0"
+    warmup_calls: int = 3
+    warmup_time_s: float = 0.05
+    results_dir: Path | None = Path("results")
+    fail_on_version_change: bool = False
+
+
+@dataclass
+class SessionState:
+    options: Options
+    records: list[Record] = field(default_factory=list)
+    run_infos: dict[str, RunInfo] = field(default_factory=dict)
+    changes: dict[str, list[Change]] = field(default_factory=dict)
+    _baselines: dict[str, BaselineFile | None] = field(default_factory=dict)
+
+    def baseline_for(self, gpu_slug: str) -> BaselineFile | None:
+        """The baseline of a GPU model, loaded once; ``BaselineError`` names the file and entry."""
+        if gpu_slug not in self._baselines:
+            loaded = load_baseline(baseline_path(self.options.baseline_dir, gpu_slug))
+            if loaded is not None:
+                check_gpu(loaded, gpu_slug)
+            self._baselines[gpu_slug] = loaded
+        return self._baselines[gpu_slug]
+
+    def entry(self, gpu_slug: str, case_id: str) -> Entry | None:
+        baseline = self.baseline_for(gpu_slug)
+        return baseline.entries.get(case_id) if baseline else None
+
+    def add(self, record: Record, run: RunInfo | None) -> None:
+        self.records.append(record)
+        if run is not None:
+            self.run_infos.setdefault(run.gpu_slug, run)
+
+    def updates(self) -> dict[str, dict[str, Entry]]:
+        """Per GPU slug, the entries ``--update-baselines`` writes: every UPDATED record of this run."""
+        by_slug: dict[str, dict[str, Entry]] = defaultdict(dict)
+        for record in self.records:
+            if record.status == Status.UPDATED:
+                by_slug[record.gpu][record.case_id] = entry_from_record(record)
+        return dict(by_slug)
+
+
+def baseline_header(run: RunInfo, records: list[Record], recorded: str) -> dict[str, object]:
+    """The header ``--update-baselines`` writes: identity and versions of this run, and the clocks seen."""
+    seen = [clock for r in records if r.gpu == run.gpu_slug and r.sm_clock_mhz for clock in r.sm_clock_mhz]
+    clocks: dict[str, object] = {"sm_max_mhz": run.sm_clock_max_mhz, "mem_mhz": run.mem_clock_mhz}
+    if seen:
+        clocks["sm_seen_mhz"] = [min(seen), max(seen)]
+    header: dict[str, object] = {
+        "gpu": run.gpu_name, "slug": run.gpu_slug, "compute_capability": run.compute_capability,
+        "driver": run.driver, "cuda_runtime": run.cuda_runtime, "cublas": run.cublas, "cupy": run.cupy,
+        "recorded": recorded, "clocks": clocks,
+    }
+    if "peaks" in run.extra:
+        header["peaks"] = run.extra["peaks"]
+    return header

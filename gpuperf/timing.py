@@ -1,0 +1,203 @@
+"""The measurement loop (SPEC "Measurement method"): CUDA events on the current stream, cold by default.
+
+Phases, after nvbench's ``measure_cold``: warm-up (by count *and* time) → choose the method from the
+warm call's duration → adaptive sampling in batches, each batch bracketed by NVML clock-event and
+process checks → a ``Measurement``.
+
+- cold-flush: before every sample, a memset of a buffer ≥ 2 × the device's L2 on the same stream,
+  outside the event pair, so it evicts the operands and its cost never enters a sample.
+- cold-rotate: a call shorter than ~20 µs is dominated by event resolution and the gap after a flush, so
+  one sample times k calls over k rotated copies of the operands whose total exceeds 2 × L2 (CUTLASS's
+  profiler method): every call still finds its data evicted, and no flush sits between calls.
+- hot: k back-to-back calls on the same operands per event pair (``--no-flush``).
+
+CuPy is imported lazily so that ``gpuperf`` imports on machines without it.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from gpuperf.clocks import decode, unreliable
+from gpuperf.device import Nvml
+from gpuperf.measurement import Measurement, Method
+from gpuperf.metrics import Work
+from gpuperf.stats import StoppingRule
+
+
+@dataclass(frozen=True)
+class SamplingConfig:
+    rule: StoppingRule = field(default_factory=StoppingRule)
+    warmup_calls: int = 3
+    warmup_time_s: float = 0.05
+    short_call_s: float = 20e-6  # below this, cold samples use rotated operand copies
+    max_rotation_copies: int = 256
+    hot_min_sample_s: float = 50e-6  # hot samples batch calls up to at least this long
+    batch_time_s: float = 0.05  # GPU time enqueued between host checks
+    max_batch: int = 32
+    throttle_retries: int = 3
+    throttle_backoff_s: float = 0.25
+
+
+class CupyBackend:
+    """The device operations the loop needs, on CuPy. Tests swap in a synthetic backend."""
+
+    def __init__(self) -> None:
+        import cupy
+
+        self.cupy = cupy
+
+    def current_stream(self) -> Any:
+        return self.cupy.cuda.get_current_stream()
+
+    def event(self) -> Any:
+        return self.cupy.cuda.Event()
+
+    def elapsed_s(self, start: Any, stop: Any) -> float:
+        return float(self.cupy.cuda.get_elapsed_time(start, stop)) / 1e3
+
+    def copy(self, operand: Any) -> Any:
+        return self.cupy.copy(operand)
+
+
+class FlushBuffer:
+    """Owns a device buffer of ``2 × L2`` bytes (read from the device) and overwrites it on a stream."""
+
+    def __init__(self, l2_bytes: int) -> None:
+        import cupy
+
+        if l2_bytes <= 0:
+            raise ValueError(f"L2 size must be positive, got {l2_bytes}")
+        self.nbytes = 2 * l2_bytes
+        self.buffer = cupy.empty(self.nbytes, dtype=cupy.uint8)
+        self._value = 0
+
+    def enqueue(self, stream: Any) -> None:
+        import cupy
+
+        self._value ^= 1  # alternate the byte written so no layer can skip an identical rewrite
+        cupy.cuda.runtime.memsetAsync(self.buffer.data.ptr, self._value, self.nbytes, stream.ptr)
+
+
+def _array_bytes(operands: Sequence[Any]) -> int:
+    return sum(int(getattr(op, "nbytes", 0)) for op in operands)
+
+
+def _rotatable(operands: Sequence[Any]) -> bool:
+    """Copies keep meaning only for contiguous arrays (a padded-ld view would lose its padding)."""
+    arrays = [op for op in operands if hasattr(op, "nbytes")]
+    return bool(arrays) and all(op.flags.c_contiguous or op.flags.f_contiguous for op in arrays)
+
+
+def _copy_operands(backend: Any, operands: Sequence[Any], count: int) -> list[tuple[Any, ...]]:
+    sets = [tuple(operands)]
+    for _ in range(count - 1):
+        sets.append(tuple(backend.copy(op) if hasattr(op, "nbytes") else op for op in operands))
+    return sets
+
+
+class Timer:
+    """Measures callables on the current CuPy stream of one device."""
+
+    def __init__(self, l2_bytes: int, flush_buffer: Any, nvml: Nvml, config: SamplingConfig,
+                 backend: Any = None, sleep: Callable[[float], None] = time.sleep,
+                 clock: Callable[[], float] = time.perf_counter) -> None:
+        self.l2_bytes = l2_bytes
+        self.flush_buffer = flush_buffer
+        self.nvml = nvml
+        self.config = config
+        self.backend = backend or CupyBackend()
+        self.sleep = sleep
+        self.clock = clock
+
+    def measure(self, fn: Callable[..., Any], work: Work, operands: Sequence[Any] = (), flush: str = "cold",
+                label: str = "") -> Measurement:
+        if flush not in ("cold", "hot"):
+            raise ValueError(f"flush must be 'cold' or 'hot', got {flush!r}")
+        backend = self.backend
+        stream = backend.current_stream()
+        config = self.config
+        clock_before = self.nvml.sm_clock_mhz()
+
+        start, stop = backend.event(), backend.event()
+        warm_calls, per_call = 0, 0.0
+        warm_start = self.clock()
+        while warm_calls < config.warmup_calls or self.clock() - warm_start < config.warmup_time_s:
+            start.record(stream)
+            fn(*operands)
+            stop.record(stream)
+            stop.synchronize()
+            per_call = backend.elapsed_s(start, stop)
+            warm_calls += 1
+
+        operand_sets = [tuple(operands)]
+        if flush == "hot":
+            method = Method.HOT
+            calls = max(1, min(1000, math.ceil(config.hot_min_sample_s / max(per_call, 1e-9) - 1e-6)))
+        else:
+            method, calls = Method.COLD_FLUSH, 1
+            footprint = _array_bytes(operands)
+            if per_call < config.short_call_s and footprint and _rotatable(operands):
+                copies = math.ceil(2 * self.l2_bytes / footprint) + 1
+                if copies <= config.max_rotation_copies:
+                    operand_sets = _copy_operands(backend, operands, copies)
+                    method, calls = Method.COLD_ROTATE, copies
+        per_sample = max(per_call * calls, 1e-6)
+        batch = max(1, min(config.max_batch, int(config.batch_time_s / per_sample)))
+        pairs = [(backend.event(), backend.event()) for _ in range(batch)]
+
+        samples: list[float] = []
+        timed_s = 0.0
+        seen_events: set[str] = set()
+        discarded, retries = 0, 0
+        unreliable_reason = ""
+        stop_reason = ""
+        wall_start = self.clock()
+        while not stop_reason:
+            mask_before = self.nvml.clock_event_mask()
+            for begin, end in pairs:
+                if method == Method.COLD_FLUSH:
+                    self.flush_buffer.enqueue(stream)
+                begin.record(stream)
+                for call in range(calls):
+                    fn(*operand_sets[call % len(operand_sets)])
+                end.record(stream)
+            pairs[-1][1].synchronize()
+            elapsed = [backend.elapsed_s(begin, end) for begin, end in pairs]
+            events = decode(mask_before | self.nvml.clock_event_mask())
+            seen_events.update(events)
+            slowed = unreliable(events)
+            others = self.nvml.other_processes()
+            if slowed or others:
+                cause = (f"clock events {', '.join(slowed)}" if slowed else
+                         f"other processes on the GPU (pids {', '.join(map(str, others))})")
+                if retries < config.throttle_retries:
+                    retries += 1
+                    discarded += len(elapsed)
+                    self.sleep(config.throttle_backoff_s * retries)
+                    continue
+                unreliable_reason = f"{cause} persisted through {retries} re-samplings"
+            samples.extend(t / calls for t in elapsed)
+            timed_s += sum(elapsed)
+            stop_reason = config.rule.verdict(samples, timed_s, self.clock() - wall_start) or ""
+
+        clock_after = self.nvml.sm_clock_mhz()
+        clocks = (clock_before, clock_after) if clock_before is not None and clock_after is not None else None
+        return Measurement(
+            samples_s=tuple(samples),
+            work=work,
+            flush=flush,
+            method=method,
+            calls_per_sample=calls,
+            warmup_calls=warm_calls,
+            stop_reason=stop_reason,
+            sm_clock_mhz=clocks,
+            clock_events=tuple(sorted(seen_events)),
+            unreliable_reason=unreliable_reason,
+            discarded_samples=discarded,
+            label=label,
+        )

@@ -1,0 +1,272 @@
+"""The plugin end to end through pytester, with a synthetic GPU and measurement source (these tests only).
+
+The synthetic ``measure`` takes the seconds per call from ``timings.json`` in the test project, so a test
+can make a case slower or faster between runs without touching any recorded figure.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+pytest_plugins = ["pytester"]
+
+CONFTEST = '''
+import json
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from gpuperf.fixtures import Measurer
+from gpuperf.measurement import Measurement
+from gpuperf.peaks import device_peaks
+
+pytest_plugins = ["gpuperf.plugin"]
+
+INFO = SimpleNamespace(
+    index=0, name="Fake GPU", slug="fake-gpu", cc=(9, 0), compute_capability="9.0", sm_count=132,
+    sm_clock_max_mhz=1980, mem_clock_mhz=3201, bus_width_bits=6016, l2_bytes=60 * 2**20, pci_bus_id="0:1:0.0",
+    driver="580.159.04", cuda_runtime="13.0", cublas="13.1.0", cupy="14.2.0", missing=(),
+)
+
+
+@pytest.fixture
+def gpu():
+    return SimpleNamespace(index=0, info=INFO, peaks=device_peaks(INFO), device=None, nvml=None)
+
+
+class SyntheticTimer:
+    """Seconds per call come from timings.json: a name, or a list consumed one measurement at a time."""
+
+    def measure(self, fn, work, operands=(), flush="cold", label=""):
+        timings = json.loads(Path("timings.json").read_text())
+        name = fn()
+        value = timings[name]
+        if isinstance(value, list):
+            seconds = value.pop(0)
+            Path("timings.json").write_text(json.dumps(timings))
+        else:
+            seconds = value
+        return Measurement(samples_s=tuple(seconds * f for f in (0.999, 1.0, 1.001) * 4), work=work,
+                           flush=flush, method="synthetic")
+
+
+@pytest.fixture
+def measure(flush_mode):
+    return Measurer(SyntheticTimer(), flush_mode)
+'''
+
+TESTS = '''
+import pytest
+
+from gpuperf.cases import GemmShape, GemvShape
+from gpuperf.metrics import gemm_work, gemv_work
+
+
+@pytest.mark.gemv
+@pytest.mark.perf
+@pytest.mark.parametrize("shape", [GemvShape(16384, 16384)], ids=str)
+def test_gemv(shape, measure, perf):
+    perf.check(measure(lambda: "gemv", gemv_work(shape.m, shape.n, "fp32")))
+
+
+@pytest.mark.gemm
+@pytest.mark.perf
+@pytest.mark.parametrize("shape", [GemmShape(4096, 4096, 4096)], ids=str)
+@pytest.mark.parametrize("dtype", ["fp32"])
+def test_gemm(shape, dtype, measure, perf):
+    perf.check(measure(lambda: "gemm", gemm_work(shape.m, shape.n, shape.k, dtype)))
+
+
+@pytest.mark.gemm
+@pytest.mark.perf
+@pytest.mark.slow
+def test_slow_case(measure, perf):
+    perf.check(measure(lambda: "slow", gemm_work(8192, 8192, 8192, "fp32")))
+'''
+
+GEMV_S = 16384 * 16384 * 4 / 4.0e12  # 4.0 TB/s: 83 % of the fake H200's 4.8 TB/s
+GEMM_S = 2 * 4096**3 / 50e12  # 50 TFLOPS: 75 % of FP32 peak
+GEMV_ID = "test_perf.py::test_gemv[16384x16384-cold]"
+GEMM_ID = "test_perf.py::test_gemm[fp32-4096x4096x4096-cold]"
+
+
+@pytest.fixture
+def project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
+    monkeypatch.delenv("CI", raising=False)
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+    pytester.makeconftest(CONFTEST)
+    pytester.makepyfile(test_perf=TESTS)
+    set_timings(pytester, gemv=GEMV_S, gemm=GEMM_S, slow=8 * GEMM_S)
+    return pytester
+
+
+def set_timings(pytester: pytest.Pytester, **timings: object) -> None:
+    (pytester.path / "timings.json").write_text(json.dumps(timings))
+
+
+def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
+    return pytester.runpytest("-p", "no:cacheprovider", "--results-dir", "none", *args)
+
+
+def baseline(pytester: pytest.Pytester) -> dict:
+    return yaml.safe_load((pytester.path / "baselines" / "fake-gpu.yaml").read_text())
+
+
+def recorded(project: pytest.Pytester) -> dict:
+    result = run(project, "--update-baselines")
+    result.assert_outcomes(passed=2, deselected=1)
+    return baseline(project)
+
+
+def test_update_records_every_selected_case_then_the_same_speed_passes(project: pytest.Pytester) -> None:
+    data = recorded(project)
+    assert set(data["entries"]) == {GEMV_ID, GEMM_ID}
+    assert data["header"]["slug"] == "fake-gpu" and data["header"]["driver"] == "580.159.04"
+    assert data["entries"][GEMV_ID]["unit"] == "GB/s"
+    assert data["entries"][GEMV_ID]["value"] == pytest.approx(4000, rel=1e-3)
+    result = run(project)
+    result.assert_outcomes(passed=2, deselected=1)
+    result.stdout.fnmatch_lines(["*case*metric*measured*baseline*Δ %*% peak*status*note*", "*PASS*"])
+
+
+def test_a_regression_fails_its_test_after_a_confirming_remeasurement(project: pytest.Pytester) -> None:
+    recorded(project)
+    set_timings(project, gemv=GEMV_S * 1.10, gemm=GEMM_S)
+    result = run(project)
+    result.assert_outcomes(passed=1, failed=1, deselected=1)
+    result.stdout.fnmatch_lines(["*REGRESSED*test_gemv*vs baseline*-9.1 %*", "*re-measured*"])
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+
+
+def test_a_transient_slowdown_passes_on_remeasurement(project: pytest.Pytester) -> None:
+    recorded(project)
+    set_timings(project, gemv=[GEMV_S * 1.2, GEMV_S], gemm=GEMM_S)
+    result = run(project)
+    result.assert_outcomes(passed=2, deselected=1)
+    result.stdout.fnmatch_lines(["*PASS*re-measured*"])
+
+
+def test_within_tolerance_passes(project: pytest.Pytester) -> None:
+    recorded(project)
+    set_timings(project, gemv=GEMV_S * 1.02, gemm=GEMM_S * 0.98)
+    run(project).assert_outcomes(passed=2, deselected=1)
+
+
+def test_an_improvement_is_noted_and_fails_only_when_strict(project: pytest.Pytester) -> None:
+    recorded(project)
+    set_timings(project, gemv=GEMV_S, gemm=GEMM_S / 1.10)
+    result = run(project)
+    result.assert_outcomes(passed=2, deselected=1)
+    result.stdout.fnmatch_lines(["*IMPROVED*update the baseline*--update-baselines*"])
+    run(project, "--strict-baselines").assert_outcomes(passed=1, failed=1, deselected=1)
+
+
+def test_above_peak_is_an_anomaly_that_fails(project: pytest.Pytester) -> None:
+    recorded(project)
+    set_timings(project, gemv=GEMV_S / 2, gemm=GEMM_S)  # 8 TB/s on a 4.8 TB/s card
+    result = run(project)
+    result.assert_outcomes(passed=1, failed=1, deselected=1)
+    result.stdout.fnmatch_lines(["*ANOMALY*test_gemv*above-memory-peak*cache-resident*"])
+
+
+def test_update_does_not_record_an_anomaly(project: pytest.Pytester) -> None:
+    set_timings(project, gemv=GEMV_S / 2, gemm=GEMM_S)
+    run(project, "--update-baselines").assert_outcomes(passed=1, failed=1, deselected=1)
+    assert set(baseline(project)["entries"]) == {GEMM_ID}
+
+
+@pytest.mark.parametrize(("args", "env", "outcome"), [
+    ((), {}, "skipped"),
+    (("--missing-baseline=fail",), {}, "failed"),
+    ((), {"CI": "true"}, "failed"),
+    (("--missing-baseline=pass",), {}, "passed"),
+])
+def test_missing_baseline_follows_the_policy(project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch,
+                                             args: tuple[str, ...], env: dict[str, str], outcome: str) -> None:
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    result = run(project, *args)
+    result.assert_outcomes(**{outcome: 2}, deselected=1)
+    result.stdout.fnmatch_lines(["*no baseline for this case on fake-gpu*--update-baselines*"])
+
+
+def test_update_touches_only_the_selected_cases(project: pytest.Pytester) -> None:
+    before = recorded(project)
+    set_timings(project, gemv=GEMV_S * 1.25, gemm=GEMM_S * 1.25)
+    result = run(project, "-k", "gemv", "--update-baselines")
+    result.stdout.fnmatch_lines(["*updated*fake-gpu.yaml (old → new)*", "*test_gemv*GB/s*-20.0*"])
+    after = baseline(project)
+    assert after["entries"][GEMM_ID] == before["entries"][GEMM_ID]
+    assert after["entries"][GEMV_ID]["value"] == pytest.approx(before["entries"][GEMV_ID]["value"] / 1.25, rel=1e-4)
+
+
+def test_malformed_yaml_stops_the_run_naming_the_file(project: pytest.Pytester) -> None:
+    (project.path / "baselines").mkdir()
+    (project.path / "baselines" / "fake-gpu.yaml").write_text("schema: 1\nentries: [unclosed\n")
+    result = run(project)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stdout.fnmatch_lines(["*fake-gpu.yaml: not valid YAML*git checkout*"])
+
+
+def test_schema_error_names_the_file_and_the_entry(project: pytest.Pytester) -> None:
+    data = recorded(project)
+    data["entries"][GEMV_ID]["tolerance"] = -0.1
+    (project.path / "baselines" / "fake-gpu.yaml").write_text(yaml.safe_dump(data))
+    result = run(project)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stdout.fnmatch_lines(["*fake-gpu.yaml: entry 'test_perf.py::test_gemv?16384x16384-cold?': "
+                                 "tolerance must be a fraction*"])
+
+
+def test_a_baseline_of_another_gpu_is_refused(project: pytest.Pytester) -> None:
+    data = recorded(project)
+    data["header"]["slug"] = "nvidia-a100-sxm4-80gb"
+    (project.path / "baselines" / "fake-gpu.yaml").write_text(yaml.safe_dump(data))
+    result = run(project)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stdout.fnmatch_lines(["*recorded on*but this GPU is fake-gpu*"])
+
+
+def test_flush_modes_parametrize_every_perf_test_and_k_selects(project: pytest.Pytester) -> None:
+    result = run(project, "--flush-modes", "cold,hot", "--missing-baseline=pass", "-k", "gemv and hot", "-v")
+    result.assert_outcomes(passed=1, deselected=5)
+    result.stdout.fnmatch_lines(["*test_gemv?16384x16384-hot? PASSED*"])
+
+
+def test_slow_cases_run_only_when_asked(project: pytest.Pytester) -> None:
+    run(project, "--run-slow", "--missing-baseline=pass").assert_outcomes(passed=3)
+
+
+def test_results_files_are_written(project: pytest.Pytester) -> None:
+    result = project.runpytest("-p", "no:cacheprovider", "--missing-baseline=pass", "--results-dir", "out")
+    result.assert_outcomes(passed=2, deselected=1)
+    runs = list((project.path / "out").iterdir())
+    assert len(runs) == 1
+    data = json.loads((runs[0] / "results.json").read_text())
+    assert {r["case_id"] for r in data["records"]} == {GEMV_ID, GEMM_ID}
+    assert data["run"]["gpu_slug"] == "fake-gpu"
+
+
+@pytest.mark.parametrize(("option", "message"), [
+    (("--tolerance", "5"), "not a fraction"),
+    (("--gpu", "first"), "use an index"),
+    (("--flush-modes", "warm"), "use cold, hot"),
+    (("--min-samples", "0"), "at least 1"),
+])
+def test_bad_options_fail_at_start_up(project: pytest.Pytester, option: tuple[str, ...], message: str) -> None:
+    result = run(project, *option)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"*{message}*"])
+
+
+def test_without_cupy_gpu_tests_skip_with_a_reason(pytester: pytest.Pytester) -> None:
+    pytester.makeconftest('import sys\nsys.modules["cupy"] = None\npytest_plugins = ["gpuperf.plugin"]\n')
+    pytester.makepyfile(test_gpu="def test_needs_gpu(gpu, stream):\n    raise AssertionError('ran')\n")
+    result = pytester.runpytest("-p", "no:cacheprovider", "-rs")
+    result.assert_outcomes(skipped=1)
+    result.stdout.fnmatch_lines(["*no GPU*CuPy is not importable*pip install*"])

@@ -1,0 +1,221 @@
+"""The measurement loop with a simulated device: a stream whose clock advances by what is enqueued."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pytest
+
+from gpuperf.measurement import Method
+from gpuperf.metrics import gemm_work
+from gpuperf.stats import StoppingRule
+from gpuperf.timing import SamplingConfig, Timer
+
+L2 = 50 * 2**20
+FLUSH_COST_S = 40e-6
+
+
+@dataclass
+class SimDevice:
+    """Device time advances by each enqueued call; the host clock follows it."""
+
+    now: float = 0.0
+    log: list[str] = field(default_factory=list)
+
+    def advance(self, seconds: float, what: str) -> None:
+        self.now += seconds
+        self.log.append(what)
+
+
+class SimEvent:
+    def __init__(self, device: SimDevice) -> None:
+        self.device = device
+        self.time: float | None = None
+
+    def record(self, stream: object) -> None:
+        self.time = self.device.now
+        self.device.log.append("event")
+
+    def synchronize(self) -> None:
+        assert self.time is not None
+
+
+class SimBackend:
+    def __init__(self, device: SimDevice) -> None:
+        self.device = device
+        self.copies = 0
+
+    def current_stream(self) -> object:
+        return object()
+
+    def event(self) -> SimEvent:
+        return SimEvent(self.device)
+
+    def elapsed_s(self, start: SimEvent, stop: SimEvent) -> float:
+        assert start.time is not None and stop.time is not None
+        return stop.time - start.time
+
+    def copy(self, operand: object) -> object:
+        self.copies += 1
+        return SimArray(getattr(operand, "nbytes"))
+
+
+class SimFlush:
+    def __init__(self, device: SimDevice) -> None:
+        self.device = device
+        self.count = 0
+
+    def enqueue(self, stream: object) -> None:
+        self.count += 1
+        self.device.advance(FLUSH_COST_S, "flush")
+
+
+class SimFlags:
+    c_contiguous = True
+    f_contiguous = False
+
+
+class SimArray:
+    flags = SimFlags()
+
+    def __init__(self, nbytes: int) -> None:
+        self.nbytes = nbytes
+
+
+class SimNvml:
+    def __init__(self, masks: list[int] | None = None, others: tuple[int, ...] = ()) -> None:
+        self.masks = list(masks or [])
+        self.others = others
+
+    def sm_clock_mhz(self) -> int:
+        return 1980
+
+    def clock_event_mask(self) -> int:
+        return self.masks.pop(0) if self.masks else 0
+
+    def other_processes(self) -> tuple[int, ...]:
+        return self.others
+
+
+def make_timer(device: SimDevice, nvml: SimNvml | None = None, **config: object) -> tuple[Timer, SimFlush, SimBackend]:
+    flush = SimFlush(device)
+    backend = SimBackend(device)
+    sampling = SamplingConfig(rule=StoppingRule(min_samples=10, min_time_s=0.01, noise_target=0.005, timeout_s=5.0),
+                              **config)  # type: ignore[arg-type]
+    timer = Timer(L2, flush, nvml or SimNvml(), sampling, backend=backend, sleep=lambda s: device.advance(s, "sleep"),
+                  clock=lambda: device.now)
+    return timer, flush, backend
+
+
+def kernel(device: SimDevice, seconds: float):
+    def call(*operands: object) -> None:
+        device.advance(seconds, "call")
+    return call
+
+
+WORK = gemm_work(4096, 4096, 4096, "fp32")
+
+
+def test_cold_flush_excludes_the_flush_from_every_sample() -> None:
+    device = SimDevice()
+    timer, flush, _ = make_timer(device)
+    m = timer.measure(kernel(device, 1e-3), WORK, operands=(SimArray(3 * 2**26),), flush="cold")
+    assert m.method == Method.COLD_FLUSH
+    assert m.median_s == pytest.approx(1e-3)
+    assert max(m.samples_s) == pytest.approx(1e-3)  # the 40 µs flush never enters a sample
+    assert flush.count >= len(m.samples_s)
+    assert m.stop_reason == "converged"
+    assert sum(m.samples_s) >= 0.01 and len(m.samples_s) >= 10
+
+
+def test_flush_sits_outside_the_event_pair() -> None:
+    device = SimDevice()
+    timer, _, _ = make_timer(device)
+    timer.measure(kernel(device, 1e-3), WORK, operands=(SimArray(2**30),), flush="cold")
+    timed = device.log[device.log.index("flush"):]
+    pattern = ["flush", "event", "call", "event"]
+    assert timed[: len(pattern) * 3] == pattern * 3
+
+
+def test_short_calls_rotate_copies_larger_than_twice_l2() -> None:
+    device = SimDevice()
+    timer, flush, backend = make_timer(device)
+    footprint = 3 * 2**20
+    m = timer.measure(kernel(device, 5e-6), WORK, operands=(SimArray(footprint),), flush="cold")
+    assert m.method == Method.COLD_ROTATE
+    assert m.calls_per_sample * footprint > 2 * L2
+    assert backend.copies == m.calls_per_sample - 1
+    assert flush.count == 0
+    assert m.median_s == pytest.approx(5e-6)
+
+
+def test_short_call_without_operands_falls_back_to_flush() -> None:
+    device = SimDevice()
+    timer, flush, _ = make_timer(device)
+    m = timer.measure(kernel(device, 5e-6), WORK, flush="cold")
+    assert m.method == Method.COLD_FLUSH and flush.count > 0
+
+
+def test_hot_batches_back_to_back_calls() -> None:
+    device = SimDevice()
+    timer, flush, _ = make_timer(device)
+    m = timer.measure(kernel(device, 5e-6), WORK, operands=(SimArray(1024),), flush="hot")
+    assert m.method == Method.HOT and m.flush == "hot"
+    assert m.calls_per_sample == 10  # 50 µs minimum sample / 5 µs
+    assert flush.count == 0
+    assert m.median_s == pytest.approx(5e-6)
+
+
+def test_warmup_runs_by_count_and_by_time() -> None:
+    device = SimDevice()
+    timer, _, _ = make_timer(device, warmup_calls=3, warmup_time_s=0.01)
+    m = timer.measure(kernel(device, 1e-3), WORK, operands=(SimArray(2**30),))
+    assert m.warmup_calls == 10  # 10 ms of warm-up at 1 ms per call
+    device = SimDevice()
+    timer, _, _ = make_timer(device, warmup_calls=3, warmup_time_s=0.001)
+    assert timer.measure(kernel(device, 1e-2), WORK, operands=(SimArray(2**30),)).warmup_calls == 3
+
+
+def test_throttled_batch_is_discarded_and_resampled() -> None:
+    device = SimDevice()
+    hw_slowdown = 0x8
+    nvml = SimNvml(masks=[hw_slowdown])  # the first sampled batch starts slowed down
+    timer, _, _ = make_timer(device, nvml)
+    m = timer.measure(kernel(device, 1e-3), WORK, operands=(SimArray(2**30),))
+    assert m.discarded_samples > 0
+    assert m.reliable
+    assert "hw_slowdown" in m.clock_events
+
+
+def test_persistent_contention_marks_the_measurement_unreliable() -> None:
+    device = SimDevice()
+    timer, _, _ = make_timer(device, SimNvml(others=(4242,)), throttle_retries=2)
+    m = timer.measure(kernel(device, 1e-3), WORK, operands=(SimArray(2**30),))
+    assert not m.reliable
+    assert "4242" in m.unreliable_reason and "2 re-samplings" in m.unreliable_reason
+
+
+def test_power_cap_alone_is_recorded_but_reliable() -> None:
+    device = SimDevice()
+    timer, _, _ = make_timer(device, SimNvml(masks=[0x4] * 1000))
+    m = timer.measure(kernel(device, 1e-3), WORK, operands=(SimArray(2**30),))
+    assert m.reliable and m.clock_events == ("sw_power_cap",)
+
+
+def test_noisy_calls_sample_until_timeout() -> None:
+    device = SimDevice()
+    durations = iter([1e-3, 2e-3] * 100000)
+
+    def noisy(*operands: object) -> None:
+        device.advance(next(durations), "call")
+
+    timer, _, _ = make_timer(device)
+    m = timer.measure(noisy, WORK, operands=(SimArray(2**30),))
+    assert m.stop_reason == "timeout"
+
+
+def test_bad_flush_mode_is_rejected() -> None:
+    device = SimDevice()
+    timer, _, _ = make_timer(device)
+    with pytest.raises(ValueError, match="cold' or 'hot"):
+        timer.measure(kernel(device, 1e-3), WORK, flush="warm")
