@@ -120,6 +120,7 @@ class Perf:
     run: RunInfo | None
     records: list[Record] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    exporter: Callable[[Measurement, Record], None] | None = None  # e.g. pytest-benchmark's JSON
 
     @property
     def _mode(self) -> CheckMode:
@@ -135,7 +136,10 @@ class Perf:
             best = retry if retry.value > record.value else record
             record = replace(best, note="; ".join(n for n in (best.note, f"re-measured: {first}, "
                                                               f"second {retry.value:.4g}") if n))
-        return self._keep(record)
+        record = self._keep(record)
+        if self.exporter is not None:
+            self.exporter(measurement, record)
+        return record
 
     def check_ratio(self, numerator: Measurement, denominator: Measurement, name: str = "vs_cublas") -> Record:
         ratio_case = replace(self.case, case_id=f"{self.case.case_id}#{name}")

@@ -316,9 +316,20 @@ def perf(request: pytest.FixtureRequest, gpu: Any, measure: Any) -> Perf:
     except BaselineError as exc:
         pytest.exit(f"gpuperf: {exc}", returncode=pytest.ExitCode.USAGE_ERROR)
     run = run_info(gpu, state.options.flush_modes)
-    checker = Perf(state=state, case=case, peaks=gpu.peaks, measure=measure, run=run)
+    checker = Perf(state=state, case=case, peaks=gpu.peaks, measure=measure, run=run,
+                   exporter=_benchmark_exporter(request))
     item.stash[PERF] = checker
     return checker
+
+
+def _benchmark_exporter(request: pytest.FixtureRequest) -> Any:
+    """With pytest-benchmark active and ``--benchmark-json`` given, checks also land in its JSON."""
+    config = request.config
+    if not config.pluginmanager.hasplugin("benchmark") or not config.getoption("benchmark_json", None):
+        return None
+    from gpuperf.benchmark_export import BenchmarkExporter
+
+    return BenchmarkExporter(request.getfixturevalue("benchmark"))
 
 
 # -- running ---------------------------------------------------------------------------------------------

@@ -270,3 +270,15 @@ def test_without_cupy_gpu_tests_skip_with_a_reason(pytester: pytest.Pytester) ->
     result = pytester.runpytest("-p", "no:cacheprovider", "-rs")
     result.assert_outcomes(skipped=1)
     result.stdout.fnmatch_lines(["*no GPU*CuPy is not importable*pip install*"])
+
+
+def test_benchmark_json_carries_the_same_numbers(project: pytest.Pytester) -> None:
+    result = run(project, "--missing-baseline=pass", "--benchmark-json", "bench.json")
+    result.assert_outcomes(passed=2, deselected=1)
+    data = json.loads((project.path / "bench.json").read_text())
+    by_case = {b["extra_info"]["case_id"]: b for b in data["benchmarks"]}
+    assert set(by_case) == {GEMV_ID, GEMM_ID}
+    gemv = by_case[GEMV_ID]
+    assert gemv["extra_info"]["unit"] == "GB/s"
+    assert gemv["extra_info"]["value"] == pytest.approx(4000, rel=1e-3)
+    assert gemv["stats"]["median"] == pytest.approx(GEMV_S, rel=1e-6)
