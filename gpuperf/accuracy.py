@@ -133,6 +133,6 @@ def assert_gemm_close(out: np.ndarray, a: np.ndarray, b: np.ndarray, *, path: st
 def random_operand(rng: np.random.Generator, shape: tuple[int, ...], dtype: np.dtype | type = np.float32
                    ) -> np.ndarray:
     """Uniform values in [-1, 1) with no exact zeros, in ``dtype`` (a NumPy dtype; BF16 is made on the GPU)."""
-    values = rng.uniform(-1.0, 1.0, size=shape)
-    values[values == 0.0] = 0.5
-    return values.astype(dtype)
+    values = rng.uniform(-1.0, 1.0, size=shape).astype(dtype)
+    values[values == 0] = 0.5  # after the cast: tiny draws underflow to zero in narrow dtypes
+    return values

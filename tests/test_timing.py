@@ -44,6 +44,7 @@ class SimBackend:
     def __init__(self, device: SimDevice) -> None:
         self.device = device
         self.copies = 0
+        self.release_ok = True
 
     def current_stream(self) -> object:
         return object()
@@ -58,6 +59,11 @@ class SimBackend:
     def copy(self, operand: object) -> object:
         self.copies += 1
         return SimArray(getattr(operand, "nbytes"))
+
+    def hold(self, stream: object):
+        """The simulated stream runs enqueued work at once; the hold only records its place."""
+        self.device.log.append("hold")
+        return lambda: self.release_ok
 
 
 class SimFlush:
@@ -170,10 +176,29 @@ def test_warmup_runs_by_count_and_by_time() -> None:
     device = SimDevice()
     timer, _, _ = make_timer(device, warmup_calls=3, warmup_time_s=0.01)
     m = timer.measure(kernel(device, 1e-3), WORK, operands=(SimArray(2**30),))
-    assert m.warmup_calls == 10  # 10 ms of warm-up at 1 ms per call
+    assert m.warmup_calls == 11  # one unheld first call, then 10 ms of warm-up at 1 ms per call
     device = SimDevice()
     timer, _, _ = make_timer(device, warmup_calls=3, warmup_time_s=0.001)
     assert timer.measure(kernel(device, 1e-2), WORK, operands=(SimArray(2**30),)).warmup_calls == 3
+
+
+def test_every_batch_is_enqueued_behind_a_hold() -> None:
+    device = SimDevice()
+    timer, _, _ = make_timer(device)
+    m = timer.measure(kernel(device, 1e-3), WORK, operands=(SimArray(2**30),))
+    first_flush = device.log.index("flush")
+    assert device.log[first_flush - 1] == "hold"  # the first sampled batch sits behind a hold
+    assert device.log.count("hold") >= m.warmup_calls - 1 + 1  # every held warm-up call and every batch
+    assert m.method == Method.COLD_FLUSH
+
+
+def test_a_hold_that_times_out_drops_the_batch_and_continues_unheld() -> None:
+    device = SimDevice()
+    timer, _, backend = make_timer(device)
+    backend.release_ok = False
+    m = timer.measure(kernel(device, 1e-3), WORK, operands=(SimArray(2**30),))
+    assert m.method == "cold-flush-unheld"
+    assert m.median_s == pytest.approx(1e-3)
 
 
 def test_throttled_batch_is_discarded_and_resampled() -> None:
