@@ -1,0 +1,1 @@
+"""The code under test: cuBLAS call wrappers (``blas_args``, ``cublas``, ``operands``) and custom CUDA kernels."""
