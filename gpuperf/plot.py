@@ -1,0 +1,430 @@
+"""PNG plots of a run or a baseline: throughput vs problem size per family, and a roofline of the GPU.
+
+Figures are built on ``matplotlib.figure.Figure`` with the Agg canvas, never through ``pyplot``: no
+global backend switch, no display needed, and nothing left open between calls.
+
+A results file carries FLOPs, bytes and TFLOPS per case. A baseline file only carries each case's id and
+gated value, so ``records_from_baseline`` re-derives the work from the id (``MxNxK`` → GEMM,
+``MxN`` → GEMV, ``BxMxNxK`` → batched GEMM; the dtype from an id segment or the BLAS prefix ``s``/``d``/``h``
+of the test name, else fp32). Such points are as exact as those formulas: a batched GEMV with a shared
+matrix (``strideA = 0``) is drawn with the bytes of distinct matrices.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+import matplotlib
+from matplotlib.axes import Axes
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+
+from gpuperf.cases import DTYPES, BatchedShape, CaseTableError, GemmShape, GemvShape, parse_shape
+from gpuperf.metrics import GBPS, TFLOPS, Work, gemm_work, gemv_work
+from gpuperf.records import Record
+
+DPI = 150
+FIGSIZE = (10.0, 6.0)  # inches: 1500 × 900 px at DPI
+
+#: Human names of the compute ceilings (the keys of ``peaks["compute_tflops"]``).
+CEILING_NAMES = {
+    "fp32": "FP32 vector", "tf32": "TF32 tensor", "fp16": "FP16 tensor", "bf16": "BF16 tensor",
+    "fp64": "FP64 tensor",
+}
+#: Parameter names that give a case's size, not its code path: they never split a series.
+SIZE_PARAMS = frozenset({"shape", "size", "m", "n", "k", "batch", "batch_size"})
+_SIZE_VALUE = re.compile(r"^\d+(x\d+)*$")
+_FLUSH_MODES = ("cold", "hot")
+_MARKERS = "osD^v<>ph*"
+#: A shape with one dimension this many times another is drawn as its own (tall/wide/long-K) series.
+ASPECT_FACTOR = 4
+
+
+class EntryLike(Protocol):
+    """What a baseline entry offers (``gpuperf.baseline.Entry``; ``samples``, ``flush``, ``spread`` if there)."""
+
+    @property
+    def metric(self) -> str: ...
+
+    @property
+    def value(self) -> float: ...
+
+    @property
+    def unit(self) -> str: ...
+
+
+@dataclass(frozen=True)
+class _Point:
+    x: float  # FLOPs or bytes per call
+    y: float  # TFLOPS or GB/s
+    series: str
+
+
+# --- public API ----------------------------------------------------------------------------------------
+
+
+def plot_throughput(records: Sequence[Record], out_dir: Path, gpu: str = "",
+                    peaks: Mapping[str, Any] | None = None) -> list[Path]:
+    """One ``throughput-<family>.png`` per family: TFLOPS vs FLOPs (GB/s vs bytes for bandwidth-bound
+    cases) on a log x axis, one series per code path, the applicable peaks as dashed lines.
+
+    A family gated on both metrics (e.g. batched GEMM and GEMV) gets two panels in its one PNG. Ratio
+    entries (``#vs_cublas``) and records without FLOP/byte counts are left out. Peaks come from each
+    record's ``peak`` or, failing that, from ``peaks`` (``{"memory_gbps", "compute_tflops"}``).
+    """
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    families: dict[str, list[Record]] = {}
+    for record in records:
+        if record.metric in (TFLOPS, GBPS) and _size(record) is not None and _is_number(record.value):
+            families.setdefault(record.family or "other", []).append(record)
+    written = []
+    for family in sorted(families):
+        group = families[family]
+        metrics = [m for m in (TFLOPS, GBPS) if any(r.metric == m for r in group)]
+        fig = _figure(width=FIGSIZE[0] * (1 if len(metrics) == 1 else 1.7))
+        axes = fig.subplots(1, len(metrics), squeeze=False)[0]
+        for ax, metric in zip(axes, metrics):
+            _throughput_panel(ax, [r for r in group if r.metric == metric], metric, peaks)
+        fig.suptitle(f"{family}: throughput vs problem size" + (f" — {gpu}" if gpu else ""))
+        path = out_dir / f"throughput-{_slug(family)}.png"
+        fig.savefig(path, dpi=DPI)
+        written.append(path)
+    return written
+
+
+def plot_roofline(records: Sequence[Record], peaks: Mapping[str, Any] | None, out_dir: Path,
+                  gpu: str = "") -> Path:
+    """``roofline.png``: log-log, x = arithmetic intensity (FLOP/byte), y = TFLOPS; the memory ceiling
+    (slope = peak bandwidth), one compute ceiling per distinct precision peak, every case a point coloured
+    by family with a marker per precision. Without ``peaks`` the points are drawn alone and the title says
+    so."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    points: dict[tuple[str, str], list[tuple[float, float]]] = {}
+    for record in records:
+        placed = _roofline_point(record)
+        if placed is not None:
+            points.setdefault((record.family or "other", _precision(record)), []).append(placed)
+    fig = _figure()
+    ax = fig.add_subplot()
+    families = sorted({family for family, _ in points})
+    precisions = sorted({precision for _, precision in points}, key=_precision_rank)
+    colours = _colours(families)
+    markers = {precision: _MARKERS[i % len(_MARKERS)] for i, precision in enumerate(precisions)}
+    for (family, precision), pts in sorted(points.items()):
+        xs, ys = zip(*pts)
+        ax.scatter(xs, ys, s=30, color=colours[family], marker=markers[precision], edgecolors="black",
+                   linewidths=0.4, zorder=3)
+    handles: list[Any] = [Line2D([], [], linestyle="", marker="o", color=colours[family], markeredgecolor="black",
+                                 label=f"{family} ({sum(len(p) for (f, _), p in points.items() if f == family)})")
+                          for family in families]
+    handles += [Line2D([], [], linestyle="", marker=markers[precision], color="lightgray",
+                       markeredgecolor="black", label=precision) for precision in precisions]
+    intensities = [x for pts in points.values() for x, _ in pts]
+    values = [y for pts in points.values() for _, y in pts]
+    memory = _positive(peaks.get("memory_gbps")) if peaks else None
+    ceilings = _compute_ceilings(peaks)
+    ridges = [tflops * 1000.0 / memory for tflops, _ in ceilings] if memory else []
+    x_lo = min(intensities + ridges + [1.0]) / 4
+    x_hi = max(intensities + ridges + [1.0]) * 4
+    if memory:
+        x_top = max(ridges) if ridges else x_hi  # the slope ends where the highest compute roof starts
+        handles += ax.plot([x_lo, x_top], [memory * x_lo / 1000.0, memory * x_top / 1000.0], color="black",
+                           linewidth=1.6, label=f"memory {memory:.0f} GB/s", zorder=2)
+    for index, (tflops, name) in enumerate(ceilings):
+        start = tflops * 1000.0 / memory if memory else x_lo
+        colour = _CEILING_COLOURS[index % len(_CEILING_COLOURS)]
+        ax.hlines(tflops, start, x_hi, colors=colour, linestyles="--", linewidth=1.3, zorder=2)
+        handles.append(Line2D([], [], color=colour, linestyle="--", label=f"{name} {tflops:.1f} TFLOPS"))
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlim(x_lo, x_hi)
+    y_all = values + [t for t, _ in ceilings] + ([memory * x_lo / 1000.0] if memory else [])
+    if y_all:
+        ax.set_ylim(min(y_all) / 3, max(y_all) * 3)
+    ax.set_xlabel("arithmetic intensity (FLOP/byte)")
+    ax.set_ylabel("throughput (TFLOPS)")
+    title = "roofline" + (f" — {gpu}" if gpu else "")
+    ax.set_title(title if memory or ceilings else title + " (no peaks recorded: ceilings left out)")
+    ax.grid(True, which="both", alpha=0.25)
+    if handles:
+        ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small",
+                  title="colour: family · marker: precision", title_fontsize="small")
+    path = out_dir / "roofline.png"
+    fig.savefig(path, dpi=DPI)
+    return path
+
+
+def records_from_baseline(header: Mapping[str, Any], entries: Mapping[str, EntryLike]) -> list[Record]:
+    """Records for plotting from a baseline's header and entries; the work is derived from each case id.
+
+    Entries whose id names no shape, or whose metric is not TFLOPS or GB/s (ratios), keep no FLOP/byte
+    counts and are therefore left out of the plots.
+    """
+    peaks = header.get("peaks") if isinstance(header.get("peaks"), Mapping) else None
+    return [_baseline_record(case_id, entry, header, peaks) for case_id, entry in entries.items()]
+
+
+# --- throughput ----------------------------------------------------------------------------------------
+
+
+def _throughput_panel(ax: Axes, records: Sequence[Record], metric: str,
+                      peaks: Mapping[str, Any] | None) -> None:
+    series: dict[str, list[_Point]] = {}
+    for record in records:
+        size = _size(record) or 0.0  # the caller kept only records with a size
+        point = _Point(size, float(record.value), _join(series_label(record), shape_class(record)))
+        series.setdefault(point.series, []).append(point)
+    colours = _colours(sorted(series))
+    for index, label in enumerate(sorted(series)):
+        pts = sorted(series[label], key=lambda p: (p.x, p.y))
+        ax.plot([p.x for p in pts], [p.y for p in pts], marker=_MARKERS[index % len(_MARKERS)],
+                markersize=5, linewidth=1.0, color=colours[label], label=label)
+    ceilings = _throughput_ceilings(records, metric, peaks)
+    for index, (value, name) in enumerate(ceilings):
+        ax.axhline(value, linestyle="--", linewidth=1.2, color=_CEILING_COLOURS[index % len(_CEILING_COLOURS)],
+                   label=f"{name} peak {value:.1f} {metric}" if metric == TFLOPS else
+                   f"{name} peak {value:.0f} {metric}")
+    ax.set_xscale("log")
+    y_values = [p.y for pts in series.values() for p in pts] + [value for value, _ in ceilings]
+    if max(y_values) / max(min(y_values), 1e-12) > 30:
+        ax.set_yscale("log")  # fp32 next to fp16 tensor ceilings: a linear axis would flatten fp32
+    else:
+        ax.set_ylim(0, max(y_values) * 1.08)
+    unit = "TFLOPS (10¹² FLOP/s)" if metric == TFLOPS else "GB/s (10⁹ byte/s)"
+    what = "FLOPs per call" if metric == TFLOPS else "bytes moved per call"
+    ax.set_xlabel(f"problem size ({what}, log scale)")
+    ax.set_ylabel(unit)
+    ax.set_title("compute throughput" if metric == TFLOPS else "memory bandwidth", fontsize="medium")
+    ax.grid(True, which="both", alpha=0.25)
+    ax.legend(fontsize="small", loc="best")
+
+
+def _throughput_ceilings(records: Sequence[Record], metric: str,
+                         peaks: Mapping[str, Any] | None) -> list[tuple[float, str]]:
+    """Distinct peaks that apply to these records, with the precisions that share each."""
+    by_value: dict[float, list[str]] = {}
+    for record in records:
+        name = "memory" if metric == GBPS else _precision(record)
+        value = _positive(record.peak) or _peak_from(peaks, metric, name)
+        if value is not None:
+            names = by_value.setdefault(round(value, 1), [])
+            if name not in names:
+                names.append(name)
+    return [(value, "/".join(names)) for value, names in sorted(by_value.items())]
+
+
+def _peak_from(peaks: Mapping[str, Any] | None, metric: str, precision: str) -> float | None:
+    if not peaks:
+        return None
+    if metric == GBPS:
+        return _positive(peaks.get("memory_gbps"))
+    return _positive((peaks.get("compute_tflops") or {}).get(precision))
+
+
+def series_label(record: Record) -> str:
+    """The code path of a case: its parameters less those that give its size (``shape``, ``m``, …)."""
+    parts = []
+    for key, value in record.params.items():
+        text = str(value)
+        if key in SIZE_PARAMS or _SIZE_VALUE.match(text):
+            continue
+        parts.append(f"{key}={text}" if text in ("True", "False", "true", "false") else text)
+    return " · ".join(parts) or record.family or "cases"
+
+
+def shape_class(record: Record) -> str:
+    """How a case's shape is proportioned, so that tall, wide and square sweeps are separate curves:
+    ``""`` when no dimension is 4× another, else e.g. ``"M≫N"`` (tall GEMV) or ``"K≫M,N"``."""
+    dims = _shape_dims(record)
+    if not dims or max(dims.values()) < ASPECT_FACTOR * min(dims.values()):
+        return ""
+    top = max(dims.values())
+    large = [name for name, size in dims.items() if size * ASPECT_FACTOR > top]
+    small = [name for name in dims if name not in large]
+    return f"{','.join(large)}≫{','.join(small)}"
+
+
+def _shape_dims(record: Record) -> dict[str, int]:
+    text = record.params.get("shape")
+    if text is None:
+        candidates = [s for s in _parse_case_id(record.case_id)[2] if _SIZE_VALUE.match(s) and "x" in s]
+        text = candidates[0] if candidates else None
+    if text is not None:
+        try:
+            shape = parse_shape(str(text))
+        except CaseTableError:
+            return {}
+        if isinstance(shape, GemvShape):
+            return {"M": shape.m, "N": shape.n}
+        return {"M": shape.m, "N": shape.n, "K": shape.k}
+    named = {key.upper(): record.params[key] for key in ("m", "n", "k") if key in record.params}
+    try:
+        return {key: int(value) for key, value in named.items() if int(value) > 0} if len(named) >= 2 else {}
+    except ValueError:
+        return {}
+
+
+def _join(*parts: str) -> str:
+    return " · ".join(part for part in parts if part)
+
+
+def _size(record: Record) -> float | None:
+    return _positive(record.flops if record.metric == TFLOPS else record.bytes)
+
+
+# --- roofline ------------------------------------------------------------------------------------------
+
+
+def _roofline_point(record: Record) -> tuple[float, float] | None:
+    """(FLOP/byte, TFLOPS) of a case, from whichever of its figures are there; ``None`` if it has no work."""
+    flops, nbytes = _positive(record.flops), _positive(record.bytes)
+    if flops is None or nbytes is None:
+        return None
+    value, seconds = _positive(record.value), _positive(record.median_s)
+    tflops = _positive(record.tflops)
+    if tflops is None and value is not None and record.metric in (TFLOPS, GBPS):
+        tflops = value if record.metric == TFLOPS else value * 1e9 * (flops / nbytes) / 1e12
+    if tflops is None and seconds is not None:
+        tflops = flops / seconds / 1e12
+    if tflops is None:
+        return None
+    return _positive(record.arithmetic_intensity) or flops / nbytes, tflops
+
+
+def _compute_ceilings(peaks: Mapping[str, Any] | None) -> list[tuple[float, str]]:
+    """``[(TFLOPS, "FP16/BF16 tensor"), ...]`` highest first; precisions with equal peaks share a line."""
+    if not peaks:
+        return []
+    by_value: dict[float, list[str]] = {}
+    for precision, value in (peaks.get("compute_tflops") or {}).items():
+        if _positive(value) is not None:
+            by_value.setdefault(round(float(value), 1), []).append(precision)
+    ceilings = []
+    for value, names in sorted(by_value.items(), reverse=True):
+        described = [CEILING_NAMES.get(name, name) for name in names]
+        units = {d.split(" ", 1)[1] for d in described if " " in d}
+        if len(units) == 1:  # "FP16 tensor" + "BF16 tensor" → "FP16/BF16 tensor"
+            label = "/".join(d.split(" ", 1)[0] for d in described) + " " + units.pop()
+        else:
+            label = " = ".join(described)
+        ceilings.append((value, label))
+    return ceilings
+
+
+# --- baselines → records -------------------------------------------------------------------------------
+
+
+def _baseline_record(case_id: str, entry: EntryLike, header: Mapping[str, Any],
+                     peaks: Mapping[str, Any] | None) -> Record:
+    family, test, segments = _parse_case_id(case_id)
+    shape = None
+    params: dict[str, str] = {"test": test}
+    dtype = None
+    for segment in segments:
+        if dtype is None and segment in DTYPES:
+            dtype = segment
+        elif shape is None and _SIZE_VALUE.match(segment) and "x" in segment:
+            try:
+                shape = parse_shape(segment)
+            except CaseTableError:
+                shape = None
+        elif segment not in _FLUSH_MODES:
+            params.setdefault("variant", segment)
+    dtype = dtype or _dtype_from_name(test)
+    params["dtype"] = dtype
+    flush = next((s for s in segments if s in _FLUSH_MODES), str(getattr(entry, "flush", "") or ""))
+    if flush:
+        params["flush"] = flush
+    if shape is not None:
+        params["shape"] = str(shape)
+    work = _work(shape, dtype, entry.metric) if entry.metric in (TFLOPS, GBPS) else None
+    value = float(entry.value)
+    tflops = gbps = peak = pct = None
+    if work is not None and value > 0:
+        seconds = work.flops / (value * 1e12) if entry.metric == TFLOPS else work.bytes / (value * 1e9)
+        tflops, gbps = work.flops / seconds / 1e12, work.bytes / seconds / 1e9
+        peak = _peak_from(peaks, entry.metric, dtype)
+        pct = 100.0 * value / peak if peak else None
+    return Record(
+        case_id=case_id, nodeid=case_id, family=family, params=params, metric=entry.metric, value=value,
+        unit=entry.unit, status="", pct_of_peak=pct, peak=peak,
+        flops=work.flops if work else None, bytes=work.bytes if work else None,
+        arithmetic_intensity=work.arithmetic_intensity if work else None, tflops=tflops, gbps=gbps,
+        samples=getattr(entry, "samples", None), flush=flush, gpu=str(header.get("gpu", "")),
+        extra={"spread": getattr(entry, "spread", None)},
+    )
+
+
+def _parse_case_id(case_id: str) -> tuple[str, str, list[str]]:
+    """``perf_tests/test_gemv.py::test_sgemv_perf[opN-16384x16384-cold]#vs_cublas`` →
+    ``("gemv", "sgemv", ["opN", "16384x16384", "cold"])``."""
+    base = case_id.split("#", 1)[0]
+    path, _, name = base.rpartition("::")
+    function, _, bracket = name.partition("[")
+    stem = Path(path).stem if path else ""
+    family = stem.removeprefix("test_") or "other"
+    test = function.removeprefix("test_").removesuffix("_perf") or function
+    segments = [s for s in bracket.rstrip("]").split("-") if s] if bracket else []
+    return family, test, segments
+
+
+def _dtype_from_name(test: str) -> str:
+    """BLAS naming: ``sgemm``/``sgemv`` fp32, ``dgemm`` fp64, ``hgemm`` fp16; otherwise fp32."""
+    match = re.search(r"(?:^|_)([sdh])gem[mv]", test)
+    return {"s": "fp32", "d": "fp64", "h": "fp16"}[match.group(1)] if match else "fp32"
+
+
+def _work(shape: GemmShape | GemvShape | BatchedShape | None, dtype: str, metric: str) -> Work | None:
+    if isinstance(shape, GemmShape):
+        return gemm_work(shape.m, shape.n, shape.k, dtype)
+    if isinstance(shape, GemvShape):
+        return gemv_work(shape.m, shape.n, dtype)
+    if isinstance(shape, BatchedShape):
+        return gemm_work(shape.m, shape.n, shape.k, dtype, batch=shape.batch)
+    return None
+
+
+# --- helpers -------------------------------------------------------------------------------------------
+
+_CEILING_COLOURS = ("tab:red", "tab:purple", "tab:brown", "tab:olive", "tab:gray", "tab:pink")
+
+
+def _figure(width: float = FIGSIZE[0]) -> Figure:
+    fig = Figure(figsize=(width, FIGSIZE[1]), layout="constrained")
+    FigureCanvasAgg(fig)
+    return fig
+
+
+def _colours(names: Iterable[str]) -> dict[str, Any]:
+    names = list(names)
+    cmap = matplotlib.colormaps["tab10" if len(names) <= 10 else "tab20"]
+    return {name: cmap(i % cmap.N) for i, name in enumerate(names)}
+
+
+def _precision(record: Record) -> str:
+    return str(record.params.get("dtype") or record.extra.get("precision") or "fp32")
+
+
+def _precision_rank(precision: str) -> tuple[int, str]:
+    return (DTYPES.index(precision) if precision in DTYPES else len(DTYPES), precision)
+
+
+def _positive(value: Any) -> float | None:
+    return float(value) if _is_number(value) and float(value) > 0 else None
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "other"
+

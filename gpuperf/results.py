@@ -1,0 +1,406 @@
+"""The files a run leaves behind: ``results.json``, ``results.csv`` and a Markdown summary.
+
+``results.json`` is the lossless record (``{"run": RunInfo, "records": [Record, ...]}``) that ``load_run``
+reads back for plots and diffs. ``results.csv`` is the same data flattened, one row per case, so a
+spreadsheet or pandas can explain a curve a month later without this package. ``summary.md`` is what a
+person reads on a CI job page: the GPU and software header, counts per status, failing cases first.
+
+Non-finite floats are written as JSON ``null`` so the file stays strict JSON for other tools (``jq``,
+JavaScript). Nothing here imports CuPy.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import os
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, fields
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from gpuperf.records import Record, RunInfo, Status
+
+RESULTS_JSON = "results.json"
+RESULTS_CSV = "results.csv"
+SUMMARY_MD = "summary.md"
+STEP_SUMMARY_ENV = "GITHUB_STEP_SUMMARY"
+SCHEMA = 1
+
+#: GitHub rejects a step summary above 1 MiB; past this the per-family tables are left to the artifact.
+STEP_SUMMARY_LIMIT = 1_000_000
+
+#: Order in which statuses are counted and flagged cases listed: the ones that need a person first.
+STATUS_ORDER: tuple[str, ...] = (
+    Status.REGRESSED, Status.ANOMALY, Status.UNRELIABLE, Status.NO_BASELINE, Status.IMPROVED,
+    Status.UPDATED, Status.PASS,
+)
+#: Statuses that do not fail the job but deserve a look (listed after the failures).
+FLAGGED: frozenset[str] = frozenset({Status.UNRELIABLE, Status.NO_BASELINE, Status.IMPROVED})
+
+_ICONS = {
+    Status.PASS: "✅", Status.IMPROVED: "⬆️", Status.REGRESSED: "❌", Status.ANOMALY: "❌",
+    Status.NO_BASELINE: "❔", Status.UNRELIABLE: "⚠️", Status.UPDATED: "📝",
+}
+
+
+class ResultsError(ValueError):
+    """A results file is missing or malformed."""
+
+
+@dataclass(frozen=True)
+class RunFiles:
+    """Where ``write_run`` put things. ``step_summary`` is ``$GITHUB_STEP_SUMMARY`` when it was set."""
+
+    directory: Path
+    results_json: Path
+    results_csv: Path
+    summary_md: Path
+    step_summary: Path | None = None
+
+
+# --- writing -------------------------------------------------------------------------------------------
+
+
+def timestamped_dir(root: str | Path = "results", now: datetime | None = None) -> Path:
+    """Create and return ``<root>/<YYYYmmdd-HHMMSS>/`` (UTC).
+
+    Two runs that start in the same second get ``…-HHMMSS-2``, ``-3``, …: the directory is claimed with an
+    exclusive ``mkdir``, so concurrent sessions never share one. The names still sort chronologically.
+    """
+    root = Path(root)
+    root.mkdir(parents=True, exist_ok=True)
+    stamp = (now or datetime.now(timezone.utc)).strftime("%Y%m%d-%H%M%S")
+    for attempt in range(1, 10_000):
+        candidate = root / (stamp if attempt == 1 else f"{stamp}-{attempt}")
+        try:
+            candidate.mkdir()
+        except FileExistsError:
+            continue
+        return candidate
+    raise ResultsError(f"{root}: every results directory name for {stamp} is taken; clean up {root}/")
+
+
+def write_run(directory: Path, run: RunInfo, records: Sequence[Record]) -> RunFiles:
+    """Write ``results.json``, ``results.csv`` and ``summary.md`` into ``directory`` (created if needed).
+
+    When ``$GITHUB_STEP_SUMMARY`` is set the summary is also appended there, for the job page; the copy
+    in ``directory`` stays so the uploaded artifact is self-contained.
+    """
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    json_path = directory / RESULTS_JSON
+    csv_path = directory / RESULTS_CSV
+    summary_path = directory / SUMMARY_MD
+    _write_atomic(json_path, results_json_text(run, records))
+    _write_atomic(csv_path, results_csv_text(records, run))
+    text = summary_markdown(run, records, results_dir=directory)
+    _write_atomic(summary_path, text)
+    step = _step_summary_path(os.environ)
+    if step is not None:
+        write_summary_markdown(_fit_step_summary(text, run, records, directory), directory)
+    return RunFiles(directory, json_path, csv_path, summary_path, step)
+
+
+def write_summary_markdown(text: str, directory: Path, environ: Mapping[str, str] | None = None) -> Path:
+    """Append ``text`` to ``$GITHUB_STEP_SUMMARY`` when set, else write ``<directory>/summary.md``.
+
+    Appending is what GitHub expects: several steps (or several pytest sessions of one step) each add
+    their part to the job page. Returns the file written.
+    """
+    step = _step_summary_path(os.environ if environ is None else environ)
+    if step is None:
+        target = Path(directory) / SUMMARY_MD
+        _write_atomic(target, text)
+        return target
+    with step.open("a", encoding="utf-8") as handle:
+        handle.write(text if text.endswith("\n") else text + "\n")
+    return step
+
+
+def results_json_text(run: RunInfo, records: Iterable[Record]) -> str:
+    data = {"schema": SCHEMA, "run": run.to_dict(), "records": [record.to_dict() for record in records]}
+    return json.dumps(_strict_json(data), indent=2, allow_nan=False, default=_json_default) + "\n"
+
+
+def results_csv_text(records: Sequence[Record], run: RunInfo | None = None) -> str:
+    """One row per record. Columns: identity, ``param.<name>`` (union over records, sorted), the other
+    record fields in declaration order, ``extra.<name>``, then ``run.<field>`` when ``run`` is given."""
+    rows = [_flatten_record(record) for record in records]
+    run_columns: dict[str, str] = {}
+    if run is not None:
+        run_columns = {f"run.{key}": _cell(value) for key, value in _flatten("", run.to_dict()).items()}
+    columns = csv_columns(records) + list(run_columns)
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=columns, lineterminator="\n")
+    writer.writeheader()
+    for row in rows:
+        writer.writerow({**row, **run_columns})
+    return buffer.getvalue()
+
+
+def csv_columns(records: Sequence[Record]) -> list[str]:
+    """The record columns of ``results.csv`` in their stable order."""
+    params = sorted({name for record in records for name in record.params})
+    extras = sorted({key for record in records for key in _flatten("extra.", record.extra)})
+    head = ["case_id", "nodeid", "family"]
+    rest: list[str] = []
+    for f in fields(Record):
+        if f.name in head or f.name in ("params", "extra"):
+            continue
+        if f.name == "sm_clock_mhz":
+            rest += ["sm_clock_mhz_before", "sm_clock_mhz_after"]
+        else:
+            rest.append(f.name)
+    return head + [f"param.{name}" for name in params] + rest + extras
+
+
+# --- reading -------------------------------------------------------------------------------------------
+
+
+def load_run(path: str | Path) -> tuple[RunInfo, list[Record]]:
+    """Read a ``results.json`` (or a results directory holding one) back into ``RunInfo`` and records."""
+    path = Path(path)
+    if path.is_dir():
+        path = path / RESULTS_JSON
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError as exc:
+        raise ResultsError(f"{path}: no such file; pass a results/<timestamp>/ directory or its "
+                           f"{RESULTS_JSON} written by a pytest perf_tests run") from exc
+    except json.JSONDecodeError as exc:
+        raise ResultsError(f"{path}: not valid JSON ({exc}); the run may have been interrupted while "
+                           "writing it: re-run the suite") from exc
+    if not isinstance(data, dict) or not isinstance(data.get("run"), dict) \
+            or not isinstance(data.get("records"), list):
+        raise ResultsError(f"{path}: expected an object with 'run' and 'records' as written by "
+                           "gpuperf.results.write_run; is this a gpuperf results file?")
+    try:
+        run = RunInfo.from_dict(data["run"])
+        records = [Record.from_dict(item) for item in data["records"]]
+    except TypeError as exc:
+        raise ResultsError(f"{path}: a run or record lacks a required field ({exc}); the file was written "
+                           "by another gpuperf version or edited by hand: re-run the suite") from exc
+    return run, records
+
+
+# --- Markdown ------------------------------------------------------------------------------------------
+
+
+def summary_markdown(run: RunInfo, records: Sequence[Record], results_dir: Path | None = None,
+                     per_family: bool = True) -> str:
+    """The CI job-page summary: header, status counts, failing cases, flagged cases, all cases per family."""
+    failing = [r for r in records if r.failed]
+    flagged = [r for r in records if r.status in FLAGGED]
+    lines = [f"## gpuperf: {run.gpu_name or 'unknown GPU'} — {_verdict(records, failing)}", ""]
+    lines += _header_lines(run, records, results_dir)
+    lines += ["", _counts_line(records), ""]
+    if failing:
+        lines += [f"### Failing ({len(failing)})", ""] + _table(_by_status(failing)) + [""]
+    if flagged:
+        lines += [f"### Flagged ({len(flagged)})", ""] + _table(_by_status(flagged)) + [""]
+    if per_family and records:
+        lines += ["### All cases", ""]
+        families: dict[str, list[Record]] = {}
+        for record in records:
+            families.setdefault(record.family or "other", []).append(record)
+        for family in sorted(families):
+            group = families[family]
+            bad = sum(r.failed for r in group)
+            title = f"{family}: {len(group)} case{'s' if len(group) != 1 else ''}"
+            title += f", {bad} failing" if bad else ""
+            lines += ["<details>", f"<summary>{_escape(title)}</summary>", ""]
+            lines += _table(sorted(group, key=lambda r: r.case_id)) + ["", "</details>", ""]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def _verdict(records: Sequence[Record], failing: Sequence[Record]) -> str:
+    if not records:
+        return "no cases recorded"
+    if failing:
+        return f"❌ {len(failing)} of {len(records)} cases failing"
+    return f"✅ {len(records)} cases, none failing"
+
+
+def _header_lines(run: RunInfo, records: Sequence[Record], results_dir: Path | None) -> list[str]:
+    cc = f" (compute capability {run.compute_capability})" if run.compute_capability else ""
+    rows = [
+        ("GPU", f"{run.gpu_name}{cc}"),
+        ("driver / CUDA / cuBLAS / CuPy", " / ".join(v or "?" for v in
+                                                     (run.driver, run.cuda_runtime, run.cublas, run.cupy))),
+        ("clocks", _clocks_text(run, records)),
+        ("flush", ", ".join(run.flush_modes) or "?"),
+        ("started", run.started or "?"),
+    ]
+    peaks = run.extra.get("peaks") if isinstance(run.extra, dict) else None
+    if isinstance(peaks, dict):
+        rows.append(("peaks", _peaks_text(peaks)))
+    if results_dir is not None:
+        rows.append(("results", f"`{results_dir}`"))
+    return ["| | |", "| --- | --- |"] + [f"| {name} | {_escape(value)} |" for name, value in rows]
+
+
+def _clocks_text(run: RunInfo, records: Sequence[Record]) -> str:
+    parts = []
+    if run.sm_clock_max_mhz:
+        parts.append(f"SM max {run.sm_clock_max_mhz} MHz")
+    if run.mem_clock_mhz:
+        parts.append(f"memory {run.mem_clock_mhz} MHz")
+    seen = [mhz for r in records if r.sm_clock_mhz for mhz in r.sm_clock_mhz if mhz]
+    if seen:
+        parts.append(f"SM seen {min(seen)}–{max(seen)} MHz")
+    unreliable = sum(not r.reliable for r in records)
+    if unreliable:
+        parts.append(f"{unreliable} case{'s' if unreliable != 1 else ''} throttled or shared")
+    return "; ".join(parts) or "?"
+
+
+def _peaks_text(peaks: Mapping[str, Any]) -> str:
+    parts = []
+    if peaks.get("memory_gbps"):
+        parts.append(f"memory {float(peaks['memory_gbps']):.0f} GB/s")
+    compute = peaks.get("compute_tflops") or {}
+    parts += [f"{name} {float(value):.1f} TFLOPS" for name, value in compute.items() if value]
+    return ", ".join(parts)
+
+
+def _counts_line(records: Sequence[Record]) -> str:
+    counts = Counter(r.status for r in records)
+    order = list(STATUS_ORDER) + sorted(set(counts) - set(STATUS_ORDER))
+    return " · ".join(f"{_ICONS.get(s, '')} **{s}** {counts[s]}".strip() for s in order if counts[s]) \
+        or "no cases"
+
+
+def _by_status(records: Sequence[Record]) -> list[Record]:
+    rank = {status: i for i, status in enumerate(STATUS_ORDER)}
+    return sorted(records, key=lambda r: (rank.get(r.status, len(rank)), r.case_id))
+
+
+TABLE_COLUMNS = ("case", "metric", "measured", "baseline", "Δ %", "% of peak", "status", "note")
+
+
+def _table(records: Sequence[Record]) -> list[str]:
+    lines = ["| " + " | ".join(TABLE_COLUMNS) + " |", "|" + "|".join(
+        " ---: " if c in ("measured", "baseline", "Δ %", "% of peak") else " --- " for c in TABLE_COLUMNS) + "|"]
+    for r in records:
+        cells = [
+            f"`{r.case_id}`",
+            r.metric,
+            format_value(r.value),
+            format_value(r.baseline),
+            format_delta(r.delta_pct),
+            format_percent(r.pct_of_peak),
+            f"{_ICONS.get(r.status, '')} {r.status}".strip(),
+            r.note,
+        ]
+        lines.append("| " + " | ".join(_escape(cell) for cell in cells) + " |")
+    return lines
+
+
+def format_value(value: float | None) -> str:
+    """Four significant figures or so, without exponent for the sizes gpuperf sees."""
+    if value is None or not math.isfinite(value):
+        return "—"
+    if abs(value) >= 100:
+        return f"{value:.1f}"
+    if abs(value) >= 1:
+        return f"{value:.2f}"
+    return f"{value:.3g}"
+
+
+def format_delta(delta_pct: float | None) -> str:
+    if delta_pct is None or not math.isfinite(delta_pct):
+        return "—"
+    return f"{delta_pct:+.1f} %".replace("-", "−")
+
+
+def format_percent(pct: float | None) -> str:
+    if pct is None or not math.isfinite(pct):
+        return "—"
+    return f"{pct:.1f} %"
+
+
+def _escape(text: str) -> str:
+    """Keep a cell in its table cell: pipes escaped, newlines folded."""
+    return " ".join(str(text).split()).replace("|", "\\|")
+
+
+def _fit_step_summary(text: str, run: RunInfo, records: Sequence[Record], directory: Path) -> str:
+    if len(text.encode("utf-8")) <= STEP_SUMMARY_LIMIT:
+        return text
+    short = summary_markdown(run, records, results_dir=directory, per_family=False)
+    return short + f"\nThe per-family tables are left out here (GitHub's 1 MiB limit); see `{SUMMARY_MD}` " \
+                   "in the uploaded results artifact.\n"
+
+
+# --- helpers -------------------------------------------------------------------------------------------
+
+
+def _step_summary_path(environ: Mapping[str, str]) -> Path | None:
+    value = environ.get(STEP_SUMMARY_ENV, "").strip()
+    return Path(value) if value else None
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    """Write beside the target and rename, so a reader never sees half a file."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def _flatten_record(record: Record) -> dict[str, str]:
+    row: dict[str, str] = {}
+    for key, value in record.to_dict().items():
+        if key == "params":
+            row.update({f"param.{name}": _cell(v) for name, v in value.items()})
+        elif key == "extra":
+            row.update({name: _cell(v) for name, v in _flatten("extra.", value).items()})
+        elif key == "sm_clock_mhz":
+            before, after = value if value else (None, None)
+            row["sm_clock_mhz_before"], row["sm_clock_mhz_after"] = _cell(before), _cell(after)
+        else:
+            row[key] = _cell(value)
+    return row
+
+
+def _flatten(prefix: str, value: Any) -> dict[str, Any]:
+    """Nested dicts → dotted keys (``extra.peaks.memory_gbps``); lists and scalars stay values."""
+    if not isinstance(value, dict):
+        return {prefix.rstrip("."): value}
+    flat: dict[str, Any] = {}
+    for key, item in value.items():
+        flat.update(_flatten(f"{prefix}{key}.", item))
+    return flat
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return repr(value) if math.isfinite(value) else ""
+    if isinstance(value, (list, tuple)):
+        return ";".join(_cell(item) for item in value)
+    return str(value)
+
+
+def _strict_json(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {key: _strict_json(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_strict_json(item) for item in value]
+    return value
+
+
+def _json_default(value: Any) -> Any:
+    """NumPy scalars and arrays that reach ``Record.extra`` become plain numbers and lists."""
+    if hasattr(value, "tolist"):
+        return _strict_json(value.tolist())
+    return str(value)

@@ -1,0 +1,226 @@
+"""``python -m gpuperf``: baseline diff, plot, device (with a stand-in device module), and its errors."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import types
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import yaml
+
+from gpuperf import results
+from gpuperf.__main__ import main
+from gpuperf.records import Record, RunInfo, Status
+
+REPO = Path(__file__).resolve().parent.parent
+GEMV = "perf_tests/test_gemv.py::test_sgemv_perf[opN-16384x16384-cold]"
+GEMM = "perf_tests/test_gemm.py::test_gemm_perf[fp32-4096x4096x4096-cold]"
+OLD_ONLY = "perf_tests/test_gemm.py::test_gemm_perf[fp32-8x8x8-cold]"
+NEW_ONLY = "perf_tests/test_gemm.py::test_gemm_perf[fp16-4096x4096x4096-cold]"
+PEAKS = {"memory_gbps": 1000.0, "compute_tflops": {"fp32": 50.0, "tf32": 400.0, "fp16": 800.0,
+                                                   "bf16": 800.0, "fp64": 50.0}}
+
+
+def entry(metric: str, value: float) -> dict[str, object]:
+    unit = metric
+    return {"metric": metric, "value": value, "unit": unit, "spread": 0.01, "samples": 10, "flush": "cold"}
+
+
+def write_baseline(path: Path, entries: dict[str, dict[str, object]]) -> Path:
+    """A synthetic baseline in the documented schema (figures are made up)."""
+    data = {
+        "schema": 1,
+        "header": {"gpu": "Synthetic GPU", "slug": "synthetic-gpu", "compute_capability": "9.0",
+                   "driver": "1.2.3", "cuda_runtime": "13.0", "cublas": "13.1.0", "cupy": "14.0.0",
+                   "recorded": "2026-01-01T00:00:00+00:00",
+                   "clocks": {"sm_max_mhz": 2000, "mem_mhz": 3000, "sm_seen_mhz": [1900, 2000]},
+                   "peaks": PEAKS},
+        "entries": entries,
+    }
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return path
+
+
+@pytest.fixture
+def old_new(tmp_path: Path) -> tuple[Path, Path]:
+    old = write_baseline(tmp_path / "old.yaml", {GEMV: entry("GB/s", 800.0), GEMM: entry("TFLOPS", 40.0),
+                                                 OLD_ONLY: entry("TFLOPS", 0.01)})
+    new = write_baseline(tmp_path / "new.yaml", {GEMV: entry("GB/s", 760.0), GEMM: entry("TFLOPS", 42.0),
+                                                 NEW_ONLY: entry("TFLOPS", 500.0)})
+    return old, new
+
+
+def test_baseline_diff_prints_old_new_and_delta(old_new: tuple[Path, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["baseline", "diff", str(old_new[0]), str(old_new[1])]) == 0
+    out = capsys.readouterr().out
+    gemv = next(line for line in out.splitlines() if line.startswith(GEMV))
+    assert gemv.split()[1:] == ["GB/s", "800.0", "760.0", "−5.0", "%"]
+    gemm = next(line for line in out.splitlines() if line.startswith(GEMM))
+    assert "40.00" in gemm and "42.00" in gemm and "+5.0 %" in gemm
+    assert "removed" in next(line for line in out.splitlines() if line.startswith(OLD_ONLY))
+    assert "added" in next(line for line in out.splitlines() if line.startswith(NEW_ONLY))
+    assert "2 compared" in out and "1 added" in out and "1 removed" in out
+
+
+def test_baseline_diff_markdown_and_min_delta(old_new: tuple[Path, Path],
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["baseline", "diff", "--markdown", "--min-delta", "5.0", *map(str, old_new)]) == 0
+    out = capsys.readouterr().out
+    assert "| case | metric | old | new | Δ % |" in out
+    assert f"| `{GEMV}` | GB/s | 800.0 | 760.0 | −5.0 % |" in out
+    assert "+5.0 %" in out  # |Δ| = 5.0 is not below 5.0
+    assert main(["baseline", "diff", "--markdown", "--min-delta", "5.1", *map(str, old_new)]) == 0
+    out = capsys.readouterr().out
+    assert GEMV not in out and GEMM not in out and "added" in out
+
+
+def test_baseline_diff_of_a_results_file_against_a_baseline(tmp_path: Path, old_new: tuple[Path, Path],
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    run = RunInfo("Synthetic GPU", "synthetic-gpu", "9.0", "1.2.3", "13.0", "13.1.0", "14.0.0", 2000, 3000,
+                  ("cold",), "2026-01-01T00:00:00+00:00", {"peaks": PEAKS})
+    record = Record(GEMV, GEMV, "gemv", {"op": "N", "shape": "16384x16384"}, "GB/s", 880.0, "GB/s", Status.PASS)
+    files = results.write_run(tmp_path / "run", run, [record])
+    assert main(["baseline", "diff", str(old_new[0]), str(files.directory)]) == 0
+    line = next(line for line in capsys.readouterr().out.splitlines() if line.startswith(GEMV))
+    assert "+10.0 %" in line
+
+
+def test_diff_of_a_missing_file_names_it(tmp_path: Path, old_new: tuple[Path, Path],
+                                         capsys: pytest.CaptureFixture[str]) -> None:
+    missing = tmp_path / "nvidia-nothing.yaml"
+    assert main(["baseline", "diff", str(missing), str(old_new[1])]) == 1
+    err = capsys.readouterr().err
+    assert str(missing) in err and "no such baseline file" in err and "--update-baselines" in err
+    assert main(["baseline", "diff", str(old_new[0]), str(tmp_path / "gone" / "results.json")]) == 1
+    assert "results.json: no such file" in capsys.readouterr().err
+    assert main(["baseline", "diff", str(old_new[0]), str(tmp_path / "nothing-here")]) == 1
+    assert "nothing-here: no such file or directory" in capsys.readouterr().err
+
+
+def test_diff_of_a_broken_baseline_names_the_file_and_entry(tmp_path: Path, old_new: tuple[Path, Path],
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    broken = write_baseline(tmp_path / "broken.yaml", {GEMV: {"metric": "GB/s", "unit": "GB/s"}})
+    assert main(["baseline", "diff", str(broken), str(old_new[1])]) == 1
+    err = capsys.readouterr().err
+    assert str(broken) in err and GEMV in err
+
+
+def test_plot_a_baseline_writes_pngs_beside_it(old_new: tuple[Path, Path],
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["plot", str(old_new[1])]) == 0
+    written = [Path(line) for line in capsys.readouterr().out.split()]
+    assert {p.name for p in written} == {"throughput-gemv.png", "throughput-gemm.png", "roofline.png"}
+    assert all(p.parent == old_new[1].parent / "new-plots" and p.stat().st_size > 0 for p in written)
+
+
+def test_plot_a_results_directory_into_out(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    run = RunInfo("Synthetic GPU", "synthetic-gpu", "9.0", "1.2.3", "13.0", "13.1.0", "14.0.0", 2000, 3000,
+                  ("cold",), "2026-01-01T00:00:00+00:00", {"peaks": PEAKS})
+    record = Record(GEMM, GEMM, "gemm", {"dtype": "fp32", "shape": "4096x4096x4096"}, "TFLOPS", 40.0, "TFLOPS",
+                    Status.PASS, flops=2 * 4096.0**3, bytes=3 * 4 * 4096.0**2, tflops=40.0)
+    files = results.write_run(tmp_path / "run", run, [record])
+    assert main(["plot", str(files.directory), "--out", str(tmp_path / "png")]) == 0
+    assert sorted(p.name for p in (tmp_path / "png").iterdir()) == ["roofline.png", "throughput-gemm.png"]
+
+
+def test_plot_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["plot", str(tmp_path / "missing.yaml")]) == 1
+    assert "missing.yaml: no such baseline file" in capsys.readouterr().err
+    ratios = write_baseline(tmp_path / "ratios.yaml", {f"{GEMM}#vs_cublas": entry("ratio", 0.9)})
+    assert main(["plot", str(ratios)]) == 1
+    assert "nothing to plot" in capsys.readouterr().err
+
+
+@dataclass(frozen=True)
+class FakeInfo:
+    index: int = 0
+    name: str = "Synthetic GPU"
+    cc: tuple[int, int] = (9, 0)
+    sm_count: int = 100
+    l2_bytes: int = 50 * 2**20
+    mem_clock_mhz: int = 3000
+    bus_width_bits: int = 4096
+    sm_clock_max_mhz: int = 2000
+    total_memory_bytes: int = 80 * 2**30
+    driver: str = "1.2.3"
+    cuda_runtime: str = "13.0"
+    cublas: str = "13.1.0"
+    cupy: str = "14.0.0"
+    clock_events: tuple[str, ...] = ()
+    missing: tuple[str, ...] = ("NVML bindings missing: pip install nvidia-ml-py",)
+
+    @property
+    def slug(self) -> str:
+        return "synthetic-gpu"
+
+    @property
+    def arch(self) -> str:
+        return "sm_90"
+
+    @property
+    def compute_capability(self) -> str:
+        return "9.0"
+
+    def to_dict(self) -> dict[str, object]:
+        return {"name": self.name, "slug": self.slug}
+
+
+def fake_device_module(monkeypatch: pytest.MonkeyPatch, query: object) -> None:
+    module = types.ModuleType("gpuperf.device")
+    module.query_device = query  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "gpuperf.device", module)
+
+
+def test_device_prints_identity_versions_clocks_and_peaks(monkeypatch: pytest.MonkeyPatch,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    fake_device_module(monkeypatch, lambda index: (FakeInfo(index=index), object()))
+    assert main(["device", "--gpu", "0"]) == 0
+    out = capsys.readouterr().out
+    for fragment in ("GPU 0: Synthetic GPU (sm_90", "baselines/synthetic-gpu.yaml", "cuBLAS", "13.1.0",
+                     "SM max", "2000 MHz", "fp16", "TFLOPS", "GB/s", "nvidia-ml-py"):
+        assert fragment in out
+    assert main(["device", "--slug"]) == 0
+    assert capsys.readouterr().out == "synthetic-gpu\n"
+    assert main(["device", "--json"]) == 0
+    assert '"slug": "synthetic-gpu"' in capsys.readouterr().out
+
+
+def test_device_without_cupy_names_the_cause_and_the_fix(monkeypatch: pytest.MonkeyPatch,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    def no_cupy(index: int) -> None:
+        raise ModuleNotFoundError("No module named 'cupy'", name="cupy")
+
+    fake_device_module(monkeypatch, no_cupy)
+    assert main(["device"]) == 1
+    err = capsys.readouterr().err
+    assert "CuPy is not importable" in err and "pip install -e '.[cuda13]'" in err
+
+
+def test_device_without_a_gpu_reports_the_device_error(monkeypatch: pytest.MonkeyPatch,
+                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    def no_gpu(index: int) -> None:
+        raise RuntimeError("no CUDA device is usable: this machine has no NVIDIA GPU or driver")
+
+    fake_device_module(monkeypatch, no_gpu)
+    assert main(["device", "--gpu", "3"]) == 1
+    assert "cannot query GPU 3: no CUDA device is usable" in capsys.readouterr().err
+
+
+def test_bad_arguments_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as info:
+        main(["device", "--gpu", "-1"])
+    assert info.value.code == 2
+    assert "negative" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as info:
+        main([])
+    assert info.value.code == 2
+
+
+def test_python_dash_m_entry_point(old_new: tuple[Path, Path]) -> None:
+    done = subprocess.run([sys.executable, "-m", "gpuperf", "baseline", "diff", *map(str, old_new)],
+                          cwd=REPO, capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    assert "−5.0 %" in done.stdout
