@@ -18,6 +18,7 @@ from __future__ import annotations
 import fcntl
 import math
 import os
+import stat
 import tempfile
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -227,6 +228,16 @@ def _locked(path: Path) -> Iterator[None]:
             fcntl.flock(lock, fcntl.LOCK_UN)
 
 
+def _mode_for(path: Path) -> int:
+    """Keep the file's permissions across the rename (a temporary file is created owner-only)."""
+    try:
+        return stat.S_IMODE(path.stat().st_mode)
+    except FileNotFoundError:
+        umask = os.umask(0)
+        os.umask(umask)
+        return 0o666 & ~umask
+
+
 def write_atomically(path: Path, text: str) -> None:
     """Write ``text`` to a temporary file beside ``path``, fsync it, then rename it over ``path``."""
     handle, temp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
@@ -235,6 +246,7 @@ def write_atomically(path: Path, text: str) -> None:
             temp.write(text)
             temp.flush()
             os.fsync(temp.fileno())
+        os.chmod(temp_name, _mode_for(path))
         os.replace(temp_name, path)
     except BaseException:
         Path(temp_name).unlink(missing_ok=True)

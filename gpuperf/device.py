@@ -170,7 +170,10 @@ class Nvml:
     def driver_version(self) -> str | None:
         if not self.ok:
             return None
-        version = self.nvml.nvmlSystemGetDriverVersion()
+        try:
+            version = self.nvml.nvmlSystemGetDriverVersion()
+        except self.nvml.NVMLError:
+            return None
         return version.decode() if isinstance(version, bytes) else str(version)
 
     def other_processes(self) -> tuple[int, ...]:

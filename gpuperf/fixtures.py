@@ -121,6 +121,7 @@ class Perf:
     records: list[Record] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     exporter: Callable[[Measurement, Record], None] | None = None  # e.g. pytest-benchmark's JSON
+    _unnoted: list[Record] = field(default_factory=list)  # the records before notes were applied
 
     @property
     def _mode(self) -> CheckMode:
@@ -150,13 +151,13 @@ class Perf:
     def note(self, text: str) -> None:
         """Add ``text`` to the note of every row this test produced (and will produce)."""
         self.notes.append(text)
-        self.records = [self._with_notes(r) for r in self.records]
+        self.records = [self._with_notes(r) for r in self._unnoted]
 
     def _with_notes(self, record: Record) -> Record:
-        extra = [n for n in self.notes if n not in record.note]
-        return replace(record, note="; ".join([record.note, *extra]) if record.note else "; ".join(extra))
+        return replace(record, note="; ".join(n for n in (record.note, *self.notes) if n))
 
     def _keep(self, record: Record) -> Record:
+        self._unnoted.append(record)
         record = self._with_notes(record)
         self.records.append(record)
         return record

@@ -69,11 +69,20 @@ ARCH_RATES: dict[tuple[int, int], ArchRates] = {
 
 
 class DeviceLike(Protocol):
-    cc: tuple[int, int]
-    sm_count: int
-    sm_clock_max_mhz: int
-    mem_clock_mhz: int
-    bus_width_bits: int
+    @property
+    def cc(self) -> tuple[int, int]: ...
+
+    @property
+    def sm_count(self) -> int: ...
+
+    @property
+    def sm_clock_max_mhz(self) -> int: ...
+
+    @property
+    def mem_clock_mhz(self) -> int: ...
+
+    @property
+    def bus_width_bits(self) -> int: ...
 
 
 @dataclass(frozen=True)

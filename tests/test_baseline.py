@@ -1,0 +1,538 @@
+"""``gpuperf.baseline``: the per-GPU YAML store (SPEC "Baselines", "Bad input and reliability").
+
+Schema errors must name the file and the entry; compare must apply ``max(tolerance, k × noise)``; updates
+must touch only the given cases, stay ordered and deterministic, survive a crash mid-write with the old file
+byte-identical, and lose nothing under concurrent writers.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import stat
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from gpuperf.baseline import (
+    HEADER_KEYS,
+    BaselineError,
+    BaselineFile,
+    Entry,
+    GateConfig,
+    baseline_path,
+    check_gpu,
+    compare,
+    dump_baseline,
+    effective_tolerance,
+    load_baseline,
+    parse_baseline,
+    update_baseline,
+    version_changes,
+)
+
+HEADER: dict[str, Any] = {
+    "gpu": "NVIDIA H200", "slug": "nvidia-h200", "compute_capability": "9.0", "driver": "580.159.04",
+    "cuda_runtime": "13.0", "cublas": "13.1.0", "cupy": "14.0.0", "recorded": "2025-01-01T00:00:00+00:00",
+    "clocks": {"sm_max_mhz": 1980, "mem_mhz": 3201},
+}
+GEMM = "perf_tests/test_gemm.py::test_gemm_perf[fp32-4096x4096x4096-cold]"
+GEMV = "perf_tests/test_gemv.py::test_gemv_perf[fp32-16384x16384-cold]"
+RATIO = "perf_tests/test_custom.py::test_tiled[fp32-4096x4096x4096-cold]#vs_cublas"
+
+
+def entry(value: float, metric: str = "TFLOPS", **kw: Any) -> Entry:
+    unit = {"TFLOPS": "TFLOPS", "GB/s": "GB/s", "ratio": "×"}[metric]
+    return Entry(metric=metric, value=value, unit=unit, **{"spread": 0.002, "samples": 50, "flush": "cold",
+                                                           "method": "cold-flush", **kw})
+
+
+ENTRIES = {GEMM: entry(51.2345), GEMV: entry(4012.5, "GB/s", spread=0.004), RATIO: entry(0.61, "ratio")}
+
+
+def write(path: Path, header: dict[str, Any] = HEADER, entries: dict[str, Entry] = ENTRIES) -> Path:
+    path.write_text(dump_baseline(header, entries))
+    return path
+
+
+def error_of(tmp_path: Path, text: str) -> str:
+    path = tmp_path / "nvidia-h200.yaml"
+    path.write_text(text)
+    with pytest.raises(BaselineError) as info:
+        load_baseline(path)
+    message = str(info.value)
+    assert str(path) in message, f"the message does not name the file: {message}"
+    return message
+
+
+def valid_text(entry_yaml: str) -> str:
+    return f"schema: 1\nheader:\n  slug: nvidia-h200\nentries:\n  {GEMM}:\n{entry_yaml}"
+
+
+# -- round trip ------------------------------------------------------------------------------------------
+
+
+def test_dump_parse_round_trip(tmp_path: Path) -> None:
+    path = tmp_path / "nvidia-h200.yaml"
+    entries = {**ENTRIES, GEMM: entry(51.2345, tolerance=0.08)}
+    write(path, entries=entries)
+    loaded = load_baseline(path)
+    assert loaded is not None
+    assert loaded.path == path
+    assert loaded.header == HEADER
+    assert loaded.entries == entries
+
+
+def test_values_are_rounded_to_six_significant_digits() -> None:
+    text = dump_baseline(HEADER, {GEMM: entry(51.234567891, spread=0.00123456789)})
+    data = yaml.safe_load(text)
+    assert data["entries"][GEMM]["value"] == 51.2346
+    assert data["entries"][GEMM]["spread"] == 0.00123457
+
+
+def test_load_missing_file_is_none(tmp_path: Path) -> None:
+    assert load_baseline(tmp_path / "nvidia-b200.yaml") is None
+
+
+def test_baseline_path_is_the_slug() -> None:
+    assert baseline_path(Path("baselines"), "nvidia-h200") == Path("baselines/nvidia-h200.yaml")
+
+
+def test_entry_defaults_for_optional_fields(tmp_path: Path) -> None:
+    loaded = parse_baseline(tmp_path / "x.yaml", valid_text("    metric: GB/s\n    value: 10\n    unit: GB/s\n"))
+    e = loaded.entries[GEMM]
+    assert (e.value, e.spread, e.samples, e.flush, e.method, e.tolerance) == (10.0, 0.0, 0, "", "", None)
+    assert isinstance(e.value, float)
+
+
+def test_empty_entries_is_allowed(tmp_path: Path) -> None:
+    loaded = parse_baseline(tmp_path / "x.yaml", "schema: 1\nheader: {slug: nvidia-h200}\nentries:\n")
+    assert loaded.entries == {}
+
+
+# -- schema errors name the file and the entry -----------------------------------------------------------
+
+
+def test_unknown_entry_key_names_file_entry_and_key(tmp_path: Path) -> None:
+    message = error_of(tmp_path, valid_text("    metric: TFLOPS\n    value: 50\n    unit: TFLOPS\n"
+                                            "    tolerence: 0.05\n"))
+    assert GEMM in message
+    assert "tolerence" in message
+    assert "unknown key" in message
+
+
+def test_missing_value_names_file_entry_and_the_fix(tmp_path: Path) -> None:
+    message = error_of(tmp_path, valid_text("    metric: TFLOPS\n    unit: TFLOPS\n"))
+    assert GEMM in message
+    assert "value" in message
+    assert "--update-baselines" in message
+
+
+@pytest.mark.parametrize("tolerance", ["-0.05", "1.5", "'5%'", "true"])
+def test_bad_tolerance_names_file_and_entry(tmp_path: Path, tolerance: str) -> None:
+    message = error_of(tmp_path, valid_text(f"    metric: TFLOPS\n    value: 50\n    unit: TFLOPS\n"
+                                            f"    tolerance: {tolerance}\n"))
+    assert GEMM in message
+    assert "tolerance" in message
+
+
+@pytest.mark.parametrize("value", ["fast", "'50'", "-3", "0", ".nan", ".inf", "true", "[50]"])
+def test_non_numeric_or_non_positive_value_names_file_and_entry(tmp_path: Path, value: str) -> None:
+    message = error_of(tmp_path, valid_text(f"    metric: TFLOPS\n    value: {value}\n    unit: TFLOPS\n"))
+    assert GEMM in message
+    assert "value must be a positive finite number" in message
+
+
+@pytest.mark.parametrize(("key", "bad"), [("spread", "-0.1"), ("spread", "wide"), ("samples", "-1"),
+                                          ("samples", "2.5")])
+def test_bad_optional_numbers_name_file_and_entry(tmp_path: Path, key: str, bad: str) -> None:
+    message = error_of(tmp_path, valid_text(f"    metric: TFLOPS\n    value: 50\n    unit: TFLOPS\n"
+                                            f"    {key}: {bad}\n"))
+    assert GEMM in message
+    assert key in message
+
+
+def test_entry_that_is_not_a_mapping_names_file_and_entry(tmp_path: Path) -> None:
+    message = error_of(tmp_path, f"schema: 1\nheader: {{slug: nvidia-h200}}\nentries:\n  {GEMM}: 51.2\n")
+    assert GEMM in message
+    assert "mapping" in message
+
+
+def test_error_names_the_broken_entry_among_good_ones(tmp_path: Path) -> None:
+    text = dump_baseline(HEADER, ENTRIES).replace("value: 4012.5", "value: lots")
+    message = error_of(tmp_path, text)
+    assert GEMV in message
+    assert GEMM not in message
+
+
+@pytest.mark.parametrize("text", ["- a\n- b\n", "just text\n", "", "42\n"])
+def test_bad_top_level_names_the_file(tmp_path: Path, text: str) -> None:
+    message = error_of(tmp_path, text)
+    assert "expected a mapping" in message
+
+
+def test_unknown_top_level_key_names_it(tmp_path: Path) -> None:
+    message = error_of(tmp_path, "schema: 1\nheader: {slug: nvidia-h200}\nentries: {}\nentires: {}\n")
+    assert "entires" in message
+
+
+@pytest.mark.parametrize("schema", ["", "schema: 2\n", "schema: '1'\n"])
+def test_wrong_or_missing_schema_names_the_file(tmp_path: Path, schema: str) -> None:
+    message = error_of(tmp_path, f"{schema}header: {{slug: nvidia-h200}}\nentries: {{}}\n")
+    assert "schema" in message
+    assert "--update-baselines" in message
+
+
+@pytest.mark.parametrize("header", ["header: [1, 2]\n", "header: {gpu: NVIDIA H200}\n", ""])
+def test_header_without_slug_names_the_file(tmp_path: Path, header: str) -> None:
+    message = error_of(tmp_path, f"schema: 1\n{header}entries: {{}}\n")
+    assert "slug" in message
+
+
+def test_unknown_header_key_names_it(tmp_path: Path) -> None:
+    message = error_of(tmp_path, "schema: 1\nheader: {slug: nvidia-h200, drvier: '580'}\nentries: {}\n")
+    assert "drvier" in message
+
+
+def test_entries_not_a_mapping_names_the_file(tmp_path: Path) -> None:
+    message = error_of(tmp_path, "schema: 1\nheader: {slug: nvidia-h200}\nentries: [a, b]\n")
+    assert "entries" in message
+
+
+@pytest.mark.parametrize("text", [
+    "schema: 1\nheader: {slug: nvidia-h200\nentries: {}\n",              # unclosed flow mapping
+    "schema: 1\nentries:\n  a:\n\tmetric: TFLOPS\n",                     # a tab in the indentation
+    "schema: 1\nheader:\n  slug: x\n entries: {}\n",                      # a hand edit broke the indentation
+    "<<<<<<< HEAD\nschema: 1\n=======\nschema: 1\n>>>>>>> branch\n",      # merge conflict markers
+])
+def test_malformed_yaml_names_the_file_and_the_fix(tmp_path: Path, text: str) -> None:
+    message = error_of(tmp_path, text)
+    assert "not valid YAML" in message
+    assert "git checkout" in message
+    assert "line" in message  # the parser's position, so the person finds the break
+
+
+def test_unsafe_yaml_tags_are_refused(tmp_path: Path) -> None:
+    message = error_of(tmp_path, "!!python/object/apply:os.system ['echo pwned']\n")
+    assert "not valid YAML" in message
+
+
+def test_baseline_error_is_a_value_error() -> None:
+    assert issubclass(BaselineError, ValueError)
+
+
+# -- another GPU, version changes ------------------------------------------------------------------------
+
+
+def test_check_gpu_refuses_another_gpu_naming_both(tmp_path: Path) -> None:
+    a100 = BaselineFile(path=tmp_path / "nvidia-h200.yaml",
+                        header={**HEADER, "gpu": "NVIDIA A100-SXM4-80GB", "slug": "nvidia-a100-sxm4-80gb"})
+    with pytest.raises(BaselineError) as info:
+        check_gpu(a100, "nvidia-h200")
+    message = str(info.value)
+    assert "NVIDIA A100-SXM4-80GB" in message
+    assert "nvidia-h200" in message
+    assert str(a100.path) in message
+    assert "baselines/nvidia-h200.yaml" in message
+
+
+def test_check_gpu_accepts_the_same_gpu(tmp_path: Path) -> None:
+    check_gpu(BaselineFile(path=tmp_path / "nvidia-h200.yaml", header=HEADER), "nvidia-h200")
+
+
+def test_version_changes_names_old_and_new() -> None:
+    current = {**HEADER, "driver": "590.10", "cublas": "13.2.0"}
+    assert version_changes(HEADER, current) == ["driver 580.159.04 → 590.10", "cublas 13.1.0 → 13.2.0"]
+    assert version_changes(HEADER, dict(HEADER)) == []
+
+
+def test_version_changes_ignores_fields_not_in_both_and_other_keys() -> None:
+    assert version_changes({"driver": "1"}, {"cuda_runtime": "2"}) == []
+    assert version_changes(HEADER, {**HEADER, "cupy": "99", "recorded": "later"}) == []
+    assert version_changes({"cuda_runtime": 13.0}, {"cuda_runtime": "13.0"}) == []  # compared as text
+
+
+# -- compare and the effective tolerance ------------------------------------------------------------------
+
+
+def test_effective_tolerance_is_max_of_tolerance_and_k_noise() -> None:
+    config = GateConfig(tolerance=0.03, noise_k=2.0)
+    assert effective_tolerance(entry(50, spread=0.005), config) == 0.03  # 2 × 0.5 % < 3 %
+    assert effective_tolerance(entry(50, spread=0.04), config) == pytest.approx(0.08)
+    assert effective_tolerance(entry(50, spread=0.005), config, measured_spread=0.025) == pytest.approx(0.05)
+
+
+def test_per_entry_tolerance_wins_over_configured() -> None:
+    config = GateConfig(tolerance=0.03, noise_k=2.0)
+    assert effective_tolerance(entry(50, spread=0.0, tolerance=0.10), config) == 0.10
+    assert effective_tolerance(entry(50, spread=0.0, tolerance=0.01), config) == 0.01  # tighter, too
+    assert effective_tolerance(entry(50, spread=0.02, tolerance=0.01), config) == pytest.approx(0.04)
+
+
+def test_compare_verdicts_and_delta() -> None:
+    config = GateConfig(tolerance=0.05, noise_k=0.0)
+    e = entry(100.0)
+    assert compare(90.0, e, config).verdict == "regressed"
+    assert compare(96.0, e, config).verdict == "pass"
+    assert compare(104.0, e, config).verdict == "pass"
+    assert compare(110.0, e, config).verdict == "improved"
+    result = compare(90.0, e, config)
+    assert result.delta == pytest.approx(-0.10)
+    assert result.baseline == 100.0
+    assert result.tolerance == 0.05
+
+
+def test_compare_boundary_is_a_pass() -> None:
+    config = GateConfig(tolerance=0.25, noise_k=0.0)  # exact in binary
+    assert compare(75.0, entry(100.0), config).verdict == "pass"
+    assert compare(125.0, entry(100.0), config).verdict == "pass"
+    assert compare(74.0, entry(100.0), config).verdict == "regressed"
+
+
+def test_noisy_case_widens_its_own_band() -> None:
+    config = GateConfig(tolerance=0.03, noise_k=2.0)
+    assert compare(94.0, entry(100.0, spread=0.001), config).verdict == "regressed"
+    assert compare(94.0, entry(100.0, spread=0.04), config).verdict == "pass"
+
+
+@pytest.mark.parametrize("kwargs", [{"tolerance": -0.01}, {"tolerance": 1.0}, {"noise_k": -1.0}])
+def test_gate_config_validation(kwargs: dict[str, Any]) -> None:
+    with pytest.raises(ValueError):
+        GateConfig(**kwargs)
+
+
+# -- update_baseline -------------------------------------------------------------------------------------
+
+
+def test_update_creates_the_file_and_directory(tmp_path: Path) -> None:
+    path = tmp_path / "baselines" / "nvidia-h200.yaml"
+    changes = update_baseline(path, HEADER, {GEMM: entry(50.0)})
+    assert [(c.case_id, c.old, c.new.value) for c in changes] == [(GEMM, None, 50.0)]
+    loaded = load_baseline(path)
+    assert loaded is not None and loaded.entries == {GEMM: entry(50.0)}
+
+
+def test_update_touches_only_the_given_cases(tmp_path: Path) -> None:
+    path = write(tmp_path / "nvidia-h200.yaml")
+    changes = update_baseline(path, HEADER, {GEMV: entry(4100.0, "GB/s", spread=0.003)})
+    assert [(c.case_id, c.old, c.new) for c in changes] == [(GEMV, ENTRIES[GEMV], entry(4100.0, "GB/s", spread=0.003))]
+    loaded = load_baseline(path)
+    assert loaded is not None
+    assert loaded.entries[GEMV].value == 4100.0
+    assert loaded.entries[GEMM] == ENTRIES[GEMM]
+    assert loaded.entries[RATIO] == ENTRIES[RATIO]
+    # the other entries' YAML text is unchanged, line for line
+    old_text = dump_baseline(HEADER, ENTRIES)
+    new_text = path.read_text()
+    changed = [line for line in new_text.splitlines() if line not in old_text.splitlines()]
+    assert changed == ["    value: 4100.0", "    spread: 0.003"]
+
+
+def test_update_preserves_a_hand_set_per_entry_tolerance(tmp_path: Path) -> None:
+    path = write(tmp_path / "nvidia-h200.yaml", entries={**ENTRIES, GEMM: entry(51.0, tolerance=0.08)})
+    changes = update_baseline(path, HEADER, {GEMM: entry(53.0)})
+    assert changes[0].new.tolerance == 0.08
+    loaded = load_baseline(path)
+    assert loaded is not None
+    assert loaded.entries[GEMM].value == 53.0
+    assert loaded.entries[GEMM].tolerance == 0.08
+
+
+def test_update_with_an_explicit_tolerance_replaces_the_old_one(tmp_path: Path) -> None:
+    path = write(tmp_path / "nvidia-h200.yaml", entries={GEMM: entry(51.0, tolerance=0.08)})
+    update_baseline(path, HEADER, {GEMM: entry(53.0, tolerance=0.02)})
+    loaded = load_baseline(path)
+    assert loaded is not None and loaded.entries[GEMM].tolerance == 0.02
+
+
+def test_update_output_is_sorted_and_deterministic(tmp_path: Path) -> None:
+    one, two = tmp_path / "a" / "nvidia-h200.yaml", tmp_path / "b" / "nvidia-h200.yaml"
+    cases = {f"perf_tests/test_x.py::test_x[{name}]": entry(float(i + 1)) for i, name in
+             enumerate(["zeta", "alpha", "mu", "beta", "omega"])}
+    shuffled_header = {key: HEADER[key] for key in reversed(list(HEADER))}
+    update_baseline(one, HEADER, cases)
+    update_baseline(two, shuffled_header, dict(reversed(list(cases.items()))))
+    assert one.read_bytes() == two.read_bytes()
+    data = yaml.safe_load(one.read_text())
+    assert list(data) == ["schema", "header", "entries"]
+    assert list(data["entries"]) == sorted(cases)
+    assert list(data["header"]) == [key for key in HEADER_KEYS if key in HEADER]
+    # writing the same content again changes no byte
+    before = one.read_bytes()
+    update_baseline(one, HEADER, {})
+    assert one.read_bytes() == before
+
+
+def test_update_changes_are_reported_in_case_order(tmp_path: Path) -> None:
+    path = write(tmp_path / "nvidia-h200.yaml")
+    changes = update_baseline(path, HEADER, {RATIO: entry(0.7, "ratio"), GEMV: entry(4000.0, "GB/s"),
+                                             GEMM: entry(52.0)})
+    assert [c.case_id for c in changes] == sorted([RATIO, GEMV, GEMM])
+    assert {c.case_id: c.old for c in changes} == ENTRIES
+
+
+def test_update_refuses_another_gpus_file_and_leaves_it(tmp_path: Path) -> None:
+    path = write(tmp_path / "nvidia-h200.yaml", header={**HEADER, "gpu": "NVIDIA A100", "slug": "nvidia-a100"})
+    before = path.read_bytes()
+    with pytest.raises(BaselineError, match="nvidia-a100"):
+        update_baseline(path, HEADER, {GEMM: entry(1.0)})
+    assert path.read_bytes() == before
+
+
+def test_update_refuses_a_broken_file_and_leaves_it(tmp_path: Path) -> None:
+    path = tmp_path / "nvidia-h200.yaml"
+    path.write_text("schema: 1\nheader: {slug: nvidia-h200\n")
+    with pytest.raises(BaselineError, match="not valid YAML"):
+        update_baseline(path, HEADER, {GEMM: entry(1.0)})
+    assert path.read_text() == "schema: 1\nheader: {slug: nvidia-h200\n"
+
+
+# -- interrupted writes -----------------------------------------------------------------------------------
+
+
+def _leftovers(directory: Path, name: str = "nvidia-h200.yaml") -> list[str]:
+    """Everything beside the baseline other than the file itself and its (git-ignored) lock file."""
+    return sorted(p.name for p in directory.iterdir() if p.name not in (name, name + ".lock"))
+
+
+def _crash(*args: Any, **kwargs: Any) -> Any:
+    raise OSError(28, "No space left on device")
+
+
+@pytest.mark.parametrize("target", ["yaml.safe_dump", "os.replace", "os.fsync"])
+def test_crash_mid_update_leaves_the_old_file_byte_identical(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                             target: str) -> None:
+    path = write(tmp_path / "nvidia-h200.yaml")
+    before = path.read_bytes()
+    monkeypatch.setattr(f"gpuperf.baseline.{target}", _crash)
+    with pytest.raises(OSError, match="No space"):
+        update_baseline(path, HEADER, {GEMM: entry(1.0), "new-case": entry(2.0)})
+    monkeypatch.undo()
+    assert path.read_bytes() == before
+    assert _leftovers(tmp_path) == []
+
+
+def test_crash_half_way_through_writing_the_text(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The temporary file receives part of the text, then the disk fills: the original is untouched."""
+    path = write(tmp_path / "nvidia-h200.yaml")
+    before = path.read_bytes()
+    real_fdopen = os.fdopen
+
+    class HalfWriter:
+        def __init__(self, handle: Any) -> None:
+            self.handle = handle
+
+        def __enter__(self) -> HalfWriter:
+            return self
+
+        def __exit__(self, *exc: object) -> None:
+            self.handle.close()
+
+        def write(self, text: str) -> int:
+            self.handle.write(text[: len(text) // 2])
+            self.handle.flush()
+            raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr("gpuperf.baseline.os.fdopen", lambda fd, mode="r": HalfWriter(real_fdopen(fd, mode)))
+    with pytest.raises(OSError, match="No space"):
+        update_baseline(path, HEADER, {GEMM: entry(1.0)})
+    monkeypatch.undo()
+    assert path.read_bytes() == before
+    assert _leftovers(tmp_path) == []
+
+
+def test_interrupt_mid_write_cleans_up_and_propagates(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ctrl-C (or a CI job cancelled) during the write: KeyboardInterrupt is not swallowed, nothing is lost."""
+    path = write(tmp_path / "nvidia-h200.yaml")
+    before = path.read_bytes()
+
+    def interrupted(fd: int) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("gpuperf.baseline.os.fsync", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        update_baseline(path, HEADER, {GEMM: entry(1.0)})
+    monkeypatch.undo()
+    assert path.read_bytes() == before
+    assert _leftovers(tmp_path) == []
+
+
+def test_a_new_file_is_not_created_by_a_failed_first_write(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("gpuperf.baseline.os.replace", _crash)
+    with pytest.raises(OSError):
+        update_baseline(tmp_path / "nvidia-h200.yaml", HEADER, {GEMM: entry(1.0)})
+    monkeypatch.undo()
+    assert not (tmp_path / "nvidia-h200.yaml").exists()
+    assert _leftovers(tmp_path) == []
+
+
+def test_update_keeps_the_files_permissions(tmp_path: Path) -> None:
+    """The rename must not turn a world-readable baseline into an owner-only one (``mkstemp`` creates 0600):
+    CI runners and containers often read the checkout as another user."""
+    path = write(tmp_path / "nvidia-h200.yaml")
+    os.chmod(path, 0o644)
+    update_baseline(path, HEADER, {GEMM: entry(52.0)})
+    assert oct(stat.S_IMODE(path.stat().st_mode)) == oct(0o644)
+    # a new file gets what open() would give it: 0666 less the umask
+    umask = os.umask(0)
+    os.umask(umask)
+    fresh = tmp_path / "new" / "nvidia-h200.yaml"
+    update_baseline(fresh, HEADER, {GEMM: entry(52.0)})
+    assert oct(stat.S_IMODE(fresh.stat().st_mode)) == oct(0o666 & ~umask)
+
+
+# -- concurrent writers ----------------------------------------------------------------------------------
+
+
+def _writer(directory: str, worker: int, count: int) -> None:
+    path = Path(directory) / "nvidia-h200.yaml"
+    for i in range(count):
+        update_baseline(path, HEADER, {f"perf_tests/test_w.py::test_w[w{worker}-c{i}]": entry(float(worker * 100 + i + 1))})
+
+
+def _expected(workers: int, count: int) -> dict[str, float]:
+    return {f"perf_tests/test_w.py::test_w[w{w}-c{i}]": float(w * 100 + i + 1) for w in range(workers)
+            for i in range(count)}
+
+
+def test_concurrent_threads_both_land_their_entries(tmp_path: Path) -> None:
+    write(tmp_path / "nvidia-h200.yaml", entries={GEMM: ENTRIES[GEMM]})
+    barrier = threading.Barrier(4)
+    errors: list[Exception] = []
+
+    def run(worker: int) -> None:
+        try:
+            barrier.wait()
+            _writer(str(tmp_path), worker, 10)
+        except Exception as exc:  # surfaced below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run, args=(w,)) for w in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert errors == []
+    loaded = load_baseline(tmp_path / "nvidia-h200.yaml")
+    assert loaded is not None
+    assert {case: e.value for case, e in loaded.entries.items()} == {GEMM: ENTRIES[GEMM].value, **_expected(4, 10)}
+    assert _leftovers(tmp_path) == []
+
+
+def test_concurrent_processes_both_land_their_entries(tmp_path: Path) -> None:
+    """Like pytest-xdist workers of one run (or two CI jobs on one checkout), serialised by the fcntl lock."""
+    write(tmp_path / "nvidia-h200.yaml", entries={GEMM: ENTRIES[GEMM]})
+    context = multiprocessing.get_context("fork")
+    processes = [context.Process(target=_writer, args=(str(tmp_path), w, 15)) for w in range(2)]
+    for p in processes:
+        p.start()
+    for p in processes:
+        p.join(timeout=60)
+    assert [p.exitcode for p in processes] == [0, 0]
+    loaded = load_baseline(tmp_path / "nvidia-h200.yaml")
+    assert loaded is not None
+    assert {case: e.value for case, e in loaded.entries.items()} == {GEMM: ENTRIES[GEMM].value, **_expected(2, 15)}
+    assert _leftovers(tmp_path) == []
