@@ -282,3 +282,43 @@ def test_benchmark_json_carries_the_same_numbers(project: pytest.Pytester) -> No
     assert gemv["extra_info"]["unit"] == "GB/s"
     assert gemv["extra_info"]["value"] == pytest.approx(4000, rel=1e-3)
     assert gemv["stats"]["median"] == pytest.approx(GEMV_S, rel=1e-6)
+
+
+def test_xdist_workers_merge_records_and_baseline_updates(project: pytest.Pytester) -> None:
+    pytest.importorskip("xdist", reason="pytest-xdist is not installed: pip install -e '.[test]'")
+    result = run(project, "-n", "2", "--update-baselines")
+    result.assert_outcomes(passed=2)
+    assert set(baseline(project)["entries"]) == {GEMV_ID, GEMM_ID}
+    result = run(project, "-n", "2")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["*gpuperf: 2 cases: 2 pass*"])
+
+
+def test_xdist_workers_are_pinned_round_robin_to_the_selected_gpus(pytester: pytest.Pytester) -> None:
+    pytest.importorskip("xdist", reason="pytest-xdist is not installed: pip install -e '.[test]'")
+    pytester.makeconftest('pytest_plugins = ["gpuperf.plugin"]\n'
+                          'import gpuperf.plugin\n'
+                          'gpuperf.plugin.device_count = lambda: 4\n')
+    pytester.makepyfile(test_pin="import pathlib, pytest\n"
+                                 "@pytest.mark.parametrize('n', range(12))\n"
+                                 "def test_pin(n, gpu_index, request):\n"
+                                 "    worker = request.config.workerinput['workerid']\n"
+                                 "    pathlib.Path(f'{worker}-{n}.pin').write_text(str(gpu_index))\n")
+    result = pytester.runpytest("-p", "no:cacheprovider", "-n", "3", "--gpu", "1,3")
+    result.assert_outcomes(passed=12)
+    pins = {path.name.split("-")[0]: int(path.read_text()) for path in pytester.path.glob("*.pin")}
+    assert len(pins) >= 2  # several workers ran
+    assert all(index == (1, 3)[int(worker[2:]) % 2] for worker, index in pins.items()), pins
+
+
+def test_gpu_all_gives_one_case_per_device(pytester: pytest.Pytester) -> None:
+    pytester.makeconftest('pytest_plugins = ["gpuperf.plugin"]\n'
+                          'import gpuperf.plugin\n'
+                          'gpuperf.plugin.device_count = lambda: 2\n')
+    pytester.makepyfile(test_all="import pytest\n"
+                                 "@pytest.mark.parametrize('dtype', ['fp32'])\n"
+                                 "def test_each(dtype, gpu_index):\n"
+                                 "    assert gpu_index in (0, 1)\n")
+    result = pytester.runpytest("-p", "no:cacheprovider", "--gpu", "all", "-v")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["*test_each?fp32-gpu0? PASSED*", "*test_each?fp32-gpu1? PASSED*"])
