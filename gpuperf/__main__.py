@@ -254,6 +254,24 @@ def cmd_plot(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_readme(args: argparse.Namespace) -> int:
+    from gpuperf import readme, results
+
+    run, records = results.load_run(Path(args.results))
+    readme_path = Path(args.readme)
+    try:
+        text = readme_path.read_text()
+    except FileNotFoundError as exc:
+        raise CliError(f"{readme_path} does not exist: pass --readme PATH") from exc
+    section = readme.results_section(run, records, args.images, str(args.results))
+    try:
+        readme_path.write_text(readme.replace_section(text, section))
+    except readme.ReadmeError as exc:
+        raise CliError(f"{readme_path}: {exc}") from exc
+    print(f"{readme_path}: results section rewritten from {args.results} ({len(records)} cases)")
+    return EXIT_OK
+
+
 # --- entry point ---------------------------------------------------------------------------------------
 
 
@@ -290,6 +308,12 @@ def build_parser() -> argparse.ArgumentParser:
                       help="where the PNGs go (default: the results directory, or <baseline>-plots/ beside "
                            "a baseline file)")
     plot.set_defaults(func=cmd_plot)
+
+    section = commands.add_parser("readme", help="rewrite the README's generated results section from a run")
+    section.add_argument("results", metavar="RESULTS", help="results/<timestamp>/ or its results.json")
+    section.add_argument("--readme", default="README.md", help="the README to rewrite (default README.md)")
+    section.add_argument("--images", nargs="*", default=[], metavar="PNG", help="plots to show, as README paths")
+    section.set_defaults(func=cmd_readme)
     return parser
 
 

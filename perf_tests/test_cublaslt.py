@@ -19,30 +19,18 @@ import numpy as np
 import pytest
 
 from gpuperf.accuracy import assert_gemm_close
-from gpuperf.cases import GemmShape
+from gpuperf.cases import GemmShape, load_cases
 from gpuperf.metrics import gemm_work
 
 cupy = pytest.importorskip("cupy", reason="CuPy is not installed: pip install -e '.[cuda13]'")
 from kernels import cublaslt, operands  # noqa: E402  (after the importorskip)
 
-#: (dtype, shape): square sizes every library is tuned for, then awkward ones — K one short of a power of
-#: two, a skinny N, no power of two at all, and a tiny M×K with odd sizes (unaligned leading dimensions).
-PERF_CASES: list[tuple[str, GemmShape]] = [
-    ("fp32", GemmShape(4096, 4096, 4096)),
-    ("tf32", GemmShape(4096, 4096, 4096)),
-    ("fp16", GemmShape(4096, 4096, 4096)),
-    ("bf16", GemmShape(4096, 4096, 4096)),
-    ("fp16", GemmShape(2048, 2048, 2048)),
-    ("fp16", GemmShape(4096, 4096, 4095)),
-    ("tf32", GemmShape(8192, 128, 8192)),
-    ("bf16", GemmShape(8192, 128, 8192)),
-    ("fp32", GemmShape(1000, 3000, 2000)),
-    ("bf16", GemmShape(127, 4096, 129)),
-]
-
-#: Small irregular shapes on which *every* candidate is checked against float64.
-CORRECTNESS_SHAPES: list[GemmShape] = [GemmShape(33, 17, 65), GemmShape(127, 129, 31)]
-CORRECTNESS_DTYPES: list[str] = ["fp32", "tf32", "fp16", "bf16"]
+CASES = load_cases("cublaslt")
+PERF_CASES = [pytest.param(case["dtype"], case["shape"], id=f"{case['dtype']}-{case['shape']}",
+                           marks=[pytest.mark.slow] if case.get("slow") else [])
+              for case in CASES["perf"]]
+CORRECTNESS_SHAPES: list[GemmShape] = CASES["correctness"]["shapes"]
+CORRECTNESS_DTYPES: list[str] = CASES["correctness"]["dtypes"]
 
 #: A default this far below the best candidate means the library does not cover the shape well (seed 001 §6).
 NOT_COVERED_GAP = 0.30
@@ -60,11 +48,6 @@ def _needs_cublaslt() -> None:
     reason = cublaslt.available()
     if reason is not None:
         pytest.skip(reason)
-
-
-def _case_id(case: tuple[str, GemmShape]) -> str:
-    dtype, shape = case
-    return f"{dtype}-{shape}"
 
 
 def _checked_rows(m: int) -> np.ndarray:
@@ -87,7 +70,7 @@ def _assert_candidate_correct(lt: cublaslt.LtMatmul, rank: int, a: Any, b: Any, 
 @pytest.mark.cublaslt
 @pytest.mark.gemm
 @pytest.mark.perf
-@pytest.mark.parametrize(("dtype", "shape"), PERF_CASES, ids=[_case_id(case) for case in PERF_CASES])
+@pytest.mark.parametrize(("dtype", "shape"), PERF_CASES)
 def test_cublaslt_heuristic_vs_best(dtype: str, shape: GemmShape, stream: Any, rng: np.random.Generator,
                                     measure: Any, perf: Any) -> None:
     m, n, k = shape.m, shape.n, shape.k
