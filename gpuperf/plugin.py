@@ -336,14 +336,18 @@ def _benchmark_exporter(request: pytest.FixtureRequest) -> Any:
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
-    """After the test body: attach its records to the report and give the verdict of its checks."""
-    result = yield
+    """After the test body: attach its records to the report (also when the body failed, so what was
+    measured is still reported and recorded) and give the verdict of its checks."""
     checker = item.stash.get(PERF, None)
+    try:
+        result = yield
+    finally:
+        if checker is not None:
+            for record in checker.records:
+                item.user_properties.append((RECORD_PROPERTY, record.to_dict()))
+            if checker.run is not None and checker.records:
+                item.user_properties.append((RUN_PROPERTY, checker.run.to_dict()))
     if checker is not None:
-        for record in checker.records:
-            item.user_properties.append((RECORD_PROPERTY, record.to_dict()))
-        if checker.run is not None and checker.records:
-            item.user_properties.append((RUN_PROPERTY, checker.run.to_dict()))
         verdict, message = checker.outcome()
         if verdict == "fail":
             pytest.fail(message, pytrace=False)
@@ -378,7 +382,7 @@ class SessionHooks:
                    None)
         for name, value in report.user_properties:
             if name == RECORD_PROPERTY:
-                self.state.add(Record.from_dict(value), run)
+                self.state.add(Record.from_dict(value), run, test_failed=report.failed)
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:

@@ -20,6 +20,7 @@ class Status:
     NO_BASELINE = "NO_BASELINE"
     UNRELIABLE = "UNRELIABLE"  # measured while throttled or shared: neither passed nor failed
     UPDATED = "UPDATED"  # --update-baselines recorded it
+    NOT_RECORDED = "NOT_RECORDED"  # --update-baselines measured it, but its test failed: left out
 
     FAILING = frozenset({REGRESSED, ANOMALY})
 

@@ -8,8 +8,8 @@ from gpuperf.baseline import Change
 from gpuperf.records import Record, RunInfo, Status
 
 #: Display order of statuses: what needs attention first.
-STATUS_ORDER = (Status.REGRESSED, Status.ANOMALY, Status.UNRELIABLE, Status.NO_BASELINE, Status.IMPROVED,
-                Status.UPDATED, Status.PASS)
+STATUS_ORDER = (Status.REGRESSED, Status.ANOMALY, Status.UNRELIABLE, Status.NOT_RECORDED, Status.NO_BASELINE,
+                Status.IMPROVED, Status.UPDATED, Status.PASS)
 TABLE_COLUMNS = ("case", "metric", "measured", "spread", "baseline", "Δ %", "% peak", "status", "note")
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from gpuperf.baseline import BaselineFile, Change, Entry, GateConfig, baseline_path, check_gpu, load_baseline
@@ -52,7 +52,12 @@ class SessionState:
         baseline = self.baseline_for(gpu_slug)
         return baseline.entries.get(case_id) if baseline else None
 
-    def add(self, record: Record, run: RunInfo | None) -> None:
+    def add(self, record: Record, run: RunInfo | None, test_failed: bool = False) -> None:
+        """Collect a record; one whose test failed (an assertion after the check) is never recorded as a
+        baseline entry, and its row says so."""
+        if test_failed and record.status == Status.UPDATED:
+            record = replace(record, status=Status.NOT_RECORDED,
+                             note="; ".join(n for n in (record.note, "not recorded: its test failed") if n))
         self.records.append(record)
         if run is not None:
             self.run_infos.setdefault(run.gpu_slug, run)

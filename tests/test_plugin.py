@@ -322,3 +322,17 @@ def test_gpu_all_gives_one_case_per_device(pytester: pytest.Pytester) -> None:
     result = pytester.runpytest("-p", "no:cacheprovider", "--gpu", "all", "-v")
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines(["*test_each?fp32-gpu0? PASSED*", "*test_each?fp32-gpu1? PASSED*"])
+
+
+def test_a_test_that_fails_after_its_check_is_reported_but_not_recorded(project: pytest.Pytester) -> None:
+    project.makepyfile(test_after="""
+from gpuperf.metrics import gemv_work
+
+def test_fails_after_check(measure, perf):
+    perf.check(measure(lambda: "gemv", gemv_work(16384, 16384, "fp32")))
+    raise AssertionError("a cross-check failed after the measurement")
+""")
+    result = run(project, "test_after.py", "--update-baselines")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*NOT_RECORDED*not recorded: its test failed*"])
+    assert not (project.path / "baselines" / "fake-gpu.yaml").exists()
