@@ -6,15 +6,19 @@ process checks → a ``Measurement``.
 
 - cold-flush: before every sample, a memset of a buffer ≥ 2 × the device's L2 on the same stream,
   outside the event pair, so it evicts the operands and its cost never enters a sample.
-- cold-rotate: a call shorter than ~20 µs is dominated by event resolution and the gap after a flush, so
-  one sample times k calls over k rotated copies of the operands whose total exceeds 2 × L2 (CUTLASS's
-  profiler method): every call still finds its data evicted, and no flush sits between calls.
+- cold-rotate: a call shorter than ~50 µs is dominated by event resolution and the gap after a flush
+  (and by the write-back of the flush's dirty lines), so one sample times k calls over k rotated copies of
+  the operands whose total exceeds 2 × L2 (CUTLASS's profiler method): every call still finds its data
+  evicted, and no flush sits between calls.
 - hot: k back-to-back calls on the same operands per event pair (``--no-flush``).
 
 Every batch of samples is enqueued behind a *hold* kernel that spins on a flag in pinned host memory until
 the host has enqueued the whole batch (nvbench's blocking kernel): the GPU then runs the batch back to back,
 so the time the host spends launching (Python, the cuBLAS binding) never appears as idle time between two
-events. Without it, a 5 µs kernel whose launch costs 10 µs of host time would be timed at 10 µs.
+events. Without it, a 5 µs kernel whose launch costs 10 µs of host time would be timed at 10 µs. A batch
+holds at most ``max_held_calls`` calls: a full launch queue would block the host behind the hold. A callable
+that itself launches hundreds of kernels (a loop of GEMMs) still fills it; the hold then times out, the
+batch is dropped and the measurement goes on unheld, its method saying so ("-unheld").
 
 CuPy is imported lazily so that ``gpuperf`` imports on machines without it.
 """
@@ -39,7 +43,8 @@ class SamplingConfig:
     rule: StoppingRule = field(default_factory=StoppingRule)
     warmup_calls: int = 3
     warmup_time_s: float = 0.05
-    short_call_s: float = 20e-6  # below this, cold samples use rotated operand copies
+    short_call_s: float = 50e-6  # below this, cold samples use rotated operand copies
+    max_held_calls: int = 256  # calls enqueued behind one hold: the launch queue (~1000 entries) must not fill
     max_rotation_copies: int = 256
     hot_min_sample_s: float = 50e-6  # hot samples batch calls up to at least this long
     batch_time_s: float = 0.05  # GPU time enqueued between host checks
@@ -74,7 +79,7 @@ class CupyBackend:
         return self._hold.hold(stream)
 
 
-HOLD_TIMEOUT_S = 2.0
+HOLD_TIMEOUT_S = 0.5
 _HOLD_SOURCE = r"""
 extern "C" __global__ void gpuperf_hold(volatile int* flag, unsigned long long timeout_ns) {
     unsigned long long start, now;
@@ -200,7 +205,7 @@ class Timer:
                     operand_sets = _copy_operands(backend, operands, copies)
                     method, calls = Method.COLD_ROTATE, copies
         per_sample = max(per_call * calls, 1e-6)
-        batch = max(1, min(config.max_batch, int(config.batch_time_s / per_sample)))
+        batch = max(1, min(config.max_batch, int(config.batch_time_s / per_sample), config.max_held_calls // calls))
         pairs = [(backend.event(), backend.event()) for _ in range(batch)]
 
         samples: list[float] = []

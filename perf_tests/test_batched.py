@@ -302,9 +302,10 @@ def test_batched_streams_perf(dtype: str, streams: int, shape: BatchedShape, cub
 # --- performance: batched GEMV -------------------------------------------------------------------------
 
 def _gemv_perf_params() -> Iterator[Any]:
-    for kind, shapes in CASES["gemv_perf"].items():
-        for shape in shapes:
-            yield pytest.param(kind, shape, id=f"{kind}-fp32-opN-{shape}")
+    for table, marks in (("gemv_perf", []), ("gemv_perf_slow", [pytest.mark.slow])):
+        for kind, shapes in CASES[table].items():
+            for shape in shapes:
+                yield pytest.param(kind, shape, id=f"{kind}-fp32-opN-{shape}", marks=marks)
 
 
 @pytest.mark.gemv

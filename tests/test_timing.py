@@ -244,3 +244,13 @@ def test_bad_flush_mode_is_rejected() -> None:
     timer, _, _ = make_timer(device)
     with pytest.raises(ValueError, match="cold' or 'hot"):
         timer.measure(kernel(device, 1e-3), WORK, flush="warm")
+
+
+def test_a_held_batch_never_exceeds_the_launch_queue_budget() -> None:
+    device = SimDevice()
+    timer, _, _ = make_timer(device, max_held_calls=100)
+    m = timer.measure(kernel(device, 5e-6), WORK, operands=(SimArray(3 * 2**20),), flush="cold")
+    assert m.method == Method.COLD_ROTATE and m.calls_per_sample == 35
+    holds = [i for i, entry in enumerate(device.log) if entry == "hold"]
+    calls_between = [device.log[a:b].count("call") for a, b in zip(holds, holds[1:] + [len(device.log)])]
+    assert max(calls_between[-3:]) <= 100  # the sampled batches: at most 2 samples of 35 calls each
