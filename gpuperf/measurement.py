@@ -12,7 +12,7 @@ from gpuperf.stats import Summary, summarize
 class Method:
     """How the samples were taken (recorded with every result)."""
 
-    COLD_FLUSH = "cold-flush"  # L2 flushed (memset of ≥ 2×L2) before every sample, outside the events
+    COLD_FLUSH = "cold-flush"  # L2 flushed (a read of ≥ 2×L2) before every sample, outside the events
     COLD_ROTATE = "cold-rotate"  # k calls per event pair over rotated operand copies totalling > 2×L2
     HOT = "hot"  # back-to-back calls on the same operands: a warm cache
 

@@ -4,10 +4,10 @@ Phases, after nvbench's ``measure_cold``: warm-up (by count *and* time) → choo
 warm call's duration → adaptive sampling in batches, each batch bracketed by NVML clock-event and
 process checks → a ``Measurement``.
 
-- cold-flush: before every sample, a memset of a buffer ≥ 2 × the device's L2 on the same stream,
+- cold-flush: before every sample, a read of a buffer ≥ 2 × the device's L2 on the same stream,
   outside the event pair, so it evicts the operands and its cost never enters a sample.
 - cold-rotate: a call shorter than ~50 µs is dominated by event resolution and the gap after a flush
-  (and by the write-back of the flush's dirty lines), so one sample times k calls over k rotated copies of
+  so one sample times k calls over k rotated copies of
   the operands whose total exceeds 2 × L2 (CUTLASS's profiler method): every call still finds its data
   evicted, and no flush sits between calls.
 - hot: k back-to-back calls on the same operands per event pair (``--no-flush``).
@@ -117,23 +117,46 @@ class StreamHold:
         return release
 
 
+_FLUSH_SOURCE = r"""
+extern "C" __global__ void gpuperf_flush(const int4* buffer, unsigned long long count, int4* sink) {
+    int4 acc = make_int4(0, 0, 0, 0);
+    for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < count;
+         i += (unsigned long long)gridDim.x * blockDim.x) {
+        int4 v = buffer[i];
+        acc.x ^= v.x; acc.y ^= v.y; acc.z ^= v.z; acc.w ^= v.w;
+    }
+    if (acc.x == 0x7fffffff && acc.y == acc.x && acc.z == acc.x && acc.w == acc.x) *sink = acc;
+}
+"""
+
+
 class FlushBuffer:
-    """Owns a device buffer of ``2 × L2`` bytes (read from the device) and overwrites it on a stream."""
+    """Owns a device buffer of ``2 × L2`` bytes (read from the device) and *reads* it through the L2 on a
+    stream, which evicts whatever the last sample left there.
+
+    Reading rather than overwriting (nvbench's memset) matters: a memset leaves the L2 full of dirty lines,
+    and their write-back then competes with the timed call's own traffic, so a memory-bound call looks a
+    few per cent slower after a memset flush than with rotated operands. After a read the L2 is clean;
+    the previous sample's dirty output is written back during the flush, outside the events. The buffer
+    holds zeros, so the kernel's guarded store never happens, but the compiler cannot drop the loads.
+    """
 
     def __init__(self, l2_bytes: int) -> None:
         import cupy
 
         if l2_bytes <= 0:
             raise ValueError(f"L2 size must be positive, got {l2_bytes}")
-        self.nbytes = 2 * l2_bytes
-        self.buffer = cupy.empty(self.nbytes, dtype=cupy.uint8)
-        self._value = 0
+        self.nbytes = 2 * l2_bytes + (-2 * l2_bytes) % 16
+        self.buffer = cupy.zeros(self.nbytes, dtype=cupy.uint8)
+        self.sink = cupy.zeros(4, dtype=cupy.int32)
+        self._kernel = cupy.RawKernel(_FLUSH_SOURCE, "gpuperf_flush")
+        device = cupy.cuda.Device()
+        self._grid = (4 * int(device.attributes["MultiProcessorCount"]),)
 
     def enqueue(self, stream: Any) -> None:
-        import cupy
+        import numpy
 
-        self._value ^= 1  # alternate the byte written so no layer can skip an identical rewrite
-        cupy.cuda.runtime.memsetAsync(self.buffer.data.ptr, self._value, self.nbytes, stream.ptr)
+        self._kernel(self._grid, (256,), (self.buffer, numpy.uint64(self.nbytes // 16), self.sink), stream=stream)
 
 
 def _array_bytes(operands: Sequence[Any]) -> int:
