@@ -165,9 +165,15 @@ def version_changes(header: Mapping[str, Any], current: Mapping[str, Any]) -> li
             if key in header and key in current and str(header[key]) != str(current[key])]
 
 
+#: The default allowed slowdown. Chosen from measurement, not taste: over three full H200 runs against one
+#: baseline (369 case-runs) the largest slowdown of an unchanged case was 3.3 % (a 5 µs FP16 GEMM), so a
+#: 3 % gate raised a false alarm; 4 % does not, and still fails a real 5 % slowdown.
+DEFAULT_TOLERANCE = 0.04
+
+
 @dataclass(frozen=True)
 class GateConfig:
-    tolerance: float = 0.03
+    tolerance: float = DEFAULT_TOLERANCE
     noise_k: float = 2.0
     strict: bool = False
 

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from gpuperf import report
-from gpuperf.baseline import BaselineError, GateConfig, baseline_path, update_baseline, version_changes
+from gpuperf.baseline import DEFAULT_TOLERANCE, BaselineError, GateConfig, baseline_path, update_baseline, version_changes
 from gpuperf.check import CaseIdentity
 from gpuperf.device import NoGpuError, device_count
 from gpuperf.fixtures import GpuPool, Measurer, Perf, case_id_of, run_info
@@ -105,7 +105,7 @@ def add_options(addoption: Callable[..., Any]) -> None:
     addoption("--update-baselines", action="store_true",
               help="re-measure the selected cases and rewrite their entries in baselines/<gpu>.yaml")
     addoption("--tolerance", type=fraction, default=None,
-              help="allowed slowdown as a fraction (default 0.03); effective = max(this, k × noise)")
+              help="allowed slowdown as a fraction (default 0.04); effective = max(this, k × noise)")
     addoption("--noise-k", type=non_negative_float, default=2.0,
               help="k in max(tolerance, k × recorded relative IQR) (default 2)")
     addoption("--strict-baselines", action="store_true",
@@ -153,7 +153,7 @@ def _options(config: pytest.Config) -> Options:
         raise pytest.UsageError(f"gpuperf sampling options: {exc}") from exc
     tolerance = get("--tolerance")
     return Options(
-        gate=GateConfig(tolerance=0.03 if tolerance is None else tolerance, noise_k=get("--noise-k"),
+        gate=GateConfig(tolerance=DEFAULT_TOLERANCE if tolerance is None else tolerance, noise_k=get("--noise-k"),
                         strict=get("--strict-baselines")),
         rule=rule, update=get("--update-baselines"), missing=missing, on_unreliable=get("--on-unreliable"),
         baseline_dir=Path(get("--baseline-dir") or root / "baselines"), flush_modes=modes, gpus=get("--gpu"),
