@@ -21,6 +21,7 @@ from gpuperf.baseline import DEFAULT_TOLERANCE, BaselineError, GateConfig, basel
 from gpuperf.check import CaseIdentity
 from gpuperf.device import NoGpuError, device_count
 from gpuperf.fixtures import GpuPool, Measurer, Perf, case_id_of, run_info
+from gpuperf.pinning import PinningError, nvml_device_count, pin, worker_number
 from gpuperf.records import Record, RunInfo
 from gpuperf.session import MISSING_POLICIES, UNRELIABLE_POLICIES, Options, SessionState, baseline_header
 from gpuperf.stats import StoppingRule
@@ -28,6 +29,7 @@ from gpuperf.stats import StoppingRule
 STATE = pytest.StashKey[SessionState]()
 POOL = pytest.StashKey[GpuPool]()
 PERF = pytest.StashKey[Perf]()
+PINNED = pytest.StashKey[int]()  # an xdist worker's GPU (its index under --gpu), pinned by CUDA_VISIBLE_DEVICES
 RECORD_PROPERTY = "gpuperf_record"
 RUN_PROPERTY = "gpuperf_run"
 FAMILY_MARKERS = ("gemm", "gemv", "batched", "custom", "crosscheck")
@@ -173,6 +175,22 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[STATE] = SessionState(_options(config))
     config.stash[POOL] = GpuPool()
     config.pluginmanager.register(SessionHooks(config), "gpuperf-session")
+    workerinput = getattr(config, "workerinput", None)
+    if workerinput is not None:
+        _pin_worker(config, str(workerinput["workerid"]))
+
+
+def _pin_worker(config: pytest.Config, workerid: str) -> None:
+    """Give this xdist worker one GPU through CUDA_VISIBLE_DEVICES, before CUDA starts here."""
+    try:
+        index, visible = pin(config.stash[STATE].options.gpus, worker_number(workerid), nvml_device_count,
+                             os.environ.get("CUDA_VISIBLE_DEVICES"))
+    except PinningError as exc:
+        raise pytest.UsageError(f"gpuperf: {exc}") from exc
+    except Exception:  # no NVML (or no driver) to count GPUs for --gpu all: leave the worker unpinned
+        return
+    os.environ["CUDA_VISIBLE_DEVICES"] = visible
+    config.stash[PINNED] = index
 
 
 # -- collection ------------------------------------------------------------------------------------------
@@ -222,10 +240,8 @@ def gpu_index(request: pytest.FixtureRequest) -> int:
         indices = _selected_gpus(state.options.gpus)
     except NoGpuError as exc:
         pytest.skip(f"no GPU: {exc}")
-    workerinput = getattr(request.config, "workerinput", None)
-    if workerinput is not None:
-        worker = int(str(workerinput["workerid"]).lstrip("gw") or 0)
-        return indices[worker % len(indices)]
+    if PINNED in request.config.stash:
+        return 0  # the worker's own GPU is the only one CUDA shows it
     return indices[0]
 
 

@@ -39,15 +39,11 @@ PATH_SHAPES: list[GemmShape] = [GemmShape(4096, 4096, 4096), GemmShape(1000, 300
 LARGE_GEMV, SMALL_GEMV = GemvShape(32768, 32768), GemvShape(1024, 1024)
 FLUSH_SHAPES: list[GemvShape] = [LARGE_GEMV, SMALL_GEMV]
 
-#: Triggers. Hot SGEMVs whose working set fits in the L2: seed 001 §5.1 phenomenon one (a number above the
-#: memory peak). Several sizes, because a tiny GEMV is launch-bound rather than L2-bound; at least one of
-#: them must read faster than device memory can deliver.
-L2_RESIDENT_GEMVS: list[GemvShape] = [GemvShape(1024, 1024), GemvShape(2048, 2048), GemvShape(2048, 3072),
-                                      GemvShape(3072, 3072)]
-#: Hot batches of GEMVs, each item with its own matrix, whose whole working set fits in the L2 (one launch
-#: streams all of it, so the L2's bandwidth, not the launch, is the limit): (shape, batch).
-L2_RESIDENT_BATCHES: list[tuple[GemvShape, int]] = [(GemvShape(512, 512), 32), (GemvShape(256, 256), 128),
-                                                    (GemvShape(1024, 1024), 12)]
+#: Triggers. No hot cuBLAS SGEMV that fits in the H200's L2 reads faster than device memory: measured on
+#: the H200 (2026-11-29), single SGEMVs from 1024² to 3072² reached at most 3.3 TB/s hot and L2-resident
+#: batches (32×512², 128×256², 12×1024²) at most 3.6 TB/s, against a 4.8 TB/s memory peak. The cache
+#: effect that does produce an impossible number is re-reading L2-resident data while counting it as
+#: fresh: the shared-weight batch below.
 #: A batch of GEMVs sharing one L2-resident weight (strideA = 0), bytes counted as if each read its own.
 SHARED_WEIGHT_GEMV: tuple[GemvShape, int] = (GemvShape(1024, 1024), 256)
 #: A GEMM for the triggers that mislabel a path (quick, and compute-bound on every path).
@@ -193,46 +189,10 @@ def _memory_findings(gpu: Any, measurement: Measurement) -> list[anomaly.Anomaly
 @pytest.mark.crosscheck
 @pytest.mark.gemv
 @pytest.mark.cublas
-def test_trigger_above_memory_peak_hot_l2_resident(gpu: Any, cublas_handle: int, rng: np.random.Generator,
-                                                    measure: Any, perf: Any) -> None:
-    """Seed 001 §5.1 phenomenon one: hot (no flush) and smaller than the L2, a GEMV reads from the cache
-    and reports more than device memory can deliver. On the H200 a single cuBLAS SGEMV small enough for
-    the L2 is launch- and latency-bound (at most 3.3 TB/s hot at 0.6× L2), so the sweep includes batches
-    that stream an L2-resident working set in one launch."""
-    lines, fired = [], []
-    for shape in L2_RESIDENT_GEMVS:
-        work = gemv_work(shape.m, shape.n, "fp32")
-        hot = measure(_sgemv(cublas_handle), work, operands=_gemv_operands(rng, shape), flush="hot",
-                      label=f"hot {shape}")
-        findings = _memory_findings(gpu, hot)
-        lines.append(f"{shape} ({_l2_multiple(work.bytes, gpu.info.l2_bytes):.2f}× L2) {_shown(hot)}"
-                     f"{' FIRES' if _fires(findings, 'above-memory-peak') else ''}")
-        fired += [str(f) for f in findings if f.rule == "above-memory-peak"]
-    for shape, batch in L2_RESIDENT_BATCHES:
-        work = gemv_work(shape.m, shape.n, "fp32", batch=batch)
-        batch_operands = (operands.random_operand(rng, (batch, shape.m, shape.n), "fp32"),
-                          operands.random_operand(rng, (batch, shape.n), "fp32"),
-                          operands.nan_operand((batch, shape.m), "fp32"))
-        hot = measure(lambda a, x, y: cublas.gemv_batched(cublas_handle, a, x, y, dtype="fp32"), work,
-                      operands=batch_operands, flush="hot", label=f"hot {batch}×{shape}")
-        findings = _memory_findings(gpu, hot)
-        lines.append(f"{batch}×{shape} ({_l2_multiple(work.bytes, gpu.info.l2_bytes):.2f}× L2) {_shown(hot)}"
-                     f"{' FIRES' if _fires(findings, 'above-memory-peak') else ''}")
-        fired += [str(f) for f in findings if f.rule == "above-memory-peak"]
-    summary = f"memory peak {gpu.peaks.memory_gbps:.0f} GB/s; " + "; ".join(lines)
-    perf.note(summary)
-    print(summary, *fired, sep="\n")
-    assert fired, f"no hot L2-resident SGEMV exceeded the memory peak: {summary}"
-
-
-@pytest.mark.trigger
-@pytest.mark.crosscheck
-@pytest.mark.gemv
-@pytest.mark.cublas
 def test_trigger_above_memory_peak_wrong_byte_count(gpu: Any, cublas_handle: int, rng: np.random.Generator,
                                                      measure: Any, perf: Any) -> None:
-    """A wrong byte count: a batch of GEMVs sharing one weight (strideA = 0) counted as if every item read
-    its own matrix — the shared weight comes from L2 after the first item."""
+    """Seed 001 §5.1 phenomenon one, cache-resident data: a batch of GEMVs sharing one weight (strideA = 0)
+    counted as if every item read its own matrix — after the first item the weight comes from L2."""
     shape, batch = SHARED_WEIGHT_GEMV
     a = operands.random_operand(rng, (shape.m, shape.n), "fp32")
     x = operands.random_operand(rng, (batch, shape.n), "fp32")

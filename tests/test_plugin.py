@@ -294,21 +294,24 @@ def test_xdist_workers_merge_records_and_baseline_updates(project: pytest.Pytest
     result.stdout.fnmatch_lines(["*gpuperf: 2 cases: 2 pass*"])
 
 
-def test_xdist_workers_are_pinned_round_robin_to_the_selected_gpus(pytester: pytest.Pytester) -> None:
+def test_xdist_workers_are_pinned_round_robin_by_cuda_visible_devices(pytester: pytest.Pytester,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     pytest.importorskip("xdist", reason="pytest-xdist is not installed: pip install -e '.[test]'")
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     pytester.makeconftest('pytest_plugins = ["gpuperf.plugin"]\n'
                           'import gpuperf.plugin\n'
-                          'gpuperf.plugin.device_count = lambda: 4\n')
-    pytester.makepyfile(test_pin="import pathlib, pytest\n"
+                          'gpuperf.plugin.device_count = lambda: 1\n')
+    pytester.makepyfile(test_pin="import os, pathlib, pytest\n"
                                  "@pytest.mark.parametrize('n', range(12))\n"
                                  "def test_pin(n, gpu_index, request):\n"
                                  "    worker = request.config.workerinput['workerid']\n"
-                                 "    pathlib.Path(f'{worker}-{n}.pin').write_text(str(gpu_index))\n")
+                                 "    seen = f\"{os.environ['CUDA_VISIBLE_DEVICES']} {gpu_index}\"\n"
+                                 "    pathlib.Path(f'{worker}-{n}.pin').write_text(seen)\n")
     result = pytester.runpytest("-p", "no:cacheprovider", "-n", "3", "--gpu", "1,3")
     result.assert_outcomes(passed=12)
-    pins = {path.name.split("-")[0]: int(path.read_text()) for path in pytester.path.glob("*.pin")}
+    pins = {path.name.split("-")[0]: path.read_text() for path in pytester.path.glob("*.pin")}
     assert len(pins) >= 2  # several workers ran
-    assert all(index == (1, 3)[int(worker[2:]) % 2] for worker, index in pins.items()), pins
+    assert all(seen == f"{(1, 3)[int(worker[2:]) % 2]} 0" for worker, seen in pins.items()), pins
 
 
 def test_gpu_all_gives_one_case_per_device(pytester: pytest.Pytester) -> None:
