@@ -31,6 +31,8 @@ from gpuperf.records import Record
 
 DPI = 150
 FIGSIZE = (10.0, 6.0)  # inches: 1500 × 900 px at DPI
+#: Throughput figures are wider (×1 panel, ×2 panels): the legend stands beside the axes.
+THROUGHPUT_WIDTH = {1: 1.6, 2: 2.4}
 
 #: Human names of the compute ceilings (the keys of ``peaks["compute_tflops"]``).
 CEILING_NAMES = {
@@ -88,7 +90,7 @@ def plot_throughput(records: Sequence[Record], out_dir: Path, gpu: str = "",
     for family in sorted(families):
         group = families[family]
         metrics = [m for m in (TFLOPS, GBPS) if any(r.metric == m for r in group)]
-        fig = _figure(width=FIGSIZE[0] * (1 if len(metrics) == 1 else 1.7))
+        fig = _figure(width=FIGSIZE[0] * THROUGHPUT_WIDTH[len(metrics)])
         axes = fig.subplots(1, len(metrics), squeeze=False)[0]
         for ax, metric in zip(axes, metrics):
             _throughput_panel(ax, [r for r in group if r.metric == metric], metric, peaks)
@@ -185,8 +187,9 @@ def _throughput_panel(ax: Axes, records: Sequence[Record], metric: str,
     colours = _colours(sorted(series))
     for index, label in enumerate(sorted(series)):
         pts = sorted(series[label], key=lambda p: (p.x, p.y))
+        swept = not label.endswith(IRREGULAR) and "≫" not in label  # only a size sweep is drawn as a line
         ax.plot([p.x for p in pts], [p.y for p in pts], marker=_MARKERS[index % len(_MARKERS)],
-                markersize=5, linewidth=1.0, color=colours[label], label=label)
+                markersize=5, linewidth=1.0 if swept else 0.0, color=colours[label], label=label)
     ceilings = _throughput_ceilings(records, metric, peaks)
     for index, (value, name) in enumerate(ceilings):
         ax.axhline(value, linestyle="--", linewidth=1.2, color=_CEILING_COLOURS[index % len(_CEILING_COLOURS)],
@@ -204,7 +207,8 @@ def _throughput_panel(ax: Axes, records: Sequence[Record], metric: str,
     ax.set_ylabel(unit)
     ax.set_title("compute throughput" if metric == TFLOPS else "memory bandwidth", fontsize="medium")
     ax.grid(True, which="both", alpha=0.25)
-    ax.legend(fontsize="small", loc="best")
+    ax.legend(fontsize="x-small", loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0,
+              ncols=2 if len(series) > 16 else 1)  # beside the axes: many series would cover the data
 
 
 def _throughput_ceilings(records: Sequence[Record], metric: str,
@@ -231,7 +235,9 @@ def _peak_from(peaks: Mapping[str, Any] | None, metric: str, precision: str) -> 
 
 def series_label(record: Record) -> str:
     """The code path of a case: its parameters less those that give its size (``shape``, ``m``, …)."""
-    parts = []
+    test = record.nodeid.split("::")[-1].split("[")[0] if record.nodeid else ""
+    test = test.removeprefix("test_").removesuffix("_perf")
+    parts = [test] if test else []
     for key, value in record.params.items():
         text = str(value)
         if key in SIZE_PARAMS or _SIZE_VALUE.match(text):
@@ -240,12 +246,18 @@ def series_label(record: Record) -> str:
     return " · ".join(parts) or record.family or "cases"
 
 
+IRREGULAR = "irregular"
+
+
 def shape_class(record: Record) -> str:
     """How a case's shape is proportioned, so that tall, wide and square sweeps are separate curves:
-    ``""`` when no dimension is 4× another, else e.g. ``"M≫N"`` (tall GEMV) or ``"K≫M,N"``."""
+    ``""`` for a square, ``"irregular"`` when no dimension is 4× another, else e.g. ``"M≫N"`` (tall GEMV)
+    or ``"K≫M,N"``. Only squares are drawn as connected sweeps; the others are points."""
     dims = _shape_dims(record)
-    if not dims or max(dims.values()) < ASPECT_FACTOR * min(dims.values()):
+    if not dims or len(set(dims.values())) == 1:
         return ""
+    if max(dims.values()) < ASPECT_FACTOR * min(dims.values()):
+        return IRREGULAR
     top = max(dims.values())
     large = [name for name, size in dims.items() if size * ASPECT_FACTOR > top]
     small = [name for name in dims if name not in large]

@@ -32,7 +32,7 @@ PERF = pytest.StashKey[Perf]()
 PINNED = pytest.StashKey[int]()  # an xdist worker's GPU (its index under --gpu), pinned by CUDA_VISIBLE_DEVICES
 RECORD_PROPERTY = "gpuperf_record"
 RUN_PROPERTY = "gpuperf_run"
-FAMILY_MARKERS = ("gemm", "gemv", "batched", "custom", "crosscheck")
+FAMILY_MARKERS = ("crosscheck", "custom", "batched", "gemv", "gemm")  # the most specific first
 MARKERS = {
     "gemm": "cuBLAS or custom matrix-matrix products",
     "gemv": "matrix-vector products (bandwidth-bound)",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -60,7 +62,7 @@ def test_one_throughput_png_per_family(tmp_path: Path, records: list[Record]) ->
     for path in written:
         assert path.stat().st_size > 10_000
         width, height = png_size(path)
-        assert (width, height) == (plot.FIGSIZE[0] * plot.DPI, plot.FIGSIZE[1] * plot.DPI)
+        assert (width, height) == (plot.FIGSIZE[0] * plot.THROUGHPUT_WIDTH[1] * plot.DPI, plot.FIGSIZE[1] * plot.DPI)
 
 
 def test_a_family_with_both_metrics_gets_two_panels(tmp_path: Path, records: list[Record]) -> None:
@@ -68,7 +70,7 @@ def test_a_family_with_both_metrics_gets_two_panels(tmp_path: Path, records: lis
     mixed = [Record(**{**r.__dict__, "family": "batched"}) for r in mixed]
     (path,) = plot.plot_throughput(mixed, tmp_path)
     width, _ = png_size(path)
-    assert width > plot.FIGSIZE[0] * plot.DPI
+    assert width == plot.FIGSIZE[0] * plot.THROUGHPUT_WIDTH[2] * plot.DPI
 
 
 def test_roofline_png(tmp_path: Path, records: list[Record]) -> None:
@@ -83,9 +85,15 @@ def test_roofline_without_peaks_still_places_the_cases(tmp_path: Path, records: 
 
 
 def test_series_are_code_paths_not_sizes(records: list[Record]) -> None:
-    assert plot.series_label(records[0]) == "fp32 · cold"
+    assert plot.series_label(records[0]) == "gemm · fp32 · cold"
     gemv = next(r for r in records if r.family == "gemv")
-    assert plot.series_label(gemv) == gemv.params["op"]
+    assert plot.series_label(gemv) == f"sgemv · {gemv.params['op']}"
+
+
+def test_only_square_sweeps_are_lines() -> None:
+    square, odd = gemm_record(4096, "fp16", 700.0), gemm_record(4096, "fp16", 140.0)
+    odd = replace(odd, params={**odd.params, "shape": "4096x4096x4095"})
+    assert plot.shape_class(square) == "" and plot.shape_class(odd) == plot.IRREGULAR
 
 
 def test_compute_ceilings_merge_equal_peaks() -> None:
@@ -125,7 +133,7 @@ def test_plots_from_a_baseline(tmp_path: Path) -> None:
     records = plot.records_from_baseline(header, entries)
     assert {r.params["dtype"] for r in records} == {"fp64"}
     (path,) = plot.plot_throughput(records, tmp_path, peaks=PEAKS)
-    assert png_size(path)[0] == plot.FIGSIZE[0] * plot.DPI
+    assert png_size(path)[0] == plot.FIGSIZE[0] * plot.THROUGHPUT_WIDTH[1] * plot.DPI
     assert plot.plot_roofline(records, PEAKS, tmp_path).stat().st_size > 10_000
 
 
