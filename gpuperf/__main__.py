@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gpuperf.argtypes import non_negative_float, non_negative_int
 from gpuperf.baseline import BaselineError, load_baseline
 from gpuperf.records import Record
 from gpuperf.results import RESULTS_JSON, ResultsError, format_delta, format_value, load_run
@@ -280,7 +281,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     device = commands.add_parser("device", help="GPU identity, versions, clocks and theoretical peaks")
-    device.add_argument("--gpu", type=_non_negative_int, default=0, help="CUDA device index (default 0)")
+    device.add_argument("--gpu", type=non_negative_int, default=0, help="CUDA device index (default 0)")
     output = device.add_mutually_exclusive_group()
     output.add_argument("--slug", action="store_true", help="print only the baseline slug (e.g. nvidia-h200)")
     output.add_argument("--json", action="store_true", help="print everything as JSON")
@@ -294,9 +295,9 @@ def build_parser() -> argparse.ArgumentParser:
     diff.add_argument("old", metavar="A", help="the old figures")
     diff.add_argument("new", metavar="B", help="the new figures")
     diff.add_argument("--markdown", action="store_true", help="a Markdown table (for a pull-request body)")
-    diff.add_argument("--min-delta", type=_non_negative_float, default=0.0, metavar="PCT",
+    diff.add_argument("--min-delta", type=non_negative_float, default=0.0, metavar="PCT",
                       help="hide cases whose |Δ| is below PCT percent (default: show all)")
-    diff.add_argument("--threshold", type=_non_negative_float, default=5.0, metavar="PCT",
+    diff.add_argument("--threshold", type=non_negative_float, default=5.0, metavar="PCT",
                       help="count changes beyond ±PCT percent in the summary line (default 5)")
     diff.add_argument("--names", nargs=2, metavar=("OLD", "NEW"),
                       help="how to call A and B in the output (e.g. 'baselines/x.yaml@HEAD' for a temporary copy)")
@@ -324,26 +325,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (CliError, ResultsError, BaselineError) as exc:
         print(f"gpuperf: error: {exc}", file=sys.stderr)
         return EXIT_ERROR
-
-
-def _non_negative_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from exc
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"{value} is negative; GPU indices start at 0")
-    return value
-
-
-def _non_negative_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from exc
-    if not math.isfinite(value) or value < 0:
-        raise argparse.ArgumentTypeError(f"{text!r} must be a non-negative percentage")
-    return value
 
 
 def _finite(value: Any) -> bool:

@@ -17,7 +17,8 @@ from typing import Any
 import pytest
 
 from gpuperf import report
-from gpuperf.baseline import DEFAULT_TOLERANCE, BaselineError, GateConfig, baseline_path, update_baseline, version_changes
+from gpuperf.argtypes import fraction, non_negative_float, positive_float, positive_int
+from gpuperf.baseline import DEFAULT_TOLERANCE, BaselineError, GateConfig, baseline_path, update_baseline
 from gpuperf.check import CaseIdentity
 from gpuperf.device import NoGpuError, device_count
 from gpuperf.fixtures import GpuPool, Measurer, Perf, case_id_of, run_info
@@ -49,44 +50,6 @@ MARKERS = {
 
 
 # -- option parsing (validated at start-up, so a bad value fails before any test) --------------------------
-
-def fraction(text: str) -> float:
-    value = _float(text)
-    if not 0 <= value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a fraction in [0, 1): write 0.03 for 3 %")
-    return value
-
-
-def positive_float(text: str) -> float:
-    value = _float(text)
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"{text!r} must be a positive number")
-    return value
-
-
-def non_negative_float(text: str) -> float:
-    value = _float(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"{text!r} must be zero or positive")
-    return value
-
-
-def positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from exc
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} must be at least 1")
-    return value
-
-
-def _float(text: str) -> float:
-    try:
-        return float(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from exc
-
 
 def gpu_selection(text: str) -> str:
     if text == "all" or all(part.strip().isdigit() for part in text.split(",")):

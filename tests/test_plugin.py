@@ -7,7 +7,6 @@ can make a case slower or faster between runs without touching any recorded figu
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 import yaml

@@ -1,0 +1,61 @@
+"""Command-line value types shared by the pytest options and ``python -m gpuperf``.
+
+Each raises ``argparse.ArgumentTypeError`` with the fix, so a bad value fails at start-up with a message.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+
+
+def _number(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from exc
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"{text!r} must be a finite number")
+    return value
+
+
+def _integer(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from exc
+
+
+def fraction(text: str) -> float:
+    value = _number(text)
+    if not 0 <= value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a fraction in [0, 1): write 0.04 for 4 %")
+    return value
+
+
+def positive_float(text: str) -> float:
+    value = _number(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r} must be a positive number")
+    return value
+
+
+def non_negative_float(text: str) -> float:
+    value = _number(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} must be zero or positive")
+    return value
+
+
+def positive_int(text: str) -> int:
+    value = _integer(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} must be at least 1")
+    return value
+
+
+def non_negative_int(text: str) -> int:
+    value = _integer(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is negative; indices start at 0")
+    return value
