@@ -2,29 +2,24 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 import pytest
+from fakes import PEAKS
 
 from gpuperf.baseline import Entry, GateConfig
-from gpuperf.check import CaseIdentity, CheckMode, case_record, entry_from_record, ratio_record, record_command
+from gpuperf.check import (
+    CaseIdentity,
+    CheckMode,
+    case_record,
+    entry_from_record,
+    ratio_record,
+    record_command,
+)
 from gpuperf.measurement import Measurement, Method
 from gpuperf.metrics import GBPS, RATIO, TFLOPS, Work, gemm_work, gemv_work
-from gpuperf.peaks import DevicePeaks, device_peaks
 from gpuperf.records import Status
 
-
-@dataclass(frozen=True)
-class FakeH200:
-    cc: tuple[int, int] = (9, 0)
-    sm_count: int = 132
-    sm_clock_max_mhz: int = 1980
-    mem_clock_mhz: int = 3201
-    bus_width_bits: int = 6016
-
-
-PEAKS: DevicePeaks = device_peaks(FakeH200())  # fp32 66.9 TFLOPS, memory 4814 GB/s
 NODE = "perf_tests/test_gemm.py::test_gemm_perf[fp32-4096x4096x4096-cold]"
 CASE = CaseIdentity(case_id=NODE, nodeid=NODE, family="gemm",
                     params={"dtype": "fp32", "shape": "4096x4096x4096", "flush_mode": "cold"}, gpu="nvidia-h200",

@@ -8,18 +8,17 @@ confirm-before-reporting logic and every policy are checked without CuPy.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
+from fakes import PEAKS
 
 from gpuperf.baseline import BaselineError, Entry, GateConfig, dump_baseline
 from gpuperf.check import CaseIdentity
 from gpuperf.fixtures import Perf, case_id_of
 from gpuperf.measurement import Measurement, Method
 from gpuperf.metrics import RATIO, TFLOPS, Work, gemm_work
-from gpuperf.peaks import device_peaks
 from gpuperf.records import Record, RunInfo, Status
 from gpuperf.session import Options, SessionState, baseline_header
 
@@ -56,16 +55,6 @@ def test_every_gpu_of_a_model_shares_one_case_id() -> None:
 # -- a scripted measurement source -----------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class FakeH200:
-    cc: tuple[int, int] = (9, 0)
-    sm_count: int = 132
-    sm_clock_max_mhz: int = 1980
-    mem_clock_mhz: int = 3201
-    bus_width_bits: int = 6016
-
-
-PEAKS = device_peaks(FakeH200())
 SLUG = "nvidia-h200"
 NODE = "perf_tests/test_gemm.py::test_gemm_perf[fp32-4096x4096x4096-cold]"
 CASE = CaseIdentity(case_id=NODE, nodeid=NODE, family="gemm", params={"dtype": "fp32"}, gpu=SLUG, gpu_index=0)
