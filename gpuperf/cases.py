@@ -1,16 +1,21 @@
 """Case identity: shape types whose ``str()`` is the test-id segment, dtype names, case tables.
 
 Shapes, dtypes and per-family case lists are data (``perf_tests/cases/<family>.yaml``), loaded here so a
-test module only names the table it wants.
+test module only names the table it wants, and checked against the table's schema (``gpuperf.case_schema``).
 """
 
 from __future__ import annotations
 
+import difflib
+import re
+import reprlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Union
 
 import yaml
+
+from gpuperf.case_schema import SHAPE_KINDS, TABLES, VALUE, Names, Schema, ShapeKind
 
 #: Math paths a case can name. ``tf32`` is FP32 storage computed on TF32 tensor cores.
 DTYPES: tuple[str, ...] = ("fp32", "tf32", "fp16", "bf16", "fp64")
@@ -61,18 +66,35 @@ class BatchedShape:
         return GemmShape(self.m, self.n, self.k)
 
 
-_SHAPE_TYPES = {3: GemmShape, 2: GemvShape, 4: BatchedShape}
+Shape = Union[GemmShape, GemvShape, BatchedShape]
+
+_SHAPE_TYPES: dict[int, type[Shape]] = {3: GemmShape, 2: GemvShape, 4: BatchedShape}
+
+#: What a string of 2, 3 or 4 sizes is, for an error about a shape of the wrong kind.
+_SHAPE_BY_SIZES: dict[int, ShapeKind] = {kind.sizes: kind for kind in SHAPE_KINDS.values() if kind.n is None}
+
+_WHOLE_NUMBER = re.compile(r"-?[0-9]+")
 
 
 class CaseTableError(ValueError):
     """A case table in ``perf_tests/cases`` is malformed."""
 
 
-def parse_shape(text: str | list[int]) -> GemmShape | GemvShape | BatchedShape:
+def _sizes(text: str) -> list[int]:
+    """The sizes of ``"MxNxK"``-style text; the CaseTableError names the first part that is not a whole number."""
+    parts = text.lower().split("x")
+    bad = next((part for part in parts if not _WHOLE_NUMBER.fullmatch(part)), None)
+    if bad == "":
+        raise CaseTableError(f"{text!r} has an empty size (a stray 'x')")
+    if bad is not None:
+        raise CaseTableError(f"{text!r} has the size {bad!r}, which is not a whole number")
+    return [int(part) for part in parts]
+
+
+def parse_shape(text: str | list[int]) -> Shape:
     """``"4096x4096x4096"`` → ``GemmShape``; ``"64x65536"`` → ``GemvShape``; four numbers → ``BatchedShape``."""
-    parts = text if isinstance(text, list) else str(text).lower().split("x")
     try:
-        dims = [int(p) for p in parts]
+        dims = [int(p) for p in text] if isinstance(text, list) else _sizes(str(text))
     except ValueError as exc:
         raise CaseTableError(f"shape {text!r} is not 'MxN', 'MxNxK' or 'BxMxNxK' with integer sizes") from exc
     if len(dims) not in _SHAPE_TYPES or any(d < 1 for d in dims):
@@ -80,25 +102,118 @@ def parse_shape(text: str | list[int]) -> GemmShape | GemvShape | BatchedShape:
     return _SHAPE_TYPES[len(dims)](*dims)
 
 
-def _convert(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {key: _convert(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [_convert(item) for item in value]
-    if isinstance(value, str) and "x" in value and value.replace("x", "").isdigit():
-        return parse_shape(value)
-    return value
+def _shape_problem(value: object, kind: ShapeKind) -> str | None:
+    """Why ``value`` is not a shape of ``kind``, or None when it is one."""
+    if not isinstance(value, str):
+        return f"{reprlib.repr(value)} is a YAML {type(value).__name__}, not a shape string"
+    try:
+        dims = _sizes(value)
+    except CaseTableError as exc:
+        return str(exc)
+    if len(dims) != kind.sizes:
+        found = _SHAPE_BY_SIZES.get(len(dims))
+        what = f"is a {found.title} ({found.pattern})" if found else f"has {len(dims)} sizes"
+        return f"{value!r} {what} where a {kind.title} {kind.pattern} is expected"
+    small = next((d for d in dims if d < 1), None)
+    if small is not None:
+        return f"{value!r} has the size {small}, but every size must be at least 1"
+    if kind.n is not None and dims[2] != kind.n:
+        return f"{value!r} has N = {dims[2]}, but a {kind.title} {kind.pattern} has N = {kind.n}"
+    return None
+
+
+def _shape(value: object, kind: ShapeKind, where: str) -> Shape:
+    problem = _shape_problem(value, kind)
+    if problem is not None:
+        raise CaseTableError(f"{where}: {problem}; write a {kind.title} as {kind.pattern} with positive whole "
+                             f"sizes, e.g. {kind.example!r}")
+    return parse_shape(str(value))
+
+
+def _describe(schema: Schema) -> str:
+    """What a schema expects, for an error where the table holds something else."""
+    if isinstance(schema, list):
+        items = "" if schema[0] == VALUE else f" whose items are each {_describe(schema[0])}"
+        return f"a list (in [ ]){items}"
+    if isinstance(schema, Names):
+        return "a mapping of names to entries"
+    if isinstance(schema, dict):
+        return f"a mapping with the keys {', '.join(schema)}"
+    if schema == VALUE:
+        return "a value"
+    kind = SHAPE_KINDS[schema]
+    return f"a {kind.title} {kind.pattern}"
+
+
+def _mismatch(value: object, schema: Schema, where: str) -> CaseTableError:
+    return CaseTableError(f"{where}: expected {_describe(schema)}, got {reprlib.repr(value)}")
+
+
+def _unknown_key(key: object, allowed: dict[str, Schema], where: str) -> CaseTableError:
+    guess = difflib.get_close_matches(str(key), list(allowed), n=1)
+    hint = f" (did you mean {guess[0]!r}?)" if guess else ""
+    return CaseTableError(f"{_join(where, key)}: unknown key {key!r}{hint}; the keys allowed here are "
+                          f"{', '.join(allowed)}")
+
+
+def _join(where: str, key: object) -> str:
+    return f"{where}.{key}" if where else str(key)
+
+
+def _checked(value: Any, schema: Schema, where: str) -> Any:
+    """``value`` checked against ``schema``, its shape strings turned into shape objects.
+
+    ``where`` is the key path of ``value`` in its table (``perf[0].shapes[3]``), the start of every error.
+    """
+    if schema == VALUE:
+        return value
+    if isinstance(schema, str):
+        return _shape(value, SHAPE_KINDS[schema], where)
+    if isinstance(schema, list):
+        if not isinstance(value, list):
+            raise _mismatch(value, schema, where)
+        return [_checked(item, schema[0], f"{where}[{i}]") for i, item in enumerate(value)]
+    if not isinstance(value, dict):
+        raise _mismatch(value, schema, where)
+    if isinstance(schema, Names):
+        return {name: _checked(entry, schema.entry, _join(where, name)) for name, entry in value.items()}
+    unknown = next((key for key in value if key not in schema), None)
+    if unknown is not None:
+        raise _unknown_key(unknown, schema, where)
+    return {key: _checked(item, schema[key], _join(where, key)) for key, item in value.items()}
+
+
+def _shown(path: Path) -> str:
+    """``path`` relative to the working directory when it lies under it: ``perf_tests/cases/gemm.yaml``."""
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
 
 
 def load_cases(family: str, directory: Path = CASES_DIR) -> dict[str, Any]:
-    """Load ``<directory>/<family>.yaml``; strings like ``"64x65536"`` become shape objects."""
+    """Load ``<directory>/<family>.yaml``, checked against its schema (``gpuperf.case_schema.TABLES``); its
+    shape strings become shape objects of the kind the schema names.
+
+    Test modules call this at import time, so a malformed table is a collection error naming the file, the
+    entry and the fix.
+    """
     path = directory / f"{family}.yaml"
+    shown = _shown(path)
     try:
         data = yaml.safe_load(path.read_text())
     except FileNotFoundError as exc:
-        raise CaseTableError(f"{path}: case table not found; create it or fix the family name {family!r}") from exc
+        raise CaseTableError(f"{shown}: case table not found; create it or fix the family name {family!r}") from exc
     except yaml.YAMLError as exc:
-        raise CaseTableError(f"{path}: not valid YAML: {exc}") from exc
+        raise CaseTableError(f"{shown}: not valid YAML: {exc}") from exc
     if not isinstance(data, dict):
-        raise CaseTableError(f"{path}: expected a mapping of table names to lists, got {type(data).__name__}")
-    return _convert(data)
+        raise CaseTableError(f"{shown}: expected a mapping of table names to lists, got {type(data).__name__}")
+    schema = TABLES.get(family)
+    if schema is None:
+        raise CaseTableError(f"{shown}: no schema for the case table {family!r}; describe its keys in "
+                             f"gpuperf/case_schema.py TABLES (known tables: {', '.join(sorted(TABLES))})")
+    try:
+        checked: dict[str, Any] = _checked(data, schema, "")
+    except CaseTableError as exc:
+        raise CaseTableError(f"{shown}: {exc}") from None
+    return checked

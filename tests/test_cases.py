@@ -1,12 +1,18 @@
-"""``gpuperf.cases``: shape ids (they are what ``-k`` matches), parsing, and case-table loading."""
+"""``gpuperf.cases``: shape ids (they are what ``-k`` matches), parsing, and case-table loading and checking."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
+import yaml
 
+from gpuperf.case_schema import TABLES
 from gpuperf.cases import (
+    CASES_DIR,
     DTYPES,
     ELEMENT_BYTES,
     BatchedShape,
@@ -16,6 +22,8 @@ from gpuperf.cases import (
     load_cases,
     parse_shape,
 )
+
+pytest_plugins = ["pytester"]
 
 
 def test_shape_ids() -> None:
@@ -67,22 +75,20 @@ def test_dtypes_and_element_bytes_agree() -> None:
     assert ELEMENT_BYTES["tf32"] == ELEMENT_BYTES["fp32"] == 4  # TF32 is stored as FP32
 
 
-def test_load_cases_turns_shape_strings_into_shapes(tmp_path: Path) -> None:
-    (tmp_path / "gemm.yaml").write_text(
-        "correctness_shapes: [7x5x3, 1x1x1, 127x129x31]\n"
-        "perf_shapes:\n  - 4096x4096x4096\n"
-        "gemv: {tall: 65536x64, wide: '64x65536'}\n"
-        "batched: [1024x256x256x256]\n"
-        "dtypes: [fp32, tf32]\n"
-        "repeat: 3\n"
+def test_load_cases_turns_shape_strings_into_the_kind_its_schema_names(tmp_path: Path) -> None:
+    (tmp_path / "batched.yaml").write_text(
+        "correctness: {batches: [1, 3], shapes: [7x5x3], methods: [strided-fp32]}\n"
+        "gemv_correctness: {batches: [3], shapes: [33x65], methods: [shared-fp32]}\n"
+        "perf: {shapes: [1024x256x256x256], methods: [strided-fp16]}\n"
+        "gemv_perf: {shared: [1024x1024x1x1024]}\n"
+        "streams: {count: 4, shapes: ['100000X8X8X8']}\n"
     )
-    cases = load_cases("gemm", directory=tmp_path)
-    assert cases["correctness_shapes"] == [GemmShape(7, 5, 3), GemmShape(1, 1, 1), GemmShape(127, 129, 31)]
-    assert cases["perf_shapes"] == [GemmShape(4096, 4096, 4096)]
-    assert cases["gemv"] == {"tall": GemvShape(65536, 64), "wide": GemvShape(64, 65536)}
-    assert cases["batched"] == [BatchedShape(1024, 256, 256, 256)]
-    assert cases["dtypes"] == ["fp32", "tf32"]  # other strings are left alone
-    assert cases["repeat"] == 3
+    cases = load_cases("batched", directory=tmp_path)
+    assert cases["correctness"] == {"batches": [1, 3], "shapes": [GemmShape(7, 5, 3)], "methods": ["strided-fp32"]}
+    assert cases["gemv_correctness"]["shapes"] == [GemvShape(33, 65)]
+    assert cases["perf"] == {"shapes": [BatchedShape(1024, 256, 256, 256)], "methods": ["strided-fp16"]}
+    assert cases["gemv_perf"] == {"shared": [BatchedShape(1024, 1024, 1, 1024)]}
+    assert cases["streams"] == {"count": 4, "shapes": [BatchedShape(100000, 8, 8, 8)]}
 
 
 def test_load_cases_missing_file_names_the_path(tmp_path: Path) -> None:
@@ -109,7 +115,170 @@ def test_load_cases_top_level_must_be_a_mapping(tmp_path: Path, text: str) -> No
     assert str(path) in str(info.value)
 
 
-def test_load_cases_bad_shape_string_raises(tmp_path: Path) -> None:
-    (tmp_path / "gemm.yaml").write_text("perf_shapes: [0x4096x4096]\n")
-    with pytest.raises(CaseTableError, match="0x4096x4096"):
-        load_cases("gemm", directory=tmp_path)
+def test_load_cases_names_the_table_to_describe_when_it_has_no_schema(tmp_path: Path) -> None:
+    (tmp_path / "gemmm.yaml").write_text("perf: [4096x4096x4096]\n")
+    with pytest.raises(CaseTableError, match="no schema for the case table 'gemmm'") as info:
+        load_cases("gemmm", directory=tmp_path)
+    assert "gpuperf/case_schema.py" in str(info.value)
+    assert "known tables: batched, cublaslt, custom, gemm, gemv" in str(info.value)
+
+
+# --- the real tables ------------------------------------------------------------------------------------
+
+def _by_size_count(value: Any) -> Any:
+    """The loading rule before schemas: any ``NxM``-like string became a shape by its number of sizes."""
+    if isinstance(value, dict):
+        return {key: _by_size_count(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_by_size_count(item) for item in value]
+    if isinstance(value, str) and "x" in value and value.replace("x", "").isdigit():
+        return parse_shape(value)
+    return value
+
+
+def test_every_table_file_has_a_schema_and_every_schema_a_file() -> None:
+    assert set(TABLES) == {path.stem for path in CASES_DIR.glob("*.yaml")}
+
+
+@pytest.mark.parametrize("family", sorted(TABLES))
+def test_real_tables_load_the_same_shapes_as_before_schemas(family: str) -> None:
+    """Same objects (dataclass equality also compares the class), hence the same test ids."""
+    raw = yaml.safe_load((CASES_DIR / f"{family}.yaml").read_text())
+    assert load_cases(family) == _by_size_count(raw)
+
+
+def test_batched_gemv_cases_are_batched_shapes_with_n_1() -> None:
+    cases = load_cases("batched")
+    shapes = [shape for table in ("gemv_perf", "gemv_perf_slow") for kind in cases[table].values() for shape in kind]
+    assert shapes and all(isinstance(shape, BatchedShape) and shape.n == 1 for shape in shapes)
+
+
+def test_loading_the_tables_imports_no_cupy() -> None:
+    """Case tables are checked on machines without a GPU: the loader must not need CuPy or ``kernels``."""
+    code = ("import sys; from gpuperf.cases import load_cases; from gpuperf.case_schema import TABLES; "
+            "[load_cases(family) for family in TABLES]; "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('cupy', 'kernels')))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
+
+
+# --- malformed tables -----------------------------------------------------------------------------------
+
+FIX_GEMM = "; write a GEMM shape as MxNxK with positive whole sizes, e.g. '4096x4096x4096'"
+
+
+@pytest.fixture
+def tables(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An empty ``perf_tests/cases`` under the working directory, so errors name ``perf_tests/cases/<family>.yaml``."""
+    monkeypatch.chdir(tmp_path)
+    directory = tmp_path / "perf_tests" / "cases"
+    directory.mkdir(parents=True)
+    return directory
+
+
+def _load_error(tables: Path, family: str, text: str) -> str:
+    (tables / f"{family}.yaml").write_text(text)
+    with pytest.raises(CaseTableError) as info:
+        load_cases(family, directory=tables)
+    return str(info.value)
+
+
+def _gemm_perf(shapes: str) -> str:
+    return f"perf:\n  - paths: [fp32]\n    trans: [nn]\n    shapes: [{shapes}]\n"
+
+
+@pytest.mark.parametrize(("shapes", "expected"), [
+    ("512x512x512, 1024x1024x1024, 2048x2048x2048, 7x5",
+     "perf[0].shapes[3]: '7x5' is a GEMV shape (MxN) where a GEMM shape MxNxK is expected"),
+    ("-1x2x3", "perf[0].shapes[0]: '-1x2x3' has the size -1, but every size must be at least 1"),
+    ("1x1x1, 7x5x3.5", "perf[0].shapes[1]: '7x5x3.5' has the size '3.5', which is not a whole number"),
+    ("0x4x4", "perf[0].shapes[0]: '0x4x4' has the size 0, but every size must be at least 1"),
+    ("7x5x3x", "perf[0].shapes[0]: '7x5x3x' has an empty size (a stray 'x')"),
+    ("1x2x3x4x5", "perf[0].shapes[0]: '1x2x3x4x5' has 5 sizes where a GEMM shape MxNxK is expected"),
+    ("64x64x64x64", "perf[0].shapes[0]: '64x64x64x64' is a batched shape (BxMxNxK) where a GEMM shape MxNxK is "
+                    "expected"),
+])
+def test_a_bad_gemm_shape_names_table_entry_and_fix(tables: Path, shapes: str, expected: str) -> None:
+    assert _load_error(tables, "gemm", _gemm_perf(shapes)) == f"perf_tests/cases/gemm.yaml: {expected}{FIX_GEMM}"
+
+
+def test_an_unknown_key_names_the_allowed_ones(tables: Path) -> None:
+    text = "perf:\n  - paths: [fp32]\n    trans: [nn]\n    shapez: [4096x4096x4096]\n"
+    assert _load_error(tables, "gemm", text) == (
+        "perf_tests/cases/gemm.yaml: perf[0].shapez: unknown key 'shapez' (did you mean 'shapes'?); "
+        "the keys allowed here are paths, trans, shapes")
+
+
+@pytest.mark.parametrize(("family", "text", "expected"), [
+    ("batched", "correctness: {batches: [3], shapes: [7x5x3], methds: [strided-fp32]}\n",
+     "batched.yaml: correctness.methds: unknown key 'methds' (did you mean 'methods'?); the keys allowed here are "
+     "batches, shapes, methods, scalars, transposes"),
+    ("gemv", "perff: []\n", "gemv.yaml: perff: unknown key 'perff' (did you mean 'perf'?); the keys allowed here are "
+                            "correctness, perf, acceptance"),
+    ("gemm", "paths:\n  fp32: {dtpye: fp32}\n", "gemm.yaml: paths.fp32.dtpye: unknown key 'dtpye' (did you mean "
+                                                "'dtype'?)"),
+    ("custom", "kernels:\n  naive: {planner: naive, colour: blue}\n",
+     "custom.yaml: kernels.naive.colour: unknown key 'colour'; the keys allowed here are planner, tile, dtype, "
+     "accuracy"),
+    ("batched", "gemv_perf: {strided: [256x1024x2x1024]}\n",
+     "batched.yaml: gemv_perf.strided[0]: '256x1024x2x1024' has N = 2, but a batched GEMV shape Bx<m>x1x<n> has "
+     "N = 1; write a batched GEMV shape as Bx<m>x1x<n> with positive whole sizes, e.g. '256x1024x1x1024'"),
+    ("batched", "gemv_perf_slow: {shared: [4096x4096x4096]}\n",
+     "batched.yaml: gemv_perf_slow.shared[0]: '4096x4096x4096' is a GEMM shape (MxNxK) where a batched GEMV shape"),
+    ("batched", "variable_size:\n  perf:\n    - {name: spread, groups: [4096x32x32x32, 64x256x256]}\n",
+     "batched.yaml: variable_size.perf[0].groups[1]: '64x256x256' is a GEMM shape (MxNxK) where a batched shape "
+     "BxMxNxK is expected; write a batched shape as BxMxNxK"),
+    ("gemv", "perf:\n  - {dtypes: [fp32], ops: [N], shapes: [4096x1024x1]}\n",
+     "gemv.yaml: perf[0].shapes[0]: '4096x1024x1' is a GEMM shape (MxNxK) where a GEMV shape MxN is expected; "
+     "write a GEMV shape as MxN with positive whole sizes, e.g. '64x65536'"),
+    ("custom", "batched_perf: 100000x8x8x8\n",
+     "custom.yaml: batched_perf: expected a list (in [ ]) whose items are each a batched shape BxMxNxK, "
+     "got '100000x8x8x8'"),
+    ("gemm", "correctness:\n  transposes: {trans: nt, shapes: [7x5x3]}\n",
+     "gemm.yaml: correctness.transposes.trans: expected a list (in [ ]), got 'nt'"),
+    ("gemv", "acceptance: 60\n",
+     "gemv.yaml: acceptance: expected a mapping with the keys min_pct_of_peak, large_l2_factor, got 60"),
+    ("cublaslt", "perf:\n  - {dtype: fp16, shape: 4096}\n",
+     "cublaslt.yaml: perf[0].shape: 4096 is a YAML int, not a shape string; write a GEMM shape as MxNxK"),
+])
+def test_malformed_tables_name_table_entry_and_fix(tables: Path, family: str, text: str, expected: str) -> None:
+    assert _load_error(tables, family, text).startswith(f"perf_tests/cases/{expected}")
+
+
+# --- end to end: a malformed table is a collection error ------------------------------------------------
+
+TABLE_USER = '''
+from pathlib import Path
+
+import pytest
+
+from gpuperf.cases import load_cases
+
+CASES = load_cases("gemm", directory=Path(__file__).parent / "cases")
+
+
+@pytest.mark.parametrize("shape", CASES["perf"][0]["shapes"], ids=str)
+def test_shape(shape):
+    assert shape.k > 0
+'''
+
+
+def test_a_malformed_table_is_a_collection_error_naming_table_and_entry(pytester: pytest.Pytester) -> None:
+    """As in ``perf_tests``: the test module loads its table at import, here in a run where CuPy is unimportable."""
+    pytester.makeconftest('import sys\nsys.modules["cupy"] = None\n')
+    pytester.makepyfile(test_table=TABLE_USER)
+    table = pytester.mkdir("cases") / "gemm.yaml"
+    table.write_text(_gemm_perf("4096x4096x4096, 7x5"))
+
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(errors=1)
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    result.stdout.fnmatch_lines(["*ERROR collecting test_table.py*", "*Interrupted: 1 error during collection*"])
+    expected = ("E   gpuperf.cases.CaseTableError: cases/gemm.yaml: perf[0].shapes[1]: '7x5' is a GEMV shape (MxN) "
+                f"where a GEMM shape MxNxK is expected{FIX_GEMM}")
+    assert expected in result.stdout.lines
+
+    table.write_text(_gemm_perf("4096x4096x4096, 7x5x3"))
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-v")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["*test_shape?4096x4096x4096? PASSED*", "*test_shape?7x5x3? PASSED*"])
