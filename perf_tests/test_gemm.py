@@ -19,6 +19,7 @@ from gpuperf.accuracy import assert_gemm_close
 from gpuperf.cases import GemmShape, load_cases
 from gpuperf.metrics import gemm_work
 
+CASES = load_cases("gemm")  # before the importorskip: a broken table fails collection with or without CuPy
 cupy = pytest.importorskip("cupy", reason="CuPy is not installed: pip install -e '.[cuda13]'")
 # kernels.* import CuPy: after the importorskip
 from kernels import cublas
@@ -27,7 +28,6 @@ from kernels.operands import MemoryOrder, nan_operand, random_operand, to_host
 
 pytestmark = [pytest.mark.gemm, pytest.mark.cublas]
 
-CASES = load_cases("gemm")
 PATHS: dict[str, dict[str, Any]] = CASES["paths"]
 CHECKS: dict[str, Any] = CASES["correctness"]
 MEMORY_ORDER: dict[str, MemoryOrder] = {"r": "C", "c": "F"}
