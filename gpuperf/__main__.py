@@ -1,4 +1,5 @@
-"""``python -m gpuperf``: ``device``, ``baseline diff A B`` and ``plot PATH``.
+"""``python -m gpuperf``: ``device``, ``baseline diff A B``, ``baseline check FILE...``, ``baseline seal FILE``
+and ``plot PATH``.
 
 Each command prints what it did; an error prints one line naming the cause and the fix and exits 1
 (2 for a malformed command line, as argparse does).
@@ -16,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuperf.argtypes import non_negative_float, non_negative_int
-from gpuperf.baseline import BaselineError, load_baseline
+from gpuperf.baseline import BaselineError, BaselineFile, Integrity, load_baseline, seal_baseline
 from gpuperf.records import Record
 from gpuperf.results import RESULTS_JSON, ResultsError, format_delta, format_value, load_run
 
@@ -215,6 +216,57 @@ def cmd_baseline_diff(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+# --- baseline check and seal ---------------------------------------------------------------------------
+
+
+def describe_sealed(baseline: BaselineFile) -> str:
+    """``N entries, digest 1a2b3c4d5e6f…``: what a good file's seal covers."""
+    integrity = Integrity.of(baseline.entries)
+    noun = "entry" if integrity.entries == 1 else "entries"
+    return f"{integrity.entries} {noun}, digest {integrity.sha256[:12]}…"
+
+
+def check_baseline_file(path: Path) -> tuple[bool, str]:
+    """Whether ``path`` loads as a baseline, and its line for ``baseline check`` (the problem if not)."""
+    try:
+        baseline = load_baseline(path)
+    except BaselineError as exc:
+        return False, str(exc)
+    except OSError as exc:
+        return False, f"{path}: cannot be read ({exc.strerror or exc}); pass a baselines/<gpu-slug>.yaml file"
+    if baseline is None:
+        return False, f"{path}: no such baseline file; check the path (baselines/<gpu-slug>.yaml)"
+    return True, f"{path}: ok ({describe_sealed(baseline)})"
+
+
+def cmd_baseline_check(args: argparse.Namespace) -> int:
+    damaged = 0
+    for name in args.files:
+        ok, line = check_baseline_file(Path(name))
+        print(line)
+        damaged += not ok
+    if damaged:
+        print(f"gpuperf: error: {damaged} of {len(args.files)} baseline file(s) cannot be used; each line above "
+              "names the problem and the fix", file=sys.stderr)
+        return EXIT_ERROR
+    return EXIT_OK
+
+
+def cmd_baseline_seal(args: argparse.Namespace) -> int:
+    path = Path(args.file)
+    written = seal_baseline(path)
+    baseline = load_baseline(path)
+    if baseline is None:
+        raise CliError(f"{path}: disappeared while it was being sealed; restore it from version control "
+                       f"(git checkout -- {path})")
+    if written:
+        print(f"{path}: sealed ({describe_sealed(baseline)}); only the header's integrity field was added: "
+              f"review with git diff {path} and commit it")
+    else:
+        print(f"{path}: already sealed ({describe_sealed(baseline)}); nothing written")
+    return EXIT_OK
+
+
 # --- plot ----------------------------------------------------------------------------------------------
 
 
@@ -302,6 +354,21 @@ def build_parser() -> argparse.ArgumentParser:
     diff.add_argument("--names", nargs=2, metavar=("OLD", "NEW"),
                       help="how to call A and B in the output (e.g. 'baselines/x.yaml@HEAD' for a temporary copy)")
     diff.set_defaults(func=cmd_baseline_diff)
+    check = baseline_commands.add_parser(
+        "check", help="validate baseline files (CPU only): schema, values, units, duplicate keys, encoding, "
+                      "integrity",
+        description="Runs the checks of loading on each FILE and prints one line per file; exits 1 when any "
+                    "cannot be used.")
+    check.add_argument("files", nargs="+", metavar="FILE", help="baselines/*.yaml files")
+    check.set_defaults(func=cmd_baseline_check)
+    seal = baseline_commands.add_parser(
+        "seal", help="add the integrity field to a baseline recorded before gpuperf wrote one (legacy files "
+                     "only)",
+        description="Checks everything else, then writes the header's integrity field atomically, changing no "
+                    "measured figure. A file that is already sealed is left as it is; a damaged one is refused. "
+                    "New and re-recorded files are sealed by pytest perf_tests --update-baselines.")
+    seal.add_argument("file", metavar="FILE", help="a baselines/*.yaml file without an integrity field")
+    seal.set_defaults(func=cmd_baseline_seal)
 
     plot = commands.add_parser("plot", help="throughput and roofline PNGs from a run or a baseline")
     plot.add_argument("path", metavar="PATH", help="results/<timestamp>/, its results.json, or a baselines/*.yaml")

@@ -3,11 +3,24 @@
 One file per GPU model, ``baselines/<slug>.yaml``::
 
     schema: 1
-    header: {gpu, slug, compute_capability, driver, cuda_runtime, cublas, cupy, recorded, clocks, peaks}
+    header: {gpu, slug, compute_capability, driver, cuda_runtime, cublas, cupy, recorded, clocks, peaks,
+             integrity: {entries: <count>, sha256: <hex digest>}}
     entries:
       <case id>: {metric, value, unit, spread, samples, flush, method, tolerance?}
 
-Files are read with ``yaml.safe_load`` only and every problem is reported with the file and the entry.
+Files are read as UTF-8 bytes decoded here (an undecodable byte is reported with its offset) and parsed
+by a ``yaml.SafeLoader`` that refuses a key repeated in any mapping (a merge conflict or a bad hand edit
+would otherwise let the last one win silently). Every problem is reported with the file, the entry and,
+for damage a person cannot repair by hand, the fix: restore the file from version control, then
+re-record (``--update-baselines`` refuses a damaged file, so re-recording alone cannot repair one).
+
+Integrity: a file cut at an entry boundary is still valid YAML, so the header records how many entries
+the file holds and the SHA-256 of a canonical serialisation of them: a compact JSON array, sorted by case
+id, of ``[case id, metric, value, unit, spread, samples, flush, method]`` per entry (floats as Python's
+shortest round-trip ``repr``), encoded as UTF-8. ``tolerance`` is left out on purpose: it is the one field
+a person may set by hand, and doing so must not break the seal. A file whose entries do not match the
+header, or with no integrity field, is refused. ``dump_baseline`` always writes it.
+
 Writes go to a temporary file in the same directory and are renamed over the original, under an
 exclusive lock, after merging with what is on disk at that moment: an interrupted update leaves the old
 file intact and concurrent writers (pytest-xdist workers, two CI jobs) lose no entry.
@@ -16,30 +29,44 @@ file intact and concurrent writers (pytest-xdist workers, two CI jobs) lose no e
 from __future__ import annotations
 
 import fcntl
+import hashlib
+import json
 import math
 import os
+import re
 import stat
 import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Hashable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from gpuperf.metrics import METRIC_UNITS
+
 SCHEMA_VERSION = 1
 ENTRY_REQUIRED = ("metric", "value", "unit")
 ENTRY_OPTIONAL = ("spread", "samples", "flush", "method", "tolerance")
 HEADER_KEYS = ("gpu", "slug", "compute_capability", "driver", "cuda_runtime", "cublas", "cupy", "recorded",
-               "clocks", "peaks")
+               "clocks", "peaks", "integrity")
 #: Header fields whose change between the baseline and this run is announced (and can fail the run).
 VERSION_KEYS = ("driver", "cuda_runtime", "cublas")
 TOP_KEYS = ("schema", "header", "entries")
+INTEGRITY_KEYS = ("entries", "sha256")
+_SHA256_HEX = re.compile(r"[0-9a-f]{64}")
 
 
 class BaselineError(ValueError):
     """A baseline file that cannot be used; the message names the file, the entry and the fix."""
+
+
+def restore_hint(path: Path) -> str:
+    """The fix for a damaged file. Re-recording alone cannot be the advice: ``--update-baselines`` reads the
+    file first and refuses a damaged one, so the good copy has to come back from version control first."""
+    return (f"restore it from version control (git checkout -- {path}), then re-record with "
+            "pytest perf_tests --update-baselines")
 
 
 @dataclass(frozen=True)
@@ -67,6 +94,39 @@ def _round(value: float) -> float:
     return float(f"{value:.6g}")
 
 
+def _as_stored(entry: Entry) -> Entry:
+    """The entry as the file holds it (rounded), so a digest computed on writing matches one on reading."""
+    return replace(entry, value=_round(entry.value), spread=_round(entry.spread))
+
+
+def _measured_fields(case: str, entry: Entry) -> list[Any]:
+    """One entry's row of the canonical serialisation: every measured field, never ``tolerance``."""
+    return [case, entry.metric, float(entry.value), entry.unit, float(entry.spread), int(entry.samples),
+            entry.flush, entry.method]
+
+
+def entries_digest(entries: Mapping[str, Entry]) -> str:
+    """SHA-256 (hex) of the entries' canonical serialisation, described in the module docstring."""
+    rows = [_measured_fields(case, entries[case]) for case in sorted(entries)]
+    canonical = json.dumps(rows, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True)
+class Integrity:
+    """What a header promises about its file's entries: how many there are and their digest."""
+
+    entries: int
+    sha256: str
+
+    @classmethod
+    def of(cls, entries: Mapping[str, Entry]) -> Integrity:
+        return cls(entries=len(entries), sha256=entries_digest(entries))
+
+    def to_yaml(self) -> dict[str, Any]:
+        return {"entries": self.entries, "sha256": self.sha256}
+
+
 @dataclass(frozen=True)
 class BaselineFile:
     path: Path
@@ -78,76 +138,217 @@ def baseline_path(directory: Path, gpu_slug: str) -> Path:
     return Path(directory) / f"{gpu_slug}.yaml"
 
 
+# --- reading: bytes → text → YAML → checked entries → integrity ------------------------------------------
+
+
+def decode_baseline(path: Path, data: bytes) -> str:
+    """The file's text; bytes that are not UTF-8 are refused naming their offset (not a traceback)."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise BaselineError(f"{path}: not UTF-8 text: byte 0x{data[exc.start]:02x} at offset {exc.start} "
+                            f"(line {line}) cannot be decoded (a binary, re-encoded or corrupted file); "
+                            f"{restore_hint(path)}") from exc
+
+
+class _DuplicateKey(yaml.YAMLError):
+    """A key repeated in one mapping; ``location`` is the path of keys from the top to that mapping."""
+
+    def __init__(self, location: tuple[str, ...], key: str, line: int, first_line: int) -> None:
+        super().__init__(f"duplicate key {key!r} at line {line} (first at line {first_line})")
+        self.location = location
+        self.key = key
+        self.line = line
+        self.first_line = first_line
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """``yaml.SafeLoader`` whose mappings refuse a repeated key (PyYAML lets the last one win silently).
+
+    A mapping is constructed before its children, so the path of keys to each child mapping is recorded
+    on the way down and a duplicate can be reported as "field X of entry Y" rather than as a bare line.
+    """
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self._locations: dict[int, tuple[str, ...]] = {}
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Hashable, Any]:
+        location = self._locations.get(id(node), ())
+        first_lines: dict[Hashable, int] = {}
+        for key_node, value_node in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                continue
+            key = self.construct_object(key_node, deep=True)
+            if not isinstance(key, Hashable):
+                continue  # the base constructor reports an unhashable key
+            line = key_node.start_mark.line + 1
+            if key in first_lines:
+                raise _DuplicateKey(location, str(key), line, first_lines[key])
+            first_lines[key] = line
+            self._locations[id(value_node)] = (*location, str(key))
+        return super().construct_mapping(node, deep=deep)
+
+
+def _duplicate_message(path: Path, duplicate: _DuplicateKey) -> str:
+    lines = f"at line {duplicate.line} (first at line {duplicate.first_line})"
+    location = duplicate.location
+    if location == ("entries",):
+        what = f"entry {duplicate.key!r} appears twice, {lines}"
+    elif len(location) == 2 and location[0] == "entries":
+        what = f"entry {location[1]!r}: field {duplicate.key!r} appears twice, {lines}"
+    elif location:
+        what = f"{'.'.join(location)}: key {duplicate.key!r} appears twice, {lines}"
+    else:
+        what = f"top-level key {duplicate.key!r} appears twice, {lines}"
+    return (f"{path}: {what}: a merge conflict or a bad hand edit, and YAML would keep the last one "
+            f"silently; {restore_hint(path)}")
+
+
+def _load_yaml(path: Path, text: str) -> Any:
+    try:
+        return yaml.load(text, Loader=_UniqueKeyLoader)
+    except _DuplicateKey as exc:
+        raise BaselineError(_duplicate_message(path, exc)) from exc
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise BaselineError(f"{path}: not valid YAML{where} ({problem}); {restore_hint(path)}") from exc
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _check_metric_and_unit(where: str, path: Path, metric: Any, unit: Any) -> None:
+    expected = METRIC_UNITS.get(metric) if isinstance(metric, str) else None
+    if expected is None:
+        raise BaselineError(f"{where}: unknown metric {metric!r}; a baseline metric is one of "
+                            f"{', '.join(METRIC_UNITS)}; {restore_hint(path)}")
+    if unit != expected:
+        raise BaselineError(f"{where}: unit {unit!r} does not match metric {metric!r}, whose unit is "
+                            f"{expected!r}; {restore_hint(path)}")
+
+
 def _entry(path: Path, case: str, raw: Any) -> Entry:
     where = f"{path}: entry {case!r}"
     if not isinstance(raw, dict):
-        raise BaselineError(f"{where}: expected a mapping with {', '.join(ENTRY_REQUIRED)}, got {raw!r}")
+        raise BaselineError(f"{where}: expected a mapping with {', '.join(ENTRY_REQUIRED)}, got {raw!r}; "
+                            f"{restore_hint(path)}")
     unknown = sorted(set(raw) - set(ENTRY_REQUIRED) - set(ENTRY_OPTIONAL))
     if unknown:
         raise BaselineError(f"{where}: unknown key(s) {unknown}; allowed: "
                             f"{', '.join(ENTRY_REQUIRED + ENTRY_OPTIONAL)} (fix the typo or remove them)")
     missing = [key for key in ENTRY_REQUIRED if key not in raw]
     if missing:
-        raise BaselineError(f"{where}: missing {missing}; re-record it with "
-                            f"pytest perf_tests --update-baselines -k '<case>'")
+        raise BaselineError(f"{where}: missing {missing}; {restore_hint(path)}")
+    _check_metric_and_unit(where, path, raw["metric"], raw["unit"])
     value = raw["value"]
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
-        raise BaselineError(f"{where}: value must be a positive finite number, got {value!r}; re-record it")
-    tolerance = raw.get("tolerance")
-    if tolerance is not None and (isinstance(tolerance, bool) or not isinstance(tolerance, (int, float))
-                                  or not 0 <= tolerance < 1):
-        raise BaselineError(f"{where}: tolerance must be a fraction in [0, 1) (0.05 = 5 %), got {tolerance!r}")
+    if not _is_number(value) or not math.isfinite(value) or value <= 0:
+        raise BaselineError(f"{where}: value must be a positive finite number, got {value!r}; {restore_hint(path)}")
     spread = raw.get("spread", 0.0)
-    if isinstance(spread, bool) or not isinstance(spread, (int, float)) or spread < 0:
-        raise BaselineError(f"{where}: spread must be a non-negative fraction, got {spread!r}")
+    if not _is_number(spread) or not 0 <= spread < 1:
+        raise BaselineError(f"{where}: spread must be a finite fraction in [0, 1) (the samples' relative IQR, "
+                            f"0.01 = 1 %), got {spread!r}; {restore_hint(path)}")
     samples = raw.get("samples", 0)
     if isinstance(samples, bool) or not isinstance(samples, int) or samples < 0:
-        raise BaselineError(f"{where}: samples must be a non-negative integer, got {samples!r}")
-    return Entry(metric=str(raw["metric"]), value=float(value), unit=str(raw["unit"]), spread=float(spread),
+        raise BaselineError(f"{where}: samples must be a non-negative integer, got {samples!r}; "
+                            f"{restore_hint(path)}")
+    tolerance = raw.get("tolerance")
+    if tolerance is not None and (not _is_number(tolerance) or not 0 <= tolerance < 1):
+        raise BaselineError(f"{where}: tolerance must be a fraction in [0, 1) (0.05 = 5 %), got {tolerance!r}; "
+                            "set it by hand or remove it to use --tolerance")
+    return Entry(metric=raw["metric"], value=float(value), unit=raw["unit"], spread=float(spread),
                  samples=samples, flush=str(raw.get("flush", "")), method=str(raw.get("method", "")),
                  tolerance=None if tolerance is None else float(tolerance))
 
 
-def parse_baseline(path: Path, text: str) -> BaselineFile:
-    """Validate and parse a baseline file's text; every error names ``path`` and the entry."""
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise BaselineError(f"{path}: not valid YAML{where} ({problem}); restore it from git "
-                            f"(git checkout -- {path}) or re-record with --update-baselines") from exc
+def _is_integrity_field(raw: Any) -> bool:
+    return (isinstance(raw, dict) and set(raw) == set(INTEGRITY_KEYS)
+            and isinstance(raw["entries"], int) and not isinstance(raw["entries"], bool) and raw["entries"] >= 0
+            and isinstance(raw["sha256"], str) and _SHA256_HEX.fullmatch(raw["sha256"]) is not None)
+
+
+def _recorded_integrity(path: Path, header: Mapping[str, Any]) -> Integrity | None:
+    """The header's integrity field, ``None`` when it has none (a file recorded before it existed)."""
+    if "integrity" not in header:
+        return None
+    raw = header["integrity"]
+    if not _is_integrity_field(raw):
+        raise BaselineError(f"{path}: the header's integrity must be {{entries: <count>, sha256: <64 hex "
+                            f"digits>}}, got {raw!r}; {restore_hint(path)}")
+    return Integrity(entries=raw["entries"], sha256=raw["sha256"])
+
+
+def _check_integrity(path: Path, recorded: Integrity, entries: Mapping[str, Entry]) -> None:
+    actual = Integrity.of(entries)
+    if actual.entries != recorded.entries:
+        raise BaselineError(f"{path}: {actual.entries} entries listed, header says {recorded.entries}: the file "
+                            f"was truncated or edited; {restore_hint(path)}")
+    if actual.sha256 != recorded.sha256:
+        raise BaselineError(f"{path}: the entries' sha256 is {actual.sha256[:12]}…, header says "
+                            f"{recorded.sha256[:12]}…: a measured figure was edited (only tolerance may be "
+                            f"set by hand) or the file was damaged; {restore_hint(path)}")
+
+
+def _missing_integrity_message(path: Path) -> str:
+    return (f"{path}: the header has no integrity field (entries count and sha256), so a truncated or edited "
+            f"file could not be told from a good one; if the file was recorded before gpuperf wrote the "
+            f"field, seal it once with python -m gpuperf baseline seal {path} (it checks everything else "
+            f"first); otherwise {restore_hint(path)}")
+
+
+def _parse_unsealed(path: Path, text: str) -> tuple[BaselineFile, Integrity | None]:
+    """Everything ``parse_baseline`` checks except that the integrity field is there (``seal`` adds it).
+
+    The returned header leaves the integrity field out: it describes the file, not the recording, and
+    ``dump_baseline`` computes it afresh.
+    """
+    data = _load_yaml(path, text)
     if not isinstance(data, dict):
         raise BaselineError(f"{path}: expected a mapping with keys {', '.join(TOP_KEYS)}, got "
-                            f"{type(data).__name__}; restore it from git or re-record with --update-baselines")
+                            f"{type(data).__name__}; {restore_hint(path)}")
     unknown = sorted(set(data) - set(TOP_KEYS))
     if unknown:
         raise BaselineError(f"{path}: unknown top-level key(s) {unknown}; allowed: {', '.join(TOP_KEYS)}")
     if data.get("schema") != SCHEMA_VERSION:
-        raise BaselineError(f"{path}: schema {data.get('schema')!r} is not {SCHEMA_VERSION}; re-record with "
-                            "--update-baselines")
+        raise BaselineError(f"{path}: schema {data.get('schema')!r} is not {SCHEMA_VERSION}; {restore_hint(path)}")
     header = data.get("header")
     if not isinstance(header, dict) or "slug" not in header:
-        raise BaselineError(f"{path}: header must be a mapping with at least 'slug' (and {', '.join(HEADER_KEYS)})")
+        raise BaselineError(f"{path}: header must be a mapping with at least 'slug' (and "
+                            f"{', '.join(HEADER_KEYS)}); {restore_hint(path)}")
     unknown = sorted(set(header) - set(HEADER_KEYS))
     if unknown:
         raise BaselineError(f"{path}: header has unknown key(s) {unknown}; allowed: {', '.join(HEADER_KEYS)}")
+    recorded = _recorded_integrity(path, header)
     raw_entries = data.get("entries") or {}
     if not isinstance(raw_entries, dict):
-        raise BaselineError(f"{path}: entries must be a mapping of case id → entry")
+        raise BaselineError(f"{path}: entries must be a mapping of case id → entry; {restore_hint(path)}")
     entries = {str(case): _entry(path, str(case), raw) for case, raw in raw_entries.items()}
-    return BaselineFile(path=path, header=header, entries=entries)
+    if recorded is not None:
+        _check_integrity(path, recorded, entries)
+    run_header = {key: value for key, value in header.items() if key != "integrity"}
+    return BaselineFile(path=path, header=run_header, entries=entries), recorded
+
+
+def parse_baseline(path: Path, text: str) -> BaselineFile:
+    """Validate and parse a baseline file's text; every error names ``path``, the entry and the fix."""
+    baseline, recorded = _parse_unsealed(path, text)
+    if recorded is None:
+        raise BaselineError(_missing_integrity_message(path))
+    return baseline
 
 
 def load_baseline(path: Path) -> BaselineFile | None:
     """The parsed file, or ``None`` when it does not exist (a new GPU)."""
     path = Path(path)
     try:
-        text = path.read_text()
+        data = path.read_bytes()
     except FileNotFoundError:
         return None
-    return parse_baseline(path, text)
+    return parse_baseline(path, decode_baseline(path, data))
 
 
 def check_gpu(baseline: BaselineFile, gpu_slug: str) -> None:
@@ -213,12 +414,15 @@ def compare(value: float, entry: Entry, config: GateConfig, measured_spread: flo
 
 
 def dump_baseline(header: Mapping[str, Any], entries: Mapping[str, Entry]) -> str:
-    """Deterministic text: fixed header key order, entries sorted by case id."""
-    ordered_header = {key: header[key] for key in HEADER_KEYS if key in header}
+    """Deterministic text: fixed header key order ending with the integrity field, computed here over the
+    entries as written (any ``integrity`` in ``header`` is ignored), and entries sorted by case id."""
+    stored = {case: _as_stored(entries[case]) for case in sorted(entries)}
+    ordered_header = {key: header[key] for key in HEADER_KEYS if key in header and key != "integrity"}
+    ordered_header["integrity"] = Integrity.of(stored).to_yaml()
     document = {
         "schema": SCHEMA_VERSION,
         "header": ordered_header,
-        "entries": {case: entries[case].to_yaml() for case in sorted(entries)},
+        "entries": {case: entry.to_yaml() for case, entry in stored.items()},
     }
     return yaml.safe_dump(document, sort_keys=False, default_flow_style=False, allow_unicode=True, width=120)
 
@@ -245,11 +449,12 @@ def _mode_for(path: Path) -> int:
 
 
 def write_atomically(path: Path, text: str) -> None:
-    """Write ``text`` to a temporary file beside ``path``, fsync it, then rename it over ``path``."""
+    """Write ``text`` as UTF-8 (what loading expects, whatever the locale) to a temporary file beside
+    ``path``, fsync it, then rename it over ``path``."""
     handle, temp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
-        with os.fdopen(handle, "w") as temp:
-            temp.write(text)
+        with os.fdopen(handle, "wb") as temp:
+            temp.write(text.encode("utf-8"))
             temp.flush()
             os.fsync(temp.fileno())
         os.chmod(temp_name, _mode_for(path))
@@ -289,3 +494,27 @@ def update_baseline(path: Path, header: Mapping[str, Any], updates: Mapping[str,
             changes.append(Change(case_id, old, new))
         write_atomically(path, dump_baseline(header, entries))
     return changes
+
+
+def seal_baseline(path: Path) -> bool:
+    """Write the integrity field into a file recorded before gpuperf wrote one: a one-shot migration.
+
+    Everything else is checked as on loading and the same entries are dumped again, then read back: if
+    that would change any header field or measured figure the file is refused instead. A file that is
+    already sealed is left untouched (``False``); one whose seal does not match is refused as on loading,
+    so sealing can never bless a damaged file.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise BaselineError(f"{path}: no such baseline file; check the path (baselines/<gpu-slug>.yaml)")
+    with _locked(path):
+        baseline, recorded = _parse_unsealed(path, decode_baseline(path, path.read_bytes()))
+        if recorded is not None:
+            return False
+        text = dump_baseline(baseline.header, baseline.entries)
+        resealed = parse_baseline(path, text)
+        if resealed.header != baseline.header or resealed.entries != baseline.entries:
+            raise BaselineError(f"{path}: writing it again would change recorded figures (more digits than "
+                                f"gpuperf writes?), so it is not sealed; {restore_hint(path)}")
+        write_atomically(path, text)
+    return True

@@ -10,13 +10,17 @@ Conventions (SPEC, seed 001 §3.2 and §4.1):
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 
 from gpuperf.cases import ELEMENT_BYTES
 
 TFLOPS = "TFLOPS"
 GBPS = "GB/s"
 RATIO = "ratio"
+#: The unit each gated metric is recorded in; a ratio (custom ÷ cuBLAS, cold ÷ hot, …) is a pure number.
+METRIC_UNITS: Mapping[str, str] = MappingProxyType({TFLOPS: "TFLOPS", GBPS: "GB/s", RATIO: "×"})
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,10 @@
 """``gpuperf.baseline``: the per-GPU YAML store (SPEC "Baselines", "Bad input and reliability").
 
-Schema errors must name the file and the entry; compare must apply ``max(tolerance, k × noise)``; updates
-must touch only the given cases, stay ordered and deterministic, survive a crash mid-write with the old file
-byte-identical, and lose nothing under concurrent writers.
+Schema errors must name the file and the entry; damage (truncation, duplicate keys, non-UTF-8 bytes, an edited
+figure, a unit that does not match its metric) must be refused naming the fix; compare must apply
+``max(tolerance, k × noise)``; updates must touch only the given cases, stay ordered and deterministic, seal
+the file, survive a crash mid-write with the old file byte-identical, and lose nothing under concurrent
+writers.
 """
 
 from __future__ import annotations
@@ -28,8 +30,10 @@ from gpuperf.baseline import (
     compare,
     dump_baseline,
     effective_tolerance,
+    entries_digest,
     load_baseline,
     parse_baseline,
+    seal_baseline,
     update_baseline,
     version_changes,
 )
@@ -68,8 +72,19 @@ def error_of(tmp_path: Path, text: str) -> str:
     return message
 
 
-def valid_text(entry_yaml: str) -> str:
-    return f"schema: 1\nheader:\n  slug: nvidia-h200\nentries:\n  {GEMM}:\n{entry_yaml}"
+def valid_text(entry_yaml: str, integrity: str = "") -> str:
+    return f"schema: 1\nheader:\n  slug: nvidia-h200\n{integrity}entries:\n  {GEMM}:\n{entry_yaml}"
+
+
+def integrity_line(entries: dict[str, Entry]) -> str:
+    """The header line a hand-written test file needs to pass the integrity check."""
+    return f"  integrity: {{entries: {len(entries)}, sha256: {entries_digest(entries)}}}\n"
+
+
+def assert_names_the_fix(message: str, path: Path) -> None:
+    """Damage is repaired from version control, then re-recorded (the update refuses a damaged file)."""
+    assert f"restore it from version control (git checkout -- {path}), then re-record with " \
+           "pytest perf_tests --update-baselines" in message, message
 
 
 # -- round trip ------------------------------------------------------------------------------------------
@@ -102,14 +117,17 @@ def test_baseline_path_is_the_slug() -> None:
 
 
 def test_entry_defaults_for_optional_fields(tmp_path: Path) -> None:
-    loaded = parse_baseline(tmp_path / "x.yaml", valid_text("    metric: GB/s\n    value: 10\n    unit: GB/s\n"))
+    integrity = integrity_line({GEMM: Entry(metric="GB/s", value=10.0, unit="GB/s")})
+    loaded = parse_baseline(tmp_path / "x.yaml", valid_text("    metric: GB/s\n    value: 10\n    unit: GB/s\n",
+                                                            integrity))
     e = loaded.entries[GEMM]
     assert (e.value, e.spread, e.samples, e.flush, e.method, e.tolerance) == (10.0, 0.0, 0, "", "", None)
     assert isinstance(e.value, float)
 
 
 def test_empty_entries_is_allowed(tmp_path: Path) -> None:
-    loaded = parse_baseline(tmp_path / "x.yaml", "schema: 1\nheader: {slug: nvidia-h200}\nentries:\n")
+    text = f"schema: 1\nheader:\n  slug: nvidia-h200\n{integrity_line({})}entries:\n"
+    loaded = parse_baseline(tmp_path / "x.yaml", text)
     assert loaded.entries == {}
 
 
@@ -224,6 +242,170 @@ def test_baseline_error_is_a_value_error() -> None:
     assert issubclass(BaselineError, ValueError)
 
 
+# -- damage: truncation, duplicates, encoding, out-of-range figures, units, the integrity field -------------
+
+
+def sealed_text() -> str:
+    return dump_baseline(HEADER, ENTRIES)  # entries sorted by case id: RATIO, GEMM, GEMV
+
+
+def refusal(tmp_path: Path, text: str | bytes) -> str:
+    """The message ``load_baseline`` refuses ``text`` with; it must name the file and the real fix."""
+    path = tmp_path / "nvidia-h200.yaml"
+    path.write_bytes(text.encode("utf-8") if isinstance(text, str) else text)
+    with pytest.raises(BaselineError) as info:
+        load_baseline(path)
+    message = str(info.value)
+    assert_names_the_fix(message, path)
+    return message
+
+
+def test_a_sealed_file_loads(tmp_path: Path) -> None:
+    path = write(tmp_path / "nvidia-h200.yaml")
+    loaded = load_baseline(path)
+    assert loaded is not None and loaded.entries == ENTRIES
+    assert "integrity" not in loaded.header  # it describes the file, not the recording
+
+
+def test_truncated_at_an_entry_boundary_is_refused(tmp_path: Path) -> None:
+    text = sealed_text()
+    cut = text[:text.index(f"  {GEMV}:")]
+    yaml.safe_load(cut)  # still valid YAML: only the count tells
+    message = refusal(tmp_path, cut)
+    assert "2 entries listed, header says 3: the file was truncated or edited" in message
+
+
+def test_truncated_before_the_entries_is_refused(tmp_path: Path) -> None:
+    text = sealed_text()
+    message = refusal(tmp_path, text[:text.index("entries:\n")])
+    assert "0 entries listed, header says 3" in message
+
+
+def test_a_duplicate_entry_is_refused_with_its_lines(tmp_path: Path) -> None:
+    text = sealed_text()
+    gemv = text.index(f"  {GEMV}:")
+    doubled = text + text[gemv:].replace("value: 4012.5", "value: 3900.0")
+    message = refusal(tmp_path, doubled)
+    first = text[:gemv].count("\n") + 1
+    second = text.count("\n") + 1
+    assert f"entry {GEMV!r} appears twice, at line {second} (first at line {first})" in message
+    assert "merge conflict" in message
+
+
+def test_a_duplicate_field_inside_an_entry_is_refused(tmp_path: Path) -> None:
+    text = sealed_text().replace("    value: 51.2345\n", "    value: 51.2345\n    value: 60.0\n")
+    message = refusal(tmp_path, text)
+    assert f"entry {GEMM!r}: field 'value' appears twice" in message
+    line = text.index("    value: 60.0")
+    assert f"at line {text[:line].count(chr(10)) + 1}" in message
+
+
+@pytest.mark.parametrize(("where", "text", "expected"), [
+    ("header", "schema: 1\nheader:\n  slug: nvidia-h200\n  slug: nvidia-a100\nentries: {}\n",
+     "header: key 'slug' appears twice, at line 4 (first at line 3)"),
+    ("nested header", "schema: 1\nheader:\n  slug: x\n  clocks: {sm_max_mhz: 1, sm_max_mhz: 2}\nentries: {}\n",
+     "header.clocks: key 'sm_max_mhz' appears twice"),
+    ("top level", "schema: 1\nschema: 1\nheader: {slug: x}\nentries: {}\n",
+     "top-level key 'schema' appears twice, at line 2 (first at line 1)"),
+])
+def test_duplicate_keys_are_refused_at_any_level(tmp_path: Path, where: str, text: str, expected: str) -> None:
+    assert expected in refusal(tmp_path, text), where
+
+
+def test_non_utf8_bytes_are_refused_naming_the_offset(tmp_path: Path) -> None:
+    data = sealed_text().encode("utf-8")
+    offset = data.index(b"NVIDIA H200") + len("NVIDIA ")
+    damaged = data[:offset] + b"\xff" + data[offset + 1:]
+    message = refusal(tmp_path, damaged)
+    assert f"not UTF-8 text: byte 0xff at offset {offset} (line 3)" in message
+
+
+def test_latin1_text_is_refused_not_misread(tmp_path: Path) -> None:
+    """The "×" of a ratio entry re-saved as Latin-1 is one byte 0xd7 that UTF-8 cannot decode."""
+    message = refusal(tmp_path, sealed_text().encode("latin-1"))
+    assert "byte 0xd7" in message
+
+
+@pytest.mark.parametrize(("field", "bad", "expected"), [
+    ("spread", ".inf", "spread must be a finite fraction in [0, 1)"),
+    ("spread", "1.5", "spread must be a finite fraction in [0, 1)"),
+    ("spread", ".nan", "spread must be a finite fraction in [0, 1)"),
+    ("value", ".nan", "value must be a positive finite number"),
+    ("value", "-.inf", "value must be a positive finite number"),
+    ("samples", "-3", "samples must be a non-negative integer"),
+    ("unit", "TFL", "unit 'TFL' does not match metric 'TFLOPS', whose unit is 'TFLOPS'"),
+    ("unit", "GB/s", "unit 'GB/s' does not match metric 'TFLOPS'"),
+    ("metric", "TFLOP/s", "unknown metric 'TFLOP/s'; a baseline metric is one of TFLOPS, GB/s, ratio"),
+])
+def test_out_of_range_or_inconsistent_fields_are_refused(tmp_path: Path, field: str, bad: str,
+                                                          expected: str) -> None:
+    text = sealed_text()
+    start = text.index(f"  {GEMM}:")
+    line = text.index(f"    {field}: ", start)
+    damaged = text[:line] + f"    {field}: {bad}" + text[text.index("\n", line):]
+    message = refusal(tmp_path, damaged)
+    assert f"entry {GEMM!r}: {expected}" in message
+
+
+def test_a_ratio_entry_needs_the_times_sign() -> None:
+    text = sealed_text().replace("unit: ×", "unit: ratio")
+    with pytest.raises(BaselineError, match="unit 'ratio' does not match metric 'ratio', whose unit is '×'"):
+        parse_baseline(Path("nvidia-h200.yaml"), text)
+
+
+def test_a_file_without_the_integrity_field_is_refused(tmp_path: Path) -> None:
+    legacy = "".join(line for line in sealed_text().splitlines(keepends=True)
+                     if not line.startswith(("  integrity:", "    entries:", "    sha256:")))
+    path = tmp_path / "nvidia-h200.yaml"
+    message = refusal(tmp_path, legacy)
+    assert "the header has no integrity field" in message
+    assert f"python -m gpuperf baseline seal {path}" in message
+
+
+def test_an_edited_value_breaks_the_digest(tmp_path: Path) -> None:
+    message = refusal(tmp_path, sealed_text().replace("value: 51.2345", "value: 55.0"))
+    assert "a measured figure was edited" in message
+    assert "3 entries" not in message  # the count still matches: the digest tells
+
+
+@pytest.mark.parametrize(("old", "new"), [("flush: cold", "flush: hot"), ("samples: 50", "samples: 51"),
+                                          (f"  {GEMM}:", f"  {GEMM.replace('4096x', '4000x', 1)}:")])
+def test_any_measured_field_or_case_id_edit_breaks_the_digest(tmp_path: Path, old: str, new: str) -> None:
+    assert "a measured figure was edited" in refusal(tmp_path, sealed_text().replace(old, new, 1))
+
+
+def test_a_hand_set_tolerance_does_not_break_the_digest(tmp_path: Path) -> None:
+    """``tolerance`` is the one field a person may set: adding, changing or removing it keeps the seal."""
+    text = sealed_text()
+    gemm = text.index(f"  {GEMM}:")
+    added = text[:gemm] + text[gemm:].replace("    method: cold-flush\n",
+                                               "    method: cold-flush\n    tolerance: 0.08\n", 1)
+    loaded = parse_baseline(tmp_path / "x.yaml", added)
+    assert loaded.entries[GEMM].tolerance == 0.08
+    with_tolerance = dump_baseline(HEADER, {**ENTRIES, GEMM: entry(51.2345, tolerance=0.08)})
+    edited = with_tolerance.replace("tolerance: 0.08", "tolerance: 0.12")
+    assert parse_baseline(tmp_path / "x.yaml", edited).entries[GEMM].tolerance == 0.12
+    removed = with_tolerance.replace("    tolerance: 0.08\n", "")
+    assert parse_baseline(tmp_path / "x.yaml", removed).entries == ENTRIES
+
+
+@pytest.mark.parametrize("integrity", ["integrity: 3", "integrity: {entries: 3}",
+                                       "integrity: {entries: -1, sha256: " + "0" * 64 + "}",
+                                       "integrity: {entries: 3, sha256: abc}",
+                                       "integrity: {entries: true, sha256: " + "a" * 64 + "}"])
+def test_a_malformed_integrity_field_is_refused(tmp_path: Path, integrity: str) -> None:
+    text = f"schema: 1\nheader:\n  slug: nvidia-h200\n  {integrity}\nentries: {{}}\n"
+    assert "the header's integrity must be {entries: <count>, sha256: <64 hex digits>}" in refusal(tmp_path, text)
+
+
+def test_the_digest_covers_measured_fields_only() -> None:
+    assert entries_digest(ENTRIES) == entries_digest(dict(reversed(list(ENTRIES.items()))))
+    assert entries_digest({GEMM: entry(51.0, tolerance=0.1)}) == entries_digest({GEMM: entry(51.0)})
+    assert entries_digest({GEMM: entry(51)}) == entries_digest({GEMM: entry(51.0)})
+    assert entries_digest({GEMM: entry(51.0)}) != entries_digest({GEMM: entry(51.0, method="cold-rotate")})
+    assert len(entries_digest({})) == 64
+
+
 # -- another GPU, version changes ------------------------------------------------------------------------
 
 
@@ -328,7 +510,7 @@ def test_update_touches_only_the_given_cases(tmp_path: Path) -> None:
     old_text = dump_baseline(HEADER, ENTRIES)
     new_text = path.read_text()
     changed = [line for line in new_text.splitlines() if line not in old_text.splitlines()]
-    assert changed == ["    value: 4100.0", "    spread: 0.003"]
+    assert changed == [f"    sha256: {entries_digest(loaded.entries)}", "    value: 4100.0", "    spread: 0.003"]
 
 
 def test_update_preserves_a_hand_set_per_entry_tolerance(tmp_path: Path) -> None:
@@ -359,7 +541,7 @@ def test_update_output_is_sorted_and_deterministic(tmp_path: Path) -> None:
     data = yaml.safe_load(one.read_text())
     assert list(data) == ["schema", "header", "entries"]
     assert list(data["entries"]) == sorted(cases)
-    assert list(data["header"]) == [key for key in HEADER_KEYS if key in HEADER]
+    assert list(data["header"]) == [key for key in HEADER_KEYS if key in HEADER] + ["integrity"]
     # writing the same content again changes no byte
     before = one.read_bytes()
     update_baseline(one, HEADER, {})
@@ -380,6 +562,57 @@ def test_update_refuses_another_gpus_file_and_leaves_it(tmp_path: Path) -> None:
     with pytest.raises(BaselineError, match="nvidia-a100"):
         update_baseline(path, HEADER, {GEMM: entry(1.0)})
     assert path.read_bytes() == before
+
+
+def test_update_writes_a_digest_that_loading_accepts(tmp_path: Path) -> None:
+    path = tmp_path / "nvidia-h200.yaml"
+    update_baseline(path, HEADER, {GEMM: entry(51.23456789, spread=0.00123456789)})
+    update_baseline(path, HEADER, {GEMV: entry(4012.5, "GB/s")})
+    data = yaml.safe_load(path.read_text())
+    loaded = load_baseline(path)
+    assert loaded is not None
+    assert data["header"]["integrity"] == {"entries": 2, "sha256": entries_digest(loaded.entries)}
+
+
+def test_dump_load_dump_is_stable(tmp_path: Path) -> None:
+    """Same entries, same text: re-dumping what was loaded changes no byte (rounding included)."""
+    path = tmp_path / "nvidia-h200.yaml"
+    first = dump_baseline(HEADER, {**ENTRIES, GEMM: entry(51.23456789, spread=0.00123456789, tolerance=0.05)})
+    path.write_text(first)
+    loaded = load_baseline(path)
+    assert loaded is not None
+    assert dump_baseline(loaded.header, loaded.entries) == first
+    assert dump_baseline({**loaded.header, "integrity": {"entries": 99, "sha256": "0" * 64}}, loaded.entries) == first
+
+
+def test_update_refuses_a_truncated_file_and_leaves_it(tmp_path: Path) -> None:
+    path = tmp_path / "nvidia-h200.yaml"
+    text = sealed_text()
+    truncated = text[:text.index(f"  {GEMV}:")]
+    path.write_text(truncated)
+    with pytest.raises(BaselineError, match="truncated"):
+        update_baseline(path, HEADER, {GEMM: entry(1.0)})
+    assert path.read_text() == truncated
+
+
+def test_seal_adds_only_the_integrity_field_once(tmp_path: Path) -> None:
+    sealed = sealed_text()
+    path = tmp_path / "nvidia-h200.yaml"
+    path.write_text("".join(line for line in sealed.splitlines(keepends=True)
+                            if not line.startswith(("  integrity:", "    entries:", "    sha256:"))))
+    assert seal_baseline(path) is True
+    assert path.read_text() == sealed
+    assert seal_baseline(path) is False
+    assert path.read_text() == sealed
+
+
+def test_seal_refuses_a_damaged_file(tmp_path: Path) -> None:
+    path = tmp_path / "nvidia-h200.yaml"
+    path.write_text(sealed_text().replace("value: 51.2345", "value: 55.0"))
+    with pytest.raises(BaselineError, match="a measured figure was edited"):
+        seal_baseline(path)
+    with pytest.raises(BaselineError, match="no such baseline file"):
+        seal_baseline(tmp_path / "nvidia-b200.yaml")
 
 
 def test_update_refuses_a_broken_file_and_leaves_it(tmp_path: Path) -> None:

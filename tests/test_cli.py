@@ -1,4 +1,5 @@
-"""``python -m gpuperf``: baseline diff, plot, device (with a stand-in device module), and its errors."""
+"""``python -m gpuperf``: baseline diff, check and seal, plot, device (with a stand-in device module), and
+its errors."""
 
 from __future__ import annotations
 
@@ -9,10 +10,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-import yaml
 
 from gpuperf import results
 from gpuperf.__main__ import main
+from gpuperf.baseline import Entry, dump_baseline
+from gpuperf.metrics import METRIC_UNITS
 from gpuperf.records import Record, RunInfo, Status
 
 REPO = Path(__file__).resolve().parent.parent
@@ -24,23 +26,19 @@ PEAKS = {"memory_gbps": 1000.0, "compute_tflops": {"fp32": 50.0, "tf32": 400.0, 
                                                    "bf16": 800.0, "fp64": 50.0}}
 
 
-def entry(metric: str, value: float) -> dict[str, object]:
-    unit = metric
-    return {"metric": metric, "value": value, "unit": unit, "spread": 0.01, "samples": 10, "flush": "cold"}
+HEADER = {"gpu": "Synthetic GPU", "slug": "synthetic-gpu", "compute_capability": "9.0", "driver": "1.2.3",
+          "cuda_runtime": "13.0", "cublas": "13.1.0", "cupy": "14.0.0", "recorded": "2026-01-01T00:00:00+00:00",
+          "clocks": {"sm_max_mhz": 2000, "mem_mhz": 3000, "sm_seen_mhz": [1900, 2000]}, "peaks": PEAKS}
 
 
-def write_baseline(path: Path, entries: dict[str, dict[str, object]]) -> Path:
-    """A synthetic baseline in the documented schema (figures are made up)."""
-    data = {
-        "schema": 1,
-        "header": {"gpu": "Synthetic GPU", "slug": "synthetic-gpu", "compute_capability": "9.0",
-                   "driver": "1.2.3", "cuda_runtime": "13.0", "cublas": "13.1.0", "cupy": "14.0.0",
-                   "recorded": "2026-01-01T00:00:00+00:00",
-                   "clocks": {"sm_max_mhz": 2000, "mem_mhz": 3000, "sm_seen_mhz": [1900, 2000]},
-                   "peaks": PEAKS},
-        "entries": entries,
-    }
-    path.write_text(yaml.safe_dump(data, sort_keys=False))
+def entry(metric: str, value: float) -> Entry:
+    return Entry(metric=metric, value=value, unit=METRIC_UNITS[metric], spread=0.01, samples=10, flush="cold")
+
+
+def write_baseline(path: Path, entries: dict[str, Entry]) -> Path:
+    """A synthetic baseline in the documented schema, sealed as ``--update-baselines`` writes it (figures are
+    made up)."""
+    path.write_bytes(dump_baseline(HEADER, entries).encode("utf-8"))
     return path
 
 
@@ -102,7 +100,8 @@ def test_diff_of_a_missing_file_names_it(tmp_path: Path, old_new: tuple[Path, Pa
 
 def test_diff_of_a_broken_baseline_names_the_file_and_entry(tmp_path: Path, old_new: tuple[Path, Path],
                                                             capsys: pytest.CaptureFixture[str]) -> None:
-    broken = write_baseline(tmp_path / "broken.yaml", {GEMV: {"metric": "GB/s", "unit": "GB/s"}})
+    broken = write_baseline(tmp_path / "broken.yaml", {GEMV: entry("GB/s", 800.0)})
+    broken.write_text(broken.read_text().replace("    value: 800.0\n", ""))
     assert main(["baseline", "diff", str(broken), str(old_new[1])]) == 1
     err = capsys.readouterr().err
     assert str(broken) in err and GEMV in err
@@ -224,3 +223,122 @@ def test_python_dash_m_entry_point(old_new: tuple[Path, Path]) -> None:
                           cwd=REPO, capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr
     assert "−5.0 %" in done.stdout
+
+
+# -- baseline check and seal -----------------------------------------------------------------------------
+
+
+def damaged_copies(good: Path) -> dict[str, tuple[Path, str]]:
+    """Each kind of damage ``baseline check`` must catch, as a copy of ``good``: (file, expected message part)."""
+    text = good.read_text()
+    last_entry = text.index(f"  {GEMV}:")  # entries are sorted: GEMM, then GEMV
+    cases = {
+        "truncated": (text[:last_entry], "1 entries listed, header says 2: the file was truncated or edited"),
+        "edited value": (text.replace("value: 40.0", "value: 44.0"), "a measured figure was edited"),
+        "duplicate entry": (text + text[last_entry:], f"entry {GEMV!r} appears twice"),
+        "duplicate field": (text.replace("    unit: TFLOPS\n", "    unit: TFLOPS\n    value: 41.0\n"),
+                            f"entry {GEMM!r}: field 'value' appears twice"),
+        "wrong unit": (text.replace("unit: TFLOPS", "unit: TFL"), "unit 'TFL' does not match metric 'TFLOPS'"),
+        "infinite spread": (text.replace("spread: 0.01", "spread: .inf", 1), "spread must be a finite fraction"),
+        "no integrity": ("".join(line for line in text.splitlines(keepends=True)
+                                 if not line.startswith(("  integrity:", "    entries:", "    sha256:"))),
+                         "the header has no integrity field"),
+    }
+    copies = {}
+    for name, (damaged, message) in cases.items():
+        path = good.parent / f"{name.replace(' ', '-')}.yaml"
+        path.write_text(damaged)
+        copies[name] = (path, message)
+    not_utf8 = good.parent / "not-utf8.yaml"
+    not_utf8.write_bytes(text.encode("utf-8").replace(b"Synthetic GPU", b"Synthetic \xff GPU"))
+    copies["not UTF-8"] = (not_utf8, "not UTF-8 text: byte 0xff at offset")
+    return copies
+
+
+@pytest.fixture
+def good(tmp_path: Path) -> Path:
+    return write_baseline(tmp_path / "synthetic-gpu.yaml", {GEMV: entry("GB/s", 800.0), GEMM: entry("TFLOPS", 40.0)})
+
+
+def test_baseline_check_a_good_file(good: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["baseline", "check", str(good)]) == 0
+    out, err = capsys.readouterr()
+    assert out.startswith(f"{good}: ok (2 entries, digest ") and out.count("\n") == 1
+    assert err == ""
+
+
+def test_baseline_check_names_each_kind_of_damage(good: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    for name, (path, message) in damaged_copies(good).items():
+        assert main(["baseline", "check", str(path)]) == 1, name
+        out, err = capsys.readouterr()
+        assert out.startswith(f"{path}: "), name
+        assert message in out, (name, out)
+        assert "1 of 1 baseline file(s) cannot be used" in err
+
+
+def test_baseline_check_goes_over_every_file(good: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    copies = damaged_copies(good)
+    truncated, edited = copies["truncated"][0], copies["edited value"][0]
+    missing = good.parent / "nvidia-nothing.yaml"
+    assert main(["baseline", "check", str(truncated), str(good), str(missing), str(edited)]) == 1
+    out, err = capsys.readouterr()
+    lines = out.splitlines()
+    assert [line.split(": ", 1)[0] for line in lines] == [str(truncated), str(good), str(missing), str(edited)]
+    assert "truncated or edited" in lines[0] and "git checkout --" in lines[0]
+    assert lines[1].startswith(f"{good}: ok (2 entries")
+    assert "no such baseline file" in lines[2]
+    assert "a measured figure was edited" in lines[3]
+    assert "3 of 4 baseline file(s) cannot be used" in err
+
+
+def test_baseline_check_without_files_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as info:
+        main(["baseline", "check"])
+    assert info.value.code == 2
+
+
+def test_baseline_check_the_committed_baselines(capsys: pytest.CaptureFixture[str]) -> None:
+    """What CPU CI runs before the tests: every committed baseline must load."""
+    files = sorted(str(path) for path in (REPO / "baselines").glob("*.yaml"))
+    assert main(["baseline", "check", *files]) == 0, capsys.readouterr().out
+
+
+def test_baseline_seal_adds_only_the_integrity_field(good: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    sealed = good.read_text()
+    legacy = good.parent / "legacy.yaml"
+    legacy.write_text("".join(line for line in sealed.splitlines(keepends=True)
+                              if not line.startswith(("  integrity:", "    entries:", "    sha256:"))))
+    assert main(["baseline", "check", str(legacy)]) == 1
+    assert f"python -m gpuperf baseline seal {legacy}" in capsys.readouterr().out
+    assert main(["baseline", "seal", str(legacy)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"{legacy}: sealed (2 entries, digest ") and "git diff" in out
+    assert legacy.read_text() == sealed
+    assert main(["baseline", "seal", str(legacy)]) == 0
+    assert "already sealed" in capsys.readouterr().out
+    assert legacy.read_text() == sealed
+    assert main(["baseline", "check", str(legacy)]) == 0
+
+
+def test_baseline_seal_refuses_a_damaged_file_and_leaves_it(good: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    copies = damaged_copies(good)
+    for name in ("truncated", "edited value", "duplicate field", "wrong unit", "not UTF-8"):
+        path = copies[name][0]
+        before = path.read_bytes()
+        assert main(["baseline", "seal", str(path)]) == 1, name
+        assert copies[name][1] in capsys.readouterr().err, name
+        assert path.read_bytes() == before, name
+    assert main(["baseline", "seal", str(good.parent / "nvidia-nothing.yaml")]) == 1
+    assert "no such baseline file" in capsys.readouterr().err
+
+
+def test_baseline_seal_refuses_figures_it_would_round(good: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A legacy file with more digits than gpuperf writes would change on re-dumping: not sealed."""
+    legacy = good.parent / "legacy.yaml"
+    legacy.write_text("".join(line for line in good.read_text().splitlines(keepends=True)
+                              if not line.startswith(("  integrity:", "    entries:", "    sha256:")))
+                      .replace("value: 40.0", "value: 40.123456789"))
+    before = legacy.read_bytes()
+    assert main(["baseline", "seal", str(legacy)]) == 1
+    assert "would change recorded figures" in capsys.readouterr().err
+    assert legacy.read_bytes() == before
