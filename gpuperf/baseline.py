@@ -366,53 +366,6 @@ def version_changes(header: Mapping[str, Any], current: Mapping[str, Any]) -> li
             if key in header and key in current and str(header[key]) != str(current[key])]
 
 
-#: The default allowed slowdown. Chosen from measurement, not taste: over three full H200 runs against one
-#: baseline (369 case-runs) the largest slowdown of an unchanged case was 3.3 % (a 5 µs FP16 GEMM), so a
-#: 3 % gate raised a false alarm; 4 % does not, and still fails a real 5 % slowdown.
-DEFAULT_TOLERANCE = 0.04
-
-
-@dataclass(frozen=True)
-class GateConfig:
-    tolerance: float = DEFAULT_TOLERANCE
-    noise_k: float = 2.0
-    strict: bool = False
-
-    def __post_init__(self) -> None:
-        if not 0 <= self.tolerance < 1:
-            raise ValueError(f"tolerance must be a fraction in [0, 1) (0.03 = 3 %), got {self.tolerance}")
-        if self.noise_k < 0:
-            raise ValueError(f"noise k must be ≥ 0, got {self.noise_k}")
-
-
-@dataclass(frozen=True)
-class Comparison:
-    verdict: str  # "pass" | "regressed" | "improved"
-    baseline: float
-    delta: float  # (measured - baseline) / baseline
-    tolerance: float
-
-
-def effective_tolerance(entry: Entry, config: GateConfig, measured_spread: float = 0.0) -> float:
-    """``max(configured or per-entry tolerance, k × noise)``; noise is the larger of the recorded spread and
-    this measurement's, so a naturally noisy case widens its own band instead of raising false alarms."""
-    base = entry.tolerance if entry.tolerance is not None else config.tolerance
-    return max(base, config.noise_k * max(entry.spread, measured_spread))
-
-
-def compare(value: float, entry: Entry, config: GateConfig, measured_spread: float = 0.0) -> Comparison:
-    """Higher is better for every gated metric (TFLOPS, GB/s, ratios)."""
-    tolerance = effective_tolerance(entry, config, measured_spread)
-    delta = (value - entry.value) / entry.value
-    if delta < -tolerance:
-        verdict = "regressed"
-    elif delta > tolerance:
-        verdict = "improved"
-    else:
-        verdict = "pass"
-    return Comparison(verdict=verdict, baseline=entry.value, delta=delta, tolerance=tolerance)
-
-
 def dump_baseline(header: Mapping[str, Any], entries: Mapping[str, Entry]) -> str:
     """Deterministic text: fixed header key order ending with the integrity field, computed here over the
     entries as written (any ``integrity`` in ``header`` is ignored), and entries sorted by case id."""

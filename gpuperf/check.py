@@ -1,6 +1,7 @@
-"""From a measurement to a verdict: derived figures, anomaly rules, baseline comparison → ``Record``.
+"""From a measurement to a checked ``Record``: derived figures and anomaly findings, then the gate's verdict.
 
-Pure: the ``perf`` fixture calls these and does the impure parts (re-measuring, failing the test).
+Pure: the ``perf`` fixture calls these and does the impure parts (re-measuring, failing the test); the
+decision itself is ``gate.decide``.
 """
 
 from __future__ import annotations
@@ -9,7 +10,8 @@ import math
 from dataclasses import dataclass, replace
 
 from gpuperf import anomaly
-from gpuperf.baseline import Entry, GateConfig, compare
+from gpuperf.baseline import Entry
+from gpuperf.gate import Context, GateConfig, decide, valid_figure
 from gpuperf.measurement import Measurement
 from gpuperf.metrics import GBPS, RATIO, TFLOPS, gbps, percent_of, tflops
 from gpuperf.peaks import DevicePeaks
@@ -26,50 +28,19 @@ class CaseIdentity:
     gpu_index: int | None = None
 
 
-@dataclass(frozen=True)
-class CheckMode:
-    update: bool = False  # --update-baselines: record, don't gate
-    gpu_slug: str = ""
-
-
 def record_command(case: CaseIdentity) -> str:
     """The command that (re-)records this case's baseline entry."""
     test = case.nodeid.split("::")[-1]
     return f"pytest {case.nodeid.split('::')[0]} --update-baselines -k '{test}'"
 
 
-def _verdict(record: Record, entry: Entry | None, config: GateConfig, case: CaseIdentity, mode: CheckMode,
-             spread: float, findings: list[anomaly.Anomaly], unreliable_reason: str) -> Record:
-    notes = [record.note] if record.note else []
-    if findings:
-        return replace(record, status=Status.ANOMALY, note="; ".join([*map(str, findings), *notes]))
-    if unreliable_reason:
-        return replace(record, status=Status.UNRELIABLE, reliable=False,
-                       note="; ".join([f"unreliable: {unreliable_reason}", *notes]))
-    if mode.update:
-        return replace(record, status=Status.UPDATED,
-                       baseline=entry.value if entry else None,
-                       delta_pct=100 * (record.value - entry.value) / entry.value if entry else None)
-    if entry is None:
-        return replace(record, status=Status.NO_BASELINE, note="; ".join(
-            [f"no baseline for this case on {mode.gpu_slug}: record it with {record_command(case)}", *notes]))
-    if entry.metric != record.metric:
-        return replace(record, status=Status.NO_BASELINE, note="; ".join(
-            [f"baseline holds {entry.metric}, this case measures {record.metric}: re-record it with "
-             f"{record_command(case)}", *notes]))
-    result = compare(record.value, entry, config, spread)
-    base = replace(record, baseline=result.baseline, delta_pct=100 * result.delta, tolerance=result.tolerance)
-    if result.verdict == "regressed":
-        return replace(base, status=Status.REGRESSED, note="; ".join(
-            [f"{100 * -result.delta:.1f} % below baseline (tolerance {100 * result.tolerance:.1f} %)", *notes]))
-    if result.verdict == "improved":
-        improved = f"improved {100 * result.delta:.1f} % — update the baseline: {record_command(case)}"
-        return replace(base, status=Status.IMPROVED, note="; ".join([improved, *notes]))
-    return replace(base, status=Status.PASS)
+def context_for(case: CaseIdentity, update: bool, version_changes: tuple[str, ...] = ()) -> Context:
+    return Context(update=update, gpu_slug=case.gpu, record_command=record_command(case),
+                   version_changes=version_changes)
 
 
 def case_record(case: CaseIdentity, measurement: Measurement, peaks: DevicePeaks | None, entry: Entry | None,
-                config: GateConfig, mode: CheckMode) -> Record:
+                config: GateConfig, context: Context) -> Record:
     """The checked record of one measurement of one case."""
     work, summary = measurement.work, measurement.summary
     seconds = summary.median
@@ -98,11 +69,11 @@ def case_record(case: CaseIdentity, measurement: Measurement, peaks: DevicePeaks
                "discarded_samples": measurement.discarded_samples, "precision": work.precision,
                **({"label": measurement.label} if measurement.label else {})},
     )
-    return _verdict(record, entry, config, case, mode, summary.rel_iqr, findings, measurement.unreliable_reason)
+    return decide(record, entry, config, context, [str(f) for f in findings], measurement.unreliable_reason)
 
 
 def ratio_record(case: CaseIdentity, numerator: Measurement, denominator: Measurement, name: str,
-                 entry: Entry | None, config: GateConfig, mode: CheckMode) -> Record:
+                 entry: Entry | None, config: GateConfig, context: Context) -> Record:
     """``numerator``'s primary metric over ``denominator``'s (e.g. custom kernel ÷ cuBLAS), gated as its own
     entry ``<case id>#<name>``. Both must measure the same kind of metric."""
     if numerator.work.metric != denominator.work.metric:
@@ -112,14 +83,20 @@ def ratio_record(case: CaseIdentity, numerator: Measurement, denominator: Measur
     unreliable_reason = "; ".join(r for r in (numerator.unreliable_reason, denominator.unreliable_reason) if r)
     record = Record(
         case_id=ratio_case.case_id, nodeid=case.nodeid, family=case.family, params=case.params,
-        metric=RATIO, value=numerator.value / denominator.value, unit="×", status=Status.PASS,
+        metric=RATIO, value=_ratio(numerator.value, denominator.value), unit="×", status=Status.PASS,
         note=f"{numerator.value:.4g} / {denominator.value:.4g} {numerator.work.metric}",
         median_s=numerator.median_s, rel_iqr=spread, samples=min(numerator.summary.n, denominator.summary.n),
         method=numerator.method, flush=numerator.flush, reliable=not unreliable_reason,
         gpu=case.gpu, gpu_index=case.gpu_index,
         extra={"denominator_median_s": denominator.median_s, "ratio_name": name},
     )
-    return _verdict(record, entry, config, ratio_case, mode, spread, [], unreliable_reason)
+    return decide(record, entry, config, replace(context, record_command=record_command(ratio_case)), [],
+                  unreliable_reason)
+
+
+def _ratio(numerator: float, denominator: float) -> float:
+    """NaN when the denominator cannot divide: the gate then calls it an error, not a verdict."""
+    return numerator / denominator if valid_figure(denominator) else math.nan
 
 
 def entry_from_record(record: Record) -> Entry:

@@ -96,6 +96,16 @@ def device_count() -> int:
     return count
 
 
+def list_devices() -> list[tuple[int, str]]:
+    """``[(index, name), …]`` of the CUDA devices, without creating a context on any of them."""
+    cupy = _import_cupy()
+    devices = []
+    for index in range(device_count()):
+        name = cupy.cuda.runtime.getDeviceProperties(index)["name"]
+        devices.append((index, name.decode() if isinstance(name, bytes) else str(name)))
+    return devices
+
+
 def _normalize_bus_id(bus_id: str | bytes) -> tuple[int, int, int, int]:
     text = bus_id.decode() if isinstance(bus_id, bytes) else bus_id
     domain, bus, rest = text.strip().split(":")

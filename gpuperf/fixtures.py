@@ -7,18 +7,22 @@ plugin's own tests drive it with a synthetic measurement source.
 
 from __future__ import annotations
 
+import json
 import re
-from collections.abc import Callable, Sequence
+import subprocess
+import sys
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from typing import Any, Protocol
 
-from gpuperf.check import CaseIdentity, CheckMode, case_record, ratio_record
-from gpuperf.device import GpuContext, query_device
+from gpuperf.check import CaseIdentity, case_record, context_for, ratio_record
+from gpuperf.gate import Context, confirm, needs_confirmation, outcome
+from gpuperf.device import GpuContext, NoGpuError, list_devices, query_device
 from gpuperf.measurement import Measurement
 from gpuperf.metrics import Work
 from gpuperf.peaks import device_peaks
-from gpuperf.records import Record, RunInfo, Status
+from gpuperf.records import Record, RunInfo
 from gpuperf.session import SessionState
 
 _GPU_SEGMENT = re.compile(r"(?<=[\[-])gpu\d+(?:-|(?=\]))")
@@ -31,15 +35,22 @@ def case_id_of(nodeid: str) -> str:
 
 
 def run_info(ctx: GpuContext, flush_modes: Sequence[str]) -> RunInfo:
-    info = ctx.info
+    return run_info_from({**ctx.info.to_dict(), "peaks": ctx.peaks.to_dict()}, flush_modes)
+
+
+def run_info_from(device: Mapping[str, Any], flush_modes: Sequence[str]) -> RunInfo:
+    """The session header from a device description (``DeviceInfo.to_dict()`` plus ``peaks``, as
+    ``python -m gpuperf device --json`` prints it)."""
+    cc = device.get("cc") or (0, 0)
     return RunInfo(
-        gpu_name=info.name, gpu_slug=info.slug, compute_capability=info.compute_capability,
-        driver=info.driver, cuda_runtime=info.cuda_runtime, cublas=info.cublas, cupy=info.cupy,
-        sm_clock_max_mhz=info.sm_clock_max_mhz, mem_clock_mhz=info.mem_clock_mhz,
-        flush_modes=tuple(flush_modes), started=datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        extra={"peaks": ctx.peaks.to_dict(), "sm_count": info.sm_count, "l2_bytes": info.l2_bytes,
-               "bus_width_bits": info.bus_width_bits, "pci_bus_id": info.pci_bus_id,
-               "missing": list(info.missing)},
+        gpu_name=str(device["name"]), gpu_slug=str(device["slug"]), compute_capability=f"{cc[0]}.{cc[1]}",
+        driver=str(device["driver"]), cuda_runtime=str(device["cuda_runtime"]), cublas=str(device["cublas"]),
+        cupy=str(device["cupy"]), sm_clock_max_mhz=device.get("sm_clock_max_mhz"),
+        mem_clock_mhz=device.get("mem_clock_mhz"), flush_modes=tuple(flush_modes),
+        started=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        extra={"peaks": device.get("peaks"), "sm_count": device.get("sm_count"),
+               "l2_bytes": device.get("l2_bytes"), "bus_width_bits": device.get("bus_width_bits"),
+               "pci_bus_id": device.get("pci_bus_id"), "missing": list(device.get("missing") or ())},
     )
 
 
@@ -59,6 +70,24 @@ class GpuPool:
             self.contexts[index] = GpuContext(index=index, device=cupy.cuda.Device(index), info=info, nvml=nvml,
                                               peaks=device_peaks(info))
         return self.contexts[index]
+
+    def devices(self) -> list[tuple[int, str]]:
+        """``[(index, name), …]`` of the CUDA devices, without a context on any of them."""
+        return list_devices()
+
+    def describe(self, index: int, isolated: bool = False) -> dict[str, Any]:
+        """``DeviceInfo.to_dict()`` plus ``peaks`` of device ``index``. ``isolated`` asks a subprocess, so this
+        process never holds a CUDA context on the GPU (an xdist controller, whose workers measure there:
+        NVML would report its context as contention)."""
+        if not isolated:
+            ctx = self.context(index)
+            return {**ctx.info.to_dict(), "peaks": ctx.peaks.to_dict()}
+        out = subprocess.run([sys.executable, "-m", "gpuperf", "device", "--gpu", str(index), "--json"],
+                             capture_output=True, text=True, check=False, timeout=120)
+        if out.returncode != 0:
+            raise NoGpuError(out.stderr.strip().removeprefix("gpuperf: error: ") or f"cannot query GPU {index}")
+        described: dict[str, Any] = json.loads(out.stdout)
+        return described
 
     def flush_buffer(self, ctx: GpuContext) -> Any:
         if ctx.index not in self.flush_buffers:
@@ -85,17 +114,22 @@ class MeasureSource(Protocol):
 
 
 class Measurer:
-    """The ``measure`` fixture: times ``fn(*operands)`` and remembers how, so ``perf`` can confirm."""
+    """The ``measure`` fixture: times ``fn(*operands)`` and remembers how, so ``perf`` can confirm.
 
-    def __init__(self, timer: Any, flush_mode: str) -> None:
+    ``prefer_method`` is the method the test's baseline entry was recorded with: every measurement of the
+    test asks the timer for it, so today's figure is taken the way the recorded one was.
+    """
+
+    def __init__(self, timer: Any, flush_mode: str, prefer_method: str = "") -> None:
         self.timer = timer
         self.flush_mode = flush_mode
+        self.prefer_method = prefer_method
         self._recipes: dict[int, tuple[Measurement, tuple[Any, ...]]] = {}
 
     def __call__(self, fn: Callable[..., Any], work: Work, operands: Sequence[Any] = (), flush: str | None = None,
                  label: str = "") -> Measurement:
         recipe = (fn, work, tuple(operands), flush or self.flush_mode, label)
-        measurement = self.timer.measure(*recipe)
+        measurement = self.timer.measure(*recipe, prefer_method=self.prefer_method)
         self._recipes[id(measurement)] = (measurement, recipe)
         return measurement
 
@@ -121,31 +155,35 @@ class Perf:
     records: list[Record] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     exporter: Callable[[Measurement, Record], None] | None = None  # e.g. pytest-benchmark's JSON
+    version_changes: tuple[str, ...] = ()  # since the baseline was recorded: named in every regression note
     _unnoted: list[Record] = field(default_factory=list)  # the records before notes were applied
 
-    @property
-    def _mode(self) -> CheckMode:
-        return CheckMode(update=self.state.options.update, gpu_slug=self.case.gpu)
+    def _context(self, case: CaseIdentity) -> Context:
+        return context_for(case, self.state.options.update, self.version_changes)
 
     def check(self, measurement: Measurement) -> Record:
+        """Gate one measurement; a regression or a too-noisy result is measured again before it stands."""
         entry = self.state.entry(self.case.gpu, self.case.case_id)
-        gate = self.state.options.gate
-        record = case_record(self.case, measurement, self.peaks, entry, gate, self._mode)
-        if record.status == Status.REGRESSED:
-            retry = case_record(self.case, self.measure.again(measurement), self.peaks, entry, gate, self._mode)
-            first = f"first measurement {record.value:.4g} {record.unit} ({record.delta_pct:+.1f} %)"
-            best = retry if retry.value > record.value else record
-            record = replace(best, note="; ".join(n for n in (best.note, f"re-measured: {first}, "
-                                                              f"second {retry.value:.4g}") if n))
+        gate, context = self.state.options.gate, self._context(self.case)
+        record = case_record(self.case, measurement, self.peaks, entry, gate, context)
+        if needs_confirmation(record):
+            again = case_record(self.case, self.measure.again(measurement), self.peaks, entry, gate, context)
+            record = confirm(record, again)
         record = self._keep(record)
         if self.exporter is not None:
             self.exporter(measurement, record)
         return record
 
     def check_ratio(self, numerator: Measurement, denominator: Measurement, name: str = "vs_cublas") -> Record:
+        """Gate ``numerator ÷ denominator`` as the entry ``<case id>#<name>``, confirmed like ``check``."""
         ratio_case = replace(self.case, case_id=f"{self.case.case_id}#{name}")
         entry = self.state.entry(self.case.gpu, ratio_case.case_id)
-        record = ratio_record(self.case, numerator, denominator, name, entry, self.state.options.gate, self._mode)
+        gate, context = self.state.options.gate, self._context(self.case)
+        record = ratio_record(self.case, numerator, denominator, name, entry, gate, context)
+        if needs_confirmation(record):
+            again = ratio_record(self.case, self.measure.again(numerator), self.measure.again(denominator), name,
+                                 entry, gate, context)
+            record = confirm(record, again)
         return self._keep(record)
 
     def note(self, text: str) -> None:
@@ -164,25 +202,4 @@ class Perf:
 
     def outcome(self) -> tuple[str, str]:
         """``("fail" | "skip" | "pass", message)`` for the test, by the session's policies."""
-        options = self.state.options
-        failing = [r for r in self.records if r.failed]
-        if failing:
-            return "fail", "\n".join(_failure_line(r) for r in failing)
-        unreliable = [r for r in self.records if r.status == Status.UNRELIABLE]
-        if unreliable and options.on_unreliable != "pass":
-            return options.on_unreliable, "\n".join(f"{r.case_id}: {r.note}" for r in unreliable)
-        strict_improved = [r for r in self.records if r.status == Status.IMPROVED and options.gate.strict]
-        if strict_improved:
-            return "fail", "\n".join(f"--strict: {r.case_id}: {r.note}" for r in strict_improved)
-        missing = [r for r in self.records if r.status == Status.NO_BASELINE]
-        if missing and options.missing != "pass":
-            return options.missing, "\n".join(f"{r.case_id}: {r.note}" for r in missing)
-        return "pass", ""
-
-
-def _failure_line(record: Record) -> str:
-    if record.status == Status.REGRESSED:
-        return (f"REGRESSED {record.case_id}: {record.value:.4g} {record.unit} vs baseline "
-                f"{record.baseline:.4g} ({record.delta_pct:+.1f} %, tolerance {100 * (record.tolerance or 0):.1f} %)"
-                f"; {record.note}")
-    return f"{record.status} {record.case_id}: {record.value:.4g} {record.unit}; {record.note}"
+        return outcome(self.records, self.state.options.policy)

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import argparse
 import os
+import tempfile
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -17,13 +19,16 @@ from typing import Any
 import pytest
 
 from gpuperf import report
+from gpuperf.accounting import CollectedTests, SelectedCase, account, merge_collected, stale_entries
 from gpuperf.argtypes import fraction, non_negative_float, positive_float, positive_int
-from gpuperf.baseline import DEFAULT_TOLERANCE, BaselineError, GateConfig, baseline_path, update_baseline
+from gpuperf.baseline import BaselineError, baseline_path, update_baseline
 from gpuperf.check import CaseIdentity
 from gpuperf.device import NoGpuError, device_count
-from gpuperf.fixtures import GpuPool, Measurer, Perf, case_id_of, run_info
+from gpuperf.fixtures import GpuPool, Measurer, Perf, case_id_of, run_info, run_info_from
+from gpuperf.gate import DEFAULT_TOLERANCE, GateConfig, gate_mode_from_env, run_failures
 from gpuperf.pinning import PinningError, nvml_device_count, pin, worker_number
 from gpuperf.records import Record, RunInfo
+from gpuperf.measurement import DEFAULT_MIN_SAMPLE_S
 from gpuperf.session import MISSING_POLICIES, UNRELIABLE_POLICIES, Options, SessionState, baseline_header
 from gpuperf.stats import StoppingRule
 
@@ -31,8 +36,11 @@ STATE = pytest.StashKey[SessionState]()
 POOL = pytest.StashKey[GpuPool]()
 PERF = pytest.StashKey[Perf]()
 PINNED = pytest.StashKey[int]()  # an xdist worker's GPU (its index under --gpu), pinned by CUDA_VISIBLE_DEVICES
+COLLECTED = pytest.StashKey[CollectedTests]()
 RECORD_PROPERTY = "gpuperf_record"
 RUN_PROPERTY = "gpuperf_run"
+CASE_PROPERTY = "gpuperf_case"  # on every selected perf test: its case id and GPU, for the accounting
+COLLECTED_OUTPUT = "gpuperf_collected"  # an xdist worker's CollectedTests, sent to the controller
 FAMILY_MARKERS = ("crosscheck", "custom", "batched", "gemv", "gemm")  # the most specific first
 MARKERS = {
     "gemm": "cuBLAS or custom matrix-matrix products",
@@ -52,9 +60,17 @@ MARKERS = {
 # -- option parsing (validated at start-up, so a bad value fails before any test) --------------------------
 
 def gpu_selection(text: str) -> str:
-    if text == "all" or all(part.strip().isdigit() for part in text.split(",")):
+    if text == "all":
         return text
-    raise argparse.ArgumentTypeError(f"--gpu {text!r}: use an index (0), a list (0,1) or 'all'")
+    parts = [part.strip() for part in text.split(",")]
+    if not parts or not all(part.isdigit() for part in parts):
+        raise argparse.ArgumentTypeError(f"--gpu {text!r}: use an index (0), a list (0,1) or 'all'")
+    indices = [int(part) for part in parts]
+    twice = sorted({index for index in indices if indices.count(index) > 1})
+    if twice:
+        raise argparse.ArgumentTypeError(f"--gpu {text!r} names GPU {', '.join(map(str, twice))} more than once: "
+                                         "name each device once")
+    return ",".join(map(str, indices))
 
 
 def flush_modes(text: str) -> tuple[str, ...]:
@@ -73,17 +89,24 @@ def add_options(addoption: Callable[..., Any]) -> None:
               help="allowed slowdown as a fraction (default 0.04); effective = max(this, k × noise)")
     addoption("--noise-k", type=non_negative_float, default=2.0,
               help="k in max(tolerance, k × recorded relative IQR) (default 2)")
+    addoption("--max-tolerance", type=fraction, default=None,
+              help="cap on the effective tolerance, whatever the recorded noise (default twice --tolerance)")
+    addoption("--gate", action="store_true",
+              help="gate mode (also on when $CI is set): every selected baselined case must be measured, a "
+                   "missing baseline or a stale entry fails the run")
+    addoption("--allow-stale", action="store_true",
+              help="in gate mode, list baseline entries whose test no longer exists without failing the run")
     addoption("--strict-baselines", action="store_true",
               help="fail cases that improved beyond tolerance, so stale baselines get refreshed")
     addoption("--no-flush", action="store_true", help="hot measurements: no L2 flush (same as --flush-modes hot)")
     addoption("--flush-modes", type=flush_modes, default=None,
               help="comma list of cold,hot; each perf test runs once per mode (default cold)")
     addoption("--missing-baseline", choices=MISSING_POLICIES, default=None,
-              help="a case with no baseline entry: skip (local default), fail (default when $CI is set) or pass")
+              help="a case with no baseline entry: skip (local default), fail (default in gate mode) or pass")
     addoption("--on-unreliable", choices=UNRELIABLE_POLICIES, default="skip",
               help="a case measured while throttled or shared: skip (default), fail or pass")
     addoption("--fail-on-version-change", action="store_true",
-              help="stop if the driver, CUDA or cuBLAS version differs from the baseline header")
+              help="stop before measuring if the driver, CUDA or cuBLAS version differs from the baseline header")
     addoption("--gpu", type=gpu_selection, default="0",
               help="GPU index, comma list or 'all' (one case per device); with -n, workers are pinned round-robin")
     addoption("--baseline-dir", default=None, help="directory of <gpu-slug>.yaml files (default <rootdir>/baselines)")
@@ -95,6 +118,9 @@ def add_options(addoption: Callable[..., Any]) -> None:
               help="timed GPU seconds per case at least (default 0.2)")
     addoption("--noise-target", type=positive_float, default=0.005,
               help="stop once the median's relative 95%% interval half-width is below this (default 0.005)")
+    addoption("--min-sample-time", type=positive_float, default=None,
+              help="seconds of GPU time in one sample of a short cold call, timed several calls at a time over "
+                   f"rotated operand copies (default {DEFAULT_MIN_SAMPLE_S:g})")
     addoption("--case-timeout", type=positive_float, default=3.0, help="wall seconds of sampling per case at most")
     addoption("--warmup", type=positive_int, default=3, help="warm-up calls at least (default 3)")
     addoption("--warmup-time", type=non_negative_float, default=0.05, help="warm-up seconds at least (default 0.05)")
@@ -108,24 +134,62 @@ def _options(config: pytest.Config) -> Options:
     get = config.getoption
     root = Path(config.rootpath)
     modes = ("hot",) if get("--no-flush") else (get("--flush-modes") or ("cold",))
-    missing = get("--missing-baseline") or ("fail" if os.environ.get("CI", "").lower() in ("1", "true", "yes")
-                                             else "skip")
+    gate_mode = bool(get("--gate")) or gate_mode_from_env(os.environ.get("CI"))
+    missing = get("--missing-baseline") or ("fail" if gate_mode else "skip")
     results = get("--results-dir")
     try:
         rule = StoppingRule(min_samples=max(3, get("--min-samples")), min_time_s=get("--min-time"),
                             noise_target=get("--noise-target"), timeout_s=get("--case-timeout"))
+        tolerance = get("--tolerance")
+        gate = GateConfig(tolerance=DEFAULT_TOLERANCE if tolerance is None else tolerance, noise_k=get("--noise-k"),
+                          max_tolerance=get("--max-tolerance"), strict=get("--strict-baselines"))
     except ValueError as exc:
-        raise pytest.UsageError(f"gpuperf sampling options: {exc}") from exc
-    tolerance = get("--tolerance")
+        raise pytest.UsageError(f"gpuperf options: {exc}") from exc
     return Options(
-        gate=GateConfig(tolerance=DEFAULT_TOLERANCE if tolerance is None else tolerance, noise_k=get("--noise-k"),
-                        strict=get("--strict-baselines")),
-        rule=rule, update=get("--update-baselines"), missing=missing, on_unreliable=get("--on-unreliable"),
+        gate=gate, rule=rule, update=get("--update-baselines"), missing=missing, on_unreliable=get("--on-unreliable"),
         baseline_dir=Path(get("--baseline-dir") or root / "baselines"), flush_modes=modes, gpus=get("--gpu"),
         warmup_calls=get("--warmup"), warmup_time_s=get("--warmup-time"),
+        min_sample_s=get("--min-sample-time") or DEFAULT_MIN_SAMPLE_S,
         results_dir=None if results == "none" else Path(results or root / "results"),
-        fail_on_version_change=get("--fail-on-version-change"),
+        fail_on_version_change=get("--fail-on-version-change"), gate_mode=gate_mode,
+        allow_stale=get("--allow-stale"),
     )
+
+
+def _check_results_dir(directory: Path | None) -> None:
+    """``--results-dir`` must be writable at start-up, not found unwritable after the whole run."""
+    if directory is None:
+        return
+    existing = directory
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    problem = ""
+    if not existing.is_dir():
+        problem = f"{existing} is not a directory"
+    else:
+        try:
+            with tempfile.TemporaryFile(dir=existing):
+                pass
+        except OSError as exc:
+            problem = f"{existing} is not writable ({exc.strerror or exc})"
+    if problem:
+        raise pytest.UsageError(f"gpuperf: --results-dir {directory}: {problem}; choose a writable directory, "
+                                "or --results-dir none to write no results files")
+
+
+def _check_gpu_selection(spec: str, pool: Any) -> None:
+    """``--gpu`` must name devices that exist; checked at start-up against what CUDA reports."""
+    if spec == "all":
+        return
+    try:
+        devices = pool.devices()
+    except NoGpuError:
+        return  # no GPU at all: every GPU test skips with that reason (and gate mode fails the run)
+    absent = [index for index in map(int, spec.split(",")) if index >= len(devices)]
+    if absent:
+        found = ", ".join(f"{index}: {name}" for index, name in devices)
+        raise pytest.UsageError(f"gpuperf: --gpu {spec}: no GPU {', '.join(map(str, absent))} on this machine; it "
+                                f"has {len(devices)} ({found}): use --gpu 0..{len(devices) - 1} or --gpu all")
 
 
 def _is_worker(config: pytest.Config) -> bool:
@@ -141,6 +205,8 @@ def pytest_configure(config: pytest.Config) -> None:
     workerinput = getattr(config, "workerinput", None)
     if workerinput is not None:
         _pin_worker(config, str(workerinput["workerid"]))
+    elif not getattr(config.option, "help", False) and not config.option.collectonly:
+        _check_results_dir(config.stash[STATE].options.results_dir)
 
 
 def _pin_worker(config: pytest.Config, workerid: str) -> None:
@@ -265,11 +331,14 @@ def measure(request: pytest.FixtureRequest, gpu: Any, stream: Any, flush_mode: s
     """``measure(fn, work, operands=(), flush=None, label="")`` → ``Measurement`` (see timing.py)."""
     from gpuperf.timing import SamplingConfig, Timer
 
-    options = request.config.stash[STATE].options
+    state = request.config.stash[STATE]
+    options = state.options
     config = SamplingConfig(rule=options.rule, warmup_calls=options.warmup_calls,
-                            warmup_time_s=options.warmup_time_s)
+                            warmup_time_s=options.warmup_time_s, min_sample_s=options.min_sample_s)
     flush_buffer = request.config.stash[POOL].flush_buffer(gpu)
-    return Measurer(Timer(gpu.info.l2_bytes, flush_buffer, gpu.nvml, config), flush_mode)
+    entry = None if options.update else state.entry(gpu.info.slug, case_id_of(request.node.nodeid))
+    return Measurer(Timer(gpu.info.l2_bytes, flush_buffer, gpu.nvml, config), flush_mode,
+                    prefer_method=entry.method if entry else "")
 
 
 def _family(item: pytest.Item) -> str:
@@ -295,8 +364,10 @@ def perf(request: pytest.FixtureRequest, gpu: Any, measure: Any) -> Perf:
     except BaselineError as exc:
         pytest.exit(f"gpuperf: {exc}", returncode=pytest.ExitCode.USAGE_ERROR)
     run = run_info(gpu, state.options.flush_modes)
+    run = replace(run, extra={**run.extra, "baseline_versions": state.baseline_versions(run.gpu_slug)})
     checker = Perf(state=state, case=case, peaks=gpu.peaks, measure=measure, run=run,
-                   exporter=_benchmark_exporter(request))
+                   exporter=_benchmark_exporter(request),
+                   version_changes=state.version_changes(run.gpu_slug, run.versions))
     item.stash[PERF] = checker
     return checker
 
@@ -345,6 +416,54 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     return report
 
 
+def _skip_reason(report: pytest.TestReport) -> str:
+    longrepr = report.longrepr
+    if isinstance(longrepr, tuple) and len(longrepr) == 3:
+        return str(longrepr[2]).removeprefix("Skipped: ")
+    return str(longrepr or "skipped")
+
+
+def _problem(report: pytest.TestReport) -> str:
+    """Why a test did not run to its verdict, in one line ("" when it did)."""
+    if report.skipped:
+        return f"skipped: {_skip_reason(report)}"
+    if report.failed:
+        first = next((line for line in report.longreprtext.splitlines() if line.strip()), "")
+        phase = "test failed" if report.when == "call" else f"error in {report.when}"
+        return f"{phase}: {first.strip()[:200]}"
+    return ""
+
+
+def _partly_collected(config: pytest.Config) -> set[str]:
+    """Test files named with a node id (``file.py::test``) on the command line: only part of them was collected."""
+    partial = set()
+    for arg in config.args:
+        if "::" in arg:
+            path = (config.invocation_params.dir / arg.split("::", 1)[0]).resolve()
+            try:
+                partial.add(path.relative_to(config.rootpath).as_posix())
+            except ValueError:
+                continue
+    return partial
+
+
+def _is_xdist_controller(config: pytest.Config) -> bool:
+    return config.pluginmanager.get_plugin("dsession") is not None
+
+
+def _describe_devices(config: pytest.Config, indices: Sequence[int]) -> dict[int, dict[str, Any] | str]:
+    """Each selected GPU's description, or why there is none (the run goes on and reports its cases as not
+    measured)."""
+    pool = config.stash[POOL]
+    described: dict[int, dict[str, Any] | str] = {}
+    for index in indices:
+        try:
+            described[index] = pool.describe(index, isolated=_is_xdist_controller(config))
+        except Exception as exc:  # NoGpuError, or a CUDA or NVML failure, already naming its cause
+            described[index] = str(exc) if isinstance(exc, NoGpuError) else f"{type(exc).__name__}: {exc}"
+    return described
+
+
 class SessionHooks:
     """The run-wide hooks, registered once per session with the state they append to and report from."""
 
@@ -352,9 +471,103 @@ class SessionHooks:
         self.config = config
         self.state = config.stash[STATE]
         self.results_dir: Path | None = None
+        self.started = False
+        self.collected: list[CollectedTests] = []
+        self.skipped_files: dict[str, str] = {}
+        self.failures: list[str] = []
+
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        if not _is_worker(self.config) and not self.config.option.collectonly:
+            _check_gpu_selection(self.state.options.gpus, self.config.stash[POOL])
+
+    # -- collection: what exists (before -k/-m) and what is selected --------------------------------------
+
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        """A perf test file skipped at collection (no CuPy, say) measures nothing: remember why."""
+        if report.skipped and report.nodeid.endswith(".py") and self._in_suite(report.nodeid):
+            self.skipped_files[report.nodeid] = _skip_reason(report)  # type: ignore[arg-type]
+
+    def _in_suite(self, nodeid: str) -> bool:
+        suites = [str(path).rstrip("/") + "/" for path in self.config.getini("testpaths")]
+        return any(nodeid.startswith(suite) for suite in suites)
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]) -> None:
+        """Every collected case id, before -k, -m and slow deselect any: what exists, for stale entries."""
+        config.stash[COLLECTED] = CollectedTests(
+            case_ids=frozenset(case_id_of(item.nodeid) for item in items),
+            whole_files=frozenset(item.nodeid.split("::", 1)[0] for item in items) - _partly_collected(config),
+            flush_modes=self.state.options.flush_modes,
+            skipped_files=dict(self.skipped_files))
+
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        """Tag the selected perf tests for the accounting, then print the device header (and any version change)
+        before the first measurement."""
+        perf_items = [item for item in session.items if "perf" in getattr(item, "fixturenames", ())]
+        for item in perf_items:
+            item.user_properties.append((CASE_PROPERTY, {"case_id": case_id_of(item.nodeid),
+                                                         "gpu_index": self._gpu_of(item)}))
+        if perf_items and not _is_worker(self.config):
+            self._start(sorted({self._gpu_of(item) for item in perf_items}))
+
+    def _gpu_of(self, item: pytest.Item) -> int:
+        callspec = getattr(item, "callspec", None)
+        if callspec is not None and "gpu_index" in callspec.params:
+            return int(callspec.params["gpu_index"])
+        if PINNED in self.config.stash:
+            return self.config.stash[PINNED]
+        try:
+            return _selected_gpus(self.state.options.gpus)[0]
+        except NoGpuError:
+            return 0
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
+        """xdist controller: the workers have collected; announce the devices before they measure."""
+        if ids and not self.started:
+            try:
+                indices = _selected_gpus(self.state.options.gpus)
+            except NoGpuError as exc:
+                self.state.unavailable[0] = str(exc)
+                return
+            self._start(indices)
+
+    def _start(self, indices: Sequence[int]) -> None:
+        self.started = True
+        state = self.state
+        writer = self.config.pluginmanager.get_plugin("terminalreporter")
+        changed = []
+        for index, described in _describe_devices(self.config, indices).items():
+            if isinstance(described, str):
+                state.unavailable[index] = described
+                continue
+            run = run_info_from(described, state.options.flush_modes)
+            state.devices[index] = run
+            try:
+                baseline = state.baseline_for(run.gpu_slug)
+            except BaselineError as exc:
+                pytest.exit(f"gpuperf: {exc}", returncode=pytest.ExitCode.USAGE_ERROR)
+            lines = report.header_lines(run)
+            changes = state.version_changes(run.gpu_slug, run.versions)
+            if changes and baseline is not None:
+                changed.append(f"GPU {index} ({run.gpu_slug})")
+                lines += report.version_banner(baseline.path, changes)
+            if writer is not None:
+                for line in lines:
+                    writer.write_line(line)
+        if changed and state.options.fail_on_version_change:
+            pytest.exit(f"gpuperf: --fail-on-version-change: {', '.join(changed)} runs other versions than its "
+                        "baseline (banner above); stopped before measuring", returncode=pytest.ExitCode.TESTS_FAILED)
+
+    # -- running --------------------------------------------------------------------------------------------
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        """Collect records from every test report (on the controller, from xdist workers too)."""
+        """Collect records from every test report (on the controller, from xdist workers too), and what each
+        selected perf test's phases said, for the accounting."""
+        case = next((value for name, value in report.user_properties if name == CASE_PROPERTY), None)
+        if case is not None:
+            self.state.observe(SelectedCase(report.nodeid, case["case_id"], int(case["gpu_index"]),
+                                            _problem(report)))
         if report.when != "call":
             return
         run = next((RunInfo.from_dict(value) for name, value in report.user_properties if name == RUN_PROPERTY),
@@ -363,10 +576,27 @@ class SessionHooks:
             if name == RECORD_PROPERTY:
                 self.state.add(Record.from_dict(value), run, test_failed=report.failed)
 
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node: Any, error: Any) -> None:
+        """xdist controller: a worker's view of what exists, for stale entries."""
+        data = getattr(node, "workeroutput", {}).get(COLLECTED_OUTPUT)
+        if data:
+            self.collected.append(CollectedTests(
+                case_ids=frozenset(data["case_ids"]), whole_files=frozenset(data["whole_files"]),
+                flush_modes=tuple(data["flush_modes"]), skipped_files=dict(data["skipped_files"])))
+
+    # -- the end --------------------------------------------------------------------------------------------
+
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        """Controller only: write the baseline updates and the results files."""
+        """Controller: write the baseline updates and the results files, account for the evidence and, in gate
+        mode, fail a run that lacks any. A worker hands its collection to the controller."""
         if _is_worker(self.config):
+            collected = self.config.stash.get(COLLECTED, None)
+            if collected is not None:
+                self.config.workeroutput[COLLECTED_OUTPUT] = {  # type: ignore[attr-defined]
+                    "case_ids": sorted(collected.case_ids), "whole_files": sorted(collected.whole_files),
+                    "flush_modes": list(collected.flush_modes), "skipped_files": collected.skipped_files}
             return
         state = self.state
         if state.options.update:
@@ -375,25 +605,56 @@ class SessionHooks:
                 header = baseline_header(state.run_infos[gpu_slug], state.records, recorded)
                 path = baseline_path(state.options.baseline_dir, gpu_slug)
                 state.changes[str(path)] = update_baseline(path, header, entries)
+        self._account()
         if state.records and state.options.results_dir is not None and state.run_infos:
             from gpuperf import results
 
             directory = results.timestamped_dir(state.options.results_dir)
             run = next(iter(state.run_infos.values()))
             self.results_dir = results.write_run(directory, run, state.records).directory
+        if self.failures and session.exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+    def _account(self) -> None:
+        state = self.state
+        own = self.config.stash.get(COLLECTED, None)
+        collected = merge_collected([*self.collected, *([own] if own is not None else [])])
+        skipped = {**collected.skipped_files, **self.skipped_files}
+        slugs = {index: run.gpu_slug for index, run in state.devices.items()}
+        try:
+            baselines = {slug: state.baseline_for(slug) for slug in set(slugs.values())}
+        except BaselineError:
+            return  # the run already stopped on it, naming the file and the fix
+        state.accounts = account(list(state.selected.values()), state.records, slugs, baselines, state.unavailable)
+        state.stale = sorted({key for baseline in baselines.values() if baseline is not None
+                              for key in stale_entries(baseline, collected)})
+        by_reason: dict[str, list[str]] = {}
+        for path, reason in sorted(skipped.items()):
+            by_reason.setdefault(reason, []).append(path)
+        no_gpu = "; ".join(f"{', '.join(paths)} collected nothing: {reason}" for reason, paths in by_reason.items())
+        if not state.accounts and not no_gpu and state.unavailable:
+            no_gpu = "; ".join(f"GPU {index}: {why}" for index, why in sorted(state.unavailable.items()))
+        self.failures = run_failures(state.accounts, state.stale, state.options.gate_mode, state.options.allow_stale,
+                                     no_gpu)
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        if _is_worker(self.config) or not self.state.records:
+        if _is_worker(self.config):
             return
         state = self.state
-        terminalreporter.section("gpuperf")
-        for run in state.run_infos.values():
-            for line in report.header_lines(run):
-                terminalreporter.write_line(line)
-        terminalreporter.write_line(report.format_table(state.records))
-        terminalreporter.write_line(f"gpuperf: {len(state.records)} cases: {report.status_counts(state.records)}")
+        lines = []
+        if state.records:
+            lines += [report.format_table(state.records),
+                      f"gpuperf: {len(state.records)} cases: {report.status_counts(state.records)}"]
+        lines += report.accounting_lines(state.accounts, state.stale, state.options.gate_mode)
         for path, changes in state.changes.items():
-            terminalreporter.write_line(f"gpuperf: updated {path} (old → new):")
-            terminalreporter.write_line(report.format_changes(changes))
+            lines += [f"gpuperf: updated {path} (old → new):", report.format_changes(changes)]
         if self.results_dir is not None:
-            terminalreporter.write_line(f"gpuperf: results in {self.results_dir}")
+            lines.append(f"gpuperf: results in {self.results_dir}")
+        if self.failures:
+            lines += [f"gpuperf: GATE FAILED: {reason}" for reason in self.failures]
+        if not lines:
+            return
+        terminalreporter.section("gpuperf")
+        header = [line for run in state.run_infos.values() for line in report.header_lines(run)]
+        for line in header + lines:
+            terminalreporter.write_line(line)

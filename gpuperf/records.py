@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
+from gpuperf.baseline import VERSION_KEYS
+
 
 class Status:
     """The outcome of one case. A string constant set, so records stay plain data."""
@@ -20,9 +22,11 @@ class Status:
     NO_BASELINE = "NO_BASELINE"
     UNRELIABLE = "UNRELIABLE"  # measured while throttled or shared: neither passed nor failed
     UPDATED = "UPDATED"  # --update-baselines recorded it
-    NOT_RECORDED = "NOT_RECORDED"  # --update-baselines measured it, but its test failed: left out
+    NOT_RECORDED = "NOT_RECORDED"  # --update-baselines measured it, but did not record it (the note says why)
+    NOT_COMPARABLE = "NOT_COMPARABLE"  # measured, but not as its baseline was (another metric or method)
+    ERROR = "ERROR"  # the figure is not a positive finite number: no verdict is possible
 
-    FAILING = frozenset({REGRESSED, ANOMALY})
+    FAILING = frozenset({REGRESSED, ANOMALY, ERROR})
 
 
 @dataclass(frozen=True)
@@ -106,6 +110,11 @@ class RunInfo:
         data = asdict(self)
         data["flush_modes"] = list(self.flush_modes)
         return data
+
+    @property
+    def versions(self) -> dict[str, str]:
+        """The versions a baseline header records and a run is compared on (``baseline.VERSION_KEYS``)."""
+        return {key: str(getattr(self, key)) for key in VERSION_KEYS}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RunInfo:

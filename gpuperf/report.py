@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 
+from gpuperf.accounting import GpuAccount
 from gpuperf.baseline import Change
-from gpuperf.records import Record, RunInfo, Status
-
-#: Display order of statuses: what needs attention first.
-STATUS_ORDER = (Status.REGRESSED, Status.ANOMALY, Status.UNRELIABLE, Status.NOT_RECORDED, Status.NO_BASELINE,
-                Status.IMPROVED, Status.UPDATED, Status.PASS)
+from gpuperf.gate import STATUS_ORDER, status_rank
+from gpuperf.records import Record, RunInfo
 TABLE_COLUMNS = ("case", "metric", "measured", "spread", "baseline", "Δ %", "% peak", "status", "note")
 
 
@@ -55,8 +54,7 @@ def _row(record: Record) -> tuple[str, ...]:
 
 def format_table(records: Sequence[Record], max_note: int = 100) -> str:
     """One aligned table, problems first, then by case id."""
-    rank = {status: index for index, status in enumerate(STATUS_ORDER)}
-    ordered = sorted(records, key=lambda r: (rank.get(r.status, len(rank)), r.case_id))
+    ordered = sorted(records, key=lambda r: (status_rank(r.status), r.case_id))
     rows = [TABLE_COLUMNS] + [_row(r)[:-1] + (_clip(r.note, max_note),) for r in ordered]
     widths = [max(len(row[i]) for row in rows) for i in range(len(TABLE_COLUMNS) - 1)]
     lines = []
@@ -88,3 +86,27 @@ def format_changes(changes: Sequence[Change]) -> str:
     widths = [max(len(row[i]) for row in rows) for i in range(5)]
     return "\n".join("  ".join(cell.ljust(widths[i]) if i == 0 else cell.rjust(widths[i])
                                for i, cell in enumerate(row)).rstrip() for row in rows)
+
+
+def version_banner(baseline: Path, changes: Sequence[str]) -> list[str]:
+    """The start-of-run warning that the software under the GPU changed since its baseline was recorded."""
+    return [
+        f"gpuperf: VERSION CHANGE since {baseline} was recorded: {'; '.join(changes)}",
+        "gpuperf:   figures may move for that reason alone; review, then re-record: "
+        "pytest perf_tests --update-baselines (--fail-on-version-change stops such a run)",
+    ]
+
+
+def accounting_lines(accounts: Sequence[GpuAccount], stale: Sequence[str], gate_mode: bool,
+                     max_reason: int = 160) -> list[str]:
+    """Per GPU ``N of M baselined cases measured``, each NOT MEASURED case with its reason, stale entries."""
+    lines = [f"gpuperf: {account.summary()}" for account in accounts]
+    for account in accounts:
+        for unmeasured in account.not_measured:
+            lines.append(f"gpuperf: NOT MEASURED {unmeasured.key}: {_clip(unmeasured.reason, max_reason)}")
+    if stale:
+        effect = "fails the gate (--allow-stale to accept)" if gate_mode else "a warning here, a failure in gate mode"
+        lines.append(f"gpuperf: {len(stale)} stale baseline entr{'y' if len(stale) == 1 else 'ies'}, no test "
+                     f"produces them any more ({effect}); re-record to drop them:")
+        lines += [f"gpuperf:   {key}" for key in stale]
+    return lines

@@ -23,6 +23,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from gpuperf.gate import FLAGGED, STATUS_ORDER, status_rank
 from gpuperf.records import Record, RunInfo, Status
 
 RESULTS_JSON = "results.json"
@@ -34,17 +35,10 @@ SCHEMA = 1
 #: GitHub rejects a step summary above 1 MiB; past this the per-family tables are left to the artifact.
 STEP_SUMMARY_LIMIT = 1_000_000
 
-#: Order in which statuses are counted and flagged cases listed: the ones that need a person first.
-STATUS_ORDER: tuple[str, ...] = (
-    Status.REGRESSED, Status.ANOMALY, Status.UNRELIABLE, Status.NO_BASELINE, Status.IMPROVED,
-    Status.UPDATED, Status.PASS,
-)
-#: Statuses that do not fail the job but deserve a look (listed after the failures).
-FLAGGED: frozenset[str] = frozenset({Status.UNRELIABLE, Status.NO_BASELINE, Status.IMPROVED})
-
 _ICONS = {
-    Status.PASS: "✅", Status.IMPROVED: "⬆️", Status.REGRESSED: "❌", Status.ANOMALY: "❌",
-    Status.NO_BASELINE: "❔", Status.UNRELIABLE: "⚠️", Status.UPDATED: "📝",
+    Status.PASS: "✅", Status.IMPROVED: "⬆️", Status.REGRESSED: "❌", Status.ANOMALY: "❌", Status.ERROR: "❌",
+    Status.NO_BASELINE: "❔", Status.UNRELIABLE: "⚠️", Status.NOT_COMPARABLE: "⚠️", Status.NOT_RECORDED: "⚠️",
+    Status.UPDATED: "📝",
 }
 
 
@@ -276,8 +270,7 @@ def _counts_line(records: Sequence[Record]) -> str:
 
 
 def _by_status(records: Sequence[Record]) -> list[Record]:
-    rank = {status: i for i, status in enumerate(STATUS_ORDER)}
-    return sorted(records, key=lambda r: (rank.get(r.status, len(rank)), r.case_id))
+    return sorted(records, key=lambda r: (status_rank(r.status), r.case_id))
 
 
 TABLE_COLUMNS = ("case", "metric", "measured", "baseline", "Δ %", "% of peak", "status", "note")

@@ -6,8 +6,12 @@ from collections import defaultdict
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from gpuperf.baseline import BaselineFile, Change, Entry, GateConfig, baseline_path, check_gpu, load_baseline
+from gpuperf.baseline import (VERSION_KEYS, BaselineFile, Change, Entry, baseline_path, check_gpu, load_baseline,
+                              version_changes)
+from gpuperf.gate import GateConfig, Policy
+from gpuperf.accounting import GpuAccount, SelectedCase
 from gpuperf.check import entry_from_record
+from gpuperf.measurement import DEFAULT_MIN_SAMPLE_S
 from gpuperf.records import Record, RunInfo, Status
 from gpuperf.stats import StoppingRule
 
@@ -27,8 +31,15 @@ class Options:
     gpus: str = "0"
     warmup_calls: int = 3
     warmup_time_s: float = 0.05
+    min_sample_s: float = DEFAULT_MIN_SAMPLE_S
     results_dir: Path | None = Path("results")
     fail_on_version_change: bool = False
+    gate_mode: bool = False  # --gate or $CI: every baselined case must be measured, stale entries fail
+    allow_stale: bool = False
+
+    @property
+    def policy(self) -> Policy:
+        return Policy(on_unreliable=self.on_unreliable, missing=self.missing, strict=self.gate.strict)
 
 
 @dataclass
@@ -37,6 +48,11 @@ class SessionState:
     records: list[Record] = field(default_factory=list)
     run_infos: dict[str, RunInfo] = field(default_factory=dict)
     changes: dict[str, list[Change]] = field(default_factory=dict)
+    devices: dict[int, RunInfo] = field(default_factory=dict)  # GPU index → identity, from the start-up query
+    unavailable: dict[int, str] = field(default_factory=dict)  # GPU index → why it could not be queried
+    selected: dict[str, SelectedCase] = field(default_factory=dict)  # node id → the selected perf test
+    accounts: list[GpuAccount] = field(default_factory=list)
+    stale: list[str] = field(default_factory=list)
     _baselines: dict[str, BaselineFile | None] = field(default_factory=dict)
 
     def baseline_for(self, gpu_slug: str) -> BaselineFile | None:
@@ -47,6 +63,17 @@ class SessionState:
                 check_gpu(loaded, gpu_slug)
             self._baselines[gpu_slug] = loaded
         return self._baselines[gpu_slug]
+
+    def version_changes(self, gpu_slug: str, versions: dict[str, str]) -> tuple[str, ...]:
+        """``("driver 570.86.15 → 580.159.04", …)`` between this GPU model's baseline header and ``versions``."""
+        baseline = self.baseline_for(gpu_slug)
+        return tuple(version_changes(baseline.header, versions)) if baseline else ()
+
+    def baseline_versions(self, gpu_slug: str) -> dict[str, str]:
+        """The versions the baseline of this GPU model was recorded with (for the results files)."""
+        baseline = self.baseline_for(gpu_slug)
+        header = baseline.header if baseline else {}
+        return {key: str(header[key]) for key in VERSION_KEYS if key in header}
 
     def entry(self, gpu_slug: str, case_id: str) -> Entry | None:
         baseline = self.baseline_for(gpu_slug)
@@ -61,6 +88,12 @@ class SessionState:
         self.records.append(record)
         if run is not None:
             self.run_infos.setdefault(run.gpu_slug, run)
+
+    def observe(self, case: SelectedCase) -> None:
+        """What one phase of a selected perf test said; the first problem (skip, error) is kept."""
+        known = self.selected.get(case.nodeid)
+        if known is None or (not known.problem and case.problem):
+            self.selected[case.nodeid] = case
 
     def updates(self) -> dict[str, dict[str, Entry]]:
         """Per GPU slug, the entries ``--update-baselines`` writes: every UPDATED record of this run."""

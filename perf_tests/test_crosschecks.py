@@ -10,9 +10,8 @@ They never call ``perf.check``: an anomaly is their expected outcome, not a fail
 
 from __future__ import annotations
 
-import contextlib
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -79,14 +78,17 @@ def _sgemv(handle: int) -> GemmFn:
     return lambda a, x, y: cublas.gemv(handle, a, x, y, dtype="fp32")
 
 
-@contextlib.contextmanager
-def _math_mode(handle: int, mode: str | None) -> Iterator[None]:
-    """The handle's math mode for the block (restored after), or the handle as it is when ``mode`` is None."""
+def _in_mode(handle: int, mode: str | None, fn: GemmFn) -> GemmFn:
+    """``fn`` under the handle's math mode on every call (restored after), so a re-measurement (``perf``
+    confirms a suspected regression after the test body, outside any block) runs it the same way."""
     if mode is None:
-        yield
-        return
-    with cublas.math_mode(handle, mode):
-        yield
+        return fn
+
+    def call(a: Any, b: Any, c: Any) -> None:
+        with cublas.math_mode(handle, mode):
+            fn(a, b, c)
+
+    return call
 
 
 def _shown(measurement: Measurement) -> str:
@@ -116,9 +118,8 @@ def test_tf32_faster_than_fp32(shape: GemmShape, way: str, cublas_handle: int, r
     a, b, c = _gemm_operands(rng, shape)
     fp32 = measure(_gemm(cublas_handle, "fp32"), gemm_work(shape.m, shape.n, shape.k, "fp32"),
                    operands=(a, b, c), label="sgemm")
-    with _math_mode(cublas_handle, mode):
-        tf32 = measure(_gemm(cublas_handle, dtype), gemm_work(shape.m, shape.n, shape.k, "tf32"),
-                       operands=(a, b, c), label=how)
+    tf32 = measure(_in_mode(cublas_handle, mode, _gemm(cublas_handle, dtype)),
+                   gemm_work(shape.m, shape.n, shape.k, "tf32"), operands=(a, b, c), label=how)
     found = anomaly.tf32_inactive(fp32.value, tf32.value, how)
     perf.check_ratio(tf32, fp32, name="tf32_over_fp32")
     perf.note(f"FP32 sgemm {_shown(fp32)}; TF32 via {how} {_shown(tf32)}: {tf32.value / fp32.value:.2f}× "
@@ -244,8 +245,8 @@ def test_trigger_tf32_inactive(mistake: str, cublas_handle: int, rng: np.random.
                    operands=(a, b, c), label="sgemm")
     call, how = ((_gemm(cublas_handle, "fp32"), "sgemm, math mode never set") if mistake == "no-mathmode"
                  else (_gemm_ex(cublas_handle, "32F"), "gemmEx with COMPUTE_32F"))
-    with _math_mode(cublas_handle, "default"):
-        fake = measure(call, gemm_work(shape.m, shape.n, shape.k, "tf32"), operands=(a, b, c), label=how)
+    fake = measure(_in_mode(cublas_handle, "default", call), gemm_work(shape.m, shape.n, shape.k, "tf32"),
+                   operands=(a, b, c), label=how)
     found = anomaly.tf32_inactive(fp32.value, fake.value, how)
     summary = f"FP32 {_shown(fp32)}; 'TF32' via {how} {_shown(fake)}"
     perf.note(summary)

@@ -1,8 +1,7 @@
 """``gpuperf.baseline``: the per-GPU YAML store (SPEC "Baselines", "Bad input and reliability").
 
 Schema errors must name the file and the entry; damage (truncation, duplicate keys, non-UTF-8 bytes, an edited
-figure, a unit that does not match its metric) must be refused naming the fix; compare must apply
-``max(tolerance, k × noise)``; updates must touch only the given cases, stay ordered and deterministic, seal
+figure, a unit that does not match its metric) must be refused naming the fix; updates must touch only the given cases, stay ordered and deterministic, seal
 the file, survive a crash mid-write with the old file byte-identical, and lose nothing under concurrent
 writers.
 """
@@ -24,12 +23,9 @@ from gpuperf.baseline import (
     BaselineError,
     BaselineFile,
     Entry,
-    GateConfig,
     baseline_path,
     check_gpu,
-    compare,
     dump_baseline,
-    effective_tolerance,
     entries_digest,
     load_baseline,
     parse_baseline,
@@ -435,55 +431,6 @@ def test_version_changes_ignores_fields_not_in_both_and_other_keys() -> None:
     assert version_changes({"driver": "1"}, {"cuda_runtime": "2"}) == []
     assert version_changes(HEADER, {**HEADER, "cupy": "99", "recorded": "later"}) == []
     assert version_changes({"cuda_runtime": 13.0}, {"cuda_runtime": "13.0"}) == []  # compared as text
-
-
-# -- compare and the effective tolerance ------------------------------------------------------------------
-
-
-def test_effective_tolerance_is_max_of_tolerance_and_k_noise() -> None:
-    config = GateConfig(tolerance=0.03, noise_k=2.0)
-    assert effective_tolerance(entry(50, spread=0.005), config) == 0.03  # 2 × 0.5 % < 3 %
-    assert effective_tolerance(entry(50, spread=0.04), config) == pytest.approx(0.08)
-    assert effective_tolerance(entry(50, spread=0.005), config, measured_spread=0.025) == pytest.approx(0.05)
-
-
-def test_per_entry_tolerance_wins_over_configured() -> None:
-    config = GateConfig(tolerance=0.03, noise_k=2.0)
-    assert effective_tolerance(entry(50, spread=0.0, tolerance=0.10), config) == 0.10
-    assert effective_tolerance(entry(50, spread=0.0, tolerance=0.01), config) == 0.01  # tighter, too
-    assert effective_tolerance(entry(50, spread=0.02, tolerance=0.01), config) == pytest.approx(0.04)
-
-
-def test_compare_verdicts_and_delta() -> None:
-    config = GateConfig(tolerance=0.05, noise_k=0.0)
-    e = entry(100.0)
-    assert compare(90.0, e, config).verdict == "regressed"
-    assert compare(96.0, e, config).verdict == "pass"
-    assert compare(104.0, e, config).verdict == "pass"
-    assert compare(110.0, e, config).verdict == "improved"
-    result = compare(90.0, e, config)
-    assert result.delta == pytest.approx(-0.10)
-    assert result.baseline == 100.0
-    assert result.tolerance == 0.05
-
-
-def test_compare_boundary_is_a_pass() -> None:
-    config = GateConfig(tolerance=0.25, noise_k=0.0)  # exact in binary
-    assert compare(75.0, entry(100.0), config).verdict == "pass"
-    assert compare(125.0, entry(100.0), config).verdict == "pass"
-    assert compare(74.0, entry(100.0), config).verdict == "regressed"
-
-
-def test_noisy_case_widens_its_own_band() -> None:
-    config = GateConfig(tolerance=0.03, noise_k=2.0)
-    assert compare(94.0, entry(100.0, spread=0.001), config).verdict == "regressed"
-    assert compare(94.0, entry(100.0, spread=0.04), config).verdict == "pass"
-
-
-@pytest.mark.parametrize("kwargs", [{"tolerance": -0.01}, {"tolerance": 1.0}, {"noise_k": -1.0}])
-def test_gate_config_validation(kwargs: dict[str, Any]) -> None:
-    with pytest.raises(ValueError):
-        GateConfig(**kwargs)
 
 
 # -- update_baseline -------------------------------------------------------------------------------------

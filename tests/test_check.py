@@ -7,15 +7,16 @@ from typing import Any
 import pytest
 from fakes import PEAKS
 
-from gpuperf.baseline import Entry, GateConfig
+from gpuperf.baseline import Entry
 from gpuperf.check import (
     CaseIdentity,
-    CheckMode,
+    context_for,
     case_record,
     entry_from_record,
     ratio_record,
     record_command,
 )
+from gpuperf.gate import GateConfig
 from gpuperf.measurement import Measurement, Method
 from gpuperf.metrics import GBPS, RATIO, TFLOPS, Work, gemm_work, gemv_work
 from gpuperf.records import Status
@@ -25,7 +26,7 @@ CASE = CaseIdentity(case_id=NODE, nodeid=NODE, family="gemm",
                     params={"dtype": "fp32", "shape": "4096x4096x4096", "flush_mode": "cold"}, gpu="nvidia-h200",
                     gpu_index=0)
 GATE = GateConfig(tolerance=0.03, noise_k=2.0)
-GATING = CheckMode(update=False, gpu_slug="nvidia-h200")
+GATING = context_for(CASE, update=False)
 SGEMM = gemm_work(4096, 4096, 4096, "fp32")
 SGEMV = gemv_work(16384, 16384, "fp32")
 
@@ -128,7 +129,7 @@ def test_hot_compute_bound_case_is_not_held_to_the_memory_peak() -> None:
 def test_anomaly_wins_over_a_regression_and_over_update_mode() -> None:
     m = measured(SGEMM, 80.0)
     assert case_record(CASE, m, PEAKS, base_entry(200.0), GATE, GATING).status == Status.ANOMALY
-    updating = case_record(CASE, m, PEAKS, None, GATE, CheckMode(update=True, gpu_slug="nvidia-h200"))
+    updating = case_record(CASE, m, PEAKS, None, GATE, context_for(CASE, update=True))
     assert updating.status == Status.ANOMALY  # an impossible number is never recorded as a baseline
 
 
@@ -158,10 +159,67 @@ def test_within_tolerance_passes() -> None:
     assert r.delta_pct == pytest.approx(-2.4)
 
 
-def test_recorded_noise_widens_the_band() -> None:
-    r = case_record(CASE, measured(SGEMM, 46.0), PEAKS, base_entry(50.0, spread=0.05), GATE, GATING)
+def test_recorded_noise_widens_the_band_up_to_the_cap() -> None:
+    r = case_record(CASE, measured(SGEMM, 48.0), PEAKS, base_entry(50.0, spread=0.025), GATE, GATING)
     assert r.status == Status.PASS
-    assert r.tolerance == pytest.approx(0.10)
+    assert r.tolerance == pytest.approx(0.05)
+    capped = case_record(CASE, measured(SGEMM, 46.0), PEAKS, base_entry(50.0, spread=0.05), GATE, GATING)
+    assert capped.tolerance == pytest.approx(0.06)  # 2 × 5 % asked, twice the 3 % tolerance allowed
+    assert capped.status == Status.REGRESSED
+
+
+def noisy(work: Work, value: float, spread: float, n: int = 40) -> Measurement:
+    """Samples whose median gives ``value`` and whose relative IQR is about ``spread``."""
+    seconds = work.flops / (value * 1e12)
+    steps = [(i / (n - 1)) - 0.5 for i in range(n)]  # uniform in [-0.5, 0.5]: IQR = half the range
+    return Measurement(samples_s=tuple(seconds * (1 + 2 * spread * x) for x in steps), work=work, flush="cold",
+                       method=Method.COLD_FLUSH)
+
+
+def test_the_current_measurement_never_widens_the_band() -> None:
+    """A 10 % slowdown that also adds noise once widened its own gate; now it is judged by the entry's band,
+    and a measurement too noisy for that band is UNRELIABLE (noisy), never PASS."""
+    r = case_record(CASE, noisy(SGEMM, 45.0, 0.06), PEAKS, base_entry(50.0, spread=0.005), GATE, GATING)
+    assert r.tolerance == pytest.approx(0.03)
+    assert r.status == Status.UNRELIABLE and r.note.startswith("noisy")
+    quiet = case_record(CASE, noisy(SGEMM, 45.0, 0.01), PEAKS, base_entry(50.0, spread=0.005), GATE, GATING)
+    assert quiet.status == Status.REGRESSED
+
+
+@pytest.mark.parametrize("flops", [float("nan"), float("inf"), 0.0, -1.0])
+def test_a_figure_that_is_not_positive_and_finite_is_an_error_never_a_verdict(flops: float) -> None:
+    """Sample times are checked where they are taken; a broken work count still reaches the gate."""
+    work = Work(flops=flops, bytes=SGEMM.bytes, precision="fp32", metric=TFLOPS)
+    m = Measurement(samples_s=(1e-3,) * 5, work=work, flush="cold", method=Method.COLD_FLUSH)
+    r = case_record(CASE, m, PEAKS, base_entry(50.0), GATE, GATING)
+    assert r.status == Status.ERROR
+    assert r.failed
+    assert "not a positive finite number" in r.note
+
+
+def test_another_method_than_the_entry_s_is_not_comparable() -> None:
+    entry = base_entry(50.0, method=Method.COLD_ROTATE)
+    r = case_record(CASE, measured(SGEMM, 40.0), PEAKS, entry, GATE, GATING)
+    assert r.status == Status.NOT_COMPARABLE
+    assert not r.failed
+    assert "recorded by method cold-rotate, measured by cold-flush" in r.note
+
+
+def test_update_refuses_an_entry_whose_spread_needs_more_than_the_cap() -> None:
+    updating = context_for(CASE, update=True)
+    r = case_record(CASE, noisy(SGEMM, 50.0, 0.05), PEAKS, None, GATE, updating)
+    assert r.status == Status.NOT_RECORDED
+    assert "above the cap 6.0 %" in r.note and "fix its method" in r.note
+    assert case_record(CASE, noisy(SGEMM, 50.0, 0.02), PEAKS, None, GATE, updating).status == Status.UPDATED
+
+
+def test_a_regression_note_says_the_versions_changed() -> None:
+    context = context_for(CASE, update=False, version_changes=("driver 570.86.15 → 580.159.04",))
+    r = case_record(CASE, measured(SGEMM, 45.0), PEAKS, base_entry(50.0), GATE, context)
+    assert r.status == Status.REGRESSED
+    assert "versions changed since the baseline: driver 570.86.15 → 580.159.04" in r.note
+    assert "versions changed" not in case_record(CASE, measured(SGEMM, 45.0), PEAKS, base_entry(50.0), GATE,
+                                                 GATING).note
 
 
 def test_improvement_is_noted_with_the_update_command() -> None:
@@ -185,7 +243,7 @@ def test_no_baseline_note_has_the_command_that_records_it() -> None:
 
 def test_metric_mismatch_asks_to_re_record() -> None:
     r = case_record(CASE, measured(SGEMM, 50.0), PEAKS, base_entry(4000.0, GBPS), GATE, GATING)
-    assert r.status == Status.NO_BASELINE
+    assert r.status == Status.NOT_COMPARABLE
     assert "baseline holds GB/s" in r.note
     assert "measures TFLOPS" in r.note
     assert "--update-baselines" in r.note
@@ -193,7 +251,7 @@ def test_metric_mismatch_asks_to_re_record() -> None:
 
 
 def test_update_mode_records_with_old_value_and_delta() -> None:
-    updating = CheckMode(update=True, gpu_slug="nvidia-h200")
+    updating = context_for(CASE, update=True)
     r = case_record(CASE, measured(SGEMM, 40.0), PEAKS, base_entry(50.0), GATE, updating)
     assert r.status == Status.UPDATED  # a slowdown is not gated while re-recording
     assert r.baseline == 50.0
@@ -211,7 +269,7 @@ def test_unreliable_measurement_is_neither_passed_nor_failed() -> None:
     assert r.reliable is False
     assert "unreliable: hw_thermal_slowdown" in r.note
     # and it is not recorded by --update-baselines either
-    assert case_record(CASE, m, PEAKS, None, GATE, CheckMode(update=True)).status == Status.UNRELIABLE
+    assert case_record(CASE, m, PEAKS, None, GATE, context_for(CASE, update=True)).status == Status.UNRELIABLE
 
 
 def test_record_command() -> None:
@@ -220,7 +278,7 @@ def test_record_command() -> None:
 
 
 def test_entry_from_record_keeps_what_the_baseline_stores() -> None:
-    r = case_record(CASE, measured(SGEMM, 50.0), PEAKS, None, GATE, CheckMode(update=True))
+    r = case_record(CASE, measured(SGEMM, 50.0), PEAKS, None, GATE, context_for(CASE, update=True))
     e = entry_from_record(r)
     assert (e.metric, e.unit, e.flush, e.method, e.samples) == (TFLOPS, TFLOPS, "cold", Method.COLD_FLUSH, 20)
     assert e.value == pytest.approx(50.0)

@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 from fakes import PEAKS
 
-from gpuperf.baseline import BaselineError, Entry, GateConfig, dump_baseline
+from gpuperf.baseline import BaselineError, Entry, dump_baseline
+from gpuperf.gate import GateConfig
 from gpuperf.check import CaseIdentity
 from gpuperf.fixtures import Perf, case_id_of
 from gpuperf.measurement import Measurement, Method
@@ -116,8 +117,7 @@ def test_confirmed_regression_is_reported_and_fails(tmp_path: Path) -> None:
     assert source.asked == [first]  # re-measured exactly once, the same measurement
     assert record.status == Status.REGRESSED
     assert record.value == pytest.approx(41.0)  # the better of the two is what is reported
-    assert "re-measured: first measurement 40" in record.note
-    assert "second 41" in record.note
+    assert "re-measured: first 40 TFLOPS (REGRESSED), second 41 (REGRESSED)" in record.note
     verdict, message = perf.outcome()
     assert verdict == "fail"
     assert message.startswith(f"REGRESSED {NODE}: 41 TFLOPS vs baseline 50 (-18.0 %, tolerance 4.0 %)")
@@ -131,7 +131,7 @@ def test_transient_regression_that_passes_on_re_measure_passes(tmp_path: Path) -
     assert len(source.asked) == 1
     assert record.status == Status.PASS
     assert record.value == pytest.approx(49.5)
-    assert "re-measured: first measurement 40" in record.note  # the blip stays visible
+    assert "re-measured: first 40 TFLOPS (REGRESSED), second 49.5 (PASS)" in record.note  # the blip stays visible
     assert perf.outcome() == ("pass", "")
 
 
@@ -171,7 +171,7 @@ def test_improvement_fails_under_strict(tmp_path: Path) -> None:
     perf.check(at(60.0))
     verdict, message = perf.outcome()
     assert verdict == "fail"
-    assert message.startswith(f"--strict: {NODE}: improved 20.0 %")
+    assert message.startswith(f"--strict-baselines: {NODE}: improved 20.0 %")
     assert "--update-baselines" in message
 
 
@@ -325,11 +325,43 @@ def test_check_ratio_uses_the_hash_entry(tmp_path: Path) -> None:
 
 def test_check_ratio_with_its_own_name_and_regression(tmp_path: Path) -> None:
     entries = {f"{NODE}#vs_tiled": Entry(metric=RATIO, value=2.0, unit="×")}
-    perf = make_perf(tmp_path, entries)
-    record = perf.check_ratio(at(30.0), at(20.0), name="vs_tiled")  # 1.5× against a 2.0× baseline
+    source = ScriptedSource(at(31.0), at(20.0))
+    perf = make_perf(tmp_path, entries, source)
+    numerator, denominator = at(30.0), at(20.0)
+    record = perf.check_ratio(numerator, denominator, name="vs_tiled")  # 1.5× against a 2.0× baseline
+    assert source.asked == [numerator, denominator]  # confirmed like check: both sides measured again
     assert record.case_id == f"{NODE}#vs_tiled"
     assert record.status == Status.REGRESSED
+    assert record.value == pytest.approx(1.55)  # the better of the two tries
+    assert "re-measured: first 1.5 × (REGRESSED), second 1.55 (REGRESSED)" in record.note
     assert perf.outcome()[0] == "fail"
+
+
+def test_a_transient_ratio_drop_passes_on_re_measurement(tmp_path: Path) -> None:
+    entries = {f"{NODE}#vs_cublas": Entry(metric=RATIO, value=2.0, unit="×")}
+    perf = make_perf(tmp_path, entries, ScriptedSource(at(40.0), at(20.0)))
+    record = perf.check_ratio(at(30.0), at(20.0))
+    assert record.status == Status.PASS
+    assert record.value == pytest.approx(2.0)
+
+
+def noisy(tflops: float, spread: float) -> Measurement:
+    """Forty samples whose median gives ``tflops`` and whose relative IQR is about ``spread``."""
+    seconds = SGEMM.flops / (tflops * 1e12)
+    steps = [i / 39 - 0.5 for i in range(40)]
+    return Measurement(samples_s=tuple(seconds * (1 + 2 * spread * x) for x in steps), work=SGEMM, flush="cold",
+                       method=Method.COLD_FLUSH)
+
+
+def test_a_measurement_too_noisy_for_its_entry_is_re_measured_then_unreliable(tmp_path: Path) -> None:
+    source = ScriptedSource(noisy(50.0, 0.05))
+    perf = make_perf(tmp_path, BASE, source)
+    record = perf.check(noisy(50.0, 0.06))
+    assert len(source.asked) == 1
+    assert record.status == Status.UNRELIABLE and record.note.startswith("noisy")
+    assert perf.outcome()[0] == "skip"
+    quiet_second = make_perf(tmp_path, BASE, ScriptedSource(at(49.0)))
+    assert quiet_second.check(noisy(50.0, 0.06)).status == Status.PASS  # a clean second try stands
 
 
 def test_check_ratio_without_entry_is_no_baseline(tmp_path: Path) -> None:

@@ -23,25 +23,46 @@ import pytest
 from gpuperf.fixtures import Measurer
 from gpuperf.measurement import Measurement
 from gpuperf.peaks import device_peaks
+from gpuperf.plugin import POOL
 
 pytest_plugins = ["gpuperf.plugin"]
 
-INFO = SimpleNamespace(
+FIELDS = dict(
     index=0, name="Fake GPU", slug="fake-gpu", cc=(9, 0), compute_capability="9.0", sm_count=132,
     sm_clock_max_mhz=1980, mem_clock_mhz=3201, bus_width_bits=6016, l2_bytes=60 * 2**20, pci_bus_id="0:1:0.0",
-    driver="580.159.04", cuda_runtime="13.0", cublas="13.1.0", cupy="14.2.0", missing=(),
+    driver=Path("driver.txt").read_text().strip() if Path("driver.txt").exists() else "580.159.04",
+    cuda_runtime="13.0", cublas="13.1.0", cupy="14.2.0", missing=(),
 )
+INFO = SimpleNamespace(**FIELDS, to_dict=lambda: dict(FIELDS))
+GPU = SimpleNamespace(index=0, info=INFO, peaks=device_peaks(INFO), device=None, nvml=None)
+
+
+class FakePool:
+    """The one fake GPU: what the start-up device query and the ``gpu`` fixture see."""
+
+    def devices(self):
+        return [(0, INFO.name)]
+
+    def describe(self, index, isolated=False):
+        if index != 0:
+            raise RuntimeError(f"no GPU {index}")
+        return {**INFO.to_dict(), "peaks": GPU.peaks.to_dict()}
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_configure(config):
+    config.stash[POOL] = FakePool()
 
 
 @pytest.fixture
 def gpu():
-    return SimpleNamespace(index=0, info=INFO, peaks=device_peaks(INFO), device=None, nvml=None)
+    return GPU
 
 
 class SyntheticTimer:
     """Seconds per call come from timings.json: a name, or a list consumed one measurement at a time."""
 
-    def measure(self, fn, work, operands=(), flush="cold", label=""):
+    def measure(self, fn, work, operands=(), flush="cold", label="", prefer_method=""):
         timings = json.loads(Path("timings.json").read_text())
         name = fn()
         value = timings[name]
@@ -50,8 +71,10 @@ class SyntheticTimer:
             Path("timings.json").write_text(json.dumps(timings))
         else:
             seconds = value
+        why = json.loads(Path("contention.json").read_text()).get(name, "") if Path("contention.json").exists() \
+            else ""
         return Measurement(samples_s=tuple(seconds * f for f in (0.999, 1.0, 1.001) * 4), work=work,
-                           flush=flush, method="synthetic")
+                           flush=flush, method="synthetic", unreliable_reason=why)
 
 
 @pytest.fixture
@@ -288,9 +311,14 @@ def test_xdist_workers_merge_records_and_baseline_updates(project: pytest.Pytest
     result = run(project, "-n", "2", "--update-baselines")
     result.assert_outcomes(passed=2)
     assert set(baseline(project)["entries"]) == {GEMV_ID, GEMM_ID}
-    result = run(project, "-n", "2")
+    result = run(project, "-n", "2", "--gate")
     result.assert_outcomes(passed=2)
-    result.stdout.fnmatch_lines(["*gpuperf: 2 cases: 2 pass*"])
+    assert result.ret == pytest.ExitCode.OK
+    result.stdout.fnmatch_lines(["*gpuperf: 2 cases: 2 pass*", "*GPU 0 (fake-gpu): 2 of 2 baselined cases measured*"])
+    project.makepyfile(test_perf=TESTS.replace("def test_gemm(", "def test_matmul("))
+    stale = run(project, "-n", "2", "--gate", "--missing-baseline=pass")  # the workers' collections reach it
+    assert stale.ret == pytest.ExitCode.TESTS_FAILED
+    stale.stdout.fnmatch_lines(["*GATE FAILED: 1 stale baseline entry*"])
 
 
 def test_xdist_workers_are_pinned_round_robin_by_cuda_visible_devices(pytester: pytest.Pytester,
@@ -338,3 +366,151 @@ def test_fails_after_check(measure, perf):
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*NOT_RECORDED*not recorded: its test failed*"])
     assert not (project.path / "baselines" / "fake-gpu.yaml").exists()
+
+
+# -- gate mode: evidence accounting ----------------------------------------------------------------------
+
+CONTENDED = "other processes on the GPU (pids 4242) persisted through 3 re-samplings"
+
+
+def glob(text: str) -> str:
+    """``text`` as an fnmatch pattern that matches itself: a case id's brackets would be a character class."""
+    return text.replace("[", "?").replace("]", "?")
+
+
+def contend(pytester: pytest.Pytester, **cases: str) -> None:
+    (pytester.path / "contention.json").write_text(json.dumps(cases))
+
+
+def test_unreliable_cases_are_skipped_locally_and_fail_the_run_in_gate_mode(project: pytest.Pytester,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    recorded(project)
+    contend(project, gemv=CONTENDED)
+    local = run(project)
+    local.assert_outcomes(passed=1, skipped=1, deselected=1)
+    assert local.ret == pytest.ExitCode.OK
+    local.stdout.fnmatch_lines(["*GPU 0 (fake-gpu): 1 of 2 baselined cases measured*",
+                                f"*NOT MEASURED {glob(GEMV_ID)}: UNRELIABLE: unreliable: other processes*4242*"])
+    assert "GATE FAILED" not in local.stdout.str()
+    for args, env in ((("--gate",), {}), ((), {"CI": "true"})):
+        for key, value in env.items():
+            monkeypatch.setenv(key, value)
+        gated = run(project, *args)
+        gated.assert_outcomes(passed=1, skipped=1, deselected=1)
+        assert gated.ret == pytest.ExitCode.TESTS_FAILED
+        gated.stdout.fnmatch_lines([f"*NOT MEASURED {glob(GEMV_ID)}: UNRELIABLE*",
+                                    "*GATE FAILED: GPU 0 (fake-gpu): 1 of 2 baselined cases measured: every "
+                                    "baselined case must be measured in gate mode*"])
+    monkeypatch.setenv("CI", "false")
+    assert run(project).ret == pytest.ExitCode.OK  # CI=false is not gate mode
+
+
+def test_a_complete_gate_run_passes_and_says_so(project: pytest.Pytester) -> None:
+    recorded(project)
+    result = run(project, "--gate")
+    result.assert_outcomes(passed=2, deselected=1)
+    assert result.ret == pytest.ExitCode.OK
+    result.stdout.fnmatch_lines(["*GPU 0 (fake-gpu): 2 of 2 baselined cases measured*"])
+
+
+def test_a_skipped_baselined_case_is_not_measured(project: pytest.Pytester) -> None:
+    recorded(project)
+    project.makeconftest(CONFTEST + '''
+
+@pytest.fixture(autouse=True)
+def _optional_package(request):
+    if "gemm" in request.node.name:
+        pytest.skip("nvmath-python is not installed: pip install -e '.[cublaslt]'")
+''')
+    result = run(project, "--gate")
+    result.assert_outcomes(passed=1, skipped=1, deselected=1)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines([f"*NOT MEASURED {glob(GEMM_ID)}: skipped: nvmath-python is not installed*"])
+
+
+def test_a_deselected_case_is_not_counted(project: pytest.Pytester) -> None:
+    recorded(project)
+    result = run(project, "--gate", "-k", "gemv")
+    assert result.ret == pytest.ExitCode.OK
+    result.stdout.fnmatch_lines(["*GPU 0 (fake-gpu): 1 of 1 baselined cases measured*"])
+
+
+def test_stale_entries_warn_locally_and_fail_the_gate_unless_allowed(project: pytest.Pytester) -> None:
+    recorded(project)
+    project.makepyfile(test_perf=TESTS.replace("def test_gemm(", "def test_matmul("))
+    local = run(project, "--missing-baseline=pass")
+    assert local.ret == pytest.ExitCode.OK
+    local.stdout.fnmatch_lines(["*1 stale baseline entry, no test produces them any more (a warning here*",
+                                f"*{glob(GEMM_ID)}"])
+    gated = run(project, "--gate", "--missing-baseline=pass")
+    assert gated.ret == pytest.ExitCode.TESTS_FAILED
+    gated.stdout.fnmatch_lines(["*GATE FAILED: 1 stale baseline entry*--allow-stale*"])
+    assert run(project, "--gate", "--missing-baseline=pass", "--allow-stale").ret == pytest.ExitCode.OK
+    partly = run(project, "--gate", "--missing-baseline=pass", "test_perf.py::test_gemv")
+    assert partly.ret == pytest.ExitCode.OK  # a file collected in part says nothing about what is gone
+
+
+@pytest.mark.parametrize(("gpus", "message"), [
+    ("5", "--gpu 5: no GPU 5 on this machine; it has 1 (0: Fake GPU): use --gpu 0..0 or --gpu all"),
+    ("0,0", "names GPU 0 more than once"),
+])
+def test_gpu_selection_is_checked_at_start_up(project: pytest.Pytester, gpus: str, message: str) -> None:
+    result = run(project, "--gpu", gpus)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"*{message}*"])
+    assert "PASSED" not in result.stdout.str()
+
+
+def test_an_unwritable_results_dir_is_refused_at_start_up(project: pytest.Pytester) -> None:
+    (project.path / "taken").write_text("a file, not a directory")
+    result = project.runpytest("-p", "no:cacheprovider", "--results-dir", "taken/runs")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--results-dir taken/runs:*taken is not a directory*--results-dir none*"])
+
+
+# -- version change --------------------------------------------------------------------------------------
+
+
+def test_a_version_change_is_announced_at_the_start_and_named_in_a_regression(project: pytest.Pytester) -> None:
+    recorded(project)
+    (project.path / "driver.txt").write_text("590.10.01")
+    set_timings(project, gemv=GEMV_S * 1.10, gemm=GEMM_S)
+    result = project.runpytest("-p", "no:cacheprovider", "--results-dir", "out")
+    lines = result.stdout.lines
+    banner = next(i for i, line in enumerate(lines) if "VERSION CHANGE" in line)
+    first_result = next(i for i, line in enumerate(lines) if "test_perf.py " in line)
+    assert banner < first_result  # at the start, before any case ran
+    assert "driver 580.159.04 → 590.10.01" in lines[banner]
+    result.stdout.fnmatch_lines(["*re-record: pytest perf_tests --update-baselines*",
+                                 "*REGRESSED*versions changed since the baseline: driver 580.159.04 → 590.10.01*"])
+    [run_dir] = (project.path / "out").iterdir()
+    saved = json.loads((run_dir / "results.json").read_text())["run"]
+    assert saved["driver"] == "590.10.01"
+    assert saved["extra"]["baseline_versions"] == {"driver": "580.159.04", "cuda_runtime": "13.0", "cublas": "13.1.0"}
+
+
+def test_fail_on_version_change_stops_before_measuring(project: pytest.Pytester) -> None:
+    recorded(project)
+    (project.path / "driver.txt").write_text("590.10.01")
+    set_timings(project, gemv=[GEMV_S], gemm=[GEMM_S])  # a measurement would consume these
+    result = run(project, "--fail-on-version-change")
+    assert result.ret != pytest.ExitCode.OK
+    result.stdout.fnmatch_lines(["*VERSION CHANGE*driver 580.159.04 → 590.10.01*",
+                                 "*--fail-on-version-change*stopped before measuring*"])
+    assert json.loads((project.path / "timings.json").read_text()) == {"gemv": [GEMV_S], "gemm": [GEMM_S]}
+    (project.path / "driver.txt").unlink()
+    assert run(project, "--fail-on-version-change").ret == pytest.ExitCode.OK  # same versions: runs
+
+
+def test_the_gate_band_is_capped(project: pytest.Pytester) -> None:
+    data = recorded(project)
+    from gpuperf.baseline import Entry, dump_baseline
+
+    entries = {case: Entry(**{**fields, "spread": 0.3}) for case, fields in data["entries"].items()}
+    header = {key: value for key, value in data["header"].items() if key != "integrity"}
+    (project.path / "baselines" / "fake-gpu.yaml").write_text(dump_baseline(header, entries))
+    set_timings(project, gemv=GEMV_S * 1.10, gemm=GEMM_S)
+    result = run(project)  # a 30 % recorded spread once allowed 60 %; the cap is 8 %
+    result.assert_outcomes(passed=1, failed=1, deselected=1)
+    result.stdout.fnmatch_lines(["*REGRESSED*test_gemv*tolerance 8.0 %*"])
+    run(project, "--max-tolerance", "0.12").assert_outcomes(passed=2, deselected=1)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from dataclasses import dataclass, field
 
 import pytest
@@ -147,12 +149,44 @@ def test_short_calls_rotate_copies_larger_than_twice_l2() -> None:
     device = SimDevice()
     timer, flush, backend = make_timer(device)
     footprint = 3 * 2**20
-    m = timer.measure(kernel(device, 5e-6), WORK, operands=(SimArray(footprint),), flush="cold")
+    m = timer.measure(kernel(device, 20e-6), WORK, operands=(SimArray(footprint),), flush="cold")
+    copies = math.ceil(2 * L2 / footprint) + 1
     assert m.method == Method.COLD_ROTATE
-    assert m.calls_per_sample * footprint > 2 * L2
-    assert backend.copies == m.calls_per_sample - 1
+    assert (backend.copies + 1) * footprint > 2 * L2  # a copy is read again only after 2 × L2 of others
+    assert backend.copies == copies - 1
+    assert m.calls_per_sample == 250  # enough calls to last the 5 ms minimum sample, over the copies in turn
     assert flush.count == 0
-    assert m.median_s == pytest.approx(5e-6)
+    assert m.median_s == pytest.approx(20e-6)
+
+
+def test_a_rotated_sample_lasts_at_least_the_minimum_sample_time() -> None:
+    device = SimDevice()
+    timer, _, _ = make_timer(device, min_sample_s=1e-3)
+    m = timer.measure(kernel(device, 40e-6), WORK, operands=(SimArray(8 * 2**20),), flush="cold")
+    assert m.method == Method.COLD_ROTATE and m.calls_per_sample == 25  # 14 copies, 25 calls for 1 ms
+    assert m.calls_per_sample * m.median_s == pytest.approx(1e-3)
+
+
+def test_a_call_above_the_rotation_threshold_is_flushed_one_at_a_time() -> None:
+    device = SimDevice()
+    timer, flush, _ = make_timer(device)
+    m = timer.measure(kernel(device, 150e-6), WORK, operands=(SimArray(3 * 2**20),), flush="cold")
+    assert m.method == Method.COLD_FLUSH and m.calls_per_sample == 1 and flush.count > 0
+
+
+@pytest.mark.parametrize(("seconds", "prefer", "method"), [
+    (150e-6, Method.COLD_ROTATE, Method.COLD_ROTATE),  # long enough to flush, but recorded rotated
+    (20e-6, Method.COLD_FLUSH, Method.COLD_FLUSH),  # short enough to rotate, but recorded flushed
+    (20e-6, Method.COLD_FLUSH + Method.UNHELD_SUFFIX, Method.COLD_FLUSH),
+    (20e-6, "", Method.COLD_ROTATE),
+])
+def test_the_method_of_the_baseline_entry_is_kept(seconds: float, prefer: str, method: str) -> None:
+    """A call near the threshold must not be measured one way today and the other tomorrow."""
+    device = SimDevice()
+    timer, _, _ = make_timer(device)
+    m = timer.measure(kernel(device, seconds), WORK, operands=(SimArray(3 * 2**20),), flush="cold",
+                      prefer_method=prefer)
+    assert m.method == method
 
 
 def test_short_call_without_operands_falls_back_to_flush() -> None:
@@ -250,7 +284,7 @@ def test_a_held_batch_never_exceeds_the_launch_queue_budget() -> None:
     device = SimDevice()
     timer, _, _ = make_timer(device, max_held_calls=100)
     m = timer.measure(kernel(device, 5e-6), WORK, operands=(SimArray(3 * 2**20),), flush="cold")
-    assert m.method == Method.COLD_ROTATE and m.calls_per_sample == 35
+    assert m.method == Method.COLD_ROTATE and m.calls_per_sample == 100  # 1000 wanted for 5 ms, capped
     holds = [i for i, entry in enumerate(device.log) if entry == "hold"]
     calls_between = [device.log[a:b].count("call") for a, b in zip(holds, holds[1:] + [len(device.log)])]
-    assert max(calls_between[-3:]) <= 100  # the sampled batches: at most 2 samples of 35 calls each
+    assert max(calls_between[-3:]) <= 100  # the sampled batches: one sample of 100 calls each

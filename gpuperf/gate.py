@@ -1,0 +1,293 @@
+"""The gate: the one rule from a measured figure and its baseline entry to a status, and from statuses to
+the outcome of a test and of a run.
+
+Everything that decides lives here, pure (no CuPy, no pytest):
+
+- **Tolerance.** ``effective = min(max(tolerance, k × recorded spread), cap)``. Only the *recorded* spread
+  widens the band, and never past the cap (``--max-tolerance``, default twice the tolerance). The spread of
+  the measurement being judged never widens it: a slowdown that also adds noise would otherwise widen its
+  own gate. A measurement noisier than any entry may be recorded with (``k × spread > cap``) is
+  re-measured and, if still too noisy, is ``UNRELIABLE`` (noisy), never ``PASS``.
+- **Comparison.** Higher is better for every gated metric. A figure that is not a positive finite number
+  (NaN, inf, zero, negative) is an ``ERROR``, never a verdict.
+- **Confirmation.** A ``REGRESSED`` or noisy first result is measured again; of the two, the better figure
+  among the clean verdicts stands (a transient slowdown passes, a real one is confirmed twice).
+- **Status order** (what needs a person first) and which statuses are verdicts.
+- **Outcome policy** of one test (fail / skip / pass) and of a run in gate mode (``run_failures``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Protocol
+
+from gpuperf.baseline import Entry
+from gpuperf.records import Record, Status
+
+#: The default allowed slowdown. Chosen from measurement, not taste: over three full H200 runs against one
+#: baseline (369 case-runs) the largest slowdown of an unchanged case was 3.3 % (a 5 µs FP16 GEMM), so a
+#: 3 % gate raised a false alarm; 4 % does not, and still fails a real 5 % slowdown.
+DEFAULT_TOLERANCE = 0.04
+DEFAULT_NOISE_K = 2.0
+#: The cap on the effective tolerance, as a multiple of the tolerance, when ``--max-tolerance`` is not given.
+DEFAULT_CAP_FACTOR = 2.0
+
+#: Display and counting order: what needs a person first.
+STATUS_ORDER: tuple[str, ...] = (
+    Status.REGRESSED, Status.ANOMALY, Status.ERROR, Status.UNRELIABLE, Status.NOT_COMPARABLE,
+    Status.NOT_RECORDED, Status.NO_BASELINE, Status.IMPROVED, Status.UPDATED, Status.PASS,
+)
+#: Statuses that are a verdict on a baselined case: the case was measured and compared.
+VERDICTS = frozenset({Status.PASS, Status.IMPROVED, Status.REGRESSED, Status.ANOMALY, Status.UPDATED})
+#: Statuses that fail their test whatever the policies.
+FAILING = Status.FAILING
+#: Statuses that do not fail the test but deserve a look.
+FLAGGED = frozenset({Status.UNRELIABLE, Status.NOT_COMPARABLE, Status.NOT_RECORDED, Status.NO_BASELINE,
+                     Status.IMPROVED})
+#: The prefix of an unreliable note that came from the noise rule (so confirmation can tell it apart).
+NOISY = "noisy"
+
+
+@dataclass(frozen=True)
+class GateConfig:
+    tolerance: float = DEFAULT_TOLERANCE
+    noise_k: float = DEFAULT_NOISE_K
+    max_tolerance: float | None = None  # None: DEFAULT_CAP_FACTOR × tolerance
+    strict: bool = False
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.tolerance < 1:
+            raise ValueError(f"tolerance must be a fraction in [0, 1) (0.03 = 3 %), got {self.tolerance}")
+        if self.noise_k < 0:
+            raise ValueError(f"noise k must be ≥ 0, got {self.noise_k}")
+        if self.max_tolerance is not None and not self.tolerance <= self.max_tolerance < 1:
+            raise ValueError(f"max tolerance must be a fraction in [tolerance, 1) (tolerance {self.tolerance}), "
+                             f"got {self.max_tolerance}")
+
+    @property
+    def cap(self) -> float:
+        return DEFAULT_CAP_FACTOR * self.tolerance if self.max_tolerance is None else self.max_tolerance
+
+
+def valid_figure(value: float | None) -> bool:
+    """A figure that can be judged: a positive finite number."""
+    return value is not None and isinstance(value, (int, float)) and math.isfinite(value) and value > 0
+
+
+def needed_tolerance(entry: Entry, config: GateConfig) -> float:
+    """The band an entry asks for before the cap: its tolerance, widened by its recorded spread."""
+    base = entry.tolerance if entry.tolerance is not None else config.tolerance
+    return max(base, config.noise_k * entry.spread)
+
+
+def effective_tolerance(entry: Entry, config: GateConfig) -> float:
+    """``min(max(tolerance, k × recorded spread), cap)``; the spread of the run being judged never enters."""
+    return min(needed_tolerance(entry, config), config.cap)
+
+
+def too_noisy(spread: float | None, config: GateConfig) -> bool:
+    """A measurement noisier than any entry may be recorded with: its own spread, scaled like a recorded one,
+    would need a band wider than the cap. Such a figure says more about the machine than about the kernel.
+
+    The threshold is the cap rather than the entry's own band on purpose: sample spreads wander between runs
+    (a power-capped GEMM's IQR went 1.7 % → 7 % → 1.7 % on one H200), and a rule at the entry's band would
+    turn every second run of such a case into a coin toss, while the median it is judged on stays precise."""
+    return spread is not None and config.noise_k * spread > config.cap
+
+
+@dataclass(frozen=True)
+class Comparison:
+    status: str  # Status.PASS | IMPROVED | REGRESSED | ERROR
+    baseline: float
+    delta: float  # (measured - baseline) / baseline; NaN when the figure is not valid
+    tolerance: float
+
+
+def compare(value: float, entry: Entry, config: GateConfig) -> Comparison:
+    """Higher is better for every gated metric (TFLOPS, GB/s, ratios)."""
+    tolerance = effective_tolerance(entry, config)
+    if not valid_figure(value) or not valid_figure(entry.value):
+        return Comparison(Status.ERROR, entry.value, math.nan, tolerance)
+    delta = (value - entry.value) / entry.value
+    status = Status.REGRESSED if delta < -tolerance else Status.IMPROVED if delta > tolerance else Status.PASS
+    return Comparison(status, entry.value, delta, tolerance)
+
+
+def comparable_methods(recorded: str, measured: str) -> bool:
+    """Figures taken by different methods are not compared (an unheld batch, another flush, another clock)."""
+    return not recorded or recorded == measured
+
+
+@dataclass(frozen=True)
+class Context:
+    """What the verdict needs besides the figures: the mode, where to point the user, what changed."""
+
+    update: bool = False  # --update-baselines: record, don't gate
+    gpu_slug: str = ""
+    record_command: str = "pytest perf_tests --update-baselines"
+    version_changes: tuple[str, ...] = ()  # "driver 570.86.15 → 580.159.04", since the baseline was recorded
+
+
+def _join(*parts: str) -> str:
+    return "; ".join(part for part in parts if part)
+
+
+def decide(record: Record, entry: Entry | None, config: GateConfig, context: Context,
+           findings: Sequence[str] = (), unreliable_reason: str = "") -> Record:
+    """The status and note of one measured case (``record`` carries the figure and its spread)."""
+    note = record.note
+    if not valid_figure(record.value):
+        return replace(record, status=Status.ERROR, note=_join(
+            f"measured {record.value!r} {record.unit}: not a positive finite number, so no verdict (a timing "
+            "or work-count fault; run the case alone with -k to see it)", note))
+    if findings:
+        return replace(record, status=Status.ANOMALY, note=_join(*findings, note))
+    if unreliable_reason:
+        return replace(record, status=Status.UNRELIABLE, reliable=False,
+                       note=_join(f"unreliable: {unreliable_reason}", note))
+    if context.update:
+        return _recorded(record, entry, config, context)
+    if entry is None:
+        return replace(record, status=Status.NO_BASELINE, note=_join(
+            f"no baseline for this case on {context.gpu_slug}: record it with {context.record_command}", note))
+    if entry.metric != record.metric:
+        return replace(record, status=Status.NOT_COMPARABLE, note=_join(
+            f"not comparable: the baseline holds {entry.metric}, this case measures {record.metric}; re-record "
+            f"it with {context.record_command}", note))
+    if not comparable_methods(entry.method, record.method):
+        return replace(record, status=Status.NOT_COMPARABLE, note=_join(
+            f"not comparable: recorded by method {entry.method}, measured by {record.method}; re-record it "
+            f"with {context.record_command} if the method change is intended", note))
+    result = compare(record.value, entry, config)
+    base = replace(record, baseline=result.baseline, delta_pct=100 * result.delta, tolerance=result.tolerance)
+    if too_noisy(record.rel_iqr, config):
+        return replace(base, status=Status.UNRELIABLE, reliable=False, note=_join(
+            f"{NOISY}: spread {100 * (record.rel_iqr or 0):.1f} % would need a band above the cap "
+            f"{100 * config.cap:.1f} %; judged against {100 * result.tolerance:.1f} % it could pass or fail by "
+            "chance (another process, throttling?)", note))
+    versions = f"versions changed since the baseline: {', '.join(context.version_changes)}" \
+        if context.version_changes else ""
+    if result.status == Status.REGRESSED:
+        return replace(base, status=Status.REGRESSED, note=_join(
+            f"{100 * -result.delta:.1f} % below baseline (tolerance {100 * result.tolerance:.1f} %)", versions,
+            note))
+    if result.status == Status.IMPROVED:
+        return replace(base, status=Status.IMPROVED, note=_join(
+            f"improved {100 * result.delta:.1f} % — update the baseline: {context.record_command}", versions,
+            note))
+    return replace(base, status=Status.PASS)
+
+
+def _recorded(record: Record, entry: Entry | None, config: GateConfig, context: Context) -> Record:
+    """``--update-baselines``: an entry is written only if its own spread fits under the cap."""
+    delta = 100 * (record.value - entry.value) / entry.value if entry else None
+    spread = record.rel_iqr or 0.0
+    if config.noise_k * spread > config.cap:
+        return replace(record, status=Status.NOT_RECORDED, baseline=entry.value if entry else None,
+                       delta_pct=delta, note=_join(
+                           f"not recorded: spread {100 * spread:.1f} % would need a band of "
+                           f"{100 * config.noise_k * spread:.1f} %, above the cap {100 * config.cap:.1f} %; "
+                           "fix its method (longer or more stable samples) or mark the case slow with the "
+                           "reason in its case table", record.note))
+    return replace(record, status=Status.UPDATED, baseline=entry.value if entry else None, delta_pct=delta)
+
+
+def is_noisy(record: Record) -> bool:
+    return record.status == Status.UNRELIABLE and record.note.startswith(NOISY)
+
+
+def needs_confirmation(record: Record) -> bool:
+    """A regression, or a measurement too noisy to judge, is measured again before it stands."""
+    return record.status == Status.REGRESSED or is_noisy(record)
+
+
+def confirm(first: Record, second: Record) -> Record:
+    """The standing result of a measurement and its re-measurement.
+
+    Of the clean verdicts (not noisy), the better figure stands: a transient slowdown passes, a regression
+    must show twice (or once, with the other try too noisy to say otherwise). Two noisy tries are
+    ``UNRELIABLE`` (noisy).
+    """
+    clean = [r for r in (first, second) if not is_noisy(r)]
+    chosen = max(clean, key=lambda r: r.value) if clean else second
+    tries = f"re-measured: first {first.value:.4g} {first.unit} ({first.status}), " \
+            f"second {second.value:.4g} ({second.status})"
+    return replace(chosen, note=_join(chosen.note, tries))
+
+
+@dataclass(frozen=True)
+class Policy:
+    """How a test ends for the statuses that are not failures by themselves (local defaults)."""
+
+    on_unreliable: str = "skip"  # skip | fail | pass
+    missing: str = "skip"  # skip | fail | pass
+    strict: bool = False
+
+
+def outcome(records: Sequence[Record], policy: Policy) -> tuple[str, str]:
+    """``("fail" | "skip" | "pass", message)`` for one test from the records of its checks."""
+    failing = [r for r in records if r.status in FAILING or r.status == Status.ERROR]
+    if failing:
+        return "fail", "\n".join(failure_line(r) for r in failing)
+    unmeasured = [r for r in records if r.status in (Status.UNRELIABLE, Status.NOT_COMPARABLE)]
+    if unmeasured and policy.on_unreliable != "pass":
+        return policy.on_unreliable, "\n".join(f"{r.status} {r.case_id}: {r.note}" for r in unmeasured)
+    if policy.strict:
+        improved = [r for r in records if r.status == Status.IMPROVED]
+        if improved:
+            return "fail", "\n".join(f"--strict-baselines: {r.case_id}: {r.note}" for r in improved)
+    missing = [r for r in records if r.status == Status.NO_BASELINE]
+    if missing and policy.missing != "pass":
+        return policy.missing, "\n".join(f"{r.case_id}: {r.note}" for r in missing)
+    return "pass", ""
+
+
+def failure_line(record: Record) -> str:
+    if record.status == Status.REGRESSED and record.baseline is not None and record.delta_pct is not None:
+        return (f"REGRESSED {record.case_id}: {record.value:.4g} {record.unit} vs baseline "
+                f"{record.baseline:.4g} ({record.delta_pct:+.1f} %, tolerance {100 * (record.tolerance or 0):.1f} %)"
+                f"; {record.note}")
+    return f"{record.status} {record.case_id}: {record.value:.4g} {record.unit}; {record.note}"
+
+
+def status_rank(status: str) -> int:
+    try:
+        return STATUS_ORDER.index(status)
+    except ValueError:
+        return len(STATUS_ORDER)
+
+
+#: ``$CI`` values that do not switch gate mode on.
+_CI_OFF = frozenset({"", "0", "false", "no", "off"})
+
+
+def gate_mode_from_env(ci: str | None) -> bool:
+    """Gate mode is on when ``$CI`` is set to anything but an empty, ``0`` or ``false``-like value."""
+    return (ci or "").strip().lower() not in _CI_OFF
+
+
+class Account(Protocol):
+    """One GPU's evidence (``accounting.GpuAccount``): did every baselined case get a verdict?"""
+
+    @property
+    def complete(self) -> bool: ...
+
+    def summary(self) -> str: ...
+
+
+def run_failures(accounts: Sequence[Account], stale: Sequence[str], gate_mode: bool, allow_stale: bool,
+                 no_gpu: str = "") -> list[str]:
+    """Why a run in gate mode fails although no test failed: missing evidence. Empty outside gate mode."""
+    if not gate_mode:
+        return []
+    reasons = []
+    if no_gpu:
+        reasons.append(f"no GPU measured anything: {no_gpu}")
+    reasons += [f"{account.summary()}: every baselined case must be measured in gate mode"
+                for account in accounts if not account.complete]
+    if stale and not allow_stale:
+        reasons.append(f"{len(stale)} stale baseline entr{'y' if len(stale) == 1 else 'ies'} (no test produces "
+                       "them): remove them by re-recording, or pass --allow-stale")
+    return reasons
