@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuperf.argtypes import non_negative_float, non_negative_int
-from gpuperf.baseline import BaselineError, BaselineFile, Integrity, load_baseline, seal_baseline
+from gpuperf.baseline import BaselineError, BaselineFile, Integrity, drop_entries, load_baseline, seal_baseline
 from gpuperf.records import Record
 from gpuperf.results import RESULTS_JSON, ResultsError, format_delta, format_value, load_run
 
@@ -267,6 +267,16 @@ def cmd_baseline_seal(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_baseline_drop(args: argparse.Namespace) -> int:
+    path = Path(args.file)
+    dropped = drop_entries(path, list(args.cases))
+    for case in dropped:
+        print(f"{path}: dropped {case}")
+    print(f"{path}: {len(dropped)} entr{'y' if len(dropped) == 1 else 'ies'} dropped and the file re-sealed; review "
+          f"with git diff {path} and commit it")
+    return EXIT_OK
+
+
 # --- plot ----------------------------------------------------------------------------------------------
 
 
@@ -369,6 +379,13 @@ def build_parser() -> argparse.ArgumentParser:
                     "New and re-recorded files are sealed by pytest perf_tests --update-baselines.")
     seal.add_argument("file", metavar="FILE", help="a baselines/*.yaml file without an integrity field")
     seal.set_defaults(func=cmd_baseline_seal)
+    drop = baseline_commands.add_parser(
+        "drop", help="remove entries: stale ones (no test produces them) or ones that can no longer be recorded",
+        description="Removes the named entries under the file's lock, atomically, and re-seals the file; every "
+                    "other entry is kept as it is. A name that is not an entry is refused.")
+    drop.add_argument("file", metavar="FILE", help="a baselines/*.yaml file")
+    drop.add_argument("cases", nargs="+", metavar="CASE", help="entry keys (case ids, with #ratio where it has one)")
+    drop.set_defaults(func=cmd_baseline_drop)
 
     plot = commands.add_parser("plot", help="throughput and roofline PNGs from a run or a baseline")
     plot.add_argument("path", metavar="PATH", help="results/<timestamp>/, its results.json, or a baselines/*.yaml")

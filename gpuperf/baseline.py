@@ -449,6 +449,24 @@ def update_baseline(path: Path, header: Mapping[str, Any], updates: Mapping[str,
     return changes
 
 
+def drop_entries(path: Path, cases: list[str]) -> list[str]:
+    """Remove entries (stale ones, or ones that can no longer be recorded) under the lock, atomically; the file
+    is re-sealed and every other entry kept as it is. Names that are not entries are refused, so a typo never
+    passes for a removal."""
+    path = Path(path)
+    with _locked(path):
+        current = load_baseline(path)
+        if current is None:
+            raise BaselineError(f"{path}: no such baseline file; check the path (baselines/<gpu-slug>.yaml)")
+        unknown = [case for case in cases if case not in current.entries]
+        if unknown:
+            raise BaselineError(f"{path}: no entr{'y' if len(unknown) == 1 else 'ies'} {unknown}; copy the "
+                                "case ids from the stale list or from the file")
+        kept = {case: entry for case, entry in current.entries.items() if case not in cases}
+        write_atomically(path, dump_baseline(current.header, kept))
+    return sorted(cases)
+
+
 def seal_baseline(path: Path) -> bool:
     """Write the integrity field into a file recorded before gpuperf wrote one: a one-shot migration.
 

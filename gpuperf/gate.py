@@ -289,5 +289,5 @@ def run_failures(accounts: Sequence[Account], stale: Sequence[str], gate_mode: b
                 for account in accounts if not account.complete]
     if stale and not allow_stale:
         reasons.append(f"{len(stale)} stale baseline entr{'y' if len(stale) == 1 else 'ies'} (no test produces "
-                       "them): remove them by re-recording, or pass --allow-stale")
+                       "them): remove them with python -m gpuperf baseline drop, or pass --allow-stale")
     return reasons

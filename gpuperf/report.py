@@ -107,6 +107,7 @@ def accounting_lines(accounts: Sequence[GpuAccount], stale: Sequence[str], gate_
     if stale:
         effect = "fails the gate (--allow-stale to accept)" if gate_mode else "a warning here, a failure in gate mode"
         lines.append(f"gpuperf: {len(stale)} stale baseline entr{'y' if len(stale) == 1 else 'ies'}, no test "
-                     f"produces them any more ({effect}); re-record to drop them:")
+                     f"produces them any more ({effect}); remove them with python -m gpuperf baseline drop "
+                     "<file> <case>...:")
         lines += [f"gpuperf:   {key}" for key in stale]
     return lines

@@ -13,7 +13,7 @@ import pytest
 
 from gpuperf import results
 from gpuperf.__main__ import main
-from gpuperf.baseline import Entry, dump_baseline
+from gpuperf.baseline import Entry, dump_baseline, load_baseline
 from gpuperf.metrics import METRIC_UNITS
 from gpuperf.records import Record, RunInfo, Status
 
@@ -342,3 +342,21 @@ def test_baseline_seal_refuses_figures_it_would_round(good: Path, capsys: pytest
     assert main(["baseline", "seal", str(legacy)]) == 1
     assert "would change recorded figures" in capsys.readouterr().err
     assert legacy.read_bytes() == before
+
+
+def test_baseline_drop_removes_only_the_named_entries_and_re_seals(good: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["baseline", "drop", str(good), GEMV]) == 0
+    out, _ = capsys.readouterr()
+    assert f"{good}: dropped {GEMV}" in out and "1 entry dropped and the file re-sealed" in out
+    assert main(["baseline", "check", str(good)]) == 0
+    loaded = load_baseline(good)
+    assert loaded is not None and set(loaded.entries) == {GEMM}
+    assert loaded.entries[GEMM].value == 40.0
+
+
+def test_baseline_drop_refuses_a_name_that_is_not_an_entry(good: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    before = good.read_bytes()
+    assert main(["baseline", "drop", str(good), GEMV + "x"]) == 1
+    assert "no entry" in capsys.readouterr().err
+    assert good.read_bytes() == before
