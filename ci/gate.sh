@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The GPU merge gate, for any CI: run the perf suite with a missing baseline counted as a failure, keep
-# pytest's exit code, and say where the results and the Markdown summary are.
+# The GPU merge gate, for any CI: run the perf suite in gate mode (every selected baselined case must be
+# measured and hold; a missing baseline, an unmeasured case or a stale entry fails the run), keep pytest's
+# exit code, and say where the results and the Markdown summary are.
 #
 #   ci/gate.sh [pytest arguments...]          e.g.  ci/gate.sh -m "not slow"   or   ci/gate.sh -n 2 --gpu all
 #
@@ -10,8 +11,8 @@
 #                     results.json, results.csv, summary.md, and junit.xml beside them
 #   GITHUB_STEP_SUMMARY  when set (GitHub Actions), the plugin appends the summary to the job page
 #
-# Exit code: pytest's (0 pass, 1 a case regressed / failed, 2 interrupted, 3 internal error, 4 usage,
-# 5 nothing collected), or 1 when the runner has no usable GPU: with no GPU every case would be skipped
+# Exit code: pytest's (0 pass, 1 a case regressed / failed or a baselined case was not measured, 2 interrupted,
+# 3 internal error, 4 usage, 5 nothing collected), or 1 when the runner has no usable GPU: with no GPU every case would be skipped
 # and the gate would pass without measuring anything.
 set -euo pipefail
 export LC_ALL=C  # one collation for sort and comm
@@ -30,7 +31,7 @@ list_runs() { find "$results_root" -mindepth 1 -maxdepth 1 -type d -printf '%f\n
 before=$(list_runs)
 
 status=0
-"$python" -m pytest perf_tests --missing-baseline=fail --results-dir="$results_root" \
+"$python" -m pytest perf_tests --gate --results-dir="$results_root" \
   --junitxml="$results_root/junit.xml" "$@" || status=$?
 
 new_run=$(comm -13 <(printf '%s\n' "$before") <(list_runs) | tail -n 1)
