@@ -212,7 +212,8 @@ def main(argv: list[str]) -> int:
             print(f"contention_demo: pytest wrote no JUnit XML (exit code {completed.returncode})", file=sys.stderr)
             return 2
         ok, lines = verdict(case_results(junit))
-    print("\n".join(["contention verdict:", *lines]))
+    print("\n".join(["contention verdict:", *lines, f"pytest exit code: {completed.returncode} (non-zero in gate "
+                                                    "mode: an unmeasured baselined case fails the run)"]))
     return 0 if ok else 1
 
 
