@@ -28,6 +28,7 @@ file intact and concurrent writers (pytest-xdist workers, two CI jobs) lose no e
 
 from __future__ import annotations
 
+from gpuperf.vocabulary import Metric
 import fcntl
 import hashlib
 import json
@@ -44,7 +45,6 @@ from typing import Any
 
 import yaml
 
-from gpuperf.metrics import METRIC_UNITS
 
 SCHEMA_VERSION = 1
 ENTRY_REQUIRED = ("metric", "value", "unit")
@@ -223,10 +223,10 @@ def _is_number(value: Any) -> bool:
 
 
 def _check_metric_and_unit(where: str, path: Path, metric: Any, unit: Any) -> None:
-    expected = METRIC_UNITS.get(metric) if isinstance(metric, str) else None
+    expected = Metric.UNITS.get(metric) if isinstance(metric, str) else None
     if expected is None:
         raise BaselineError(f"{where}: unknown metric {metric!r}; a baseline metric is one of "
-                            f"{', '.join(METRIC_UNITS)}; {restore_hint(path)}")
+                            f"{', '.join(Metric.UNITS)}; {restore_hint(path)}")
     if unit != expected:
         raise BaselineError(f"{where}: unit {unit!r} does not match metric {metric!r}, whose unit is "
                             f"{expected!r}; {restore_hint(path)}")

@@ -17,12 +17,6 @@ import yaml
 
 from gpuperf.case_schema import SHAPE_KINDS, TABLES, VALUE, Names, Schema, ShapeKind
 
-#: Math paths a case can name. ``tf32`` is FP32 storage computed on TF32 tensor cores.
-DTYPES: tuple[str, ...] = ("fp32", "tf32", "fp16", "bf16", "fp64")
-
-#: Bytes per stored element for each math path (TF32 is stored as FP32).
-ELEMENT_BYTES: dict[str, int] = {"fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2, "fp64": 8}
-
 CASES_DIR = Path(__file__).resolve().parent.parent / "perf_tests" / "cases"
 
 

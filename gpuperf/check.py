@@ -13,9 +13,10 @@ from gpuperf import anomaly
 from gpuperf.baseline import Entry
 from gpuperf.gate import Context, GateConfig, decide, valid_figure
 from gpuperf.measurement import Measurement
-from gpuperf.metrics import GBPS, RATIO, TFLOPS, gbps, percent_of, tflops
+from gpuperf.metrics import gbps, percent_of, tflops
 from gpuperf.peaks import DevicePeaks
-from gpuperf.records import Record, Status
+from gpuperf.records import Record
+from gpuperf.vocabulary import Flush, Metric, Status
 
 
 @dataclass(frozen=True)
@@ -47,11 +48,11 @@ def case_record(case: CaseIdentity, measurement: Measurement, peaks: DevicePeaks
     measured_tflops, measured_gbps = tflops(work.flops, seconds), gbps(work.bytes, seconds)
     peak_tflops = peaks.compute(work.precision) if peaks else None
     peak_gbps = peaks.memory_gbps if peaks else None
-    peak = peak_tflops if work.metric == TFLOPS else peak_gbps
-    value = measured_tflops if work.metric == TFLOPS else measured_gbps
+    peak = peak_tflops if work.metric == Metric.TFLOPS else peak_gbps
+    value = measured_tflops if work.metric == Metric.TFLOPS else measured_gbps
     findings = anomaly.check_case(tflops=measured_tflops, gbps=measured_gbps, peak_tflops=peak_tflops,
                                   peak_gbps=peak_gbps, precision=work.precision,
-                                  gemv_class=work.metric == GBPS, cold=measurement.flush == "cold")
+                                  gemv_class=work.metric == Metric.GBPS, cold=measurement.flush == Flush.COLD)
     warmup = anomaly.warmup_effect(measurement.samples_s)
     record = Record(
         case_id=case.case_id, nodeid=case.nodeid, family=case.family, params=case.params,
@@ -83,7 +84,7 @@ def ratio_record(case: CaseIdentity, numerator: Measurement, denominator: Measur
     unreliable_reason = "; ".join(r for r in (numerator.unreliable_reason, denominator.unreliable_reason) if r)
     record = Record(
         case_id=ratio_case.case_id, nodeid=case.nodeid, family=case.family, params=case.params,
-        metric=RATIO, value=_ratio(numerator.value, denominator.value), unit="×", status=Status.PASS,
+        metric=Metric.RATIO, value=_ratio(numerator.value, denominator.value), unit=Metric.UNITS[Metric.RATIO], status=Status.PASS,
         note=f"{numerator.value:.4g} / {denominator.value:.4g} {numerator.work.metric}",
         median_s=numerator.median_s, rel_iqr=spread, samples=min(numerator.summary.n, denominator.summary.n),
         method=numerator.method, flush=numerator.flush, reliable=not unreliable_reason,

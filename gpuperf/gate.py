@@ -24,7 +24,8 @@ from dataclasses import dataclass, replace
 from typing import Protocol
 
 from gpuperf.baseline import Entry
-from gpuperf.records import Record, Status
+from gpuperf.records import Record
+from gpuperf.vocabulary import Status
 
 #: The default allowed slowdown. Chosen from measurement, not taste: over three full H200 runs against one
 #: baseline (369 case-runs) the largest slowdown of an unchanged case was 3.3 % (a 5 µs FP16 GEMM), so a

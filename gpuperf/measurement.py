@@ -7,6 +7,7 @@ from functools import cached_property
 
 from gpuperf.metrics import Work
 from gpuperf.stats import Summary, summarize
+from gpuperf.vocabulary import Flush
 
 
 #: A cold call shorter than this is timed several at a time over rotated operand copies (``cold-rotate``): alone
@@ -24,7 +25,7 @@ class Method:
 
     COLD_FLUSH = "cold-flush"  # L2 flushed (a read of ≥ 2×L2) before every sample, outside the events
     COLD_ROTATE = "cold-rotate"  # k calls per event pair over rotated operand copies totalling > 2×L2
-    HOT = "hot"  # back-to-back calls on the same operands: a warm cache
+    HOT = Flush.HOT  # back-to-back calls on the same operands: a warm cache
     UNHELD_SUFFIX = "-unheld"  # added when the batch could not be held behind the hold kernel
 
 
@@ -34,7 +35,7 @@ class Measurement:
 
     samples_s: tuple[float, ...]
     work: Work
-    flush: str  # "cold" | "hot"
+    flush: str  # Flush.COLD | Flush.HOT
     method: str
     calls_per_sample: int = 1
     warmup_calls: int = 0

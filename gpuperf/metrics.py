@@ -10,17 +10,10 @@ Conventions (SPEC, seed 001 §3.2 and §4.1):
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from gpuperf.vocabulary import Metric, Precision
 from dataclasses import dataclass
-from types import MappingProxyType
 
-from gpuperf.cases import ELEMENT_BYTES
 
-TFLOPS = "TFLOPS"
-GBPS = "GB/s"
-RATIO = "ratio"
-#: The unit each gated metric is recorded in; a ratio (custom ÷ cuBLAS, cold ÷ hot, …) is a pure number.
-METRIC_UNITS: Mapping[str, str] = MappingProxyType({TFLOPS: "TFLOPS", GBPS: "GB/s", RATIO: "×"})
 
 
 @dataclass(frozen=True)
@@ -39,14 +32,14 @@ class Work:
 
     def value(self, seconds: float) -> float:
         """The primary metric for a call that took ``seconds``."""
-        return tflops(self.flops, seconds) if self.metric == TFLOPS else gbps(self.bytes, seconds)
+        return tflops(self.flops, seconds) if self.metric == Metric.TFLOPS else gbps(self.bytes, seconds)
 
 
 def _element_bytes(dtype: str) -> int:
     try:
-        return ELEMENT_BYTES[dtype]
+        return Precision.ELEMENT_BYTES[dtype]
     except KeyError as exc:
-        raise ValueError(f"unknown dtype {dtype!r}: use one of {sorted(ELEMENT_BYTES)}") from exc
+        raise ValueError(f"unknown dtype {dtype!r}: use one of {sorted(Precision.ELEMENT_BYTES)}") from exc
 
 
 def _check_sizes(**sizes: int) -> None:
@@ -63,7 +56,7 @@ def gemm_work(m: int, n: int, k: int, dtype: str, batch: int = 1, beta_nonzero: 
         flops=2.0 * m * n * k * batch,
         bytes=float(elements * batch * _element_bytes(dtype)),
         precision=dtype,
-        metric=TFLOPS,
+        metric=Metric.TFLOPS,
     )
 
 
@@ -78,7 +71,7 @@ def gemv_work(
         flops=2.0 * m * n * batch,
         bytes=float((matrix + vectors) * _element_bytes(dtype)),
         precision=dtype,
-        metric=GBPS,
+        metric=Metric.GBPS,
     )
 
 

@@ -18,8 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
-#: Precision names used for peaks (the same names as gpuperf.cases.DTYPES).
-PRECISIONS: tuple[str, ...] = ("fp32", "tf32", "fp16", "bf16", "fp64")
+from gpuperf.vocabulary import Precision
+
 
 
 @dataclass(frozen=True)
@@ -97,7 +97,7 @@ class DevicePeaks:
         try:
             return self.compute_tflops[precision]
         except KeyError as exc:
-            raise ValueError(f"unknown precision {precision!r}: use one of {PRECISIONS}") from exc
+            raise ValueError(f"unknown precision {precision!r}: use one of {Precision.ALL}") from exc
 
     def to_dict(self) -> dict[str, object]:
         return {"memory_gbps": round(self.memory_gbps, 1),

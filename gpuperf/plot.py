@@ -25,9 +25,10 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
-from gpuperf.cases import DTYPES, BatchedShape, CaseTableError, GemmShape, GemvShape, parse_shape
-from gpuperf.metrics import GBPS, TFLOPS, Work, gemm_work, gemv_work
+from gpuperf.cases import BatchedShape, CaseTableError, GemmShape, GemvShape, parse_shape
+from gpuperf.metrics import Work, gemm_work, gemv_work
 from gpuperf.records import Record
+from gpuperf.vocabulary import Family, Flush, Metric, Precision
 
 DPI = 150
 FIGSIZE = (10.0, 6.0)  # inches: 1500 × 900 px at DPI
@@ -42,7 +43,7 @@ CEILING_NAMES = {
 #: Parameter names that give a case's size, not its code path: they never split a series.
 SIZE_PARAMS = frozenset({"shape", "size", "m", "n", "k", "batch", "batch_size"})
 _SIZE_VALUE = re.compile(r"^\d+(x\d+)*$")
-_FLUSH_MODES = ("cold", "hot")
+_FLUSH_MODES = Flush.MODES
 _MARKERS = "osD^v<>ph*"
 #: A shape with one dimension this many times another is drawn as its own (tall/wide/long-K) series.
 ASPECT_FACTOR = 4
@@ -84,12 +85,12 @@ def plot_throughput(records: Sequence[Record], out_dir: Path, gpu: str = "",
     out_dir.mkdir(parents=True, exist_ok=True)
     families: dict[str, list[Record]] = {}
     for record in records:
-        if record.metric in (TFLOPS, GBPS) and _size(record) is not None and _is_number(record.value):
-            families.setdefault(record.family or "other", []).append(record)
+        if record.metric in (Metric.TFLOPS, Metric.GBPS) and _size(record) is not None and _is_number(record.value):
+            families.setdefault(record.family or Family.OTHER, []).append(record)
     written = []
     for family in sorted(families):
         group = families[family]
-        metrics = [m for m in (TFLOPS, GBPS) if any(r.metric == m for r in group)]
+        metrics = [m for m in (Metric.TFLOPS, Metric.GBPS) if any(r.metric == m for r in group)]
         fig = _figure(width=FIGSIZE[0] * THROUGHPUT_WIDTH[len(metrics)])
         axes = fig.subplots(1, len(metrics), squeeze=False)[0]
         for ax, metric in zip(axes, metrics):
@@ -113,7 +114,7 @@ def plot_roofline(records: Sequence[Record], peaks: Mapping[str, Any] | None, ou
     for record in records:
         placed = _roofline_point(record)
         if placed is not None:
-            points.setdefault((record.family or "other", _precision(record)), []).append(placed)
+            points.setdefault((record.family or Family.OTHER, _precision(record)), []).append(placed)
     fig = _figure()
     ax = fig.add_subplot()
     families = sorted({family for family, _ in points})
@@ -193,7 +194,7 @@ def _throughput_panel(ax: Axes, records: Sequence[Record], metric: str,
     ceilings = _throughput_ceilings(records, metric, peaks)
     for index, (value, name) in enumerate(ceilings):
         ax.axhline(value, linestyle="--", linewidth=1.2, color=_CEILING_COLOURS[index % len(_CEILING_COLOURS)],
-                   label=f"{name} peak {value:.1f} {metric}" if metric == TFLOPS else
+                   label=f"{name} peak {value:.1f} {metric}" if metric == Metric.TFLOPS else
                    f"{name} peak {value:.0f} {metric}")
     ax.set_xscale("log")
     y_values = [p.y for pts in series.values() for p in pts] + [value for value, _ in ceilings]
@@ -201,11 +202,11 @@ def _throughput_panel(ax: Axes, records: Sequence[Record], metric: str,
         ax.set_yscale("log")  # fp32 next to fp16 tensor ceilings: a linear axis would flatten fp32
     else:
         ax.set_ylim(0, max(y_values) * 1.08)
-    unit = "TFLOPS (10¹² FLOP/s)" if metric == TFLOPS else "GB/s (10⁹ byte/s)"
-    what = "FLOPs per call" if metric == TFLOPS else "bytes moved per call"
+    unit = "TFLOPS (10¹² FLOP/s)" if metric == Metric.TFLOPS else "GB/s (10⁹ byte/s)"
+    what = "FLOPs per call" if metric == Metric.TFLOPS else "bytes moved per call"
     ax.set_xlabel(f"problem size ({what}, log scale)")
     ax.set_ylabel(unit)
-    ax.set_title("compute throughput" if metric == TFLOPS else "memory bandwidth", fontsize="medium")
+    ax.set_title("compute throughput" if metric == Metric.TFLOPS else "memory bandwidth", fontsize="medium")
     ax.grid(True, which="both", alpha=0.25)
     ax.legend(fontsize="x-small", loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0,
               ncols=2 if len(series) > 16 else 1)  # beside the axes: many series would cover the data
@@ -216,7 +217,7 @@ def _throughput_ceilings(records: Sequence[Record], metric: str,
     """Distinct peaks that apply to these records, with the precisions that share each."""
     by_value: dict[float, list[str]] = {}
     for record in records:
-        name = "memory" if metric == GBPS else _precision(record)
+        name = "memory" if metric == Metric.GBPS else _precision(record)
         value = _positive(record.peak) or _peak_from(peaks, metric, name)
         if value is not None:
             names = by_value.setdefault(round(value, 1), [])
@@ -228,7 +229,7 @@ def _throughput_ceilings(records: Sequence[Record], metric: str,
 def _peak_from(peaks: Mapping[str, Any] | None, metric: str, precision: str) -> float | None:
     if not peaks:
         return None
-    if metric == GBPS:
+    if metric == Metric.GBPS:
         return _positive(peaks.get("memory_gbps"))
     return _positive((peaks.get("compute_tflops") or {}).get(precision))
 
@@ -289,7 +290,7 @@ def _join(*parts: str) -> str:
 
 
 def _size(record: Record) -> float | None:
-    return _positive(record.flops if record.metric == TFLOPS else record.bytes)
+    return _positive(record.flops if record.metric == Metric.TFLOPS else record.bytes)
 
 
 # --- roofline ------------------------------------------------------------------------------------------
@@ -302,8 +303,8 @@ def _roofline_point(record: Record) -> tuple[float, float] | None:
         return None
     value, seconds = _positive(record.value), _positive(record.median_s)
     tflops = _positive(record.tflops)
-    if tflops is None and value is not None and record.metric in (TFLOPS, GBPS):
-        tflops = value if record.metric == TFLOPS else value * 1e9 * (flops / nbytes) / 1e12
+    if tflops is None and value is not None and record.metric in (Metric.TFLOPS, Metric.GBPS):
+        tflops = value if record.metric == Metric.TFLOPS else value * 1e9 * (flops / nbytes) / 1e12
     if tflops is None and seconds is not None:
         tflops = flops / seconds / 1e12
     if tflops is None:
@@ -341,7 +342,7 @@ def _baseline_record(case_id: str, entry: EntryLike, header: Mapping[str, Any],
     params: dict[str, str] = {"test": test}
     dtype = None
     for segment in segments:
-        if dtype is None and segment in DTYPES:
+        if dtype is None and segment in Precision.ALL:
             dtype = segment
         elif shape is None and _SIZE_VALUE.match(segment) and "x" in segment:
             try:
@@ -357,11 +358,11 @@ def _baseline_record(case_id: str, entry: EntryLike, header: Mapping[str, Any],
         params["flush"] = flush
     if shape is not None:
         params["shape"] = str(shape)
-    work = _work(shape, dtype, entry.metric) if entry.metric in (TFLOPS, GBPS) else None
+    work = _work(shape, dtype, entry.metric) if entry.metric in (Metric.TFLOPS, Metric.GBPS) else None
     value = float(entry.value)
     tflops = gbps = peak = pct = None
     if work is not None and value > 0:
-        seconds = work.flops / (value * 1e12) if entry.metric == TFLOPS else work.bytes / (value * 1e9)
+        seconds = work.flops / (value * 1e12) if entry.metric == Metric.TFLOPS else work.bytes / (value * 1e9)
         tflops, gbps = work.flops / seconds / 1e12, work.bytes / seconds / 1e9
         peak = _peak_from(peaks, entry.metric, dtype)
         pct = 100.0 * value / peak if peak else None
@@ -426,7 +427,7 @@ def _precision(record: Record) -> str:
 
 
 def _precision_rank(precision: str) -> tuple[int, str]:
-    return (DTYPES.index(precision) if precision in DTYPES else len(DTYPES), precision)
+    return (Precision.ALL.index(precision) if precision in Precision.ALL else len(Precision.ALL), precision)
 
 
 def _positive(value: Any) -> float | None:

@@ -31,6 +31,7 @@ from gpuperf.records import Record, RunInfo
 from gpuperf.measurement import DEFAULT_MIN_SAMPLE_S
 from gpuperf.session import MISSING_POLICIES, UNRELIABLE_POLICIES, Options, SessionState, baseline_header
 from gpuperf.stats import StoppingRule
+from gpuperf.vocabulary import MARKERS, Family, Flush
 
 STATE = pytest.StashKey[SessionState]()
 POOL = pytest.StashKey[GpuPool]()
@@ -41,20 +42,6 @@ RECORD_PROPERTY = "gpuperf_record"
 RUN_PROPERTY = "gpuperf_run"
 CASE_PROPERTY = "gpuperf_case"  # on every selected perf test: its case id and GPU, for the accounting
 COLLECTED_OUTPUT = "gpuperf_collected"  # an xdist worker's CollectedTests, sent to the controller
-FAMILY_MARKERS = ("crosscheck", "custom", "batched", "gemv", "gemm")  # the most specific first
-MARKERS = {
-    "gemm": "cuBLAS or custom matrix-matrix products",
-    "gemv": "matrix-vector products (bandwidth-bound)",
-    "batched": "batched GEMM / GEMV",
-    "custom": "custom CUDA kernels from kernels/cuda",
-    "cublas": "cases that call cuBLAS",
-    "cublaslt": "cases that use cuBLASLt through nvmath-python",
-    "crosscheck": "the seeds' cross-checks (TF32 active, sgemm vs gemmEx, flush effective)",
-    "trigger": "cases built to make an anomaly rule fire (run with -m trigger)",
-    "correctness": "numerical checks against a float64 reference",
-    "perf": "performance cases gated against the GPU's baseline",
-    "slow": "long cases kept out of the default run (run with --run-slow or -m slow)",
-}
 
 
 # -- option parsing (validated at start-up, so a bad value fails before any test) --------------------------
@@ -75,7 +62,7 @@ def gpu_selection(text: str) -> str:
 
 def flush_modes(text: str) -> tuple[str, ...]:
     modes = tuple(dict.fromkeys(part.strip() for part in text.split(",") if part.strip()))
-    bad = [mode for mode in modes if mode not in ("cold", "hot")]
+    bad = [mode for mode in modes if mode not in Flush.MODES]
     if bad or not modes:
         raise argparse.ArgumentTypeError(f"--flush-modes {text!r}: use cold, hot or cold,hot")
     return modes
@@ -133,7 +120,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def _options(config: pytest.Config) -> Options:
     get = config.getoption
     root = Path(config.rootpath)
-    modes = ("hot",) if get("--no-flush") else (get("--flush-modes") or ("cold",))
+    modes = (Flush.HOT,) if get("--no-flush") else (get("--flush-modes") or (Flush.COLD,))
     gate_mode = bool(get("--gate")) or gate_mode_from_env(os.environ.get("CI"))
     missing = get("--missing-baseline") or ("fail" if gate_mode else "skip")
     results = get("--results-dir")
@@ -342,7 +329,7 @@ def measure(request: pytest.FixtureRequest, gpu: Any, stream: Any, flush_mode: s
 
 
 def _family(item: pytest.Item) -> str:
-    return next((name for name in FAMILY_MARKERS if item.get_closest_marker(name)), "other")
+    return next((name for name in Family.MOST_SPECIFIC_FIRST if item.get_closest_marker(name)), Family.OTHER)
 
 
 def _params(item: pytest.Item) -> dict[str, str]:

@@ -10,23 +10,7 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from gpuperf.baseline import VERSION_KEYS
-
-
-class Status:
-    """The outcome of one case. A string constant set, so records stay plain data."""
-
-    PASS = "PASS"
-    IMPROVED = "IMPROVED"  # faster than baseline beyond tolerance: passes unless --strict
-    REGRESSED = "REGRESSED"  # slower than baseline beyond tolerance, confirmed by a re-measurement
-    ANOMALY = "ANOMALY"  # a number the hardware cannot produce, or a named cross-check failed
-    NO_BASELINE = "NO_BASELINE"
-    UNRELIABLE = "UNRELIABLE"  # measured while throttled or shared: neither passed nor failed
-    UPDATED = "UPDATED"  # --update-baselines recorded it
-    NOT_RECORDED = "NOT_RECORDED"  # --update-baselines measured it, but did not record it (the note says why)
-    NOT_COMPARABLE = "NOT_COMPARABLE"  # measured, but not as its baseline was (another metric or method)
-    ERROR = "ERROR"  # the figure is not a positive finite number: no verdict is possible
-
-    FAILING = frozenset({REGRESSED, ANOMALY, ERROR})
+from gpuperf.vocabulary import Status
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from gpuperf.gate import FLAGGED, STATUS_ORDER, status_rank
-from gpuperf.records import Record, RunInfo, Status
+from gpuperf.records import Record, RunInfo
+from gpuperf.vocabulary import Family, Status
 
 RESULTS_JSON = "results.json"
 RESULTS_CSV = "results.csv"
@@ -201,7 +202,7 @@ def summary_markdown(run: RunInfo, records: Sequence[Record], results_dir: Path 
         lines += ["### All cases", ""]
         families: dict[str, list[Record]] = {}
         for record in records:
-            families.setdefault(record.family or "other", []).append(record)
+            families.setdefault(record.family or Family.OTHER, []).append(record)
         for family in sorted(families):
             group = families[family]
             bad = sum(r.failed for r in group)

@@ -12,8 +12,9 @@ from gpuperf.gate import GateConfig, Policy
 from gpuperf.accounting import GpuAccount, SelectedCase
 from gpuperf.check import entry_from_record
 from gpuperf.measurement import DEFAULT_MIN_SAMPLE_S
-from gpuperf.records import Record, RunInfo, Status
+from gpuperf.records import Record, RunInfo
 from gpuperf.stats import StoppingRule
+from gpuperf.vocabulary import Flush, Status
 
 MISSING_POLICIES = ("skip", "fail", "pass")
 UNRELIABLE_POLICIES = ("skip", "fail", "pass")
@@ -27,7 +28,7 @@ class Options:
     missing: str = "skip"
     on_unreliable: str = "skip"
     baseline_dir: Path = Path("baselines")
-    flush_modes: tuple[str, ...] = ("cold",)
+    flush_modes: tuple[str, ...] = (Flush.COLD,)
     gpus: str = "0"
     warmup_calls: int = 3
     warmup_time_s: float = 0.05

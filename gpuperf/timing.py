@@ -37,6 +37,7 @@ from gpuperf.device import Nvml
 from gpuperf.measurement import DEFAULT_MIN_SAMPLE_S, DEFAULT_ROTATE_BELOW_S, Measurement, Method
 from gpuperf.metrics import Work
 from gpuperf.stats import StoppingRule
+from gpuperf.vocabulary import Flush
 
 
 @dataclass(frozen=True)
@@ -192,20 +193,20 @@ class Timer:
         self.sleep = sleep
         self.clock = clock
 
-    def measure(self, fn: Callable[..., Any], work: Work, operands: Sequence[Any] = (), flush: str = "cold",
+    def measure(self, fn: Callable[..., Any], work: Work, operands: Sequence[Any] = (), flush: str = Flush.COLD,
                 label: str = "", prefer_method: str = "") -> Measurement:
         """``prefer_method`` asks for the cold method a baseline entry was recorded with (``cold-flush`` or
         ``cold-rotate``), so a call near the length threshold is not measured one way today and the other way
         tomorrow; empty: chosen from the warm call's length."""
-        if flush not in ("cold", "hot"):
-            raise ValueError(f"flush must be 'cold' or 'hot', got {flush!r}")
+        if flush not in Flush.MODES:
+            raise ValueError(f"flush must be one of {Flush.MODES}, got {flush!r}")
         backend = self.backend
         stream = backend.current_stream()
         config = self.config
         clock_before = self.nvml.sm_clock_mhz()
 
         start, stop = backend.event(), backend.event()
-        if flush == "cold":
+        if flush == Flush.COLD:
             self.flush_buffer.enqueue(stream)  # unheld too: the flush kernel compiles on its first launch, and a
             # compile inside a held batch outlasts the hold (seen on the H200: the first case of a run came out
             # "cold-flush-unheld")
@@ -225,7 +226,7 @@ class Timer:
             warm_calls += 1
 
         operand_sets = [tuple(operands)]
-        if flush == "hot":
+        if flush == Flush.HOT:
             method = Method.HOT
             calls = max(1, min(1000, math.ceil(config.hot_min_sample_s / max(per_call, 1e-9) - 1e-6)))
         else:

@@ -305,7 +305,7 @@ EX_ACCURACY: dict[tuple[str, str], str] = {
 
 @dataclass(frozen=True)
 class GemmPath:
-    """How one math path of the suite (``gpuperf.cases.DTYPES``) calls cuBLAS.
+    """How one math path of the suite (``gpuperf.vocabulary.Precision``) calls cuBLAS.
 
     ``typed`` is the prefix of the classic routines (``s``: sgemm, sgemmStridedBatched, sgemmBatched,
     sgemv) or ``None`` when the path exists only through the ``*Ex`` routines with ``compute``.

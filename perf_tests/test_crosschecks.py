@@ -21,6 +21,7 @@ from gpuperf import anomaly
 from gpuperf.cases import GemmShape, GemvShape
 from gpuperf.measurement import Measurement
 from gpuperf.metrics import gemm_work, gemv_work, tflops
+from gpuperf.vocabulary import Flush
 
 cupy = pytest.importorskip("cupy", reason="CuPy is not installed: pip install -e '.[cuda13]'")
 from kernels import cublas, operands  # noqa: E402  (after the importorskip)
@@ -163,8 +164,8 @@ def test_flush_effective(dtype: str, shape: GemvShape, gpu: Any, cublas_handle: 
         pytest.skip(f"{shape} is {multiple:.2f}× this GPU's L2, in neither regime of the flush rule "
                     f"(≤ {anomaly.FLUSH_SMALL_FACTOR}× or ≥ {anomaly.FLUSH_LARGE_FACTOR}×): pick another shape")
     a, x, y = _gemv_operands(rng, shape)
-    cold = measure(_sgemv(cublas_handle), work, operands=(a, x, y), flush="cold", label="cold")
-    hot = measure(_sgemv(cublas_handle), work, operands=(a, x, y), flush="hot", label="hot")
+    cold = measure(_sgemv(cublas_handle), work, operands=(a, x, y), flush=Flush.COLD, label="cold")
+    hot = measure(_sgemv(cublas_handle), work, operands=(a, x, y), flush=Flush.HOT, label="hot")
     found = anomaly.flush_check(cold.median_s, hot.median_s, work.bytes, gpu.info.l2_bytes)
     perf.check_ratio(cold, hot, name="cold_over_hot")
     perf.note(f"working set {multiple:.2f}× L2; cold {_shown(cold)}, hot {_shown(hot)}: cold "
@@ -183,7 +184,7 @@ def _memory_findings(gpu: Any, measurement: Measurement) -> list[anomaly.Anomaly
     work = measurement.work
     return anomaly.check_case(tflops=tflops(work.flops, measurement.median_s), gbps=measurement.value,
                               peak_tflops=gpu.peaks.compute(work.precision), peak_gbps=gpu.peaks.memory_gbps,
-                              precision=work.precision, gemv_class=True, cold=measurement.flush == "cold")
+                              precision=work.precision, gemv_class=True, cold=measurement.flush == Flush.COLD)
 
 
 @pytest.mark.trigger
@@ -200,7 +201,7 @@ def test_trigger_above_memory_peak_wrong_byte_count(gpu: Any, cublas_handle: int
     y = operands.nan_operand((batch, shape.m), "fp32")
     wrong = gemv_work(shape.m, shape.n, "fp32", batch=batch, shared_matrix=False)
     hot = measure(lambda a, x, y: cublas.gemv_batched(cublas_handle, a, x, y, dtype="fp32"), wrong,
-                  operands=(a, x, y), flush="hot", label="shared weight, bytes counted per item")
+                  operands=(a, x, y), flush=Flush.HOT, label="shared weight, bytes counted per item")
     findings = _memory_findings(gpu, hot)
     right = gemv_work(shape.m, shape.n, "fp32", batch=batch, shared_matrix=True)
     summary = (f"{batch}×{shape} shared weight: counted {wrong.bytes / 1e6:.0f} MB → {_shown(hot)}; "
@@ -285,9 +286,9 @@ def test_trigger_flush_not_happening(gpu: Any, cublas_handle: int, rng: np.rando
     shape = SMALL_GEMV
     work = gemv_work(shape.m, shape.n, "fp32")
     gemv_operands = _gemv_operands(rng, shape)
-    no_flush_cold = measure(_sgemv(cublas_handle), work, operands=gemv_operands, flush="hot",
+    no_flush_cold = measure(_sgemv(cublas_handle), work, operands=gemv_operands, flush=Flush.HOT,
                             label="'cold' without a flush")
-    hot = measure(_sgemv(cublas_handle), work, operands=gemv_operands, flush="hot", label="hot")
+    hot = measure(_sgemv(cublas_handle), work, operands=gemv_operands, flush=Flush.HOT, label="hot")
     found = anomaly.flush_check(no_flush_cold.median_s, hot.median_s, work.bytes, gpu.info.l2_bytes)
     summary = (f"{shape} ({_l2_multiple(work.bytes, gpu.info.l2_bytes):.2f}× L2): 'cold' without a flush "
                f"{_shown(no_flush_cold)}, hot {_shown(hot)}: {100 * _flush_gap(no_flush_cold, hot):+.1f} % time")
@@ -317,9 +318,9 @@ def test_trigger_flush_ineffective(gpu: Any, cublas_handle: int, rng: np.random.
         flush.enqueue(cupy.cuda.get_current_stream())
         sgemv(a, x, y)
 
-    leaky_cold = measure(flush_then_sgemv, work, operands=gemv_operands, flush="hot",
+    leaky_cold = measure(flush_then_sgemv, work, operands=gemv_operands, flush=Flush.HOT,
                          label="flush inside the timed region")
-    hot = measure(sgemv, work, operands=gemv_operands, flush="hot", label="hot")
+    hot = measure(sgemv, work, operands=gemv_operands, flush=Flush.HOT, label="hot")
     found = anomaly.flush_check(leaky_cold.median_s, hot.median_s, work.bytes, gpu.info.l2_bytes)
     summary = (f"{shape} ({_l2_multiple(work.bytes, gpu.info.l2_bytes):.1f}× L2): flush inside the timing "
                f"{_shown(leaky_cold)}, hot {_shown(hot)}: {100 * _flush_gap(leaky_cold, hot):+.1f} % time")

@@ -6,7 +6,8 @@ from pathlib import Path
 
 from gpuperf.accounting import CollectedTests, SelectedCase, account, merge_collected, owned_keys, stale_entries
 from gpuperf.baseline import BaselineFile, Entry
-from gpuperf.records import Record, Status
+from gpuperf.records import Record
+from gpuperf.vocabulary import Status
 
 GEMM = "perf_tests/test_gemm.py::test_gemm_perf[fp32-nn-4096x4096x4096-cold]"
 GEMV = "perf_tests/test_gemv.py::test_gemv_perf[fp32-opN-16384x16384-cold]"

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from gpuperf.accuracy import ROUNDING
-from gpuperf.cases import DTYPES
+from gpuperf.vocabulary import Precision
 from kernels import blas_args
 from kernels.blas_args import (
     Batched,
@@ -358,7 +358,7 @@ def test_split_batch_covers_every_item_once(batch: int, parts: int) -> None:
 # --- tables --------------------------------------------------------------------------------------------
 
 def test_every_suite_dtype_has_a_gemm_path_with_a_rounding_model() -> None:
-    assert set(blas_args.GEMM_PATHS) == set(DTYPES)
+    assert set(blas_args.GEMM_PATHS) == set(Precision.ALL)
     for name, path in blas_args.GEMM_PATHS.items():
         assert path.name == name
         assert path.accuracy in ROUNDING

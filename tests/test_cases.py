@@ -11,17 +11,8 @@ import pytest
 import yaml
 
 from gpuperf.case_schema import TABLES
-from gpuperf.cases import (
-    CASES_DIR,
-    DTYPES,
-    ELEMENT_BYTES,
-    BatchedShape,
-    CaseTableError,
-    GemmShape,
-    GemvShape,
-    load_cases,
-    parse_shape,
-)
+from gpuperf.cases import CASES_DIR, BatchedShape, CaseTableError, GemmShape, GemvShape, load_cases, parse_shape
+from gpuperf.vocabulary import Precision
 
 pytest_plugins = ["pytester"]
 
@@ -70,9 +61,9 @@ def test_case_table_error_is_a_value_error() -> None:
 
 
 def test_dtypes_and_element_bytes_agree() -> None:
-    assert DTYPES == ("fp32", "tf32", "fp16", "bf16", "fp64")
-    assert set(ELEMENT_BYTES) == set(DTYPES)
-    assert ELEMENT_BYTES["tf32"] == ELEMENT_BYTES["fp32"] == 4  # TF32 is stored as FP32
+    assert Precision.ALL == ("fp32", "tf32", "fp16", "bf16", "fp64")
+    assert set(Precision.ELEMENT_BYTES) == set(Precision.ALL)
+    assert Precision.ELEMENT_BYTES["tf32"] == Precision.ELEMENT_BYTES["fp32"] == 4  # TF32 is stored as FP32
 
 
 def test_load_cases_turns_shape_strings_into_the_kind_its_schema_names(tmp_path: Path) -> None:
@@ -253,6 +244,7 @@ from pathlib import Path
 import pytest
 
 from gpuperf.cases import load_cases
+from gpuperf.vocabulary import Precision
 
 CASES = load_cases("gemm", directory=Path(__file__).parent / "cases")
 

@@ -18,8 +18,8 @@ from gpuperf.check import (
 )
 from gpuperf.gate import GateConfig
 from gpuperf.measurement import Measurement, Method
-from gpuperf.metrics import GBPS, RATIO, TFLOPS, Work, gemm_work, gemv_work
-from gpuperf.records import Status
+from gpuperf.metrics import Work, gemm_work, gemv_work
+from gpuperf.vocabulary import Metric, Status
 
 NODE = "perf_tests/test_gemm.py::test_gemm_perf[fp32-4096x4096x4096-cold]"
 CASE = CaseIdentity(case_id=NODE, nodeid=NODE, family="gemm",
@@ -33,13 +33,13 @@ SGEMV = gemv_work(16384, 16384, "fp32")
 
 def measured(work: Work, value: float, flush: str = "cold", n: int = 20, **kw: Any) -> Measurement:
     """A measurement whose median gives exactly ``value`` of the work's primary metric."""
-    seconds = work.flops / (value * 1e12) if work.metric == TFLOPS else work.bytes / (value * 1e9)
+    seconds = work.flops / (value * 1e12) if work.metric == Metric.TFLOPS else work.bytes / (value * 1e9)
     samples = tuple(seconds * (1.0 + 1e-4 * ((i % 5) - 2)) for i in range(n))  # 0.02 % spread, median exact
     return Measurement(samples_s=samples, work=work, flush=flush,
                        method=Method.COLD_FLUSH if flush == "cold" else Method.HOT, **kw)
 
 
-def base_entry(value: float, metric: str = TFLOPS, **kw: Any) -> Entry:
+def base_entry(value: float, metric: str = Metric.TFLOPS, **kw: Any) -> Entry:
     return Entry(metric=metric, value=value, unit=metric, **kw)
 
 
@@ -50,7 +50,7 @@ def test_case_record_derives_tflops_gbps_and_percent_of_peak() -> None:
     m = measured(SGEMM, 50.0, sm_clock_mhz=(1980, 1965), clock_events=("sw_power_cap",), label="sgemm")
     r = case_record(CASE, m, PEAKS, base_entry(50.0), GATE, GATING)
     assert r.status == Status.PASS
-    assert r.metric == r.unit == TFLOPS
+    assert r.metric == r.unit == Metric.TFLOPS
     assert r.value == pytest.approx(50.0)
     assert r.tflops == pytest.approx(50.0)
     assert r.gbps == pytest.approx(SGEMM.bytes / m.median_s / 1e9)
@@ -75,8 +75,8 @@ def test_case_record_derives_tflops_gbps_and_percent_of_peak() -> None:
 
 
 def test_memory_bound_case_is_gated_on_gbps_against_the_memory_peak() -> None:
-    r = case_record(CASE, measured(SGEMV, 4000.0), PEAKS, base_entry(4000.0, GBPS), GATE, GATING)
-    assert r.metric == GBPS
+    r = case_record(CASE, measured(SGEMV, 4000.0), PEAKS, base_entry(4000.0, Metric.GBPS), GATE, GATING)
+    assert r.metric == Metric.GBPS
     assert r.value == pytest.approx(4000.0)
     assert r.peak == pytest.approx(4814.304)
     assert r.pct_of_peak == pytest.approx(100 * 4000.0 / 4814.304)
@@ -103,7 +103,7 @@ def test_above_compute_peak_is_an_anomaly_naming_the_causes() -> None:
 
 def test_above_memory_peak_for_gemv_is_an_anomaly_even_hot() -> None:
     for flush in ("cold", "hot"):
-        r = case_record(CASE, measured(SGEMV, 6000.0, flush=flush), PEAKS, base_entry(6000.0, GBPS), GATE, GATING)
+        r = case_record(CASE, measured(SGEMV, 6000.0, flush=flush), PEAKS, base_entry(6000.0, Metric.GBPS), GATE, GATING)
         assert r.status == Status.ANOMALY, flush
         assert "above-memory-peak" in r.note
         assert "cache-resident" in r.note
@@ -189,7 +189,7 @@ def test_the_current_measurement_never_widens_the_band() -> None:
 @pytest.mark.parametrize("flops", [float("nan"), float("inf"), 0.0, -1.0])
 def test_a_figure_that_is_not_positive_and_finite_is_an_error_never_a_verdict(flops: float) -> None:
     """Sample times are checked where they are taken; a broken work count still reaches the gate."""
-    work = Work(flops=flops, bytes=SGEMM.bytes, precision="fp32", metric=TFLOPS)
+    work = Work(flops=flops, bytes=SGEMM.bytes, precision="fp32", metric=Metric.TFLOPS)
     m = Measurement(samples_s=(1e-3,) * 5, work=work, flush="cold", method=Method.COLD_FLUSH)
     r = case_record(CASE, m, PEAKS, base_entry(50.0), GATE, GATING)
     assert r.status == Status.ERROR
@@ -242,7 +242,7 @@ def test_no_baseline_note_has_the_command_that_records_it() -> None:
 
 
 def test_metric_mismatch_asks_to_re_record() -> None:
-    r = case_record(CASE, measured(SGEMM, 50.0), PEAKS, base_entry(4000.0, GBPS), GATE, GATING)
+    r = case_record(CASE, measured(SGEMM, 50.0), PEAKS, base_entry(4000.0, Metric.GBPS), GATE, GATING)
     assert r.status == Status.NOT_COMPARABLE
     assert "baseline holds GB/s" in r.note
     assert "measures TFLOPS" in r.note
@@ -280,7 +280,7 @@ def test_record_command() -> None:
 def test_entry_from_record_keeps_what_the_baseline_stores() -> None:
     r = case_record(CASE, measured(SGEMM, 50.0), PEAKS, None, GATE, context_for(CASE, update=True))
     e = entry_from_record(r)
-    assert (e.metric, e.unit, e.flush, e.method, e.samples) == (TFLOPS, TFLOPS, "cold", Method.COLD_FLUSH, 20)
+    assert (e.metric, e.unit, e.flush, e.method, e.samples) == (Metric.TFLOPS, Metric.TFLOPS, "cold", Method.COLD_FLUSH, 20)
     assert e.value == pytest.approx(50.0)
     assert e.spread == pytest.approx(r.rel_iqr)
     assert e.tolerance is None
@@ -291,10 +291,10 @@ def test_entry_from_record_keeps_what_the_baseline_stores() -> None:
 
 def test_ratio_record_is_its_own_entry() -> None:
     custom, cublas = measured(SGEMM, 30.0), measured(SGEMM, 50.0)
-    r = ratio_record(CASE, custom, cublas, "vs_cublas", base_entry(0.6, RATIO), GATE, GATING)
+    r = ratio_record(CASE, custom, cublas, "vs_cublas", base_entry(0.6, Metric.RATIO), GATE, GATING)
     assert r.case_id == f"{NODE}#vs_cublas"
     assert r.nodeid == NODE
-    assert r.metric == RATIO
+    assert r.metric == Metric.RATIO
     assert r.unit == "×"
     assert r.value == pytest.approx(0.6)
     assert r.status == Status.PASS
@@ -305,7 +305,7 @@ def test_ratio_record_is_its_own_entry() -> None:
 
 def test_ratio_regression_and_missing_baseline() -> None:
     custom, cublas = measured(SGEMM, 25.0), measured(SGEMM, 50.0)
-    regressed = ratio_record(CASE, custom, cublas, "vs_cublas", base_entry(0.6, RATIO), GATE, GATING)
+    regressed = ratio_record(CASE, custom, cublas, "vs_cublas", base_entry(0.6, Metric.RATIO), GATE, GATING)
     assert regressed.status == Status.REGRESSED
     assert regressed.delta_pct == pytest.approx(100 * (0.5 - 0.6) / 0.6)
     missing = ratio_record(CASE, custom, cublas, "vs_cublas", None, GATE, GATING)
@@ -315,7 +315,7 @@ def test_ratio_regression_and_missing_baseline() -> None:
 
 def test_ratio_of_an_unreliable_measurement_is_unreliable() -> None:
     custom = measured(SGEMM, 30.0, unreliable_reason="other processes on the GPU: 4242")
-    r = ratio_record(CASE, custom, measured(SGEMM, 50.0), "vs_cublas", base_entry(0.6, RATIO), GATE, GATING)
+    r = ratio_record(CASE, custom, measured(SGEMM, 50.0), "vs_cublas", base_entry(0.6, Metric.RATIO), GATE, GATING)
     assert r.status == Status.UNRELIABLE
     assert "4242" in r.note
 

@@ -14,8 +14,8 @@ import pytest
 from gpuperf import results
 from gpuperf.__main__ import main
 from gpuperf.baseline import Entry, dump_baseline, load_baseline
-from gpuperf.metrics import METRIC_UNITS
-from gpuperf.records import Record, RunInfo, Status
+from gpuperf.records import Record, RunInfo
+from gpuperf.vocabulary import Metric, Status
 
 REPO = Path(__file__).resolve().parent.parent
 GEMV = "perf_tests/test_gemv.py::test_sgemv_perf[opN-16384x16384-cold]"
@@ -32,7 +32,7 @@ HEADER = {"gpu": "Synthetic GPU", "slug": "synthetic-gpu", "compute_capability":
 
 
 def entry(metric: str, value: float) -> Entry:
-    return Entry(metric=metric, value=value, unit=METRIC_UNITS[metric], spread=0.01, samples=10, flush="cold")
+    return Entry(metric=metric, value=value, unit=Metric.UNITS[metric], spread=0.01, samples=10, flush="cold")
 
 
 def write_baseline(path: Path, entries: dict[str, Entry]) -> Path:

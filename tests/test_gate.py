@@ -29,7 +29,8 @@ from gpuperf.gate import (
     run_failures,
     too_noisy,
 )
-from gpuperf.records import Record, Status
+from gpuperf.records import Record
+from gpuperf.vocabulary import Status
 
 CASE = "perf_tests/test_gemm.py::test_gemm_perf[fp32-nn-4096x4096x4096-cold]"
 

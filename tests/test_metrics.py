@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from gpuperf.cases import DTYPES
-from gpuperf.metrics import GBPS, TFLOPS, Work, gbps, gemm_work, gemv_work, percent_of, tflops
+from gpuperf.metrics import Work, gbps, gemm_work, gemv_work, percent_of, tflops
+from gpuperf.vocabulary import Metric, Precision
 
 
 def test_gemm_flops_and_bytes_fp32() -> None:
@@ -13,7 +13,7 @@ def test_gemm_flops_and_bytes_fp32() -> None:
     assert w.flops == 2 * 7 * 5 * 3
     assert w.bytes == (7 * 3 + 3 * 5 + 7 * 5) * 4  # A and B read once, C written once
     assert w.precision == "fp32"
-    assert w.metric == TFLOPS
+    assert w.metric == Metric.TFLOPS
 
 
 def test_gemm_beta_nonzero_reads_c_as_well() -> None:
@@ -39,7 +39,7 @@ def test_gemv_flops_and_bytes() -> None:
     w = gemv_work(64, 65536, "fp32")
     assert w.flops == 2 * 64 * 65536
     assert w.bytes == (64 * 65536 + 65536 + 64) * 4  # A, x read; y written
-    assert w.metric == GBPS
+    assert w.metric == Metric.GBPS
 
 
 def test_gemv_beta_nonzero_reads_y() -> None:
@@ -81,13 +81,13 @@ def test_nonpositive_gemv_sizes_raise(sizes: tuple[int, int, int]) -> None:
 
 
 def test_every_case_dtype_has_an_element_size() -> None:
-    for dtype in DTYPES:
+    for dtype in Precision.ALL:
         assert gemm_work(2, 2, 2, dtype).bytes > 0
 
 
 def test_work_value_picks_tflops_for_compute_and_gbps_for_memory() -> None:
-    compute = Work(flops=2e12, bytes=4e9, precision="fp32", metric=TFLOPS)
-    memory = Work(flops=2e12, bytes=4e9, precision="fp32", metric=GBPS)
+    compute = Work(flops=2e12, bytes=4e9, precision="fp32", metric=Metric.TFLOPS)
+    memory = Work(flops=2e12, bytes=4e9, precision="fp32", metric=Metric.GBPS)
     assert compute.value(0.5) == pytest.approx(4.0)  # 2e12 / 0.5 s = 4 TFLOPS
     assert memory.value(0.5) == pytest.approx(8.0)  # 4e9 / 0.5 s = 8 GB/s
 

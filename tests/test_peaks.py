@@ -11,7 +11,8 @@ from dataclasses import dataclass
 import pytest
 
 from gpuperf import peaks
-from gpuperf.peaks import ARCH_RATES, PRECISIONS, arch_rates, device_peaks, memory_peak_gbps
+from gpuperf.peaks import ARCH_RATES, arch_rates, device_peaks, memory_peak_gbps
+from gpuperf.vocabulary import Precision
 
 
 @dataclass(frozen=True)
@@ -119,6 +120,6 @@ def test_to_dict_rounds_and_keeps_absent_units() -> None:
     assert data["memory_gbps"] == 898.0
     compute = data["compute_tflops"]
     assert isinstance(compute, dict)
-    assert set(compute) == set(PRECISIONS)
+    assert set(compute) == set(Precision.ALL)
     assert compute["bf16"] is None
     assert compute["fp32"] == 15.7

@@ -19,9 +19,10 @@ from gpuperf.gate import GateConfig
 from gpuperf.check import CaseIdentity
 from gpuperf.fixtures import Perf, case_id_of
 from gpuperf.measurement import Measurement, Method
-from gpuperf.metrics import RATIO, TFLOPS, Work, gemm_work
-from gpuperf.records import Record, RunInfo, Status
+from gpuperf.metrics import Work, gemm_work
+from gpuperf.records import Record, RunInfo
 from gpuperf.session import Options, SessionState, baseline_header
+from gpuperf.vocabulary import Metric, Status
 
 # -- case_id_of ------------------------------------------------------------------------------------------
 
@@ -100,7 +101,7 @@ def make_perf(tmp_path: Path, entries: dict[str, Entry] | None, source: Scripted
 
 
 def tflops_entry(value: float, **kw: Any) -> Entry:
-    return Entry(metric=TFLOPS, value=value, unit=TFLOPS, **kw)
+    return Entry(metric=Metric.TFLOPS, value=value, unit=Metric.TFLOPS, **kw)
 
 
 BASE = {NODE: tflops_entry(50.0)}
@@ -313,18 +314,18 @@ def test_a_note_that_occurs_in_the_verdict_note_is_still_added(tmp_path: Path) -
 
 
 def test_check_ratio_uses_the_hash_entry(tmp_path: Path) -> None:
-    entries = {NODE: tflops_entry(50.0), f"{NODE}#vs_cublas": Entry(metric=RATIO, value=0.6, unit="×")}
+    entries = {NODE: tflops_entry(50.0), f"{NODE}#vs_cublas": Entry(metric=Metric.RATIO, value=0.6, unit="×")}
     perf = make_perf(tmp_path, entries)
     record = perf.check_ratio(at(30.0), at(50.0))
     assert record.case_id == f"{NODE}#vs_cublas"
-    assert record.metric == RATIO
+    assert record.metric == Metric.RATIO
     assert record.value == pytest.approx(0.6)
     assert record.baseline == 0.6
     assert record.status == Status.PASS
 
 
 def test_check_ratio_with_its_own_name_and_regression(tmp_path: Path) -> None:
-    entries = {f"{NODE}#vs_tiled": Entry(metric=RATIO, value=2.0, unit="×")}
+    entries = {f"{NODE}#vs_tiled": Entry(metric=Metric.RATIO, value=2.0, unit="×")}
     source = ScriptedSource(at(31.0), at(20.0))
     perf = make_perf(tmp_path, entries, source)
     numerator, denominator = at(30.0), at(20.0)
@@ -338,7 +339,7 @@ def test_check_ratio_with_its_own_name_and_regression(tmp_path: Path) -> None:
 
 
 def test_a_transient_ratio_drop_passes_on_re_measurement(tmp_path: Path) -> None:
-    entries = {f"{NODE}#vs_cublas": Entry(metric=RATIO, value=2.0, unit="×")}
+    entries = {f"{NODE}#vs_cublas": Entry(metric=Metric.RATIO, value=2.0, unit="×")}
     perf = make_perf(tmp_path, entries, ScriptedSource(at(40.0), at(20.0)))
     record = perf.check_ratio(at(30.0), at(20.0))
     assert record.status == Status.PASS
@@ -399,8 +400,8 @@ def test_session_reports_a_broken_baseline_naming_the_entry(tmp_path: Path) -> N
 
 
 def _record(case_id: str, status: str, gpu: str = SLUG, clocks: tuple[int, int] | None = None) -> Record:
-    return Record(case_id=case_id, nodeid=case_id, family="gemm", params={}, metric=TFLOPS, value=10.0,
-                  unit=TFLOPS, status=status, gpu=gpu, sm_clock_mhz=clocks, samples=20, rel_iqr=0.01,
+    return Record(case_id=case_id, nodeid=case_id, family="gemm", params={}, metric=Metric.TFLOPS, value=10.0,
+                  unit=Metric.TFLOPS, status=status, gpu=gpu, sm_clock_mhz=clocks, samples=20, rel_iqr=0.01,
                   flush="cold", method=Method.COLD_FLUSH)
 
 
@@ -412,7 +413,7 @@ def test_updates_are_only_updated_records_grouped_by_gpu() -> None:
     state.add(_record("d", Status.UPDATED, gpu="nvidia-a100"), None)
     updates = state.updates()
     assert {slug: sorted(entries) for slug, entries in updates.items()} == {SLUG: ["a"], "nvidia-a100": ["d"]}
-    assert updates[SLUG]["a"] == Entry(metric=TFLOPS, value=10.0, unit=TFLOPS, spread=0.01, samples=20,
+    assert updates[SLUG]["a"] == Entry(metric=Metric.TFLOPS, value=10.0, unit=Metric.TFLOPS, spread=0.01, samples=20,
                                        flush="cold", method=Method.COLD_FLUSH)
     assert list(state.run_infos) == [SLUG]
     assert len(state.records) == 4

@@ -13,7 +13,8 @@ import pytest
 
 from gpuperf import plot
 from gpuperf.metrics import gemm_work, gemv_work
-from gpuperf.records import Record, Status
+from gpuperf.records import Record
+from gpuperf.vocabulary import Status
 
 PEAKS: dict[str, Any] = {"memory_gbps": 1000.0,
          "compute_tflops": {"fp32": 50.0, "tf32": 400.0, "fp16": 800.0, "bf16": 800.0, "fp64": 50.0}}

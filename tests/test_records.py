@@ -7,7 +7,8 @@ from dataclasses import FrozenInstanceError, fields
 
 import pytest
 
-from gpuperf.records import Record, RunInfo, Status
+from gpuperf.records import Record, RunInfo
+from gpuperf.vocabulary import Status
 
 FULL = Record(
     case_id="perf_tests/test_gemm.py::test_gemm_perf[fp32-4096x4096x4096-cold]",

@@ -5,8 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from gpuperf.baseline import Change, Entry
-from gpuperf.records import Record, RunInfo, Status
+from gpuperf.records import Record, RunInfo
 from gpuperf.report import STATUS_ORDER, TABLE_COLUMNS, format_changes, format_table, header_lines, status_counts
+from gpuperf.vocabulary import Status
 
 RUN = RunInfo(gpu_name="NVIDIA H200", gpu_slug="nvidia-h200", compute_capability="9.0", driver="580.159.04",
               cuda_runtime="13.0", cublas="13.1.0", cupy="14.0.0", sm_clock_max_mhz=1980, mem_clock_mhz=3201,

@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from gpuperf import results
-from gpuperf.records import Record, RunInfo, Status
+from gpuperf.records import Record, RunInfo
+from gpuperf.vocabulary import Status
 
 PEAKS = {"memory_gbps": 1000.0, "compute_tflops": {"fp32": 50.0, "tf32": 400.0, "fp16": 800.0}}
 

@@ -289,7 +289,7 @@ def test_noisy_calls_sample_until_timeout() -> None:
 def test_bad_flush_mode_is_rejected() -> None:
     device = SimDevice()
     timer, _, _ = make_timer(device)
-    with pytest.raises(ValueError, match="cold' or 'hot"):
+    with pytest.raises(ValueError, match="flush must be one of \\('cold', 'hot'\\), got 'warm'"):
         timer.measure(kernel(device, 1e-3), WORK, flush="warm")
 
 

@@ -1,0 +1,89 @@
+"""The suite's vocabulary: every name that a case, a record, a baseline or a report uses, in one place.
+
+A precision, a flush mode, a status, a family, a metric or a marker is spelled here once; every other
+module imports it, so a new one is added in one line and a typo is an ``AttributeError``, not a silent
+mismatch between two modules. Plain string constants (like the values they stand for), so records stay
+plain data in JSON, YAML and test ids.
+"""
+
+from __future__ import annotations
+
+
+class Precision:
+    """The math path a case runs: which peak applies. ``TF32`` is FP32 storage computed on TF32 tensor cores."""
+
+    FP32 = "fp32"
+    TF32 = "tf32"
+    FP16 = "fp16"
+    BF16 = "bf16"
+    FP64 = "fp64"
+
+    ALL: tuple[str, ...] = (FP32, TF32, FP16, BF16, FP64)
+    #: Bytes per stored element (TF32 is stored as FP32).
+    ELEMENT_BYTES: dict[str, int] = {FP32: 4, TF32: 4, FP16: 2, BF16: 2, FP64: 8}
+
+
+class Flush:
+    """How the L2 stands before a timed call: ``cold`` (evicted, the default) or ``hot`` (warm, back to back)."""
+
+    COLD = "cold"
+    HOT = "hot"
+
+    MODES: tuple[str, ...] = (COLD, HOT)
+
+
+class Status:
+    """The outcome of one case."""
+
+    PASS = "PASS"
+    IMPROVED = "IMPROVED"  # faster than baseline beyond tolerance: passes unless --strict-baselines
+    REGRESSED = "REGRESSED"  # slower than baseline beyond tolerance, confirmed by a re-measurement
+    ANOMALY = "ANOMALY"  # a number the hardware cannot produce, or a named cross-check failed
+    ERROR = "ERROR"  # the figure is not a positive finite number: no verdict is possible
+    NO_BASELINE = "NO_BASELINE"
+    UNRELIABLE = "UNRELIABLE"  # measured while throttled, shared or too noisy: neither passed nor failed
+    NOT_COMPARABLE = "NOT_COMPARABLE"  # measured, but not as its baseline was (another metric or method)
+    UPDATED = "UPDATED"  # --update-baselines recorded it
+    NOT_RECORDED = "NOT_RECORDED"  # --update-baselines measured it, but did not record it (the note says why)
+
+    FAILING = frozenset({REGRESSED, ANOMALY, ERROR})
+
+
+class Metric:
+    """The gated figure of a case, and the unit each is stored with."""
+
+    TFLOPS = "TFLOPS"  # compute-bound cases
+    GBPS = "GB/s"  # memory-bound (GEMV-class) cases
+    RATIO = "ratio"  # one measurement over another (custom ÷ cuBLAS)
+
+    UNITS: dict[str, str] = {TFLOPS: "TFLOPS", GBPS: "GB/s", RATIO: "×"}
+
+
+class Family:
+    """Which group of the suite a case belongs to: its marker, and its section in tables and plots."""
+
+    GEMM = "gemm"
+    GEMV = "gemv"
+    BATCHED = "batched"
+    CUSTOM = "custom"
+    CROSSCHECK = "crosscheck"
+    OTHER = "other"
+
+    #: The family of a test is its most specific family marker.
+    MOST_SPECIFIC_FIRST: tuple[str, ...] = (CROSSCHECK, CUSTOM, BATCHED, GEMV, GEMM)
+
+
+#: Every marker the suite uses, with its meaning (registered by the plugin; ``pytest --markers`` lists them).
+MARKERS: dict[str, str] = {
+    Family.GEMM: "cuBLAS or custom matrix-matrix products",
+    Family.GEMV: "matrix-vector products (bandwidth-bound)",
+    Family.BATCHED: "batched GEMM / GEMV",
+    Family.CUSTOM: "custom CUDA kernels from kernels/cuda",
+    Family.CROSSCHECK: "the seeds' cross-checks (TF32 active, sgemm vs gemmEx, flush effective)",
+    "cublas": "cases that call cuBLAS",
+    "cublaslt": "cases that use cuBLASLt through nvmath-python",
+    "trigger": "cases built to make an anomaly rule fire (run with -m trigger)",
+    "correctness": "numerical checks against a float64 reference",
+    "perf": "performance cases gated against the GPU's baseline",
+    "slow": "long cases kept out of the default run (run with --run-slow or -m slow)",
+}
