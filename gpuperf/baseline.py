@@ -6,7 +6,12 @@ One file per GPU model, ``baselines/<slug>.yaml``::
     header: {gpu, slug, compute_capability, driver, cuda_runtime, cublas, cupy, recorded, clocks, peaks,
              integrity: {entries: <count>, sha256: <hex digest>}}
     entries:
-      <case id>: {metric, value, unit, spread, samples, flush, method, tolerance?}
+      <case id>: {metric, value, unit, spread, samples, flush, method,
+                  family?, kernel?, precision?, shape?, flops?, bytes?, tolerance?}
+
+The descriptive fields (family, kernel, precision, shape, flops, bytes) are written by
+``--update-baselines`` from the record, so plots and tables made from a baseline read what a case is
+instead of guessing it from its id.
 
 Files are read as UTF-8 bytes decoded here (an undecodable byte is reported with its offset) and parsed
 by a ``yaml.SafeLoader`` that refuses a key repeated in any mapping (a merge conflict or a bad hand edit
@@ -17,7 +22,8 @@ re-record (``--update-baselines`` refuses a damaged file, so re-recording alone 
 Integrity: a file cut at an entry boundary is still valid YAML, so the header records how many entries
 the file holds and the SHA-256 of a canonical serialisation of them: a compact JSON array, sorted by case
 id, of ``[case id, metric, value, unit, spread, samples, flush, method]`` per entry (floats as Python's
-shortest round-trip ``repr``), encoded as UTF-8. ``tolerance`` is left out on purpose: it is the one field
+shortest round-trip ``repr``), followed, for an entry that has them, by its descriptive fields as one JSON
+object; encoded as UTF-8. ``tolerance`` is left out on purpose: it is the one field
 a person may set by hand, and doing so must not break the seal. A file whose entries do not match the
 header, or with no integrity field, is refused. ``dump_baseline`` always writes it.
 
@@ -28,7 +34,6 @@ file intact and concurrent writers (pytest-xdist workers, two CI jobs) lose no e
 
 from __future__ import annotations
 
-from gpuperf.vocabulary import Metric
 import fcntl
 import hashlib
 import json
@@ -45,10 +50,16 @@ from typing import Any
 
 import yaml
 
+from gpuperf.vocabulary import Metric, Precision
+
 
 SCHEMA_VERSION = 1
 ENTRY_REQUIRED = ("metric", "value", "unit")
-ENTRY_OPTIONAL = ("spread", "samples", "flush", "method", "tolerance")
+#: What a case is, as the record said: read by plots and tables, never parsed back from the case id.
+ENTRY_DESCRIPTION = ("family", "kernel", "precision", "shape", "flops", "bytes")
+ENTRY_OPTIONAL = ("spread", "samples", "flush", "method", *ENTRY_DESCRIPTION, "tolerance")
+#: The sizes a shape may name (``metrics.Work.shape``).
+SHAPE_SIZES = ("batch", "m", "n", "k")
 HEADER_KEYS = ("gpu", "slug", "compute_capability", "driver", "cuda_runtime", "cublas", "cupy", "recorded",
                "clocks", "peaks", "integrity")
 #: Header fields whose change between the baseline and this run is announced (and can fail the run).
@@ -78,15 +89,28 @@ class Entry:
     samples: int = 0
     flush: str = ""
     method: str = ""
+    family: str = ""
+    kernel: str = ""
+    precision: str = ""
+    shape: tuple[tuple[str, int], ...] = ()  # (("batch", B), ("m", M), ...), as ``Work.sizes``
+    flops: float | None = None
+    bytes: float | None = None
     tolerance: float | None = None
 
     def to_yaml(self) -> dict[str, Any]:
         data: dict[str, Any] = {"metric": self.metric, "value": _round(self.value), "unit": self.unit,
                                 "spread": _round(self.spread), "samples": self.samples, "flush": self.flush,
                                 "method": self.method}
+        data.update(self.description())
         if self.tolerance is not None:
             data["tolerance"] = self.tolerance
         return data
+
+    def description(self) -> dict[str, Any]:
+        """The descriptive fields that are set, as the file holds them."""
+        described: dict[str, Any] = {"family": self.family, "kernel": self.kernel, "precision": self.precision,
+                                     "shape": dict(self.shape), "flops": self.flops, "bytes": self.bytes}
+        return {key: value for key, value in described.items() if value not in ("", {}, None)}
 
 
 def _round(value: float) -> float:
@@ -101,8 +125,10 @@ def _as_stored(entry: Entry) -> Entry:
 
 def _measured_fields(case: str, entry: Entry) -> list[Any]:
     """One entry's row of the canonical serialisation: every measured field, never ``tolerance``."""
-    return [case, entry.metric, float(entry.value), entry.unit, float(entry.spread), int(entry.samples),
-            entry.flush, entry.method]
+    row: list[Any] = [case, entry.metric, float(entry.value), entry.unit, float(entry.spread),
+                      int(entry.samples), entry.flush, entry.method]
+    described = entry.description()
+    return [*row, described] if described else row
 
 
 def entries_digest(entries: Mapping[str, Entry]) -> str:
@@ -262,7 +288,35 @@ def _entry(path: Path, case: str, raw: Any) -> Entry:
                             "set it by hand or remove it to use --tolerance")
     return Entry(metric=raw["metric"], value=float(value), unit=raw["unit"], spread=float(spread),
                  samples=samples, flush=str(raw.get("flush", "")), method=str(raw.get("method", "")),
-                 tolerance=None if tolerance is None else float(tolerance))
+                 tolerance=None if tolerance is None else float(tolerance), **_description(where, path, raw))
+
+
+def _description(where: str, path: Path, raw: Mapping[str, Any]) -> dict[str, Any]:
+    """The descriptive fields of an entry, checked: names from the vocabulary, positive sizes and counts."""
+    described: dict[str, Any] = {}
+    for key in ("family", "kernel", "precision"):
+        if key in raw:
+            if not isinstance(raw[key], str):
+                raise BaselineError(f"{where}: {key} must be text, got {raw[key]!r}; {restore_hint(path)}")
+            described[key] = raw[key]
+    if described.get("precision", Precision.FP32) not in Precision.ALL:
+        raise BaselineError(f"{where}: precision {described['precision']!r} is not one of "
+                            f"{', '.join(Precision.ALL)}; {restore_hint(path)}")
+    if "shape" in raw:
+        shape = raw["shape"]
+        if (not isinstance(shape, dict) or not set(shape) <= set(SHAPE_SIZES)
+                or not all(isinstance(size, int) and not isinstance(size, bool) and size > 0
+                           for size in shape.values())):
+            raise BaselineError(f"{where}: shape must map {', '.join(SHAPE_SIZES)} to positive integers, got "
+                                f"{shape!r}; {restore_hint(path)}")
+        described["shape"] = tuple((name, shape[name]) for name in SHAPE_SIZES if name in shape)
+    for key in ("flops", "bytes"):
+        if key in raw:
+            if not _is_number(raw[key]) or not math.isfinite(raw[key]) or raw[key] <= 0:
+                raise BaselineError(f"{where}: {key} must be a positive finite number, got {raw[key]!r}; "
+                                    f"{restore_hint(path)}")
+            described[key] = float(raw[key])
+    return described
 
 
 def _is_integrity_field(raw: Any) -> bool:

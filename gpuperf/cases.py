@@ -64,6 +64,7 @@ Shape = Union[GemmShape, GemvShape, BatchedShape]
 
 _SHAPE_TYPES: dict[int, type[Shape]] = {3: GemmShape, 2: GemvShape, 4: BatchedShape}
 
+
 #: What a string of 2, 3 or 4 sizes is, for an error about a shape of the wrong kind.
 _SHAPE_BY_SIZES: dict[int, ShapeKind] = {kind.sizes: kind for kind in SHAPE_KINDS.values() if kind.n is None}
 

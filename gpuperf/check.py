@@ -10,7 +10,7 @@ import math
 from dataclasses import dataclass, replace
 
 from gpuperf import anomaly
-from gpuperf.baseline import Entry
+from gpuperf.baseline import SHAPE_SIZES, Entry
 from gpuperf.gate import Context, GateConfig, decide, valid_figure
 from gpuperf.measurement import Measurement
 from gpuperf.metrics import gbps, percent_of, tflops
@@ -66,9 +66,9 @@ def case_record(case: CaseIdentity, measurement: Measurement, peaks: DevicePeaks
         calls_per_sample=measurement.calls_per_sample, method=measurement.method, flush=measurement.flush,
         sm_clock_mhz=measurement.sm_clock_mhz, clock_events=measurement.clock_events,
         reliable=measurement.reliable, gpu=case.gpu, gpu_index=case.gpu_index,
+        kernel=measurement.label, precision=work.precision, shape=work.shape,
         extra={"stop_reason": measurement.stop_reason, "warmup_calls": measurement.warmup_calls,
-               "discarded_samples": measurement.discarded_samples, "precision": work.precision,
-               **({"label": measurement.label} if measurement.label else {})},
+               "discarded_samples": measurement.discarded_samples},
     )
     return decide(record, entry, config, context, [str(f) for f in findings], measurement.unreliable_reason)
 
@@ -84,15 +84,20 @@ def ratio_record(case: CaseIdentity, numerator: Measurement, denominator: Measur
     unreliable_reason = "; ".join(r for r in (numerator.unreliable_reason, denominator.unreliable_reason) if r)
     record = Record(
         case_id=ratio_case.case_id, nodeid=case.nodeid, family=case.family, params=case.params,
-        metric=Metric.RATIO, value=_ratio(numerator.value, denominator.value), unit=Metric.UNITS[Metric.RATIO], status=Status.PASS,
-        note=f"{numerator.value:.4g} / {denominator.value:.4g} {numerator.work.metric}",
+        metric=Metric.RATIO, value=_ratio(numerator.value, denominator.value), unit=Metric.UNITS[Metric.RATIO],
+        status=Status.PASS, note=f"{numerator.value:.4g} / {denominator.value:.4g} {numerator.work.metric}",
         median_s=numerator.median_s, rel_iqr=spread, samples=min(numerator.summary.n, denominator.summary.n),
         method=numerator.method, flush=numerator.flush, reliable=not unreliable_reason,
-        gpu=case.gpu, gpu_index=case.gpu_index,
+        gpu=case.gpu, gpu_index=case.gpu_index, kernel=_ratio_kernel(numerator.label, denominator.label),
+        precision=numerator.work.precision, shape=numerator.work.shape,
         extra={"denominator_median_s": denominator.median_s, "ratio_name": name},
     )
     return decide(record, entry, config, replace(context, record_command=record_command(ratio_case)), [],
                   unreliable_reason)
+
+
+def _ratio_kernel(numerator: str, denominator: str) -> str:
+    return f"{numerator} ÷ {denominator}" if numerator and denominator else numerator or denominator
 
 
 def _ratio(numerator: float, denominator: float) -> float:
@@ -103,4 +108,7 @@ def _ratio(numerator: float, denominator: float) -> float:
 def entry_from_record(record: Record) -> Entry:
     """The baseline entry ``--update-baselines`` writes for a record."""
     return Entry(metric=record.metric, value=record.value, unit=record.unit, spread=record.rel_iqr or 0.0,
-                 samples=record.samples or 0, flush=record.flush, method=record.method)
+                 samples=record.samples or 0, flush=record.flush, method=record.method, family=record.family,
+                 kernel=record.kernel, precision=record.precision,
+                 shape=tuple((name, record.shape[name]) for name in SHAPE_SIZES if name in record.shape),
+                 flops=record.flops, bytes=record.bytes)

@@ -10,20 +10,25 @@ Conventions (SPEC, seed 001 §3.2 and §4.1):
 
 from __future__ import annotations
 
-from gpuperf.vocabulary import Metric, Precision
 from dataclasses import dataclass
 
-
+from gpuperf.vocabulary import Metric, Precision
 
 
 @dataclass(frozen=True)
 class Work:
-    """What one call does: the numerators of every derived figure."""
+    """What one call does: the numerators of every derived figure, and the sizes they were counted from."""
 
     flops: float
     bytes: float
     precision: str
     metric: str  # the primary, gated metric: TFLOPS (compute-bound) or GB/s (memory-bound)
+    sizes: tuple[tuple[str, int], ...] = ()  # (("batch", B), ("m", M), ("n", N), ("k", K)); empty if not one shape
+
+    @property
+    def shape(self) -> dict[str, int]:
+        """The sizes by name, as records and baseline entries carry them (plain data, no id to parse)."""
+        return dict(self.sizes)
 
     @property
     def arithmetic_intensity(self) -> float:
@@ -57,6 +62,7 @@ def gemm_work(m: int, n: int, k: int, dtype: str, batch: int = 1, beta_nonzero: 
         bytes=float(elements * batch * _element_bytes(dtype)),
         precision=dtype,
         metric=Metric.TFLOPS,
+        sizes=(("batch", batch), ("m", m), ("n", n), ("k", k)),
     )
 
 
@@ -72,6 +78,7 @@ def gemv_work(
         bytes=float((matrix + vectors) * _element_bytes(dtype)),
         precision=dtype,
         metric=Metric.GBPS,
+        sizes=(("batch", batch), ("m", m), ("n", n)),
     )
 
 

@@ -3,11 +3,9 @@
 Figures are built on ``matplotlib.figure.Figure`` with the Agg canvas, never through ``pyplot``: no
 global backend switch, no display needed, and nothing left open between calls.
 
-A results file carries FLOPs, bytes and TFLOPS per case. A baseline file only carries each case's id and
-gated value, so ``records_from_baseline`` re-derives the work from the id (``MxNxK`` → GEMM,
-``MxN`` → GEMV, ``BxMxNxK`` → batched GEMM; the dtype from an id segment or the BLAS prefix ``s``/``d``/``h``
-of the test name, else fp32). Such points are as exact as those formulas: a batched GEMV with a shared
-matrix (``strideA = 0``) is drawn with the bytes of distinct matrices.
+Every point is drawn from what a record (or a baseline entry) says the case is: its kernel, precision,
+shape, FLOPs and bytes, written when it was measured. Nothing is guessed from a case id, so a kernel whose
+precision its id does not spell (the WMMA kernel is FP16) is drawn against its own peak.
 """
 
 from __future__ import annotations
@@ -25,10 +23,8 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
-from gpuperf.cases import BatchedShape, CaseTableError, GemmShape, GemvShape, parse_shape
-from gpuperf.metrics import Work, gemm_work, gemv_work
 from gpuperf.records import Record
-from gpuperf.vocabulary import Family, Flush, Metric, Precision
+from gpuperf.vocabulary import Family, Metric, Precision
 
 DPI = 150
 FIGSIZE = (10.0, 6.0)  # inches: 1500 × 900 px at DPI
@@ -40,10 +36,6 @@ CEILING_NAMES = {
     "fp32": "FP32 vector", "tf32": "TF32 tensor", "fp16": "FP16 tensor", "bf16": "BF16 tensor",
     "fp64": "FP64 tensor",
 }
-#: Parameter names that give a case's size, not its code path: they never split a series.
-SIZE_PARAMS = frozenset({"shape", "size", "m", "n", "k", "batch", "batch_size"})
-_SIZE_VALUE = re.compile(r"^\d+(x\d+)*$")
-_FLUSH_MODES = Flush.MODES
 _MARKERS = "osD^v<>ph*"
 #: A shape with one dimension this many times another is drawn as its own (tall/wide/long-K) series.
 ASPECT_FACTOR = 4
@@ -166,10 +158,10 @@ def plot_roofline(records: Sequence[Record], peaks: Mapping[str, Any] | None, ou
 
 
 def records_from_baseline(header: Mapping[str, Any], entries: Mapping[str, EntryLike]) -> list[Record]:
-    """Records for plotting from a baseline's header and entries; the work is derived from each case id.
+    """Records for plotting from a baseline's header and entries, from each entry's descriptive fields.
 
-    Entries whose id names no shape, or whose metric is not TFLOPS or GB/s (ratios), keep no FLOP/byte
-    counts and are therefore left out of the plots.
+    Entries without FLOP/byte counts (recorded before entries carried them, or ratios) are left out of the
+    plots.
     """
     peaks = header.get("peaks") if isinstance(header.get("peaks"), Mapping) else None
     return [_baseline_record(case_id, entry, header, peaks) for case_id, entry in entries.items()]
@@ -235,16 +227,8 @@ def _peak_from(peaks: Mapping[str, Any] | None, metric: str, precision: str) -> 
 
 
 def series_label(record: Record) -> str:
-    """The code path of a case: its parameters less those that give its size (``shape``, ``m``, …)."""
-    test = record.nodeid.split("::")[-1].split("[")[0] if record.nodeid else ""
-    test = test.removeprefix("test_").removesuffix("_perf")
-    parts = [test] if test else []
-    for key, value in record.params.items():
-        text = str(value)
-        if key in SIZE_PARAMS or _SIZE_VALUE.match(text):
-            continue
-        parts.append(f"{key}={text}" if text in ("True", "False", "true", "false") else text)
-    return " · ".join(parts) or record.family or "cases"
+    """The code path of a case: the kernel that ran (the measurement's label), else its family."""
+    return record.kernel or record.family or "cases"
 
 
 IRREGULAR = "irregular"
@@ -266,23 +250,7 @@ def shape_class(record: Record) -> str:
 
 
 def _shape_dims(record: Record) -> dict[str, int]:
-    text = record.params.get("shape")
-    if text is None:
-        candidates = [s for s in _parse_case_id(record.case_id)[2] if _SIZE_VALUE.match(s) and "x" in s]
-        text = candidates[0] if candidates else None
-    if text is not None:
-        try:
-            shape = parse_shape(str(text))
-        except CaseTableError:
-            return {}
-        if isinstance(shape, GemvShape):
-            return {"M": shape.m, "N": shape.n}
-        return {"M": shape.m, "N": shape.n, "K": shape.k}
-    named = {key.upper(): record.params[key] for key in ("m", "n", "k") if key in record.params}
-    try:
-        return {key: int(value) for key, value in named.items() if int(value) > 0} if len(named) >= 2 else {}
-    except ValueError:
-        return {}
+    return {name.upper(): size for name, size in record.shape.items() if name in ("m", "n", "k")}
 
 
 def _join(*parts: str) -> str:
@@ -337,72 +305,23 @@ def _compute_ceilings(peaks: Mapping[str, Any] | None) -> list[tuple[float, str]
 
 def _baseline_record(case_id: str, entry: EntryLike, header: Mapping[str, Any],
                      peaks: Mapping[str, Any] | None) -> Record:
-    family, test, segments = _parse_case_id(case_id)
-    shape = None
-    params: dict[str, str] = {"test": test}
-    dtype = None
-    for segment in segments:
-        if dtype is None and segment in Precision.ALL:
-            dtype = segment
-        elif shape is None and _SIZE_VALUE.match(segment) and "x" in segment:
-            try:
-                shape = parse_shape(segment)
-            except CaseTableError:
-                shape = None
-        elif segment not in _FLUSH_MODES:
-            params.setdefault("variant", segment)
-    dtype = dtype or _dtype_from_name(test)
-    params["dtype"] = dtype
-    flush = next((s for s in segments if s in _FLUSH_MODES), str(getattr(entry, "flush", "") or ""))
-    if flush:
-        params["flush"] = flush
-    if shape is not None:
-        params["shape"] = str(shape)
-    work = _work(shape, dtype, entry.metric) if entry.metric in (Metric.TFLOPS, Metric.GBPS) else None
+    flops, nbytes = _positive(getattr(entry, "flops", None)), _positive(getattr(entry, "bytes", None))
+    precision = str(getattr(entry, "precision", "") or "")
     value = float(entry.value)
     tflops = gbps = peak = pct = None
-    if work is not None and value > 0:
-        seconds = work.flops / (value * 1e12) if entry.metric == Metric.TFLOPS else work.bytes / (value * 1e9)
-        tflops, gbps = work.flops / seconds / 1e12, work.bytes / seconds / 1e9
-        peak = _peak_from(peaks, entry.metric, dtype)
+    if flops is not None and nbytes is not None and value > 0 and entry.metric in (Metric.TFLOPS, Metric.GBPS):
+        seconds = flops / (value * 1e12) if entry.metric == Metric.TFLOPS else nbytes / (value * 1e9)
+        tflops, gbps = flops / seconds / 1e12, nbytes / seconds / 1e9
+        peak = _peak_from(peaks, entry.metric, precision)
         pct = 100.0 * value / peak if peak else None
     return Record(
-        case_id=case_id, nodeid=case_id, family=family, params=params, metric=entry.metric, value=value,
-        unit=entry.unit, status="", pct_of_peak=pct, peak=peak,
-        flops=work.flops if work else None, bytes=work.bytes if work else None,
-        arithmetic_intensity=work.arithmetic_intensity if work else None, tflops=tflops, gbps=gbps,
-        samples=getattr(entry, "samples", None), flush=flush, gpu=str(header.get("gpu", "")),
-        extra={"spread": getattr(entry, "spread", None)},
+        case_id=case_id, nodeid=case_id, family=str(getattr(entry, "family", "") or Family.OTHER), params={},
+        metric=entry.metric, value=value, unit=entry.unit, status="", pct_of_peak=pct, peak=peak, flops=flops,
+        bytes=nbytes, arithmetic_intensity=flops / nbytes if flops and nbytes else None, tflops=tflops, gbps=gbps,
+        samples=getattr(entry, "samples", None), flush=str(getattr(entry, "flush", "") or ""),
+        gpu=str(header.get("gpu", "")), kernel=str(getattr(entry, "kernel", "") or ""), precision=precision,
+        shape=dict(getattr(entry, "shape", ()) or ()), extra={"spread": getattr(entry, "spread", None)},
     )
-
-
-def _parse_case_id(case_id: str) -> tuple[str, str, list[str]]:
-    """``perf_tests/test_gemv.py::test_sgemv_perf[opN-16384x16384-cold]#vs_cublas`` →
-    ``("gemv", "sgemv", ["opN", "16384x16384", "cold"])``."""
-    base = case_id.split("#", 1)[0]
-    path, _, name = base.rpartition("::")
-    function, _, bracket = name.partition("[")
-    stem = Path(path).stem if path else ""
-    family = stem.removeprefix("test_") or "other"
-    test = function.removeprefix("test_").removesuffix("_perf") or function
-    segments = [s for s in bracket.rstrip("]").split("-") if s] if bracket else []
-    return family, test, segments
-
-
-def _dtype_from_name(test: str) -> str:
-    """BLAS naming: ``sgemm``/``sgemv`` fp32, ``dgemm`` fp64, ``hgemm`` fp16; otherwise fp32."""
-    match = re.search(r"(?:^|_)([sdh])gem[mv]", test)
-    return {"s": "fp32", "d": "fp64", "h": "fp16"}[match.group(1)] if match else "fp32"
-
-
-def _work(shape: GemmShape | GemvShape | BatchedShape | None, dtype: str, metric: str) -> Work | None:
-    if isinstance(shape, GemmShape):
-        return gemm_work(shape.m, shape.n, shape.k, dtype)
-    if isinstance(shape, GemvShape):
-        return gemv_work(shape.m, shape.n, dtype)
-    if isinstance(shape, BatchedShape):
-        return gemm_work(shape.m, shape.n, shape.k, dtype, batch=shape.batch)
-    return None
 
 
 # --- helpers -------------------------------------------------------------------------------------------
@@ -423,7 +342,7 @@ def _colours(names: Iterable[str]) -> dict[str, Any]:
 
 
 def _precision(record: Record) -> str:
-    return str(record.params.get("dtype") or record.extra.get("precision") or "fp32")
+    return record.precision or "unknown precision"
 
 
 def _precision_rank(precision: str) -> tuple[int, str]:

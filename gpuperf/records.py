@@ -51,6 +51,9 @@ class Record:
     tolerance: float | None = None
     gpu: str = ""
     gpu_index: int | None = None
+    kernel: str = ""  # what ran: the measurement's label ("cuBLAS fp32 nn", "custom wmma"), "A ÷ B" for a ratio
+    precision: str = ""  # the math path whose peak applies (vocabulary.Precision)
+    shape: dict[str, int] = field(default_factory=dict)  # {"batch", "m", "n", "k"} as the work was counted
     extra: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:

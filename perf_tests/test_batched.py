@@ -19,6 +19,7 @@ import pytest
 from gpuperf.accuracy import assert_gemm_close, gemm_errors
 from gpuperf.cases import BatchedShape, GemmShape, GemvShape, load_cases
 from gpuperf.metrics import Work, gemm_work, gemv_work
+from gpuperf.vocabulary import Precision
 
 CASES = load_cases("batched")  # before the importorskip: a broken table fails collection with or without CuPy
 cupy = pytest.importorskip("cupy", reason="CuPy is not installed: pip install -e '.[cuda13]'")
@@ -94,11 +95,10 @@ def _check_batched_gemm(handle: int, rng: np.random.Generator, shape: BatchedSha
 
 @pytest.mark.correctness
 @pytest.mark.parametrize("shape", [_batched(b, s) for b in CHECKS["batches"] for s in CHECKS["shapes"]], ids=str)
-@pytest.mark.parametrize("trans", ["nn"])
 @pytest.mark.parametrize("method", CHECKS["methods"])
-def test_batched_gemm_correct(method: str, trans: str, shape: BatchedShape, cublas_handle: int,
+def test_batched_gemm_correct(method: str, shape: BatchedShape, cublas_handle: int,
                               rng: np.random.Generator) -> None:
-    _check_batched_gemm(cublas_handle, rng, shape, method, trans=trans)
+    _check_batched_gemm(cublas_handle, rng, shape, method, trans="nn")
 
 
 @pytest.mark.correctness
@@ -160,8 +160,7 @@ def test_batched_gemv_correct(method: str, op: str, shape: BatchedShape, cublas_
 @pytest.mark.gemv
 @pytest.mark.correctness
 @pytest.mark.parametrize("shape", GEMV_SHAPES, ids=str)
-@pytest.mark.parametrize("method", ["shared-fp32"])
-def test_batched_gemv_shared_weight_matches_a_loop_of_gemvs(method: str, shape: BatchedShape, cublas_handle: int,
+def test_batched_gemv_shared_weight_matches_a_loop_of_gemvs(shape: BatchedShape, cublas_handle: int,
                                                             rng: np.random.Generator) -> None:
     """strideA = 0 (seed 001 §4.2's easy-to-miss case) against one sgemv per vector: both within the FP32
     bound of the float64 reference, hence within twice that bound of each other."""
@@ -254,6 +253,12 @@ def test_batched_gemm_perf(method: str, shape: BatchedShape, cublas_handle: int,
     perf.check(result)
 
 
+#: The loop case and the stream split run FP32 only: the one path, named in their ids.
+LOOP_METHOD = "loop-fp32"
+STREAMS_DTYPE = Precision.FP32
+STREAMS: int = CASES["streams"]["count"]
+
+
 def _loop_params() -> Iterator[Any]:
     yield from CASES["loop"]["default"]
     for shape in CASES["loop"]["slow"]:
@@ -261,13 +266,12 @@ def _loop_params() -> Iterator[Any]:
 
 
 @pytest.mark.perf
-@pytest.mark.parametrize("shape", list(_loop_params()), ids=str)
-@pytest.mark.parametrize("method", ["loop-fp32"])
-def test_batched_loop_perf(method: str, shape: BatchedShape, cublas_handle: int, rng: np.random.Generator,
+@pytest.mark.parametrize("shape", list(_loop_params()), ids=lambda shape: f"{LOOP_METHOD}-{shape}")
+def test_batched_loop_perf(shape: BatchedShape, cublas_handle: int, rng: np.random.Generator,
                            measure: Any, perf: Any) -> None:
     """Seed 002's "loop of cublasSgemm": one call per item, gated, and the batched call's speed-up over it
     gated as ``#vs_loop``."""
-    _, dtype = _method(method)
+    _, dtype = _method(LOOP_METHOD)
     a, b, c = _operands(rng, shape, dtype)
     work = gemm_work(shape.m, shape.n, shape.k, dtype, batch=shape.batch)
     loop = measure(lambda a, b, c: cublas.gemm_loop(cublas_handle, a, b, c, dtype=dtype), work, operands=(a, b, c),
@@ -280,13 +284,12 @@ def test_batched_loop_perf(method: str, shape: BatchedShape, cublas_handle: int,
 
 
 @pytest.mark.perf
-@pytest.mark.parametrize("shape", CASES["streams"]["shapes"], ids=str)
-@pytest.mark.parametrize("streams", [CASES["streams"]["count"]], ids=lambda n: f"{n}streams")
-@pytest.mark.parametrize("dtype", ["fp32"])
-def test_batched_streams_perf(dtype: str, streams: int, shape: BatchedShape, cublas_handle: int,
-                              rng: np.random.Generator, measure: Any, perf: Any) -> None:
+@pytest.mark.parametrize("shape", CASES["streams"]["shapes"], ids=lambda shape: f"{STREAMS_DTYPE}-{STREAMS}streams-{shape}")
+def test_batched_streams_perf(shape: BatchedShape, cublas_handle: int, rng: np.random.Generator, measure: Any,
+                              perf: Any) -> None:
     """Seed 002 §4.3's multi-stream split: sub-batches on side streams forked from and joined back to the
     test's stream, so its events cover all of them; gated, and against one strided call as ``#vs_single_call``."""
+    dtype, streams = STREAMS_DTYPE, STREAMS
     a, b, c = _operands(rng, shape, dtype)
     work = gemm_work(shape.m, shape.n, shape.k, dtype, batch=shape.batch)
     with cublas.stream_split(streams) as split:

@@ -21,7 +21,7 @@ from gpuperf import anomaly
 from gpuperf.cases import GemmShape, GemvShape
 from gpuperf.measurement import Measurement
 from gpuperf.metrics import gemm_work, gemv_work, tflops
-from gpuperf.vocabulary import Flush
+from gpuperf.vocabulary import Flush, Precision
 
 cupy = pytest.importorskip("cupy", reason="CuPy is not installed: pip install -e '.[cuda13]'")
 from kernels import cublas, operands  # noqa: E402  (after the importorskip)
@@ -132,11 +132,11 @@ def test_tf32_faster_than_fp32(shape: GemmShape, way: str, cublas_handle: int, r
 @pytest.mark.gemm
 @pytest.mark.cublas
 @pytest.mark.perf
-@pytest.mark.parametrize("shape", PATH_SHAPES, ids=str)
-@pytest.mark.parametrize("dtype", ["fp32"])
-def test_sgemm_matches_gemmex(dtype: str, shape: GemmShape, cublas_handle: int, rng: np.random.Generator,
-                              measure: Any, perf: Any) -> None:
+@pytest.mark.parametrize("shape", PATH_SHAPES, ids=lambda shape: f"{Precision.FP32}-{shape}")
+def test_sgemm_matches_gemmex(shape: GemmShape, cublas_handle: int, rng: np.random.Generator, measure: Any,
+                              perf: Any) -> None:
     """Seed 001 §6: sgemm and gemmEx(COMPUTE_32F) are the same math; more than 5 % apart is flagged."""
+    dtype = Precision.FP32
     a, b, c = _gemm_operands(rng, shape, dtype)
     work = gemm_work(shape.m, shape.n, shape.k, dtype)
     sgemm = measure(_gemm(cublas_handle, dtype), work, operands=(a, b, c), label="sgemm")
@@ -152,12 +152,12 @@ def test_sgemm_matches_gemmex(dtype: str, shape: GemmShape, cublas_handle: int, 
 @pytest.mark.gemv
 @pytest.mark.cublas
 @pytest.mark.perf
-@pytest.mark.parametrize("shape", FLUSH_SHAPES, ids=str)
-@pytest.mark.parametrize("dtype", ["fp32"])
-def test_flush_effective(dtype: str, shape: GemvShape, gpu: Any, cublas_handle: int, rng: np.random.Generator,
-                         measure: Any, perf: Any) -> None:
+@pytest.mark.parametrize("shape", FLUSH_SHAPES, ids=lambda shape: f"{Precision.FP32}-{shape}")
+def test_flush_effective(shape: GemvShape, gpu: Any, cublas_handle: int, rng: np.random.Generator, measure: Any,
+                         perf: Any) -> None:
     """Both directions of the L2 flush: ≫ L2, cold and hot agree (the flush does not leak into the timing);
     ≪ L2, cold is slower than hot (the flush really evicts)."""
+    dtype = Precision.FP32
     work = gemv_work(shape.m, shape.n, dtype)
     multiple = _l2_multiple(work.bytes, gpu.info.l2_bytes)
     if anomaly.FLUSH_SMALL_FACTOR < multiple < anomaly.FLUSH_LARGE_FACTOR:

@@ -17,6 +17,7 @@ import pytest
 from gpuperf.accuracy import assert_gemm_close
 from gpuperf.cases import GemvShape, load_cases
 from gpuperf.metrics import gemv_work
+from gpuperf.vocabulary import Precision
 
 CASES = load_cases("gemv")  # before the importorskip: a broken table fails collection with or without CuPy
 cupy = pytest.importorskip("cupy", reason="CuPy is not installed: pip install -e '.[cuda13]'")
@@ -100,10 +101,8 @@ def test_gemv_alpha_beta_correct(dtype: str, op: str, scalars: list[float], shap
 @pytest.mark.correctness
 @pytest.mark.parametrize("shape", CHECKS["strided_x"]["shapes"], ids=str)
 @pytest.mark.parametrize("op", ["N", "T"], ids=lambda op: f"op{op}")
-@pytest.mark.parametrize("dtype", ["fp32"])
-def test_gemv_strided_x_correct(dtype: str, op: str, shape: GemvShape, cublas_handle: int,
-                                rng: np.random.Generator) -> None:
-    _check_gemv(cublas_handle, rng, shape, dtype, op, incx=2)
+def test_gemv_strided_x_correct(op: str, shape: GemvShape, cublas_handle: int, rng: np.random.Generator) -> None:
+    _check_gemv(cublas_handle, rng, shape, Precision.FP32, op, incx=2)
 
 
 @pytest.mark.correctness

@@ -9,6 +9,7 @@ writers.
 from __future__ import annotations
 
 import multiprocessing
+import re
 import os
 import stat
 import threading
@@ -716,3 +717,35 @@ def test_concurrent_processes_both_land_their_entries(tmp_path: Path) -> None:
     assert loaded is not None
     assert {case: e.value for case, e in loaded.entries.items()} == {GEMM: ENTRIES[GEMM].value, **_expected(2, 15)}
     assert _leftovers(tmp_path) == []
+
+
+# -- what a case is, as data ------------------------------------------------------------------------------
+
+
+DESCRIBED = Entry(metric="TFLOPS", value=51.2, unit="TFLOPS", spread=0.002, samples=90, flush="cold",
+                  method="cold-flush", family="custom", kernel="custom wmma", precision="fp16",
+                  shape=(("batch", 1), ("m", 4096), ("n", 4096), ("k", 4096)), flops=1.374e11, bytes=1.0e8)
+
+
+def test_descriptive_fields_round_trip_and_are_sealed(tmp_path: Path) -> None:
+    path = tmp_path / "nvidia-h200.yaml"
+    update_baseline(path, HEADER, {GEMM: DESCRIBED, GEMV: entry(4012.5, "GB/s")})
+    loaded = load_baseline(path)
+    assert loaded is not None and loaded.entries[GEMM] == DESCRIBED
+    assert loaded.entries[GEMV].family == "" and loaded.entries[GEMV].shape == ()
+    edited = path.read_text().replace("precision: fp16", "precision: fp32")
+    assert "a measured figure was edited" in refusal(tmp_path, edited)  # the description is sealed too
+
+
+@pytest.mark.parametrize(("field", "bad", "message"), [
+    ("precision", "fp8", "precision 'fp8' is not one of fp32, tf32, fp16, bf16, fp64"),
+    ("shape", {"m": 0}, "shape must map batch, m, n, k to positive integers"),
+    ("shape", {"rows": 4}, "shape must map batch, m, n, k to positive integers"),
+    ("flops", -1.0, "flops must be a positive finite number"),
+    ("kernel", 7, "kernel must be text"),
+])
+def test_bad_descriptive_fields_are_refused(tmp_path: Path, field: str, bad: Any, message: str) -> None:
+    data = yaml.safe_load(dump_baseline(HEADER, {GEMM: DESCRIBED}))
+    data["entries"][GEMM][field] = bad
+    with pytest.raises(BaselineError, match=re.escape(message)):
+        parse_baseline(tmp_path / "x.yaml", yaml.safe_dump(data))

@@ -67,8 +67,8 @@ def test_case_record_derives_tflops_gbps_and_percent_of_peak() -> None:
     assert r.clock_events == ("sw_power_cap",)
     assert (r.case_id, r.nodeid, r.family, r.gpu, r.gpu_index) == (NODE, NODE, "gemm", "nvidia-h200", 0)
     assert r.params["shape"] == "4096x4096x4096"
-    assert r.extra["precision"] == "fp32"
-    assert r.extra["label"] == "sgemm"
+    assert (r.kernel, r.precision) == ("sgemm", "fp32")
+    assert r.shape == {"batch": 1, "m": 4096, "n": 4096, "k": 4096}
     assert r.baseline == 50.0
     assert r.delta_pct == pytest.approx(0.0, abs=1e-9)
     assert r.tolerance == 0.03

@@ -402,7 +402,8 @@ def test_session_reports_a_broken_baseline_naming_the_entry(tmp_path: Path) -> N
 def _record(case_id: str, status: str, gpu: str = SLUG, clocks: tuple[int, int] | None = None) -> Record:
     return Record(case_id=case_id, nodeid=case_id, family="gemm", params={}, metric=Metric.TFLOPS, value=10.0,
                   unit=Metric.TFLOPS, status=status, gpu=gpu, sm_clock_mhz=clocks, samples=20, rel_iqr=0.01,
-                  flush="cold", method=Method.COLD_FLUSH)
+                  flush="cold", method=Method.COLD_FLUSH, kernel="cuBLAS fp32 nn", precision="fp32",
+                  shape={"batch": 1, "m": 64, "n": 64, "k": 64}, flops=5.2e5, bytes=4.9e4)
 
 
 def test_updates_are_only_updated_records_grouped_by_gpu() -> None:
@@ -414,7 +415,10 @@ def test_updates_are_only_updated_records_grouped_by_gpu() -> None:
     updates = state.updates()
     assert {slug: sorted(entries) for slug, entries in updates.items()} == {SLUG: ["a"], "nvidia-a100": ["d"]}
     assert updates[SLUG]["a"] == Entry(metric=Metric.TFLOPS, value=10.0, unit=Metric.TFLOPS, spread=0.01, samples=20,
-                                       flush="cold", method=Method.COLD_FLUSH)
+                                       flush="cold", method=Method.COLD_FLUSH, family="gemm",
+                                       kernel="cuBLAS fp32 nn", precision="fp32",
+                                       shape=(("batch", 1), ("m", 64), ("n", 64), ("k", 64)), flops=5.2e5,
+                                       bytes=4.9e4)  # what the case is travels into the baseline as data
     assert list(state.run_infos) == [SLUG]
     assert len(state.records) == 4
 

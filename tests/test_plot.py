@@ -20,23 +20,23 @@ PEAKS: dict[str, Any] = {"memory_gbps": 1000.0,
          "compute_tflops": {"fp32": 50.0, "tf32": 400.0, "fp16": 800.0, "bf16": 800.0, "fp64": 50.0}}
 
 
-def gemm_record(n: int, dtype: str, tflops: float, family: str = "gemm") -> Record:
-    work = gemm_work(n, n, n, dtype)
-    case = f"perf_tests/test_{family}.py::test_{family}_perf[{dtype}-{n}x{n}x{n}-cold]"
-    return Record(case_id=case, nodeid=case, family=family,
-                  params={"dtype": dtype, "shape": f"{n}x{n}x{n}", "flush": "cold"},
-                  metric="TFLOPS", value=tflops, unit="TFLOPS", status=Status.PASS, flops=work.flops,
-                  bytes=work.bytes, arithmetic_intensity=work.arithmetic_intensity, tflops=tflops,
-                  peak=PEAKS["compute_tflops"][dtype], flush="cold")
+def gemm_record(n: int, dtype: str, tflops: float, family: str = "gemm", k: int | None = None) -> Record:
+    work = gemm_work(n, n, k or n, dtype)
+    case = f"perf_tests/test_{family}.py::test_{family}_perf[{dtype}-{n}x{n}x{k or n}-cold]"
+    return Record(case_id=case, nodeid=case, family=family, params={}, metric="TFLOPS", value=tflops,
+                  unit="TFLOPS", status=Status.PASS, flops=work.flops, bytes=work.bytes,
+                  arithmetic_intensity=work.arithmetic_intensity, tflops=tflops,
+                  peak=PEAKS["compute_tflops"][dtype], flush="cold", kernel=f"cuBLAS {dtype} nn", precision=dtype,
+                  shape=work.shape)
 
 
 def gemv_record(m: int, n: int, op: str, gbps: float) -> Record:
     work = gemv_work(m, n, "fp32")
-    case = f"perf_tests/test_gemv.py::test_sgemv_perf[op{op}-{m}x{n}-cold]"
+    case = f"perf_tests/test_gemv.py::test_gemv_perf[fp32-op{op}-{m}x{n}-cold]"
     seconds = work.bytes / (gbps * 1e9)
-    return Record(case_id=case, nodeid=case, family="gemv", params={"op": op, "m": str(m), "n": str(n)},
-                  metric="GB/s", value=gbps, unit="GB/s", status=Status.PASS, flops=work.flops,
-                  bytes=work.bytes, tflops=work.flops / seconds / 1e12, gbps=gbps, flush="cold")
+    return Record(case_id=case, nodeid=case, family="gemv", params={}, metric="GB/s", value=gbps, unit="GB/s",
+                  status=Status.PASS, flops=work.flops, bytes=work.bytes, tflops=work.flops / seconds / 1e12,
+                  gbps=gbps, flush="cold", kernel=f"cuBLAS gemv fp32 op{op}", precision="fp32", shape=work.shape)
 
 
 @pytest.fixture
@@ -85,15 +85,17 @@ def test_roofline_without_peaks_still_places_the_cases(tmp_path: Path, records: 
     assert path.stat().st_size > 5_000
 
 
-def test_series_are_code_paths_not_sizes(records: list[Record]) -> None:
-    assert plot.series_label(records[0]) == "gemm · fp32 · cold"
+def test_series_are_the_kernels_that_ran_not_sizes(records: list[Record]) -> None:
+    assert plot.series_label(records[0]) == "cuBLAS fp32 nn"
     gemv = next(r for r in records if r.family == "gemv")
-    assert plot.series_label(gemv) == f"sgemv · {gemv.params['op']}"
+    assert plot.series_label(gemv) == "cuBLAS gemv fp32 opN"
+    assert plot.series_label(replace(gemv, kernel="")) == "gemv"
+    labels = {plot.series_label(r) for r in records}
+    assert not any("Shape(" in label or "{" in label for label in labels)  # never a repr
 
 
 def test_only_square_sweeps_are_lines() -> None:
-    square, odd = gemm_record(4096, "fp16", 700.0), gemm_record(4096, "fp16", 140.0)
-    odd = replace(odd, params={**odd.params, "shape": "4096x4096x4095"})
+    square, odd = gemm_record(4096, "fp16", 700.0), gemm_record(4096, "fp16", 140.0, k=4095)
     assert plot.shape_class(square) == "" and plot.shape_class(odd) == plot.IRREGULAR
 
 
@@ -104,55 +106,65 @@ def test_compute_ceilings_merge_equal_peaks() -> None:
     assert plot._compute_ceilings({"memory_gbps": 1.0, "compute_tflops": {"fp64": None}}) == []
 
 
-def test_records_from_baseline_derive_work_from_the_case_id() -> None:
+def described(metric: str, value: float, work: Any, kernel: str, family: str) -> SimpleNamespace:
+    """A baseline entry with the descriptive fields ``--update-baselines`` writes."""
+    return SimpleNamespace(metric=metric, value=value, unit=metric, samples=10, flush="cold", spread=0.01,
+                           family=family, kernel=kernel, precision=work.precision,
+                           shape=tuple(work.sizes), flops=work.flops, bytes=work.bytes)
+
+
+def test_records_from_baseline_read_what_each_entry_says_it_is() -> None:
     header = {"gpu": "Synthetic GPU", "peaks": PEAKS}
+    wmma = gemm_work(4096, 4096, 4096, "fp16")
     entries = {
-        "perf_tests/test_gemm.py::test_gemm_perf[fp16-4096x4096x4096-cold]":
-            SimpleNamespace(metric="TFLOPS", value=400.0, unit="TFLOPS", samples=10, flush="cold", spread=0.01),
-        "perf_tests/test_gemv.py::test_sgemv_perf[opN-1024x2048-cold]":
-            SimpleNamespace(metric="GB/s", value=500.0, unit="GB/s", samples=10, flush="cold", spread=0.01),
-        "perf_tests/test_custom.py::test_tiled_perf[1024x1024x1024-cold]#vs_cublas":
-            SimpleNamespace(metric="ratio", value=0.5, unit="ratio", samples=10, flush="cold", spread=0.01),
+        # the WMMA kernel's id names no precision: it is FP16 because its entry says so
+        "perf_tests/test_custom.py::test_custom_perf[wmma-4096x4096x4096-cold]":
+            described("TFLOPS", 400.0, wmma, "custom wmma", "custom"),
+        "perf_tests/test_gemv.py::test_gemv_perf[fp32-opN-1024x2048-cold]":
+            described("GB/s", 500.0, gemv_work(1024, 2048, "fp32"), "cuBLAS gemv fp32 opN", "gemv"),
+        "perf_tests/test_custom.py::test_custom_perf[wmma-4096x4096x4096-cold]#vs_cublas":
+            SimpleNamespace(metric="ratio", value=0.5, unit="×", samples=10, flush="cold", spread=0.01),
     }
-    gemm, gemv, ratio = plot.records_from_baseline(header, entries)
-    assert gemm.family == "gemm" and gemm.params["dtype"] == "fp16"
-    assert gemm.flops == gemm_work(4096, 4096, 4096, "fp16").flops
-    assert gemm.pct_of_peak == pytest.approx(50.0)
-    assert gemv.family == "gemv" and gemv.params["dtype"] == "fp32" and gemv.params["variant"] == "opN"
+    custom, gemv, ratio = plot.records_from_baseline(header, entries)
+    assert (custom.family, custom.kernel, custom.precision) == ("custom", "custom wmma", "fp16")
+    assert custom.flops == wmma.flops and custom.shape == {"batch": 1, "m": 4096, "n": 4096, "k": 4096}
+    assert custom.peak == 800.0 and custom.pct_of_peak == pytest.approx(50.0)  # the FP16 peak, not FP32's
     assert gemv.bytes == gemv_work(1024, 2048, "fp32").bytes
     assert gemv.flops is not None and gemv.bytes is not None
     assert gemv.tflops == pytest.approx(500.0 * gemv.flops / gemv.bytes / 1000.0)
-    assert ratio.flops is None
+    assert ratio.flops is None  # nothing to place: left out of the plots
 
 
 def test_plots_from_a_baseline(tmp_path: Path) -> None:
     header = {"gpu": "Synthetic GPU", "peaks": PEAKS}
-    entries = {
-        f"perf_tests/test_gemm.py::test_dgemm_perf[{n}x{n}x{n}-cold]":
-            SimpleNamespace(metric="TFLOPS", value=n / 200, unit="TFLOPS") for n in (1024, 2048, 4096)
-    }
+    entries = {f"perf_tests/test_gemm.py::test_gemm_perf[fp64-nn-{n}x{n}x{n}-cold]":
+               described("TFLOPS", n / 200, gemm_work(n, n, n, "fp64"), "cuBLAS fp64 nn", "gemm")
+               for n in (1024, 2048, 4096)}
     records = plot.records_from_baseline(header, entries)
-    assert {r.params["dtype"] for r in records} == {"fp64"}
+    assert {r.precision for r in records} == {"fp64"}
     (path,) = plot.plot_throughput(records, tmp_path, peaks=PEAKS)
     assert png_size(path)[0] == plot.FIGSIZE[0] * plot.THROUGHPUT_WIDTH[1] * plot.DPI
     assert plot.plot_roofline(records, PEAKS, tmp_path).stat().st_size > 10_000
+
+
+def test_entries_without_a_description_are_left_out(tmp_path: Path) -> None:
+    entries = {"perf_tests/test_gemm.py::test_gemm_perf[fp16-4096x4096x4096-cold]":
+               SimpleNamespace(metric="TFLOPS", value=400.0, unit="TFLOPS")}
+    [record] = plot.records_from_baseline({"peaks": PEAKS}, entries)
+    assert record.flops is None and plot.plot_throughput([record], tmp_path) == []
 
 
 def test_no_plottable_records_writes_no_throughput_png(tmp_path: Path) -> None:
     assert plot.plot_throughput([], tmp_path) == []
 
 
-@pytest.mark.parametrize(("shape", "expected"), [
-    ("4096x4096", ""), ("64x65536", "N≫M"), ("65536x64", "M≫N"), ("4096x4096x64", "M,N≫K"),
-    ("64x64x65536", "K≫M,N"), ("8x64x64x64", ""),
+@pytest.mark.parametrize(("sizes", "expected"), [
+    ((4096, 4096), ""), ((64, 65536), "N≫M"), ((65536, 64), "M≫N"), ((4096, 4096, 64), "M,N≫K"),
+    ((64, 64, 65536), "K≫M,N"), ((8, 64, 64, 64), ""),
 ])
-def test_tall_wide_and_square_shapes_are_separate_series(shape: str, expected: str) -> None:
-    record = Record(case_id="x", nodeid="x", family="gemv", params={"shape": shape}, metric="GB/s",
-                    value=1.0, unit="GB/s", status=Status.PASS)
+def test_tall_wide_and_square_shapes_are_separate_series(sizes: tuple[int, ...], expected: str) -> None:
+    work = gemv_work(*sizes, "fp32") if len(sizes) == 2 else (
+        gemm_work(*sizes, "fp32") if len(sizes) == 3 else gemm_work(*sizes[1:], "fp32", batch=sizes[0]))
+    record = Record(case_id="x", nodeid="x", family="gemv", params={}, metric="GB/s", value=1.0, unit="GB/s",
+                    status=Status.PASS, shape=work.shape)
     assert plot.shape_class(record) == expected
-
-
-def test_shape_class_falls_back_to_the_case_id() -> None:
-    record = Record(case_id="perf_tests/test_gemv.py::test_sgemv_perf[opT-65536x64-cold]", nodeid="x",
-                    family="gemv", params={"op": "T"}, metric="GB/s", value=1.0, unit="GB/s", status=Status.PASS)
-    assert plot.shape_class(record) == "M≫N"

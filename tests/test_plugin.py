@@ -514,3 +514,16 @@ def test_the_gate_band_is_capped(project: pytest.Pytester) -> None:
     result.assert_outcomes(passed=1, failed=1, deselected=1)
     result.stdout.fnmatch_lines(["*REGRESSED*test_gemv*tolerance 8.0 %*"])
     run(project, "--max-tolerance", "0.12").assert_outcomes(passed=2, deselected=1)
+
+
+def test_no_flush_measures_hot_and_says_so_in_ids_and_records(project: pytest.Pytester) -> None:
+    result = project.runpytest("-p", "no:cacheprovider", "--no-flush", "--missing-baseline=pass",
+                               "--results-dir", "out", "-v")
+    result.assert_outcomes(passed=2, deselected=1)
+    result.stdout.fnmatch_lines(["*test_gemv?16384x16384-hot? PASSED*", "*test_gemm?fp32-4096x4096x4096-hot? PASSED*",
+                                 "*flush hot*"])
+    assert "-cold" not in result.stdout.str()
+    [run_dir] = (project.path / "out").iterdir()
+    saved = json.loads((run_dir / "results.json").read_text())
+    assert {r["flush"] for r in saved["records"]} == {"hot"}  # what the timer was asked for, not just the id
+    assert saved["run"]["flush_modes"] == ["hot"]
