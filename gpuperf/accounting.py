@@ -92,11 +92,11 @@ def account(selected: Sequence[SelectedCase], records: Sequence[Record], slugs: 
         measured, missing = 0, []
         for case in by_gpu[index]:
             for key in owned_keys(case.case_id, baseline):
-                record = latest.get((case.nodeid, key))
-                if record is not None and record.status in VERDICTS:
+                found = latest.get((case.nodeid, key))
+                if found is not None and found.status in VERDICTS:
                     measured += 1
                 else:
-                    missing.append(Unmeasured(key, _reason(record, case)))
+                    missing.append(Unmeasured(key, _reason(found, case)))
         baselined = measured + len(missing)
         accounts.append(GpuAccount(index, slug, baselined, measured, tuple(sorted(missing, key=lambda u: u.key))))
     return accounts

@@ -80,7 +80,7 @@ def reference_gemm(a: np.ndarray, b: np.ndarray, alpha: float = 1.0, beta: float
         if c0 is None:
             raise ValueError("beta ≠ 0 needs the original C (c0) for the reference")
         out = out + beta * _f64(c0)
-    return out
+    return np.asarray(out, dtype=np.float64)
 
 
 def magnitude(a: np.ndarray, b: np.ndarray, alpha: float = 1.0, beta: float = 0.0,
@@ -89,7 +89,7 @@ def magnitude(a: np.ndarray, b: np.ndarray, alpha: float = 1.0, beta: float = 0.
     out = abs(alpha) * np.matmul(np.abs(_f64(a)), np.abs(_f64(b)))
     if beta != 0.0 and c0 is not None:
         out = out + abs(beta) * np.abs(_f64(c0))
-    return out
+    return np.asarray(out, dtype=np.float64)
 
 
 def gemm_errors(out: np.ndarray, a: np.ndarray, b: np.ndarray, *, path: str, alpha: float = 1.0,

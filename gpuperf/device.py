@@ -93,7 +93,7 @@ def device_count() -> int:
         raise NoGpuError(f"no CUDA device is usable ({exc}): this machine has no NVIDIA GPU or driver") from exc
     if count < 1:
         raise NoGpuError("the CUDA runtime reports no devices")
-    return count
+    return int(count)
 
 
 def list_devices() -> list[tuple[int, str]]:

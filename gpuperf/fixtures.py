@@ -129,7 +129,7 @@ class Measurer:
     def __call__(self, fn: Callable[..., Any], work: Work, operands: Sequence[Any] = (), flush: str | None = None,
                  label: str = "") -> Measurement:
         recipe = (fn, work, tuple(operands), flush or self.flush_mode, label)
-        measurement = self.timer.measure(*recipe, prefer_method=self.prefer_method)
+        measurement: Measurement = self.timer.measure(*recipe, prefer_method=self.prefer_method)
         self._recipes[id(measurement)] = (measurement, recipe)
         return measurement
 

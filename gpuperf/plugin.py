@@ -10,11 +10,11 @@ import argparse
 import os
 import tempfile
 import zlib
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -394,7 +394,8 @@ def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
 
 
 @pytest.hookimpl(wrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[pytest.TestReport]:
+def pytest_runtest_makereport(item: pytest.Item,
+                              call: pytest.CallInfo[None]) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     """A test that asked for more device memory than there is gets one clear line, not a traceback."""
     report = yield
     if call.excinfo is not None and call.excinfo.typename == "OutOfMemoryError":
@@ -551,15 +552,15 @@ class SessionHooks:
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         """Collect records from every test report (on the controller, from xdist workers too), and what each
         selected perf test's phases said, for the accounting."""
-        case = next((value for name, value in report.user_properties if name == CASE_PROPERTY), None)
+        properties = [(name, cast(dict[str, Any], value)) for name, value in report.user_properties]
+        case = next((value for name, value in properties if name == CASE_PROPERTY), None)
         if case is not None:
             self.state.observe(SelectedCase(report.nodeid, case["case_id"], int(case["gpu_index"]),
                                             _problem(report)))
         if report.when != "call":
             return
-        run = next((RunInfo.from_dict(value) for name, value in report.user_properties if name == RUN_PROPERTY),
-                   None)
-        for name, value in report.user_properties:
+        run = next((RunInfo.from_dict(value) for name, value in properties if name == RUN_PROPERTY), None)
+        for name, value in properties:
             if name == RECORD_PROPERTY:
                 self.state.add(Record.from_dict(value), run, test_failed=report.failed)
 
