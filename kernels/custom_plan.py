@@ -1,0 +1,367 @@
+"""Launch planning for the custom CUDA kernels (``kernels/cuda/*.cu``): pure, no CuPy, no NVRTC, no GPU.
+
+A planner reads its operands' layout (``shape``, ``strides``, ``dtype`` and ``data.ptr`` of CuPy-like
+arrays: row-major, the last axis contiguous, the row stride is the leading dimension), rejects what the
+kernel cannot take (``KernelArgumentError``) and returns ``LaunchPlan``s: which kernel of which file,
+the grid, the block, the dynamic shared memory and the argument tuple in the order of the kernel's
+signature. ``kernels.custom`` compiles and launches them.
+
+What the kernels require of a plan (the numbers below are the sources' ``#define``s):
+- every kernel takes ``int M, N, K`` and ``int`` leading dimensions; the batched ones an ``int`` batch;
+- the 2-D kernels map ``blockIdx.x`` to column tiles and ``blockIdx.y`` to row tiles of C; CUDA caps
+  grid y and z at 65535, so the batched tiled kernel's grid z = batch is split into launches of at most
+  65535 items through its ``batch_offset`` argument;
+- the ``*_vec4`` / ``*_vec8`` kernels use 16-byte global accesses at column offsets that are multiples
+  of 16 bytes from a row start, so they need every matrix start 16-byte aligned and every leading
+  dimension (and batch stride) a multiple of 16 bytes; ``*_scalar`` twins take any layout;
+- the small batched kernel (``batched_sgemm.cu``, 256 threads) stages whole matrices in dynamic shared
+  memory, which the plan sizes with the kernel's own layout and keeps within 48 KB.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy
+
+#: Largest grid y / z (CUDA's limit); batched launches above it are split.
+GRID_Z_LIMIT = 65535
+#: Largest grid x (CUDA's limit): 2**31 - 1.
+GRID_X_LIMIT = 2**31 - 1
+#: Largest value of the kernels' 32-bit ``int`` parameters (sizes, leading dimensions, batch).
+INT32_MAX = 2**31 - 1
+#: Dynamic shared memory a kernel may take without raising its attribute.
+DEFAULT_DYNAMIC_SMEM_LIMIT = 48 * 1024
+#: Bytes of one vector access of the ``*_vec4`` (float4) and ``*_vec8`` (8 halves) kernels.
+VECTOR_BYTES = 16
+#: Tile sizes the shared-memory tiled kernel is built for (``-DTILE``; TILE² ≤ 1024 threads per block).
+TILED_TILES: tuple[int, ...] = (8, 16, 32)
+
+# Geometry of the .cu files (tests/test_custom_plan.py checks these against their #defines).
+OPT_TILE = 128  # optimized_sgemm.cu OPT_BM / OPT_BN (also the large batched kernel)
+OPT_THREADS = 256  # optimized_sgemm.cu OPT_THREADS: the 16x16 thread grid of its 8x8 register tiles
+WMMA_TILE = 128  # wmma_hgemm.cu WM_BM / WM_BN
+WMMA_THREADS = 256  # wmma_hgemm.cu WM_THREADS: 8 warps in a 2x4 grid
+NAIVE_BLOCK = 16  # naive_sgemm.cu: one thread per element, 16x16 blocks
+SMALL_THREADS = 256  # batched_sgemm.cu BS_THREADS
+#: The small batched kernel is used while every dimension is at most this and a matrix's staged A and B
+#: take at most SMALL_MATRIX_SMEM bytes; above, the 128x128 tiled kernel with grid z = batch.
+SMALL_MAX_DIM = 64
+SMALL_MATRIX_SMEM = 24 * 1024
+SMALL_BLOCK_SMEM = DEFAULT_DYNAMIC_SMEM_LIMIT
+#: Outputs per thread strip of the small batched kernel (one float4 of a row of C).
+SMALL_STRIP = 4
+
+_FP32 = numpy.dtype(numpy.float32)
+_FP16 = numpy.dtype(numpy.float16)
+_NULL = numpy.uint64(0)
+
+
+class KernelArgumentError(ValueError):
+    """Operands a custom kernel cannot take (wrong dtype, shape, layout or size)."""
+
+
+@dataclass(frozen=True)
+class Matrix:
+    """A row-major matrix, or a stack of them, as a kernel addresses it (sizes in elements)."""
+
+    name: str
+    ptr: int
+    batch: int
+    rows: int
+    cols: int
+    ld: int  # elements between consecutive rows
+    stride: int  # elements between consecutive matrices of a stack (0: one matrix shared by all)
+    itemsize: int
+
+    def aligned(self, nbytes: int) -> bool:
+        """Every row of every matrix starts on an ``nbytes`` boundary."""
+        return (self.ptr % nbytes == 0 and (self.ld * self.itemsize) % nbytes == 0
+                and (self.stride * self.itemsize) % nbytes == 0)
+
+
+@dataclass(frozen=True)
+class LaunchPlan:
+    """One kernel launch: everything ``launch`` needs, decided without touching the GPU."""
+
+    source: str  # file in kernels/cuda
+    kernel: str  # extern "C" name
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+    args: tuple[Any, ...]
+    shared_mem: int = 0  # dynamic shared memory, bytes
+    defines: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True)
+class PointerBatch:
+    """The pointer-array form of a batch: ``pointers`` (a device ``uint64`` array) addresses ``batch``
+    matrices of one shape and leading dimension. ``arrays`` keeps them alive."""
+
+    pointers: Any
+    batch: int
+    rows: int
+    cols: int
+    ld: int
+    dtype: numpy.dtype
+    aligned16: bool  # every matrix 16-byte aligned and ld*itemsize a multiple of 16
+    arrays: tuple[Any, ...] = ()
+    addresses: tuple[int, ...] = ()  # the matrices' device addresses, in batch order
+
+
+def ceil_div(a: int, b: int) -> int:
+    """``⌈a / b⌉`` for ``a ≥ 0``, ``b > 0``."""
+    return -(-a // b)
+
+
+def check_grid(grid: tuple[int, int, int], what: str) -> None:
+    """``grid`` is launchable: x < 2**31, y and z ≤ 65535 (CUDA's limits)."""
+    if grid[0] > GRID_X_LIMIT or grid[1] > GRID_Z_LIMIT or grid[2] > GRID_Z_LIMIT:
+        raise KernelArgumentError(f"{what}: grid {grid} exceeds CUDA's limits (y, z ≤ {GRID_Z_LIMIT})")
+
+
+def tile_grid(rows: int, cols: int, tile: int) -> tuple[int, int, int]:
+    """The 2-D kernels' grid: one block per ``tile`` x ``tile`` tile of a ``rows`` x ``cols`` C, x along
+    columns (``col = blockIdx.x * tile + …`` in every .cu file), y along rows."""
+    return ceil_div(cols, tile), ceil_div(rows, tile), 1
+
+
+def describe(x: Any, name: str, dtype: numpy.dtype, ndim: int) -> Matrix:
+    """Read a CuPy-like array's layout (``shape``, ``strides``, ``dtype``, ``data.ptr``) as a ``Matrix``."""
+    if numpy.dtype(x.dtype) != dtype:
+        raise KernelArgumentError(f"{name}: dtype {numpy.dtype(x.dtype)} but this kernel takes {dtype}")
+    if len(x.shape) != ndim:
+        raise KernelArgumentError(f"{name}: shape {tuple(x.shape)} is not {ndim}-D")
+    if min(x.shape) < 1:
+        raise KernelArgumentError(f"{name}: shape {tuple(x.shape)} has an empty dimension")
+    item = dtype.itemsize
+    *outer, rows, cols = (int(s) for s in x.shape)
+    *outer_strides, row_stride, col_stride = (int(s) for s in x.strides)
+    if cols > 1 and col_stride != item:
+        raise KernelArgumentError(f"{name}: the last axis must be contiguous (row-major); strides {tuple(x.strides)}")
+    if rows == 1:
+        ld = cols  # the only row: its stride is never used
+    elif row_stride % item or row_stride < cols * item:
+        raise KernelArgumentError(
+            f"{name}: row stride {row_stride} B is not a leading dimension of at least {cols} x {item} B")
+    else:
+        ld = row_stride // item
+    batch, stride = 1, 0
+    if outer:
+        batch = outer[0]
+        if batch > 1:
+            if outer_strides[0] % item or outer_strides[0] < 0:
+                raise KernelArgumentError(
+                    f"{name}: batch stride {outer_strides[0]} B is not a non-negative multiple of {item} B")
+            stride = outer_strides[0] // item
+    if ld > INT32_MAX:
+        raise KernelArgumentError(f"{name}: leading dimension {ld} does not fit the kernels' 32-bit int")
+    return Matrix(name, int(x.data.ptr), batch, rows, cols, ld, stride, item)
+
+
+def vector_path(*matrices: Matrix) -> bool:
+    """Whether the 16-byte ``*_vec4`` / ``*_vec8`` kernel may run: its vector loads and stores sit at
+    multiples of 16 bytes from a row start, so every operand must be ``aligned(16)``."""
+    return all(m.aligned(VECTOR_BYTES) for m in matrices)
+
+
+def _gemm_operands(a: Any, b: Any, c: Any, dtype: numpy.dtype) -> tuple[Matrix, Matrix, Matrix]:
+    ma, mb, mc = describe(a, "A", dtype, 2), describe(b, "B", dtype, 2), describe(c, "C", dtype, 2)
+    if ma.cols != mb.rows or mc.rows != ma.rows or mc.cols != mb.cols:
+        raise KernelArgumentError(
+            f"shapes A {ma.rows}x{ma.cols}, B {mb.rows}x{mb.cols}, C {mc.rows}x{mc.cols} do not form C = A·B")
+    return ma, mb, mc
+
+
+def _gemm_args(ma: Matrix, mb: Matrix, mc: Matrix, a: Any, b: Any, c: Any, alpha: float, beta: float
+               ) -> tuple[Any, ...]:
+    """``(M, N, K, alpha, A, lda, B, ldb, beta, C, ldc)``: the signature of every 2-D kernel."""
+    i32, f32 = numpy.int32, numpy.float32
+    return (i32(mc.rows), i32(mc.cols), i32(ma.cols), f32(alpha), a, i32(ma.ld), b, i32(mb.ld),
+            f32(beta), c, i32(mc.ld))
+
+
+def _plan_2d(kernel: str, a: Any, b: Any, c: Any, alpha: float, beta: float, dtype: numpy.dtype, tile: int
+             ) -> tuple[tuple[Matrix, Matrix, Matrix], tuple[int, int, int], tuple[Any, ...]]:
+    """Operands, grid and arguments shared by the 2-D planners. M, N and K need no check of their own
+    against the kernels' ``int``: N ≤ ldc and K ≤ lda are checked by ``describe``, M by the grid's y."""
+    ma, mb, mc = _gemm_operands(a, b, c, dtype)
+    grid = tile_grid(mc.rows, mc.cols, tile)
+    check_grid(grid, kernel)
+    return (ma, mb, mc), grid, _gemm_args(ma, mb, mc, a, b, c, alpha, beta)
+
+
+def plan_naive(a: Any, b: Any, c: Any, alpha: float = 1.0, beta: float = 0.0) -> LaunchPlan:
+    """One thread per element of C, 16x16 blocks."""
+    _, grid, args = _plan_2d("naive_sgemm", a, b, c, alpha, beta, _FP32, NAIVE_BLOCK)
+    return LaunchPlan("naive_sgemm.cu", "naive_sgemm", grid, (NAIVE_BLOCK, NAIVE_BLOCK, 1), args)
+
+
+def plan_tiled(a: Any, b: Any, c: Any, alpha: float = 1.0, beta: float = 0.0, tile: int = 16) -> LaunchPlan:
+    """The seed's shared-memory tiled kernel, built for ``tile`` x ``tile`` tiles (16 by default): its
+    ``__shared__`` tiles are indexed by ``threadIdx``, so the block is exactly ``tile`` x ``tile``."""
+    if tile not in TILED_TILES:
+        raise KernelArgumentError(f"tiled_sgemm: tile {tile} is not one of {TILED_TILES}")
+    _, grid, args = _plan_2d("tiled_sgemm", a, b, c, alpha, beta, _FP32, tile)
+    return LaunchPlan("tiled_sgemm.cu", "tiled_sgemm", grid, (tile, tile, 1), args, defines=(("TILE", str(tile)),))
+
+
+def plan_optimized(a: Any, b: Any, c: Any, alpha: float = 1.0, beta: float = 0.0) -> LaunchPlan:
+    """128x128 tiles, 8x8 per thread; float4 when every operand is 16-byte aligned, else scalar."""
+    operands, grid, args = _plan_2d("optimized_sgemm", a, b, c, alpha, beta, _FP32, OPT_TILE)
+    kernel = "optimized_sgemm_vec4" if vector_path(*operands) else "optimized_sgemm_scalar"
+    return LaunchPlan("optimized_sgemm.cu", kernel, grid, (OPT_THREADS, 1, 1), args)
+
+
+def plan_wmma(a: Any, b: Any, c: Any, alpha: float = 1.0, beta: float = 0.0) -> LaunchPlan:
+    """FP16 A, B, C; FP32 accumulate and epilogue. 8-half (16-byte) loads when aligned, else scalar."""
+    operands, grid, args = _plan_2d("wmma_hgemm", a, b, c, alpha, beta, _FP16, WMMA_TILE)
+    kernel = "wmma_hgemm_vec8" if vector_path(*operands) else "wmma_hgemm_scalar"
+    return LaunchPlan("wmma_hgemm.cu", kernel, grid, (WMMA_THREADS, 1, 1), args)
+
+
+def build_pointer_batch(arrays: Sequence[Any], upload: Callable[[numpy.ndarray], Any]) -> PointerBatch:
+    """The ``PointerBatch`` of ``arrays`` (2-D row-major arrays of one shape, dtype and leading
+    dimension); ``upload`` turns the host ``uint64`` address array into the device array the kernel reads."""
+    if not arrays:
+        raise KernelArgumentError("pointer_batch: no matrices")
+    dtype = numpy.dtype(arrays[0].dtype)
+    mats = [describe(x, f"matrix {i}", dtype, 2) for i, x in enumerate(arrays)]
+    first = mats[0]
+    for m in mats:
+        if (m.rows, m.cols, m.ld) != (first.rows, first.cols, first.ld):
+            raise KernelArgumentError(
+                f"pointer_batch: {m.name} is {m.rows}x{m.cols} (ld {m.ld}), "
+                f"{first.name} is {first.rows}x{first.cols} (ld {first.ld}): one shape and ld per batch")
+    addresses = tuple(m.ptr for m in mats)
+    pointers = upload(numpy.array(addresses, dtype=numpy.uint64))
+    return PointerBatch(pointers, len(mats), first.rows, first.cols, first.ld, dtype, vector_path(*mats),
+                        tuple(arrays), addresses)
+
+
+@dataclass(frozen=True)
+class _BatchSide:
+    """One operand of a batched call: a strided stack or a pointer array."""
+
+    base: Any  # the stack (strided form) or _NULL
+    array: Any  # the device pointer array (pointer form) or _NULL
+    batch: int
+    rows: int
+    cols: int
+    ld: int
+    stride: int
+    aligned16: bool
+    addresses: tuple[int, ...] | None  # pointer form: every matrix's address; strided form: None
+
+
+def _side(x: Any, name: str) -> _BatchSide:
+    if isinstance(x, PointerBatch):
+        if x.dtype != _FP32:
+            raise KernelArgumentError(f"{name}: dtype {x.dtype} but batched_sgemm takes float32")
+        return _BatchSide(_NULL, x.pointers, x.batch, x.rows, x.cols, x.ld, 0, x.aligned16, x.addresses)
+    m = describe(x, name, _FP32, 3)
+    return _BatchSide(x, _NULL, m.batch, m.rows, m.cols, m.ld, m.stride, vector_path(m), None)
+
+
+def _check_outputs_disjoint(c: _BatchSide) -> None:
+    """No two products write the same element of C (each one's C spans ``(rows-1)·ld + cols`` elements);
+    the kernels run the products in parallel, so overlapping outputs would race."""
+    span = (c.rows - 1) * c.ld + c.cols
+    if c.addresses is None:
+        if c.batch > 1 and c.stride < span:
+            raise KernelArgumentError(f"C: batch stride {c.stride} makes the outputs of different products overlap")
+        return
+    starts = sorted(c.addresses)
+    span_bytes = span * _FP32.itemsize
+    for lower, upper in zip(starts, starts[1:]):
+        if upper - lower < span_bytes:
+            raise KernelArgumentError(
+                f"C: matrices at {lower:#x} and {upper:#x} overlap (each spans {span_bytes} B): "
+                "the outputs of different products must be distinct")
+
+
+def small_batched_smem(m: int, n: int, k: int, group: int) -> int:
+    """Dynamic shared memory of the small batched kernel for ``group`` matrices, in bytes, exactly as
+    batched_sgemm.cu lays it out: A with an odd row pitch ``K | 1``, rounded up to whole float4s, then B
+    with rows padded to whole float4s."""
+    a_floats = ceil_div(group * m * (k | 1), 4) * 4
+    b_floats = group * k * ceil_div(n, 4) * 4
+    return 4 * (a_floats + b_floats)
+
+
+def small_batched_group(m: int, n: int, k: int, batch: int) -> int | None:
+    """Matrices per block for the small batched kernel, or ``None`` when the tiled kernel should run.
+
+    The small kernel is taken while every dimension is at most ``SMALL_MAX_DIM`` and one matrix's staged
+    A and B fit ``SMALL_MATRIX_SMEM``. A block of ``SMALL_THREADS`` threads then takes the most whole
+    matrices (never more than ``batch``) that leave every thread at most one strip of four outputs of C,
+    as far as ``SMALL_BLOCK_SMEM`` of dynamic shared memory allows; at least one.
+    """
+    if max(m, n, k) > SMALL_MAX_DIM or small_batched_smem(m, n, k, 1) > SMALL_MATRIX_SMEM:
+        return None
+    strips = m * ceil_div(n, SMALL_STRIP)
+    group = max(1, min(batch, SMALL_THREADS // strips))
+    while group > 1 and small_batched_smem(m, n, k, group) > SMALL_BLOCK_SMEM:
+        group -= 1
+    return group
+
+
+def batch_chunks(batch: int) -> list[tuple[int, int]]:
+    """``(offset, count)`` of each launch of the batched tiled kernel: grid z = count ≤ 65535, the
+    kernel's product index is ``batch_offset + blockIdx.z``."""
+    return [(offset, min(GRID_Z_LIMIT, batch - offset)) for offset in range(0, batch, GRID_Z_LIMIT)]
+
+
+def plan_batched(a: Any, b: Any, c: Any, alpha: float = 1.0, beta: float = 0.0) -> list[LaunchPlan]:
+    """``C[i] = alpha·A[i]·B[i] + beta·C[i]`` for a strided stack (3-D arrays; a batch stride of 0 shares
+    one matrix) or pointer arrays (``PointerBatch``); the forms can be mixed per operand."""
+    sa, sb, sc = _side(a, "A"), _side(b, "B"), _side(c, "C")
+    m, n, k, batch = sc.rows, sc.cols, sa.cols, sc.batch
+    if sb.rows != k or sa.rows != m or sb.cols != n:
+        raise KernelArgumentError(
+            f"shapes A {sa.rows}x{sa.cols}, B {sb.rows}x{sb.cols}, C {sc.rows}x{sc.cols} do not form C = A·B")
+    if not sa.batch == sb.batch == batch:
+        raise KernelArgumentError(f"batch sizes differ: A {sa.batch}, B {sb.batch}, C {sc.batch}")
+    if batch > INT32_MAX:
+        raise KernelArgumentError(f"batched_sgemm: batch {batch} does not fit the kernel's 32-bit int")
+    _check_outputs_disjoint(sc)
+    i32, i64, f32 = numpy.int32, numpy.int64, numpy.float32
+    common = (i32(m), i32(n), i32(k), f32(alpha),
+              sa.base, sa.array, i32(sa.ld), i64(sa.stride),
+              sb.base, sb.array, i32(sb.ld), i64(sb.stride),
+              f32(beta), sc.base, sc.array, i32(sc.ld), i64(sc.stride))
+    suffix = "vec4" if sa.aligned16 and sb.aligned16 and sc.aligned16 else "scalar"
+    group = small_batched_group(m, n, k, batch)
+    if group is not None:
+        return [LaunchPlan("batched_sgemm.cu", f"batched_sgemm_small_{suffix}", (ceil_div(batch, group), 1, 1),
+                           (SMALL_THREADS, 1, 1), (*common, i32(batch), i32(group)),
+                           shared_mem=small_batched_smem(m, n, k, group))]
+    plans = []
+    for offset, count in batch_chunks(batch):
+        grid = (ceil_div(n, OPT_TILE), ceil_div(m, OPT_TILE), count)
+        check_grid(grid, "batched_sgemm")
+        plans.append(LaunchPlan("batched_sgemm.cu", f"batched_sgemm_tiled_{suffix}", grid, (OPT_THREADS, 1, 1),
+                                (*common, i32(offset))))
+    return plans
+
+
+#: The GEMM planners by the kernel names the tests use.
+GEMM_PLANNERS: dict[str, Callable[..., LaunchPlan]] = {
+    "naive": plan_naive,
+    "tiled": plan_tiled,
+    "optimized": plan_optimized,
+    "wmma": plan_wmma,
+}
+
+
+def planner_for(kind: str) -> Callable[..., LaunchPlan | list[LaunchPlan]]:
+    """The planner of ``"batched"`` or of one of ``GEMM_PLANNERS``."""
+    if kind == "batched":
+        return plan_batched
+    try:
+        return GEMM_PLANNERS[kind]
+    except KeyError as exc:
+        raise KernelArgumentError(f"unknown custom kernel {kind!r}: use 'batched' or one of "
+                                  f"{sorted(GEMM_PLANNERS)}") from exc

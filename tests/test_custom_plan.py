@@ -1,0 +1,671 @@
+"""CPU tests of ``kernels.custom_plan``: the launch plans of the custom CUDA kernels, held to the kernels'
+own sources.
+
+The kernels' requirements are read from ``kernels/cuda/*.cu`` rather than restated here: the tile and
+thread counts from their ``#define``s, the parameter names and types from their ``extern "C"``
+signatures. A plan is then checked by what the kernel would do with it: every block's output region
+(the kernel's tile at ``blockIdx``, clipped by the kernel's own bounds checks) is counted on a NumPy
+array, so a grid that misses an element, writes one twice, launches an idle block or runs past the
+batch fails. Operands are layout-only stand-ins (``shape``, ``strides``, ``dtype``, ``data.ptr``): no
+CuPy, no memory behind them.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import re
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from gpuperf.cases import load_cases
+from kernels import custom_plan
+from kernels.custom_plan import (
+    GEMM_PLANNERS,
+    KernelArgumentError,
+    LaunchPlan,
+    PointerBatch,
+    batch_chunks,
+    build_pointer_batch,
+    ceil_div,
+    plan_batched,
+    plan_naive,
+    plan_optimized,
+    plan_tiled,
+    plan_wmma,
+    planner_for,
+    small_batched_group,
+    small_batched_smem,
+    tile_grid,
+)
+
+CUDA_DIR = Path(custom_plan.__file__).resolve().parent / "cuda"
+BASE = 0x7F00_0000_0000  # a 256-byte aligned device address
+SMEM_LIMIT = 48 * 1024  # dynamic shared memory a kernel gets without raising its attribute
+GRID_YZ_LIMIT = 65535
+
+
+# --- the kernels' sources --------------------------------------------------------------------------------
+
+def _text(source: str) -> str:
+    """A .cu file with its local includes prepended and its line continuations joined."""
+    text = (CUDA_DIR / source).read_text()
+    included = "".join(_text(name) for name in re.findall(r'^\s*#\s*include\s+"([^"]+)"', text, re.M))
+    return included + text.replace("\\\n", " ")
+
+
+@functools.cache
+def _defines(source: str) -> dict[str, str]:
+    """``#define NAME value`` of a .cu file and its includes (comments dropped)."""
+    found = re.findall(r"^\s*#\s*define\s+(\w+)[ \t]+(.+?)\s*(?://.*)?$", _text(source), re.M)
+    return {name: value for name, value in found}
+
+
+def _define(source: str, name: str) -> int:
+    return int(_defines(source)[name])
+
+
+def _expand(text: str, defines: dict[str, str]) -> str:
+    for _ in range(4):
+        text = re.sub(r"\b\w+\b", lambda m: defines.get(m[0], m[0]), text)
+    return text
+
+
+@dataclass(frozen=True)
+class Signature:
+    """One ``extern "C"`` kernel: its parameters as (name, kind) and its ``__launch_bounds__`` text."""
+
+    params: tuple[tuple[str, str], ...]
+    launch_bounds: str | None
+
+
+def _param(text: str) -> tuple[str, str]:
+    name = re.findall(r"\w+", text)[-1]
+    if "*" in text:
+        return name, "pointer"
+    for kind in ("long long", "int", "float"):
+        if re.match(rf"(const\s+)?{kind}\b", text.strip()):
+            return name, kind
+    raise AssertionError(f"unknown parameter type: {text!r}")
+
+
+@functools.cache
+def _signature(source: str, kernel: str) -> Signature:
+    pattern = (rf'extern\s+"C"\s+__global__\s+void\s+(?:__launch_bounds__\(([^)]*)\)\s+)?{kernel}\s*'
+               r"\(([^)]*)\)")
+    match = re.search(pattern, _text(source))
+    assert match, f"no extern \"C\" kernel {kernel} in {source}"
+    params = _expand(match[2], _defines(source))
+    return Signature(tuple(_param(p) for p in params.split(",")), match[1])
+
+
+def _kind(arg: Any) -> str:
+    if isinstance(arg, np.int32):
+        return "int"
+    if isinstance(arg, np.int64):
+        return "long long"
+    if isinstance(arg, np.float32):
+        return "float"
+    return "pointer"  # an operand, a device pointer array or the null uint64
+
+
+def _bind(plan: LaunchPlan) -> dict[str, Any]:
+    """The plan's arguments by the kernel's parameter names, after checking count and types."""
+    params = _signature(plan.source, plan.kernel).params
+    assert len(plan.args) == len(params), f"{plan.kernel} takes {len(params)} arguments, the plan has {len(plan.args)}"
+    for (name, kind), arg in zip(params, plan.args):
+        assert _kind(arg) == kind, f"{plan.kernel}: parameter {name} is {kind}, the plan passes {arg!r}"
+    return {name: arg for (name, _), arg in zip(params, plan.args)}
+
+
+def _launch_bound(plan: LaunchPlan) -> int | None:
+    """The kernel's ``__launch_bounds__`` threads, with the plan's ``-D`` defines applied."""
+    bounds = _signature(plan.source, plan.kernel).launch_bounds
+    if bounds is None:
+        return None
+    text = _expand(bounds.split(",")[0], {**_defines(plan.source), **dict(plan.defines)})
+    assert re.fullmatch(r"[\d\s*+()]+", text), text
+    return int(eval(text))  # an arithmetic expression of literals, checked just above
+
+
+def _block_tile(plan: LaunchPlan) -> tuple[int, int]:
+    """Rows x columns of C one block of the plan's kernel computes (from the kernel's source)."""
+    if plan.kernel == "naive_sgemm":  # row = blockIdx.y * blockDim.y + threadIdx.y, col likewise in x
+        return plan.block[1], plan.block[0]
+    if plan.kernel == "tiled_sgemm":
+        tile = int(dict(plan.defines).get("TILE", _defines(plan.source)["TILE"]))
+        return tile, tile
+    if plan.kernel.startswith("wmma_hgemm"):
+        return _define(plan.source, "WM_BM"), _define(plan.source, "WM_BN")
+    return _define(plan.source, "OPT_BM"), _define(plan.source, "OPT_BN")  # optimized and batched tiled
+
+
+# --- layout-only operands --------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class _Data:
+    ptr: int
+
+
+@dataclass(frozen=True)
+class FakeArray:
+    """What the planners read of a CuPy array; no memory behind it."""
+
+    shape: tuple[int, ...]
+    strides: tuple[int, ...]
+    dtype: np.dtype
+    data: _Data
+
+
+def matrix(rows: int, cols: int, *, ld: int | None = None, offset: int = 0, dtype: str = "float32",
+           base: int = BASE) -> FakeArray:
+    """A row-major matrix with leading dimension ``ld`` (elements), ``offset`` bytes past ``base``."""
+    item = np.dtype(dtype).itemsize
+    ld = cols if ld is None else ld
+    return FakeArray((rows, cols), (ld * item, item), np.dtype(dtype), _Data(base + offset))
+
+
+def stack(batch: int, rows: int, cols: int, *, ld: int | None = None, stride: int | None = None, offset: int = 0,
+          base: int = BASE) -> FakeArray:
+    """A float32 stack of matrices ``stride`` elements apart (default: packed)."""
+    ld = cols if ld is None else ld
+    stride = rows * ld if stride is None else stride
+    return FakeArray((batch, rows, cols), (stride * 4, ld * 4, 4), np.dtype(np.float32), _Data(base + offset))
+
+
+def gemm_operands(m: int, n: int, k: int, dtype: str = "float32") -> tuple[FakeArray, FakeArray, FakeArray]:
+    return (matrix(m, k, dtype=dtype, base=BASE), matrix(k, n, dtype=dtype, base=2 * BASE),
+            matrix(m, n, dtype=dtype, base=3 * BASE))
+
+
+def batched_operands(batch: int, m: int, n: int, k: int) -> tuple[FakeArray, FakeArray, FakeArray]:
+    return stack(batch, m, k, base=BASE), stack(batch, k, n, base=2 * BASE), stack(batch, m, n, base=3 * BASE)
+
+
+class Uploaded:
+    """Stands for the device array ``build_pointer_batch`` uploads; keeps the host addresses."""
+
+    def __init__(self, host: np.ndarray) -> None:
+        self.host = host
+
+
+def pointers(mats: list[FakeArray]) -> PointerBatch:
+    return build_pointer_batch(mats, Uploaded)
+
+
+# --- what a launch writes ---------------------------------------------------------------------------------
+
+def _block_outputs(plan: LaunchPlan) -> Iterator[tuple[slice, slice, slice]]:
+    """(items, rows, columns) of C each block of ``plan`` writes, as its kernel's source defines them."""
+    args = _bind(plan)
+    m, n = int(args["M"]), int(args["N"])
+    gx, gy, gz = plan.grid
+    if plan.kernel.startswith("batched_sgemm_small"):  # block x: matrices first .. first + min(group, batch - first)
+        batch, group = int(args["batch"]), int(args["group"])
+        for bx in range(gx):
+            first = bx * group
+            yield slice(first, min(first + group, batch)), slice(0, m), slice(0, n)
+        return
+    tile_m, tile_n = _block_tile(plan)
+    offset = int(args.get("batch_offset", 0))  # the batched tiled kernel: product batch_offset + blockIdx.z
+    for by in range(gy):
+        for bx in range(gx):  # rows and columns past M, N are skipped by the kernels' bounds checks
+            yield (slice(offset, offset + gz), slice(by * tile_m, min((by + 1) * tile_m, m)),
+                   slice(bx * tile_n, min((bx + 1) * tile_n, n)))
+
+
+def assert_writes_each_output_once(plans: list[LaunchPlan], batch: int, m: int, n: int) -> None:
+    """Every element of every product is written by exactly one block, and no block is idle."""
+    counts = np.zeros((batch, m, n), dtype=np.int64)
+    for plan in plans:
+        assert plan.grid[1] <= GRID_YZ_LIMIT and plan.grid[2] <= GRID_YZ_LIMIT, f"{plan.grid} past CUDA's limits"
+        for items, rows, cols in _block_outputs(plan):
+            assert items.stop <= batch, f"{plan.kernel}: a block works on product {items.stop - 1} of {batch}"
+            assert items.start < items.stop and rows.start < rows.stop and cols.start < cols.stop, \
+                f"{plan.kernel} grid {plan.grid}: a block with nothing to write"
+            counts[items, rows, cols] += 1
+    missed, twice = int((counts == 0).sum()), int((counts > 1).sum())
+    assert missed == 0 and twice == 0, f"{missed} outputs never written, {twice} written more than once"
+
+
+def assert_block_fits_kernel(plan: LaunchPlan) -> None:
+    """The block is the one the kernel's thread mapping assumes (its ``__launch_bounds__``), ≤ 1024."""
+    threads = math.prod(plan.block)
+    assert threads <= 1024
+    bound = _launch_bound(plan)
+    if bound is not None:
+        assert threads == bound, f"{plan.kernel} is written for {bound} threads, the plan launches {plan.block}"
+    if plan.kernel == "tiled_sgemm":
+        tile = int(dict(plan.defines)["TILE"])
+        assert plan.block == (tile, tile, 1), "tiled_sgemm indexes its TILE x TILE shared tiles by threadIdx"
+
+
+def kernel_smem(m: int, n: int, k: int, group: int) -> int:
+    """Bytes of shared memory batched_sgemm_small_* addresses for ``group`` matrices: As = group·M·(K|1)
+    floats rounded up to a multiple of 4, then Bs = group·K·NP floats with NP = N rounded up to 4."""
+    a_floats = (group * m * (k | 1) + 3) & ~3
+    return 4 * (a_floats + group * k * ((n + 3) & ~3))
+
+
+# --- the module stays pure ------------------------------------------------------------------------------
+
+def test_planning_imports_nothing_gpu() -> None:
+    """In a fresh interpreter: neither CuPy, the CUDA bindings, NVML nor the launching module."""
+    code = ("import sys, kernels.custom_plan; "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in "
+            "{'cupy', 'cupy_backends', 'cuda', 'nvmath', 'pynvml'} or m == 'kernels.custom'))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         cwd=Path(custom_plan.__file__).resolve().parents[1])
+    assert out.stdout.strip() == "[]"
+
+
+def test_geometry_matches_the_kernel_sources() -> None:
+    assert custom_plan.OPT_TILE == _define("optimized_sgemm.cu", "OPT_BM") == _define("optimized_sgemm.cu", "OPT_BN")
+    assert custom_plan.OPT_THREADS == _define("optimized_sgemm.cu", "OPT_THREADS")
+    assert custom_plan.WMMA_TILE == _define("wmma_hgemm.cu", "WM_BM") == _define("wmma_hgemm.cu", "WM_BN")
+    assert custom_plan.WMMA_THREADS == _define("wmma_hgemm.cu", "WM_THREADS")
+    assert custom_plan.SMALL_THREADS == _define("batched_sgemm.cu", "BS_THREADS")
+    assert custom_plan.SMALL_BLOCK_SMEM <= SMEM_LIMIT
+    assert all(tile * tile <= 1024 for tile in custom_plan.TILED_TILES)
+    assert _define("tiled_sgemm.cu", "TILE") == 16 in custom_plan.TILED_TILES
+
+
+# --- grids -----------------------------------------------------------------------------------------------
+
+def test_ceil_div() -> None:
+    for b in (1, 4, 16, 128, 65535):
+        for a in (0, 1, b - 1, b, b + 1, 3 * b, 3 * b + 1):
+            assert ceil_div(a, b) == math.ceil(a / b), (a, b)
+
+
+def test_tile_grid_walks_columns_in_x() -> None:
+    assert tile_grid(129, 127, 16) == (8, 9, 1)
+    assert tile_grid(128, 256, 128) == (2, 1, 1)
+    assert tile_grid(1, 1, 128) == (1, 1, 1)
+
+
+GEMM_SHAPES = [(1, 1, 1), (7, 5, 3), (1, 300, 1), (300, 1, 2), (33, 17, 65), (127, 129, 31), (129, 127, 257),
+               (200, 136, 72), (16, 16, 16), (128, 256, 8), (256, 128, 1), (512, 384, 5)]
+GEMM_KINDS = [("naive", {}), ("tiled", {"tile": 8}), ("tiled", {"tile": 16}), ("tiled", {"tile": 32}),
+              ("optimized", {}), ("wmma", {})]
+
+
+@pytest.mark.parametrize(("kind", "options"), GEMM_KINDS, ids=lambda x: str(x) if x else "")
+@pytest.mark.parametrize("shape", GEMM_SHAPES, ids=lambda s: "x".join(map(str, s)))
+def test_gemm_plan_writes_each_output_once(kind: str, options: dict[str, int], shape: tuple[int, int, int]) -> None:
+    m, n, k = shape
+    a, b, c = gemm_operands(m, n, k, "float16" if kind == "wmma" else "float32")
+    plan = GEMM_PLANNERS[kind](a, b, c, alpha=-1.5, beta=0.75, **options)
+    assert_block_fits_kernel(plan)
+    assert_writes_each_output_once([plan], 1, m, n)
+    args = _bind(plan)
+    assert (args["M"], args["N"], args["K"]) == (m, n, k)
+    assert (args["lda"], args["ldb"], args["ldc"]) == (k, n, n)
+    assert args["A"] is a and args["B"] is b and args["C"] is c
+    assert (args["alpha"], args["beta"]) == (np.float32(-1.5), np.float32(0.75))
+    assert plan.shared_mem == 0  # their tiles are static __shared__ arrays
+
+
+def test_tiled_plan_builds_the_tile_it_launches() -> None:
+    for tile in (8, 16, 32):
+        plan = plan_tiled(*gemm_operands(40, 50, 60), tile=tile)
+        assert plan.defines == (("TILE", str(tile)),)
+        assert plan.block == (tile, tile, 1)
+    assert plan_tiled(*gemm_operands(4, 4, 4)).defines == (("TILE", "16"),)
+
+
+BATCHED_SHAPES = [(1, 1, 1, 1), (1, 7, 5, 3), (3, 7, 5, 3), (37, 8, 8, 8), (9, 32, 32, 32), (300, 2, 3, 4),
+                  (66000, 2, 3, 4), (66000, 1, 1, 1), (1000, 1, 1, 64), (3, 64, 64, 47), (3, 64, 64, 48),
+                  (5, 33, 17, 65), (4, 127, 129, 31), (2, 129, 127, 257), (65535, 2, 3, 65), (65536, 2, 3, 65),
+                  (66000, 2, 3, 65)]
+
+
+@pytest.mark.parametrize("shape", BATCHED_SHAPES, ids=lambda s: "x".join(map(str, s)))
+def test_batched_plan_writes_each_output_once(shape: tuple[int, int, int, int]) -> None:
+    batch, m, n, k = shape
+    a, b, c = batched_operands(batch, m, n, k)
+    plans = plan_batched(a, b, c, alpha=0.5, beta=-2.0)
+    for plan in plans:
+        assert_block_fits_kernel(plan)
+        args = _bind(plan)
+        assert (args["M"], args["N"], args["K"]) == (m, n, k)
+        assert (args["lda"], args["ldb"], args["ldc"]) == (k, n, n)
+        assert (args["strideA"], args["strideB"], args["strideC"]) == ((m * k, k * n, m * n) if batch > 1 else (0, 0, 0))
+        assert args["A"] is a and args["B"] is b and args["C"] is c
+        assert args["Aarray"] == args["Barray"] == args["Carray"] == 0
+    assert_writes_each_output_once(plans, batch, m, n)
+
+
+@pytest.mark.parametrize("shape", BATCHED_SHAPES, ids=lambda s: "x".join(map(str, s)))
+def test_batched_plan_takes_the_small_kernel_exactly_when_a_group_fits(shape: tuple[int, int, int, int]) -> None:
+    batch, m, n, k = shape
+    plans = plan_batched(*batched_operands(batch, m, n, k))
+    group = small_batched_group(m, n, k, batch)
+    if group is None:
+        assert all(p.kernel.startswith("batched_sgemm_tiled_") and p.shared_mem == 0 for p in plans)
+        assert [(int(_bind(p)["batch_offset"]), p.grid[2]) for p in plans] == batch_chunks(batch)
+    else:
+        [plan] = plans
+        assert plan.kernel.startswith("batched_sgemm_small_")
+        assert int(_bind(plan)["group"]) == group and int(_bind(plan)["batch"]) == batch
+        assert plan.shared_mem == kernel_smem(m, n, k, group) <= SMEM_LIMIT
+
+
+def test_batch_chunks_split_at_the_grid_z_limit() -> None:
+    assert batch_chunks(1) == [(0, 1)]
+    assert batch_chunks(65535) == [(0, 65535)]
+    assert batch_chunks(65536) == [(0, 65535), (65535, 1)]
+    assert batch_chunks(66000) == [(0, 65535), (65535, 465)]
+    assert batch_chunks(3 * 65535 + 2) == [(0, 65535), (65535, 65535), (131070, 65535), (196605, 2)]
+
+
+# --- the small batched kernel's group -------------------------------------------------------------------
+
+SIZES = (1, 2, 3, 4, 5, 8, 17, 32, 33, 47, 48, 63, 64, 65)
+BATCHES = (1, 2, 7, 16, 17, 300, 66000)
+
+
+def test_small_batched_smem_is_the_kernels_layout() -> None:
+    for m in SIZES:
+        for n in SIZES:
+            for k in SIZES:
+                for group in (1, 2, 3, 7, 256):
+                    assert small_batched_smem(m, n, k, group) == kernel_smem(m, n, k, group), (m, n, k, group)
+
+
+def test_small_batched_group_contract() -> None:
+    """Small kernel iff every dimension ≤ 64 and one matrix's A and B stage in ≤ 24 KB; the group is the
+    most matrices (≤ batch) that leave each of the 256 threads at most one 4-wide strip of C and fit
+    48 KB of dynamic shared memory; at least one."""
+    threads = _define("batched_sgemm.cu", "BS_THREADS")
+    for m in SIZES:
+        for n in SIZES:
+            for k in SIZES:
+                small = max(m, n, k) <= 64 and kernel_smem(m, n, k, 1) <= 24 * 1024
+                strips = m * ceil_div(n, 4)
+                for batch in BATCHES:
+                    group = small_batched_group(m, n, k, batch)
+                    where = (m, n, k, batch, group)
+                    assert (group is not None) == small, where
+                    if group is None:
+                        continue
+                    assert 1 <= group <= batch, where
+                    assert group == 1 or group * strips <= threads, where
+                    assert kernel_smem(m, n, k, group) <= SMEM_LIMIT, where
+                    assert (group == batch or (group + 1) * strips > threads
+                            or kernel_smem(m, n, k, group + 1) > SMEM_LIMIT), f"{where}: a larger group fits"
+
+
+@pytest.mark.parametrize(("shape", "batch", "group"), [
+    ((8, 8, 8), 100000, 16),  # 16 strips per matrix: 16 matrices give 256 threads one strip each
+    ((8, 8, 8), 5, 5),  # never more than the batch
+    ((32, 32, 32), 10000, 1),  # 256 strips: a block per matrix
+    ((2, 3, 4), 66000, 128),
+    ((1, 1, 1), 66000, 256),
+    ((1, 1, 64), 1000, 38),  # shared memory binds: 38 matrices take 48 800 B, 39 would take 50 080 B
+    ((64, 64, 47), 3, 1),  # more strips than threads: still one whole matrix per block
+])
+def test_small_batched_group_examples(shape: tuple[int, int, int], batch: int, group: int) -> None:
+    assert small_batched_group(*shape, batch) == group
+
+
+@pytest.mark.parametrize("shape", [(65, 1, 1), (1, 65, 1), (1, 1, 65), (64, 64, 48), (64, 64, 64)])
+def test_small_batched_group_leaves_larger_matrices_to_the_tiled_kernel(shape: tuple[int, int, int]) -> None:
+    assert small_batched_group(*shape, 10) is None
+
+
+def test_small_batched_group_boundaries() -> None:
+    assert small_batched_group(64, 1, 1, 10) is not None
+    assert small_batched_group(64, 64, 47, 10) is not None  # 24 064 B staged ≤ 24 KB
+    assert kernel_smem(64, 64, 48, 1) == 24832  # > 24 KB: tiled
+    exact = [(m, n, k) for m in range(1, 65) for n in (32, 48, 64) for k in range(1, 65)
+             if kernel_smem(m, n, k, 1) == 24 * 1024]
+    assert exact, "no shape stages exactly 24 KB"
+    assert all(small_batched_group(*shape, 1) == 1 for shape in exact)
+
+
+# --- vector kernels only where their 16-byte accesses are aligned ---------------------------------------
+
+def _gemm_layouts(dtype: str, lane: int) -> dict[str, tuple[int, int]]:
+    """(ld pad in elements, byte offset) variants of one operand; ``lane``: elements per 16 bytes."""
+    item = np.dtype(dtype).itemsize
+    return {
+        "aligned": (lane, 0),  # ld > cols, still a multiple of 16 bytes
+        "odd-ld": (1, 0),
+        "half-vector-ld": (lane // 2, 0),  # rows 8 bytes apart: aligned for a narrower vector only
+        "misaligned-start": (0, item),
+        "half-vector-start": (0, 8),
+    }
+
+
+def _aligned_gemm(m: int, n: int, k: int, dtype: str, lane: int, operand: str, layout: tuple[int, int]
+                  ) -> tuple[FakeArray, FakeArray, FakeArray]:
+    """A (m x k), B (k x n), C (m x n) with aligned leading dimensions; ``operand`` gets ``layout``."""
+    shapes = {"A": (m, k), "B": (k, n), "C": (m, n)}
+    out = []
+    for i, (name, (rows, cols)) in enumerate(shapes.items()):
+        ld = ceil_div(cols, lane) * lane
+        pad, offset = layout if name == operand else (0, 0)
+        out.append(matrix(rows, cols, ld=ld + pad, offset=offset, dtype=dtype, base=(i + 1) * BASE))
+    return out[0], out[1], out[2]
+
+
+@pytest.mark.parametrize("operand", ["A", "B", "C"])
+@pytest.mark.parametrize("layout", list(_gemm_layouts("float32", 4)))
+@pytest.mark.parametrize(("planner", "dtype", "lane", "vector", "scalar"), [
+    (plan_optimized, "float32", 4, "optimized_sgemm_vec4", "optimized_sgemm_scalar"),
+    (plan_wmma, "float16", 8, "wmma_hgemm_vec8", "wmma_hgemm_scalar"),
+])
+def test_vector_kernel_only_when_every_row_is_16_byte_aligned(planner: Any, dtype: str, lane: int, vector: str,
+                                                             scalar: str, layout: str, operand: str) -> None:
+    pad_offset = _gemm_layouts(dtype, lane)[layout]
+    a, b, c = _aligned_gemm(33, 17, 65, dtype, lane, operand, pad_offset)
+    plan = planner(a, b, c)
+    assert plan.kernel == (vector if layout == "aligned" else scalar)
+    twin = planner(*_aligned_gemm(33, 17, 65, dtype, lane, operand, (1, 0)))
+    assert twin.kernel == scalar
+    assert (plan.grid, plan.block, plan.source) == (twin.grid, twin.block, twin.source)
+
+
+BATCHED_PATH_SHAPES = [(9, 8, 8, 8), (4, 127, 129, 31)]  # the small and the tiled kernel
+
+
+@pytest.mark.parametrize("shape", BATCHED_PATH_SHAPES, ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize(("operand", "ld_pad", "stride_pad", "offset", "vector"), [
+    ("A", 0, 0, 0, True),
+    ("A", 1, 0, 0, False),
+    ("B", 2, 0, 0, False),
+    ("C", 0, 1, 0, False),  # every row aligned in the first matrix only
+    ("C", 0, 2, 0, False),
+    ("B", 0, 4, 0, True),  # a padded batch stride that keeps 16 bytes
+    ("A", 0, 0, 4, False),
+    ("C", 0, 0, 8, False),
+])
+def test_batched_vector_kernel_only_when_every_matrix_is_aligned(shape: tuple[int, int, int, int], operand: str,
+                                                                ld_pad: int, stride_pad: int, offset: int,
+                                                                vector: bool) -> None:
+    batch, m, n, k = shape
+    dims = {"A": (m, k), "B": (k, n), "C": (m, n)}
+    ops = []
+    for i, (name, (rows, cols)) in enumerate(dims.items()):
+        ld = ceil_div(cols, 4) * 4 + (ld_pad if name == operand else 0)
+        stride = rows * ld + (stride_pad if name == operand else 0)
+        ops.append(stack(batch, rows, cols, ld=ld, stride=stride, offset=offset if name == operand else 0,
+                         base=(i + 1) * BASE))
+    a, b, c = ops
+    plans = plan_batched(a, b, c)
+    assert all(p.kernel.endswith("_vec4" if vector else "_scalar") for p in plans), [p.kernel for p in plans]
+
+
+def test_batched_vector_kernel_with_a_shared_operand() -> None:
+    shared_a = stack(6, 8, 8, stride=0)
+    assert plan_batched(shared_a, stack(6, 8, 8, base=2 * BASE), stack(6, 8, 8, base=3 * BASE))[0].kernel \
+        == "batched_sgemm_small_vec4"
+    shared_odd = stack(6, 8, 8, stride=0, offset=4)
+    assert plan_batched(shared_odd, stack(6, 8, 8, base=2 * BASE), stack(6, 8, 8, base=3 * BASE))[0].kernel \
+        == "batched_sgemm_small_scalar"
+
+
+@pytest.mark.parametrize("shape", BATCHED_PATH_SHAPES, ids=lambda s: "x".join(map(str, s)))
+def test_pointer_batches_take_the_vector_kernel_only_when_every_matrix_is_aligned(
+        shape: tuple[int, int, int, int]) -> None:
+    batch, m, n, k = shape
+
+    def batch_of(rows: int, cols: int, base: int, misaligned: int | None = None) -> PointerBatch:
+        ld = ceil_div(cols, 4) * 4
+        return pointers([matrix(rows, cols, ld=ld, base=base, offset=i * 2**20 + (4 if i == misaligned else 0))
+                         for i in range(batch)])
+
+    a, b, c = batch_of(m, k, BASE), batch_of(k, n, 2 * BASE), batch_of(m, n, 3 * BASE)
+    plans = plan_batched(a, b, c)
+    assert all(p.kernel.endswith("_vec4") for p in plans)
+    args = _bind(plans[0])
+    assert args["A"] == args["B"] == args["C"] == 0
+    assert (args["Aarray"], args["Barray"], args["Carray"]) == (a.pointers, b.pointers, c.pointers)
+    assert_writes_each_output_once(plans, batch, m, n)
+    for operand in "ABC":
+        odd = {"A": a, "B": b, "C": c, operand: batch_of(*(
+            {"A": (m, k), "B": (k, n), "C": (m, n)}[operand]), base=BASE * 5, misaligned=batch - 1)}
+        assert all(p.kernel.endswith("_scalar") for p in plan_batched(odd["A"], odd["B"], odd["C"])), operand
+
+
+def test_the_gpu_suite_runs_both_paths() -> None:
+    """custom.yaml's correctness variants reach the vector kernels (ld-aligned) and the scalar ones (ld-odd)."""
+    variants = load_cases("custom")["correctness"]["variants"]
+
+    def ld(cols: int, pad: object) -> int:
+        return ceil_div(cols, 8) * 8 + 8 if pad == "aligned" else cols + int(str(pad))
+
+    kernels = set()
+    for variant in variants.values():
+        for planner, dtype in ((plan_optimized, "float32"), (plan_wmma, "float16")):
+            m, n, k = 33, 17, 65
+            a = matrix(m, k, ld=ld(k, variant["pad"]), dtype=dtype)
+            b = matrix(k, n, ld=ld(n, variant["pad"]), dtype=dtype, base=2 * BASE)
+            c = matrix(m, n, ld=ld(n, variant["pad"]), dtype=dtype, base=3 * BASE)
+            kernels.add(planner(a, b, c).kernel)
+    assert kernels == {"optimized_sgemm_vec4", "optimized_sgemm_scalar", "wmma_hgemm_vec8", "wmma_hgemm_scalar"}
+
+
+# --- pointer batches -------------------------------------------------------------------------------------
+
+def test_build_pointer_batch_uploads_the_addresses_in_order() -> None:
+    mats = [matrix(3, 5, ld=8, base=BASE + i * 256) for i in (2, 0, 1)]
+    batch = pointers(mats)
+    assert isinstance(batch.pointers, Uploaded)
+    assert batch.pointers.host.dtype == np.uint64
+    assert batch.pointers.host.tolist() == [BASE + 512, BASE, BASE + 256]
+    assert batch.addresses == (BASE + 512, BASE, BASE + 256)
+    assert (batch.batch, batch.rows, batch.cols, batch.ld, batch.dtype) == (3, 3, 5, 8, np.dtype(np.float32))
+    assert batch.aligned16 and batch.arrays == tuple(mats)
+
+
+@pytest.mark.parametrize(("mats", "message"), [
+    ([], r"no matrices"),
+    ([matrix(4, 3), matrix(4, 5)], r"one shape and ld per batch"),
+    ([matrix(4, 3, ld=4), matrix(4, 3, ld=5)], r"one shape and ld per batch"),
+    ([matrix(4, 3), matrix(4, 3, dtype="float16")], r"matrix 1: dtype float16 but this kernel takes float32"),
+])
+def test_build_pointer_batch_rejects(mats: list[FakeArray], message: str) -> None:
+    with pytest.raises(KernelArgumentError, match=message):
+        pointers(mats)
+
+
+# --- invalid arguments -----------------------------------------------------------------------------------
+
+def _gemm_error_cases() -> list[Any]:
+    fp32 = gemm_operands(4, 2, 3)
+    a, b, c = fp32
+    non_contiguous = FakeArray((4, 3), (24, 8), np.dtype(np.float32), _Data(BASE))
+    return [
+        pytest.param(plan_naive, (matrix(4, 3, dtype="float16"), b, c), {}, r"A: dtype float16 but this kernel takes float32", id="dtype"),
+        pytest.param(plan_wmma, fp32, {}, r"A: dtype float32 but this kernel takes float16", id="wmma-dtype"),
+        pytest.param(plan_naive, (stack(2, 4, 3), b, c), {}, r"A: shape \(2, 4, 3\) is not 2-D", id="ndim"),
+        pytest.param(plan_naive, (a, b, matrix(0, 2)), {}, r"C: shape \(0, 2\) has an empty dimension", id="empty"),
+        pytest.param(plan_naive, (non_contiguous, b, c), {}, r"A: the last axis must be contiguous", id="columns"),
+        pytest.param(plan_naive, (matrix(4, 3, ld=2), b, c), {}, r"A: row stride 8 B is not a leading dimension",
+                     id="ld<cols"),
+        pytest.param(plan_naive, (FakeArray((4, 3), (14, 4), np.dtype(np.float32), _Data(BASE)), b, c), {},
+                     r"row stride 14 B", id="ld-bytes"),
+        pytest.param(plan_naive, (a, matrix(2, 2), c), {}, r"shapes A 4x3, B 2x2, C 4x2 do not form C = A·B",
+                     id="inner"),
+        pytest.param(plan_naive, (a, b, matrix(4, 3)), {}, r"do not form C = A·B", id="output"),
+        pytest.param(plan_tiled, fp32, {"tile": 64}, r"tiled_sgemm: tile 64 is not one of \(8, 16, 32\)", id="tile"),
+        pytest.param(plan_naive, (matrix(2, 2**31), matrix(2**31, 1), matrix(2, 1)), {},
+                     r"A: leading dimension 2147483648 does not fit", id="ld-int32"),
+        pytest.param(plan_naive, (matrix(65535 * 16 + 1, 1), matrix(1, 1), matrix(65535 * 16 + 1, 1)), {},
+                     r"naive_sgemm: grid \(1, 65536, 1\) exceeds CUDA's limits", id="grid-y"),
+        pytest.param(plan_optimized, (matrix(65535 * 128 + 1, 1), matrix(1, 1), matrix(65535 * 128 + 1, 1)), {},
+                     r"optimized_sgemm: grid \(1, 65536, 1\) exceeds", id="grid-y-128"),
+    ]
+
+
+@pytest.mark.parametrize(("planner", "operands", "options", "message"), _gemm_error_cases())
+def test_gemm_planners_reject(planner: Any, operands: tuple[FakeArray, ...], options: dict[str, int],
+                              message: str) -> None:
+    with pytest.raises(KernelArgumentError, match=message):
+        planner(*operands, **options)
+
+
+def test_planners_accept_a_single_row_with_any_row_stride() -> None:
+    odd_row = FakeArray((1, 3), (4, 4), np.dtype(np.float32), _Data(BASE))  # stride of a row never read
+    plan = plan_naive(odd_row, matrix(3, 2), matrix(1, 2))
+    assert int(_bind(plan)["lda"]) == 3
+
+
+def _batched_error_cases() -> list[Any]:
+    a, b, c = batched_operands(3, 4, 2, 3)
+    span = 3 * 5 + 2  # C 4x2 with ld 5
+    return [
+        pytest.param((stack(3, 4, 3), stack(2, 3, 2), c), r"batch sizes differ: A 3, B 2, C 3", id="batch"),
+        pytest.param((a, stack(3, 4, 2), c), r"shapes A 4x3, B 4x2, C 4x2 do not form C = A·B", id="shape"),
+        pytest.param((a, b, stack(3, 4, 2, stride=0)), r"C: batch stride 0 makes the outputs of different "
+                     r"products overlap", id="shared-c"),
+        pytest.param((a, b, stack(3, 4, 2, ld=5, stride=span - 1)), r"batch stride 16 makes the outputs",
+                     id="overlap-c"),
+        pytest.param((FakeArray((3, 4, 3), (-48, 12, 4), np.dtype(np.float32), _Data(BASE)), b, c),
+                     r"A: batch stride -48 B is not a non-negative multiple of 4 B", id="negative-stride"),
+        pytest.param((FakeArray((3, 4, 3), (50, 12, 4), np.dtype(np.float32), _Data(BASE)), b, c),
+                     r"A: batch stride 50 B", id="stride-bytes"),
+        pytest.param((matrix(4, 3), b, c), r"A: shape \(4, 3\) is not 3-D", id="ndim"),
+        pytest.param((stack(2**31, 1, 1, stride=0), stack(2**31, 1, 1, stride=0), stack(2**31, 1, 1)),
+                     r"batched_sgemm: batch 2147483648 does not fit the kernel's 32-bit int", id="batch-int32"),
+        pytest.param((pointers([matrix(4, 3, dtype="float16")] * 3), b, c),
+                     r"A: dtype float16 but batched_sgemm takes float32", id="pointer-dtype"),
+        pytest.param((a, b, pointers([matrix(4, 2, base=BASE + i * 32) for i in (0, 1, 1)])),
+                     r"C: matrices at .* overlap \(each spans 32 B\)", id="pointer-c-twice"),
+        pytest.param((a, b, pointers([matrix(4, 2, base=BASE + i * 28) for i in (2, 0, 1)])),
+                     r"C: matrices at .* overlap", id="pointer-c-overlap"),
+    ]
+
+
+@pytest.mark.parametrize(("operands", "message"), _batched_error_cases())
+def test_plan_batched_rejects(operands: tuple[Any, ...], message: str) -> None:
+    with pytest.raises(KernelArgumentError, match=message):
+        plan_batched(*operands)
+
+
+def test_plan_batched_accepts_outputs_that_just_touch() -> None:
+    a, b, _ = batched_operands(3, 4, 2, 3)
+    span = 3 * 5 + 2
+    assert plan_batched(a, b, stack(3, 4, 2, ld=5, stride=span))
+    assert plan_batched(a, b, pointers([matrix(4, 2, base=BASE + i * 32) for i in (2, 0, 1)]))
+    shared_pointers = pointers([matrix(4, 3, base=BASE)] * 3)  # one A for every product is fine
+    assert plan_batched(shared_pointers, b, stack(3, 4, 2, base=3 * BASE))
+
+
+def test_planner_for() -> None:
+    assert planner_for("batched") is plan_batched
+    for kind, planner in GEMM_PLANNERS.items():
+        assert planner_for(kind) is planner
+    assert set(GEMM_PLANNERS) == {"naive", "tiled", "optimized", "wmma"}
+    with pytest.raises(KernelArgumentError, match=r"unknown custom kernel 'cublas': use 'batched' or one of "
+                                                  r"\['naive', 'optimized', 'tiled', 'wmma'\]"):
+        planner_for("cublas")
