@@ -1,27 +1,21 @@
-"""Text for people: the session header, the end-of-session table and the old → new update table."""
+"""Text for people: the session header, the end-of-session table, the old → new tables (``--update-baselines``,
+``baseline diff``, ``compare``) and their summary lines. Every table renders through ``gpuperf.table``."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
 
+from gpuperf import table
 from gpuperf.accounting import GpuAccount
 from gpuperf.baseline import Change
-from gpuperf.gate import STATUS_ORDER, status_rank
+from gpuperf.diff import DiffRow, changes_rows
 from gpuperf.records import Record, RunInfo
-TABLE_COLUMNS = ("case", "metric", "measured", "spread", "baseline", "Δ %", "% peak", "status", "note")
+from gpuperf.table import Column
 
-
-def _number(value: float | None, digits: int = 4) -> str:
-    return "-" if value is None else f"{value:.{digits}g}"
-
-
-def _signed(value: float | None) -> str:
-    return "-" if value is None else f"{value:+.1f}"
-
-
-def _percent(value: float | None) -> str:
-    return "-" if value is None else f"{value:.1f}"
+#: The end-of-session table: every record column but the README's short case and the unit (the metric says it).
+TABLE_COLUMNS: tuple[Column[Record], ...] = (table.CASE, table.METRIC, table.MEASURED, table.SPREAD, table.BASELINE,
+                                             table.DELTA, table.PEAK, table.STATUS, table.NOTE)
 
 
 def header_lines(run: RunInfo) -> list[str]:
@@ -31,61 +25,86 @@ def header_lines(run: RunInfo) -> list[str]:
         f"driver {run.driver} | CUDA {run.cuda_runtime} | cuBLAS {run.cublas} | CuPy {run.cupy}",
         f"gpuperf: clocks {clocks} | flush {', '.join(run.flush_modes)}",
     ]
-    peaks = run.extra.get("peaks")
+    peaks = table.peaks_line(run.extra.get("peaks"))
     if peaks:
-        compute = ", ".join(f"{k} {v:.1f}" for k, v in peaks["compute_tflops"].items() if v is not None)
-        lines.append(f"gpuperf: peaks TFLOPS {compute} | memory {peaks['memory_gbps']:.0f} GB/s")
+        lines.append(f"gpuperf: peaks {peaks}")
     return lines
 
 
-def _row(record: Record) -> tuple[str, ...]:
-    return (
-        record.case_id,
-        record.metric,
-        _number(record.value),
-        "-" if record.rel_iqr is None else f"{100 * record.rel_iqr:.2f}%",
-        _number(record.baseline),
-        _signed(record.delta_pct),
-        _percent(record.pct_of_peak),
-        record.status,
-        record.note,
-    )
-
-
 def format_table(records: Sequence[Record], max_note: int = 100) -> str:
-    """One aligned table, problems first, then by case id."""
-    ordered = sorted(records, key=lambda r: (status_rank(r.status), r.case_id))
-    rows = [TABLE_COLUMNS] + [_row(r)[:-1] + (_clip(r.note, max_note),) for r in ordered]
-    widths = [max(len(row[i]) for row in rows) for i in range(len(TABLE_COLUMNS) - 1)]
-    lines = []
-    for index, row in enumerate(rows):
-        cells = [cell.ljust(widths[i]) if i == 0 else cell.rjust(widths[i]) for i, cell in enumerate(row[:-1])]
-        lines.append("  ".join(cells + [row[-1]]).rstrip())
-        if index == 0:
-            lines.append("  ".join("-" * w for w in widths) + "  ----")
-    return "\n".join(lines)
-
-
-def _clip(text: str, width: int) -> str:
-    return text if len(text) <= width else text[: width - 1] + "…"
+    """One aligned table, problems first, then by case id; notes cut to ``max_note`` characters."""
+    columns = [*TABLE_COLUMNS[:-1], table.NOTE.clipped(max_note)]
+    return table.render_text(columns, table.by_status(records))
 
 
 def status_counts(records: Sequence[Record]) -> str:
-    counts = {status: sum(1 for r in records if r.status == status) for status in STATUS_ORDER}
-    return ", ".join(f"{count} {status.lower()}" for status, count in counts.items() if count)
+    return table.counts_text(r.status for r in records)
+
+
+# --- old → new -----------------------------------------------------------------------------------------
+
+
+def _change_or_delta(row: DiffRow) -> str:
+    return table.format_delta(row.delta_pct) if row.delta_pct is not None else row.change or table.MISSING
+
+
+def _status_or_change(row: DiffRow) -> str:
+    return row.status or row.change
+
+
+def _status_or_change_with_icon(row: DiffRow) -> str:
+    return table.status_with_icon(row.status) if row.status else row.change
+
+
+def diff_columns(old: str = "old", new: str = "new", verdicts: bool = False) -> tuple[Column[DiffRow], ...]:
+    """The columns of an old → new table, the figures titled ``old`` and ``new`` or as given. Without
+    ``verdicts`` a case that is not in both says so in the Δ column; with them (``compare``) the gate's status
+    (or ``only in A`` / ``only in B``) and note follow."""
+    head: tuple[Column[DiffRow], ...] = (
+        Column("case", "left", lambda r: r.case_id, lambda r: table.code_span(r.case_id)),
+        Column("metric", "left", lambda r: r.metric),
+        Column(old, "right", lambda r: table.format_number(r.old)),
+        Column(new, "right", lambda r: table.format_number(r.new)),
+    )
+    if not verdicts:
+        return (*head, Column("Δ %", "right", _change_or_delta))
+    return (*head, Column("Δ %", "right", lambda r: table.format_delta(r.delta_pct)),
+            Column("status", "left", _status_or_change, _status_or_change_with_icon),
+            Column("note", "left", lambda r: r.note))
+
+
+def format_diff(rows: Sequence[DiffRow], markdown: bool = False, old: str = "old", new: str = "new",
+                verdicts: bool = False) -> str:
+    """The old → new table of ``baseline diff``, ``--update-baselines`` and (``verdicts``) ``compare``."""
+    render = table.render_markdown if markdown else table.render_text
+    return render(diff_columns(old, new, verdicts), rows)
 
 
 def format_changes(changes: Sequence[Change]) -> str:
-    """The old → new table ``--update-baselines`` prints for review."""
-    rows = [("case", "metric", "old", "new", "Δ %")]
-    for change in changes:
-        old = change.old.value if change.old else None
-        delta = None if old is None else 100 * (change.new.value - old) / old
-        rows.append((change.case_id, change.new.metric, _number(old), _number(change.new.value),
-                     "new" if old is None else _signed(delta)))
-    widths = [max(len(row[i]) for row in rows) for i in range(5)]
-    return "\n".join("  ".join(cell.ljust(widths[i]) if i == 0 else cell.rjust(widths[i])
-                               for i, cell in enumerate(row)).rstrip() for row in rows)
+    """The old → new table ``--update-baselines`` prints for review: ``baseline diff``'s table."""
+    return format_diff(changes_rows(changes))
+
+
+def diff_summary(rows: Sequence[DiffRow], threshold_pct: float) -> str:
+    """``3 compared; 1 higher and 1 lower by more than 5 %; 1 added``."""
+    deltas = [r.delta_pct for r in rows if r.delta_pct is not None]
+    higher = sum(delta > threshold_pct for delta in deltas)
+    lower = sum(delta < -threshold_pct for delta in deltas)
+    parts = [f"{len(deltas)} compared", f"{higher} higher and {lower} lower by more than {threshold_pct:g} %"]
+    return "; ".join(parts + _change_counts(rows))
+
+
+def comparison_summary(rows: Sequence[DiffRow]) -> str:
+    """``4 compared: 1 regressed, 1 unreliable, 2 pass; 1 only in A; 1 only in B``."""
+    judged = [r.status for r in rows if r.status]
+    parts = [f"{len(judged)} compared" + (f": {table.counts_text(judged)}" if judged else "")]
+    return "; ".join(parts + _change_counts(rows))
+
+
+def _change_counts(rows: Sequence[DiffRow]) -> list[str]:
+    """``["1 added", "2 removed"]``: the cases not compared, per reason."""
+    changes = sorted(r.change for r in rows if r.change)
+    return [f"{changes.count(change)} {change}" for change in dict.fromkeys(changes)]
 
 
 def version_banner(baseline: Path, changes: Sequence[str]) -> list[str]:
@@ -103,7 +122,7 @@ def accounting_lines(accounts: Sequence[GpuAccount], stale: Sequence[str], gate_
     lines = [f"gpuperf: {account.summary()}" for account in accounts]
     for account in accounts:
         for unmeasured in account.not_measured:
-            lines.append(f"gpuperf: NOT MEASURED {unmeasured.key}: {_clip(unmeasured.reason, max_reason)}")
+            lines.append(f"gpuperf: NOT MEASURED {unmeasured.key}: {table.clip(unmeasured.reason, max_reason)}")
     if stale:
         effect = "fails the gate (--allow-stale to accept)" if gate_mode else "a warning here, a failure in gate mode"
         lines.append(f"gpuperf: {len(stale)} stale baseline entr{'y' if len(stale) == 1 else 'ies'}, no test "

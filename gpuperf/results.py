@@ -1,7 +1,8 @@
 """The files a run leaves behind: ``results.json``, ``results.csv`` and a Markdown summary.
 
 ``results.json`` is the lossless record (``{"run": RunInfo, "records": [Record, ...]}``) that ``load_run``
-reads back for plots and diffs. ``results.csv`` is the same data flattened, one row per case, so a
+reads back; ``load_figures`` is the one reader of a run *or* a baseline file for ``baseline diff``,
+``compare`` and ``plot``. ``results.csv`` is the same data flattened, one row per case, so a
 spreadsheet or pandas can explain a curve a month later without this package. ``summary.md`` is what a
 person reads on a CI job page: the GPU and software header, counts per status, failing cases first.
 
@@ -23,8 +24,12 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from gpuperf.gate import FLAGGED, STATUS_ORDER, status_rank
+from gpuperf import table
+from gpuperf.baseline import VERSION_KEYS, BaselineFile, Entry, load_baseline
+from gpuperf.check import entry_from_record
+from gpuperf.gate import FLAGGED, valid_figure
 from gpuperf.records import Record, RunInfo
+from gpuperf.table import Column
 from gpuperf.vocabulary import Family, Status
 
 RESULTS_JSON = "results.json"
@@ -36,15 +41,13 @@ SCHEMA = 1
 #: GitHub rejects a step summary above 1 MiB; past this the per-family tables are left to the artifact.
 STEP_SUMMARY_LIMIT = 1_000_000
 
-_ICONS = {
-    Status.PASS: "✅", Status.IMPROVED: "⬆️", Status.REGRESSED: "❌", Status.ANOMALY: "❌", Status.ERROR: "❌",
-    Status.NO_BASELINE: "❔", Status.UNRELIABLE: "⚠️", Status.NOT_COMPARABLE: "⚠️", Status.NOT_RECORDED: "⚠️",
-    Status.UPDATED: "📝",
-}
+#: The columns of summary.md's tables: the terminal's but the spread (the Markdown shows icons instead).
+TABLE_COLUMNS: tuple[Column[Record], ...] = (table.CASE, table.METRIC, table.MEASURED, table.BASELINE, table.DELTA,
+                                             table.PEAK, table.STATUS, table.NOTE)
 
 
 class ResultsError(ValueError):
-    """A results file is missing or malformed."""
+    """A results file (or, for ``load_figures``, a baseline path) is missing or malformed."""
 
 
 @dataclass(frozen=True)
@@ -183,21 +186,103 @@ def load_run(path: str | Path) -> tuple[RunInfo, list[Record]]:
     return run, records
 
 
+@dataclass(frozen=True)
+class Figures:
+    """The figures of one results run or one baseline file, by case id: what ``baseline diff``, ``compare``
+    and ``plot`` read (``load_figures``).
+
+    ``records`` is what was measured (a baseline's entries become records holding the figure, its spread,
+    samples, flush and method, with status ``UPDATED``). ``entries`` is what another figure is judged against:
+    a run's records with a valid figure as ``--update-baselines`` would record them (``check.entry_from_record``),
+    or a baseline's own entries, hand-set tolerances included. Exactly one of ``run`` and ``baseline`` is set.
+    """
+
+    path: Path
+    records: dict[str, Record]
+    entries: dict[str, Entry]
+    run: RunInfo | None = None
+    baseline: BaselineFile | None = None
+
+    @property
+    def gpu(self) -> str:
+        if self.run is not None:
+            return self.run.gpu_name
+        return str(self.baseline.header.get("gpu", "")) if self.baseline is not None else ""
+
+    @property
+    def peaks(self) -> dict[str, Any] | None:
+        if self.run is not None:
+            peaks = self.run.extra.get("peaks")
+        else:
+            peaks = self.baseline.header.get("peaks") if self.baseline is not None else None
+        return peaks if isinstance(peaks, dict) else None
+
+    @property
+    def versions(self) -> dict[str, str]:
+        """Driver, CUDA runtime and cuBLAS (``baseline.VERSION_KEYS``) that the figures were measured with."""
+        if self.run is not None:
+            return self.run.versions
+        header = self.baseline.header if self.baseline is not None else {}
+        return {key: str(header[key]) for key in VERSION_KEYS if key in header}
+
+
+def load_figures(path: str | Path) -> Figures:
+    """The figures of a ``baselines/*.yaml``, a ``results.json`` or a ``results/<timestamp>/`` directory."""
+    path = Path(path)
+    if path.is_dir() or path.suffix == ".json":
+        run, records = load_run(path)
+        by_case = _by_case(records)
+        entries = {case: entry_from_record(r) for case, r in by_case.items() if valid_figure(r.value)}
+        return Figures(path, by_case, entries, run=run)
+    if path.suffix in (".yaml", ".yml"):
+        baseline = load_baseline(path)
+        if baseline is None:
+            raise ResultsError(f"{path}: no such baseline file; check the path (baselines/<gpu-slug>.yaml, see "
+                               "python -m gpuperf device --slug) or record it with pytest perf_tests "
+                               "--update-baselines")
+        measured = {case: record_from_entry(case, entry) for case, entry in baseline.entries.items()}
+        return Figures(path, measured, dict(baseline.entries), baseline=baseline)
+    if not path.exists():
+        raise ResultsError(f"{path}: no such file or directory; pass a baselines/*.yaml, a "
+                           f"results/<timestamp>/ directory or its {RESULTS_JSON}")
+    raise ResultsError(f"{path}: not a baseline (.yaml) or results file (.json or a results directory); pass "
+                       "one of those")
+
+
+def record_from_entry(case_id: str, entry: Entry) -> Record:
+    """A baseline entry as the record of what was measured (``check.entry_from_record`` the other way)."""
+    return Record(case_id=case_id, nodeid=case_id, family=entry.family, params={}, metric=entry.metric,
+                  value=entry.value, unit=entry.unit, status=Status.UPDATED, flops=entry.flops, bytes=entry.bytes,
+                  rel_iqr=entry.spread, samples=entry.samples, method=entry.method, flush=entry.flush,
+                  kernel=entry.kernel, precision=entry.precision, shape=dict(entry.shape))
+
+
+def _by_case(records: Sequence[Record]) -> dict[str, Record]:
+    """Records by case id. A run over several GPUs (``--gpu all``) holds one record of a case per GPU: those
+    are told apart as ``<case id> @ GPU <index>``, so two such runs compare GPU by GPU and none is lost."""
+    seen = Counter(r.case_id for r in records)
+    return {r.case_id if seen[r.case_id] == 1 else f"{r.case_id} @ GPU {r.gpu_index}": r for r in records}
+
+
 # --- Markdown ------------------------------------------------------------------------------------------
 
 
 def summary_markdown(run: RunInfo, records: Sequence[Record], results_dir: Path | None = None,
                      per_family: bool = True) -> str:
-    """The CI job-page summary: header, status counts, failing cases, flagged cases, all cases per family."""
-    failing = [r for r in records if r.failed]
+    """The CI job-page summary: header, status counts, failing cases, flagged cases, all cases per family.
+
+    Failing is ``Status.FAILING`` and flagged ``gate.FLAGGED``, the gate's own sets, so every status that
+    needs a person (``ERROR``, ``NOT_COMPARABLE``, ``NOT_RECORDED``, …) is listed in one section or the other.
+    """
+    failing = [r for r in records if r.status in Status.FAILING]
     flagged = [r for r in records if r.status in FLAGGED]
     lines = [f"## gpuperf: {run.gpu_name or 'unknown GPU'} — {_verdict(records, failing)}", ""]
     lines += _header_lines(run, records, results_dir)
     lines += ["", _counts_line(records), ""]
     if failing:
-        lines += [f"### Failing ({len(failing)})", ""] + _table(_by_status(failing)) + [""]
+        lines += [f"### Failing ({len(failing)})", ""] + _table(table.by_status(failing)) + [""]
     if flagged:
-        lines += [f"### Flagged ({len(flagged)})", ""] + _table(_by_status(flagged)) + [""]
+        lines += [f"### Flagged ({len(flagged)})", ""] + _table(table.by_status(flagged)) + [""]
     if per_family and records:
         lines += ["### All cases", ""]
         families: dict[str, list[Record]] = {}
@@ -205,10 +290,10 @@ def summary_markdown(run: RunInfo, records: Sequence[Record], results_dir: Path 
             families.setdefault(record.family or Family.OTHER, []).append(record)
         for family in sorted(families):
             group = families[family]
-            bad = sum(r.failed for r in group)
+            bad = sum(r.status in Status.FAILING for r in group)
             title = f"{family}: {len(group)} case{'s' if len(group) != 1 else ''}"
             title += f", {bad} failing" if bad else ""
-            lines += ["<details>", f"<summary>{_escape(title)}</summary>", ""]
+            lines += ["<details>", f"<summary>{table.markdown_cell(title)}</summary>", ""]
             lines += _table(sorted(group, key=lambda r: r.case_id)) + ["", "</details>", ""]
     return "\n".join(lines).rstrip() + "\n"
 
@@ -231,12 +316,12 @@ def _header_lines(run: RunInfo, records: Sequence[Record], results_dir: Path | N
         ("flush", ", ".join(run.flush_modes) or "?"),
         ("started", run.started or "?"),
     ]
-    peaks = run.extra.get("peaks") if isinstance(run.extra, dict) else None
-    if isinstance(peaks, dict):
-        rows.append(("peaks", _peaks_text(peaks)))
+    peaks = table.peaks_line(run.extra.get("peaks"))
+    if peaks:
+        rows.append(("peaks", peaks))
     if results_dir is not None:
         rows.append(("results", f"`{results_dir}`"))
-    return ["| | |", "| --- | --- |"] + [f"| {name} | {_escape(value)} |" for name, value in rows]
+    return ["| | |", "| --- | --- |"] + [f"| {name} | {table.markdown_cell(value)} |" for name, value in rows]
 
 
 def _clocks_text(run: RunInfo, records: Sequence[Record]) -> str:
@@ -254,73 +339,14 @@ def _clocks_text(run: RunInfo, records: Sequence[Record]) -> str:
     return "; ".join(parts) or "?"
 
 
-def _peaks_text(peaks: Mapping[str, Any]) -> str:
-    parts = []
-    if peaks.get("memory_gbps"):
-        parts.append(f"memory {float(peaks['memory_gbps']):.0f} GB/s")
-    compute = peaks.get("compute_tflops") or {}
-    parts += [f"{name} {float(value):.1f} TFLOPS" for name, value in compute.items() if value]
-    return ", ".join(parts)
-
-
 def _counts_line(records: Sequence[Record]) -> str:
-    counts = Counter(r.status for r in records)
-    order = list(STATUS_ORDER) + sorted(set(counts) - set(STATUS_ORDER))
-    return " · ".join(f"{_ICONS.get(s, '')} **{s}** {counts[s]}".strip() for s in order if counts[s]) \
-        or "no cases"
-
-
-def _by_status(records: Sequence[Record]) -> list[Record]:
-    return sorted(records, key=lambda r: (status_rank(r.status), r.case_id))
-
-
-TABLE_COLUMNS = ("case", "metric", "measured", "baseline", "Δ %", "% of peak", "status", "note")
+    counts = table.count_statuses(r.status for r in records)
+    return " · ".join(f"{table.STATUS_ICONS.get(status, '')} **{status}** {count}".strip()
+                      for status, count in counts) or "no cases"
 
 
 def _table(records: Sequence[Record]) -> list[str]:
-    lines = ["| " + " | ".join(TABLE_COLUMNS) + " |", "|" + "|".join(
-        " ---: " if c in ("measured", "baseline", "Δ %", "% of peak") else " --- " for c in TABLE_COLUMNS) + "|"]
-    for r in records:
-        cells = [
-            f"`{r.case_id}`",
-            r.metric,
-            format_value(r.value),
-            format_value(r.baseline),
-            format_delta(r.delta_pct),
-            format_percent(r.pct_of_peak),
-            f"{_ICONS.get(r.status, '')} {r.status}".strip(),
-            r.note,
-        ]
-        lines.append("| " + " | ".join(_escape(cell) for cell in cells) + " |")
-    return lines
-
-
-def format_value(value: float | None) -> str:
-    """Four significant figures or so, without exponent for the sizes gpuperf sees."""
-    if value is None or not math.isfinite(value):
-        return "—"
-    if abs(value) >= 100:
-        return f"{value:.1f}"
-    if abs(value) >= 1:
-        return f"{value:.2f}"
-    return f"{value:.3g}"
-
-
-def format_delta(delta_pct: float | None) -> str:
-    if delta_pct is None or not math.isfinite(delta_pct):
-        return "—"
-    return f"{delta_pct:+.1f} %".replace("-", "−")
-
-
-def format_percent(pct: float | None) -> str:
-    if pct is None or not math.isfinite(pct):
-        return "—"
-    return f"{pct:.1f} %"
-
-
-def _escape(text: str) -> str:
-    """Keep a cell in its table cell: pipes escaped, newlines folded."""
-    return " ".join(str(text).split()).replace("|", "\\|")
+    return table.render_markdown(TABLE_COLUMNS, records).splitlines()
 
 
 def _fit_step_summary(text: str, run: RunInfo, records: Sequence[Record], directory: Path) -> str:

@@ -1,19 +1,24 @@
-"""``python -m gpuperf``: baseline diff, check and seal, plot, device (with a stand-in device module), and
+"""``python -m gpuperf``: compare (its verdicts, through ``gpuperf.diff``, and end to end), baseline diff,
+check, seal and drop, plot, device (the real ``DeviceInfo`` path, with only the CUDA query stood in for), and
 its errors."""
 
 from __future__ import annotations
 
+import math
 import subprocess
 import sys
-import types
-from dataclasses import dataclass
+from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from gpuperf import results
-from gpuperf.__main__ import main
+from gpuperf import cli, diff, results
 from gpuperf.baseline import Entry, dump_baseline, load_baseline
+from gpuperf.cli import main
+from gpuperf.device import DeviceInfo, NoGpuError
+from gpuperf.check import entry_from_record
+from gpuperf.gate import Context, GateConfig, decide
 from gpuperf.records import Record, RunInfo
 from gpuperf.vocabulary import Metric, Status
 
@@ -55,9 +60,9 @@ def test_baseline_diff_prints_old_new_and_delta(old_new: tuple[Path, Path], caps
     assert main(["baseline", "diff", str(old_new[0]), str(old_new[1])]) == 0
     out = capsys.readouterr().out
     gemv = next(line for line in out.splitlines() if line.startswith(GEMV))
-    assert gemv.split()[1:] == ["GB/s", "800.0", "760.0", "−5.0", "%"]
+    assert gemv.split()[1:] == ["GB/s", "800.0", "760.0", "-5.0"]
     gemm = next(line for line in out.splitlines() if line.startswith(GEMM))
-    assert "40.00" in gemm and "42.00" in gemm and "+5.0 %" in gemm
+    assert gemm.split()[1:] == ["TFLOPS", "40.00", "42.00", "+5.0"]
     assert "removed" in next(line for line in out.splitlines() if line.startswith(OLD_ONLY))
     assert "added" in next(line for line in out.splitlines() if line.startswith(NEW_ONLY))
     assert "2 compared" in out and "1 added" in out and "1 removed" in out
@@ -68,8 +73,8 @@ def test_baseline_diff_markdown_and_min_delta(old_new: tuple[Path, Path],
     assert main(["baseline", "diff", "--markdown", "--min-delta", "5.0", *map(str, old_new)]) == 0
     out = capsys.readouterr().out
     assert "| case | metric | old | new | Δ % |" in out
-    assert f"| `{GEMV}` | GB/s | 800.0 | 760.0 | −5.0 % |" in out
-    assert "+5.0 %" in out  # |Δ| = 5.0 is not below 5.0
+    assert f"| `{GEMV}` | GB/s | 800.0 | 760.0 | -5.0 |" in out
+    assert "| +5.0 |" in out  # |Δ| = 5.0 is not below 5.0
     assert main(["baseline", "diff", "--markdown", "--min-delta", "5.1", *map(str, old_new)]) == 0
     out = capsys.readouterr().out
     assert GEMV not in out and GEMM not in out and "added" in out
@@ -83,7 +88,7 @@ def test_baseline_diff_of_a_results_file_against_a_baseline(tmp_path: Path, old_
     files = results.write_run(tmp_path / "run", run, [record])
     assert main(["baseline", "diff", str(old_new[0]), str(files.directory)]) == 0
     line = next(line for line in capsys.readouterr().out.splitlines() if line.startswith(GEMV))
-    assert "+10.0 %" in line
+    assert line.split()[1:] == ["GB/s", "800.0", "880.0", "+10.0"]
 
 
 def test_diff_of_a_missing_file_names_it(tmp_path: Path, old_new: tuple[Path, Path],
@@ -107,12 +112,208 @@ def test_diff_of_a_broken_baseline_names_the_file_and_entry(tmp_path: Path, old_
     assert str(broken) in err and GEMV in err
 
 
-def test_plot_a_baseline_writes_pngs_beside_it(old_new: tuple[Path, Path],
+# -- compare: B judged against A with the gate's rule ---------------------------------------------------
+
+RUN = RunInfo("Synthetic GPU", "synthetic-gpu", "9.0", "1.2.3", "13.0", "13.1.0", "14.0.0", 2000, 3000, ("cold",),
+              "2026-01-01T00:00:00+00:00", {"peaks": PEAKS})
+CASE = "perf_tests/test_gemm.py::test_gemm_perf[fp32-4096x4096x4096-cold]"
+
+
+def measured(value: float, spread: float = 0.01, case: str = CASE, **kw: Any) -> Record:
+    """A checked record as a run writes it (synthetic figures)."""
+    fields: dict[str, Any] = {"status": Status.PASS, "rel_iqr": spread, "samples": 10, "method": "cold-flush",
+                              "flush": "cold", **kw}
+    metric = fields.pop("metric", Metric.TFLOPS)
+    return Record(case, case, "gemm", {}, metric, value, Metric.UNITS[metric], **fields)
+
+
+def verdict(a: Record, b: Record, config: GateConfig = GateConfig(), versions: tuple[str, ...] = ()) -> diff.DiffRow:
+    [row] = diff.compare_runs({CASE: entry_from_record(a)}, {CASE: b}, config, versions)
+    return row
+
+
+@pytest.mark.parametrize(("b_value", "status"), [
+    (95.0, Status.REGRESSED),  # 5 % slower, tolerance 4 %
+    (96.5, Status.PASS), (103.0, Status.PASS),  # within
+    (105.0, Status.IMPROVED),
+])
+def test_compare_verdict_against_tolerance(b_value: float, status: str) -> None:
+    row = verdict(measured(100.0), measured(b_value))
+    assert (row.status, row.old, row.new) == (status, 100.0, b_value)
+    assert row.delta_pct == pytest.approx(b_value - 100.0)
+
+
+def test_compare_regression_note_names_the_band_and_the_versions() -> None:
+    row = verdict(measured(100.0), measured(95.0), versions=("driver 1.2.3 → 1.2.4",))
+    assert "5.0 % below baseline (tolerance 4.0 %)" in row.note
+    assert "versions changed since the baseline: driver 1.2.3 → 1.2.4" in row.note
+
+
+def test_compare_gives_the_gate_s_verdicts() -> None:
+    """Whatever the figures, compare's status is ``gate.decide``'s with A's record as the baseline entry."""
+    config = GateConfig(tolerance=0.03, noise_k=3.0, max_tolerance=0.05)
+    for a_spread in (0.0, 0.01, 0.02, 0.04):
+        for b_spread in (0.0, 0.01, 0.02):
+            for b_value in (90.0, 94.0, 96.0, 98.0, 100.0, 103.0, 106.0):
+                a, b = measured(100.0, a_spread), measured(b_value, b_spread)
+                gate = decide(b, entry_from_record(a), config, Context())
+                row = verdict(a, b, config)
+                assert (row.status, row.note, row.delta_pct) == (gate.status, gate.note, gate.delta_pct)
+
+
+def test_a_noisy_b_is_unreliable() -> None:
+    row = verdict(measured(100.0), measured(100.0, spread=0.05))  # 2 × 5 % needs 10 %, above the 8 % cap
+    assert row.status == Status.UNRELIABLE and row.note.startswith("noisy")
+    assert verdict(measured(100.0), measured(100.0, spread=0.05), GateConfig(max_tolerance=0.2)).status == Status.PASS
+
+
+def test_a_noisy_a_widens_the_band_up_to_the_cap() -> None:
+    assert verdict(measured(100.0, spread=0.03), measured(95.0)).status == Status.PASS  # band 2 × 3 % = 6 %
+    capped = verdict(measured(100.0, spread=0.10), measured(91.0))  # 2 × 10 % = 20 %, capped at 8 %
+    assert capped.status == Status.REGRESSED and "tolerance 8.0 %" in capped.note
+    assert verdict(measured(100.0, spread=0.10), measured(91.0), GateConfig(max_tolerance=0.10)).status == Status.PASS
+    assert verdict(measured(100.0), measured(95.0), GateConfig(tolerance=0.06)).status == Status.PASS
+
+
+def test_figures_taken_another_way_are_not_comparable() -> None:
+    other_metric = verdict(measured(100.0), measured(100.0, metric=Metric.GBPS))
+    other_method = verdict(measured(100.0), measured(100.0, method="cold-rotate"))
+    assert other_metric.status == other_method.status == Status.NOT_COMPARABLE
+    assert "cold-rotate" in other_method.note
+
+
+def test_what_b_s_run_found_about_the_figure_stands_its_verdict_does_not() -> None:
+    anomaly = verdict(measured(100.0), measured(100.0, status=Status.ANOMALY, note="above-memory-peak: cache"))
+    assert anomaly.status == Status.ANOMALY and "above-memory-peak" in anomaly.note
+    throttled = verdict(measured(100.0), measured(100.0, status=Status.UNRELIABLE, reliable=False,
+                                                    note="unreliable: thermal slowdown"))
+    assert throttled.status == Status.UNRELIABLE and throttled.note == "unreliable: thermal slowdown"
+    judged_again = verdict(measured(100.0), measured(100.0, status=Status.REGRESSED, baseline=120.0,
+                                                     delta_pct=-16.7, note="16.7 % below baseline"))
+    assert (judged_again.status, judged_again.note, judged_again.delta_pct) == (Status.PASS, "", 0.0)
+    assert verdict(measured(100.0), measured(math.nan)).status == Status.ERROR
+
+
+def test_cases_only_one_side_has_are_listed_after_the_verdicts() -> None:
+    a = {CASE: entry_from_record(measured(100.0)), "only-a": entry_from_record(measured(1.0))}
+    b = {CASE: measured(95.0), "only-b": measured(2.0), "also-b": measured(3.0)}
+    rows = diff.compare_runs(a, b, GateConfig())
+    assert [(r.case_id, r.status, r.change) for r in rows] == [
+        (CASE, Status.REGRESSED, ""), ("only-a", "", diff.ONLY_IN_A), ("also-b", "", diff.ONLY_IN_B),
+        ("only-b", "", diff.ONLY_IN_B)]
+    assert (rows[1].old, rows[1].new) == (1.0, None) and (rows[2].old, rows[2].new) == (None, 3.0)
+
+
+@pytest.mark.parametrize(("status", "fails"), [
+    (Status.REGRESSED, True), (Status.ERROR, True), (Status.ANOMALY, True), (Status.PASS, False),
+    (Status.IMPROVED, False), (Status.UNRELIABLE, False), (Status.NOT_COMPARABLE, False), ("", False),
+])
+def test_which_verdicts_fail_a_comparison(status: str, fails: bool) -> None:
+    assert bool(diff.failing([diff.DiffRow("c", "TFLOPS", 1.0, 1.0, status=status)])) is fails
+
+
+@pytest.fixture
+def runs(tmp_path: Path) -> tuple[Path, Path]:
+    """Run A and run B of the same suite: one regression, one pass, one improvement, one noisy case, a case
+    whose A figure is NaN, and one case each side alone."""
+    def case(name: str) -> str:
+        return f"perf_tests/test_gemm.py::test_gemm_perf[{name}-cold]"
+
+    a = [measured(100.0, case=case("slower")), measured(50.0, case=case("same")), measured(10.0, case=case("faster")),
+         measured(20.0, case=case("noisy")), measured(math.nan, case=case("broken-in-a"), status=Status.ERROR),
+         measured(5.0, case=case("gone"))]
+    b = [measured(90.0, case=case("slower")), measured(50.5, case=case("same")), measured(11.0, case=case("faster")),
+         measured(20.0, spread=0.06, case=case("noisy")), measured(7.0, case=case("broken-in-a")),
+         measured(6.0, case=case("new"))]
+    newer = replace(RUN, driver="1.2.4")
+    return (results.write_run(tmp_path / "a", RUN, a).results_json,
+            results.write_run(tmp_path / "b", newer, b).results_json)
+
+
+def test_compare_prints_the_table_and_summary_and_fails_on_a_regression(
+        runs: tuple[Path, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["compare", *map(str, runs)]) == 1
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == f"B ({runs[1]}) against A ({runs[0]}): tolerance 4 %, noise k 2, cap 8 %"
+    assert out[1] == "versions differ: driver 1.2.3 → 1.2.4"
+    assert out[2].split()[:8] == ["case", "metric", "A", "B", "Δ", "%", "status", "note"]
+    cases = [line.split()[0].split("[")[1].split("-cold")[0] for line in out[4:-1]]
+    assert cases == ["slower", "noisy", "faster", "same", "gone", "broken-in-a", "new"]
+    slower = out[4].split()
+    assert slower[1:6] == ["TFLOPS", "100.0", "90.00", "-10.0", "REGRESSED"]
+    assert "versions changed since the baseline: driver 1.2.3 → 1.2.4" in out[4]
+    assert "only in A" in out[8] and "only in B" in out[9] and "no valid figure in A" in out[9]
+    assert out[-1] == "4 compared: 1 regressed, 1 unreliable, 1 improved, 1 pass; 1 only in A; 2 only in B"
+
+
+def test_compare_options_mirror_the_gate_s(runs: tuple[Path, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["compare", "--tolerance", "0.1", "--noise-k", "1", *map(str, runs)]) == 0
+    out = capsys.readouterr().out
+    assert "tolerance 10 %, noise k 1, cap 20 %" in out.splitlines()[0]
+    assert out.splitlines()[-1] == "4 compared: 4 pass; 1 only in A; 2 only in B"  # ±10 % is within 10 %
+    assert main(["compare", "--max-tolerance", "0.12", *map(str, runs)]) == 1  # a higher cap admits the noisy B
+    last = capsys.readouterr().out.splitlines()[-1]  # but never widens the 4 % band of a quiet A: still regressed
+    assert last == "4 compared: 1 regressed, 1 improved, 2 pass; 1 only in A; 2 only in B"
+
+
+def test_compare_markdown_for_a_pull_request(runs: tuple[Path, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["compare", "--markdown", "--names", "main", "branch", *map(str, runs)]) == 1
+    out = capsys.readouterr().out
+    assert out.startswith("**B (branch) against A (main)**: 4 compared: 1 regressed, 1 unreliable, 1 improved, "
+                          "1 pass; 1 only in A; 2 only in B (tolerance 4 %, noise k 2, cap 8 %)\n")
+    assert "| case | metric | A | B | Δ % | status | note |" in out
+    assert "| `perf_tests/test_gemm.py::test_gemm_perf[slower-cold]` | TFLOPS | 100.0 | 90.00 | -10.0 | ❌ REGRESSED |" \
+        in out
+    assert "| only in A | no valid figure in B |" in out
+
+
+def test_compare_errors(runs: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["compare", "--tolerance", "0.05", "--max-tolerance", "0.02", *map(str, runs)]) == 1
+    assert "max tolerance must be a fraction in [tolerance, 1)" in capsys.readouterr().err
+    assert main(["compare", str(tmp_path / "missing"), str(runs[1])]) == 1
+    assert "missing: no such file or directory" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as info:
+        main(["compare", "--tolerance", "4", *map(str, runs)])
+    assert info.value.code == 2 and "write 0.04 for 4 %" in capsys.readouterr().err
+
+
+def test_compare_a_run_against_a_baseline_file(runs: tuple[Path, Path], tmp_path: Path,
                                                capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["plot", str(old_new[1])]) == 0
+    """A may be a baseline: the run is judged as the gate would judge it, hand-set tolerances included."""
+    a = results.load_figures(runs[0])
+    entries = dict(a.entries)
+    slower = "perf_tests/test_gemm.py::test_gemm_perf[slower-cold]"
+    entries[slower] = replace(entries[slower], tolerance=0.12)
+    baseline = write_baseline(tmp_path / "synthetic-gpu.yaml", entries)
+    assert main(["compare", "--max-tolerance", "0.15", str(baseline), str(runs[1])]) == 0
+    line = next(line for line in capsys.readouterr().out.splitlines() if line.startswith(slower))
+    assert line.split()[5] == "PASS"  # -10 % within the entry's own 12 % (under the 15 % cap)
+    assert main(["compare", "--max-tolerance", "0.15", str(runs[0]), str(runs[1])]) == 1  # 4 % without it
+
+
+def test_python_dash_m_compare(runs: tuple[Path, Path]) -> None:
+    done = subprocess.run([sys.executable, "-m", "gpuperf", "compare", *map(str, runs)],
+                          cwd=REPO, capture_output=True, text=True, check=False)
+    assert done.returncode == 1, done.stderr
+    assert "REGRESSED" in done.stdout and done.stdout.splitlines()[-1].startswith("4 compared: 1 regressed")
+    same = subprocess.run([sys.executable, "-m", "gpuperf", "compare", str(runs[0]), str(runs[0])],
+                          cwd=REPO, capture_output=True, text=True, check=False)
+    assert same.returncode == 0, same.stderr
+    assert same.stdout.splitlines()[-1] == "5 compared: 5 pass; 1 only in B"
+
+
+def test_plot_a_baseline_writes_pngs_beside_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    described = {
+        GEMV: replace(entry("GB/s", 760.0), family="gemv", precision="fp32", shape=(("m", 16384), ("n", 16384)),
+                      flops=2 * 16384.0**2, bytes=4 * (16384.0**2 + 2 * 16384)),
+        GEMM: replace(entry("TFLOPS", 42.0), family="gemm", precision="fp32",
+                      shape=(("m", 4096), ("n", 4096), ("k", 4096)), flops=2 * 4096.0**3, bytes=3 * 4 * 4096.0**2),
+    }
+    baseline = write_baseline(tmp_path / "new.yaml", described)
+    assert main(["plot", str(baseline)]) == 0
     written = [Path(line) for line in capsys.readouterr().out.split()]
     assert {p.name for p in written} == {"throughput-gemv.png", "throughput-gemm.png", "roofline.png"}
-    assert all(p.parent == old_new[1].parent / "new-plots" and p.stat().st_size > 0 for p in written)
+    assert all(p.parent == tmp_path / "new-plots" and p.stat().st_size > 0 for p in written)
 
 
 def test_plot_a_results_directory_into_out(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -133,66 +334,35 @@ def test_plot_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None
     assert "nothing to plot" in capsys.readouterr().err
 
 
-@dataclass(frozen=True)
-class FakeInfo:
-    index: int = 0
-    name: str = "Synthetic GPU"
-    cc: tuple[int, int] = (9, 0)
-    sm_count: int = 100
-    l2_bytes: int = 50 * 2**20
-    mem_clock_mhz: int = 3000
-    bus_width_bits: int = 4096
-    sm_clock_max_mhz: int = 2000
-    total_memory_bytes: int = 80 * 2**30
-    driver: str = "1.2.3"
-    cuda_runtime: str = "13.0"
-    cublas: str = "13.1.0"
-    cupy: str = "14.0.0"
-    clock_events: tuple[str, ...] = ()
-    missing: tuple[str, ...] = ("NVML bindings missing: pip install nvidia-ml-py",)
-
-    @property
-    def slug(self) -> str:
-        return "synthetic-gpu"
-
-    @property
-    def arch(self) -> str:
-        return "sm_90"
-
-    @property
-    def compute_capability(self) -> str:
-        return "9.0"
-
-    def to_dict(self) -> dict[str, object]:
-        return {"name": self.name, "slug": self.slug}
-
-
-def fake_device_module(monkeypatch: pytest.MonkeyPatch, query: object) -> None:
-    module = types.ModuleType("gpuperf.device")
-    module.query_device = query  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "gpuperf.device", module)
+def device_info(index: int = 0) -> DeviceInfo:
+    """A synthetic device as ``device.query_device`` returns it (figures made up)."""
+    return DeviceInfo(index=index, name="Synthetic GPU", cc=(9, 0), sm_count=100, l2_bytes=50 * 2**20,
+                      mem_clock_mhz=3000, bus_width_bits=4096, sm_clock_max_mhz=2000, total_memory_bytes=80 * 2**30,
+                      pci_bus_id="00000000:01:00.0", driver="1.2.3", cuda_runtime="13.0", cuda_driver_api="13.0",
+                      cublas="13.1.0", cupy="14.0.0",
+                      missing=("NVML bindings missing: pip install nvidia-ml-py",))
 
 
 def test_device_prints_identity_versions_clocks_and_peaks(monkeypatch: pytest.MonkeyPatch,
                                                           capsys: pytest.CaptureFixture[str]) -> None:
-    fake_device_module(monkeypatch, lambda index: (FakeInfo(index=index), object()))
+    monkeypatch.setattr(cli, "query_device", lambda index: (device_info(index), None))
     assert main(["device", "--gpu", "0"]) == 0
     out = capsys.readouterr().out
-    for fragment in ("GPU 0: Synthetic GPU (sm_90", "baselines/synthetic-gpu.yaml", "cuBLAS", "13.1.0",
-                     "SM max", "2000 MHz", "fp16", "TFLOPS", "GB/s", "nvidia-ml-py"):
+    for fragment in ("GPU 0: Synthetic GPU (sm_90, compute capability 9.0)", "baselines/synthetic-gpu.yaml",
+                     "cuBLAS", "13.1.0", "SM max", "2000 MHz", "note: NVML bindings missing: pip install nvidia-ml-py"):
         assert fragment in out
+    peaks = next(line for line in out.splitlines() if "at max clock" in line)
+    assert "TFLOPS fp32 " in peaks and "fp16 " in peaks and "| memory 3072 GB/s" in peaks
     assert main(["device", "--slug"]) == 0
     assert capsys.readouterr().out == "synthetic-gpu\n"
     assert main(["device", "--json"]) == 0
-    assert '"slug": "synthetic-gpu"' in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert '"slug": "synthetic-gpu"' in out and '"memory_gbps": 3072.0' in out
 
 
 def test_device_without_cupy_names_the_cause_and_the_fix(monkeypatch: pytest.MonkeyPatch,
                                                          capsys: pytest.CaptureFixture[str]) -> None:
-    def no_cupy(index: int) -> None:
-        raise ModuleNotFoundError("No module named 'cupy'", name="cupy")
-
-    fake_device_module(monkeypatch, no_cupy)
+    monkeypatch.setitem(sys.modules, "cupy", None)  # the real query: import cupy fails as it does without CuPy
     assert main(["device"]) == 1
     err = capsys.readouterr().err
     assert "CuPy is not importable" in err and "pip install -e '.[cuda13]'" in err
@@ -201,9 +371,9 @@ def test_device_without_cupy_names_the_cause_and_the_fix(monkeypatch: pytest.Mon
 def test_device_without_a_gpu_reports_the_device_error(monkeypatch: pytest.MonkeyPatch,
                                                        capsys: pytest.CaptureFixture[str]) -> None:
     def no_gpu(index: int) -> None:
-        raise RuntimeError("no CUDA device is usable: this machine has no NVIDIA GPU or driver")
+        raise NoGpuError("no CUDA device is usable: this machine has no NVIDIA GPU or driver")
 
-    fake_device_module(monkeypatch, no_gpu)
+    monkeypatch.setattr(cli, "query_device", no_gpu)
     assert main(["device", "--gpu", "3"]) == 1
     assert "cannot query GPU 3: no CUDA device is usable" in capsys.readouterr().err
 
@@ -222,7 +392,7 @@ def test_python_dash_m_entry_point(old_new: tuple[Path, Path]) -> None:
     done = subprocess.run([sys.executable, "-m", "gpuperf", "baseline", "diff", *map(str, old_new)],
                           cwd=REPO, capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr
-    assert "−5.0 %" in done.stdout
+    assert f"{GEMV}" in done.stdout and "-5.0" in done.stdout
 
 
 # -- baseline check and seal -----------------------------------------------------------------------------

@@ -25,9 +25,11 @@ def test_section_has_one_table_per_family_with_value_and_percent_of_peak() -> No
     text = results_section(RUN, records, ["docs/roofline.png"], "results/x")
     assert text.startswith(START) and text.endswith(END)
     assert text.index("#### GEMM") < text.index("#### GEMV") < text.index("#### Custom kernels")
-    assert "| `test_gemv[16384x16384-cold]` | 3916 | GB/s | 81.3 | 1.23 % | PASS |" in text
-    assert "| `test_custom[tiled]#vs_cublas` | 0.25 | × | – |" in text
-    assert "fp32 66.9 TFLOPS" in text and "tf32" not in text.split("Peaks used")[1].split("\n")[0]
+    assert "| case | measured | unit | % peak | spread % | status |" in text
+    assert "| `test_gemv[16384x16384-cold]` | 3916 | GB/s | 81.3 | 1.23 | ✅ PASS |" in text
+    assert "| `test_custom[tiled]#vs_cublas` | 0.2500 | × | – |" in text
+    peaks = text.split("Peaks used for % of peak: ")[1].split("\n")[0]
+    assert peaks == "TFLOPS fp32 66.9 | memory 4814 GB/s."  # the shared peaks line; no tf32 unit here
     assert "![roofline.png](docs/roofline.png)" in text
 
 
@@ -44,7 +46,7 @@ def test_missing_or_broken_markers_are_an_error_naming_them(readme: str) -> None
 
 
 def test_cli_rewrites_the_section_from_a_results_file(tmp_path) -> None:
-    from gpuperf.__main__ import main
+    from gpuperf.cli import main
     from gpuperf.results import write_run
 
     run_dir = tmp_path / "run"

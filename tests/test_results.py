@@ -14,6 +14,8 @@ from pathlib import Path
 import pytest
 
 from gpuperf import results
+from gpuperf.baseline import Entry, dump_baseline
+from gpuperf.check import entry_from_record
 from gpuperf.records import Record, RunInfo
 from gpuperf.vocabulary import Status
 
@@ -130,7 +132,7 @@ def test_summary_lists_failures_first_then_flagged_then_all(records: list[Record
     assert "test_gemm_perf[tf32-4096x4096x4096-cold]" in failing_block
     assert "test_gemm_perf[fp32-1024x1024x1024-cold]" not in failing_block
     assert failing_block.index("REGRESSED") < failing_block.index("ANOMALY")
-    assert "−20.0 %" in failing_block
+    assert "| -20.0 |" in failing_block  # the Δ % cell
     assert "\\| confirmed" in failing_block  # a pipe in a note stays inside its cell
 
 
@@ -226,13 +228,78 @@ def test_load_run_errors_name_the_file_and_the_fix(tmp_path: Path, content: str 
     assert str(path) in str(info.value)
 
 
-@pytest.mark.parametrize(("value", "text"), [(None, "—"), (1234.56, "1234.6"), (12.345, "12.35"),
-                                             (0.01234, "0.0123"), (math.nan, "—")])
-def test_format_value(value: float | None, text: str) -> None:
-    assert results.format_value(value) == text
+def test_summary_lists_every_status_that_needs_a_person() -> None:
+    """Failing is ``Status.FAILING`` and flagged ``gate.FLAGGED``: an ERROR fails, a case not recorded or not
+    comparable is flagged; none is left to the per-family tables alone."""
+    records = [make_record("test_gemm_perf[fp32-1x1x1-cold]", status=Status.ERROR, value=math.nan),
+               make_record("test_gemm_perf[fp32-2x2x2-cold]", status=Status.NOT_RECORDED, note="not recorded"),
+               make_record("test_gemm_perf[fp32-3x3x3-cold]", status=Status.NOT_COMPARABLE),
+               make_record("test_gemm_perf[fp32-4x4x4-cold]", status=Status.UNRELIABLE),
+               make_record("test_gemm_perf[fp32-5x5x5-cold]")]
+    text = results.summary_markdown(make_run(), records, per_family=False)
+    failing = text[text.index("### Failing (1)"):text.index("### Flagged (3)")]
+    flagged = text[text.index("### Flagged (3)"):]
+    assert "1x1x1" in failing and "❌ ERROR" in failing and "| – |" in failing  # NaN shown as missing
+    for case, status in (("2x2x2", "NOT_RECORDED"), ("3x3x3", "NOT_COMPARABLE"), ("4x4x4", "UNRELIABLE")):
+        assert case in flagged and status in flagged
+    assert "5x5x5" not in failing + flagged
+    assert "1 of 5 cases failing" in text.splitlines()[0]
 
 
-def test_format_delta_signs() -> None:
-    assert results.format_delta(2.5) == "+2.5 %"
-    assert results.format_delta(-3.0) == "−3.0 %"
-    assert results.format_delta(None) == "—"
+def test_summary_peaks_row_is_the_shared_peaks_line(records: list[Record]) -> None:
+    text = results.summary_markdown(make_run(), records)
+    assert "| peaks | TFLOPS fp32 50.0, tf32 400.0, fp16 800.0 \\| memory 1000 GB/s |" in text
+
+
+# -- load_figures: the one reader behind baseline diff, compare and plot ----------------------------------
+
+
+def test_load_figures_of_a_run(tmp_path: Path, records: list[Record]) -> None:
+    broken = make_record("test_gemm_perf[fp32-9x9x9-cold]", status=Status.ERROR, value=math.nan)
+    files = results.write_run(tmp_path / "run", make_run(), [*records, broken])
+    for path in (files.directory, files.results_json):
+        figures = results.load_figures(path)
+        assert figures.run == make_run() and figures.baseline is None
+        assert list(figures.records.values())[:-1] == records
+        assert figures.records[broken.case_id].value is None  # strict JSON: NaN is written as null
+        assert set(figures.entries) == {r.case_id for r in records}  # a NaN figure is nobody's baseline
+        assert figures.entries[records[1].case_id] == entry_from_record(records[1])
+        assert figures.gpu == "Synthetic GPU" and figures.peaks == PEAKS
+        assert figures.versions == {"driver": "1.2.3", "cuda_runtime": "13.0", "cublas": "13.1.0"}
+
+
+def test_load_figures_tells_the_gpus_of_one_run_apart(tmp_path: Path) -> None:
+    case = "test_gemm_perf[fp32-8x8x8-cold]"
+    both = [make_record(case, value=10.0, gpu_index=0), make_record(case, value=11.0, gpu_index=1),
+            make_record("test_gemm_perf[fp32-16x16x16-cold]", gpu_index=0)]
+    figures = results.load_figures(results.write_run(tmp_path, make_run(), both).results_json)
+    key = f"perf_tests/test_gemm.py::{case}"
+    assert figures.records[f"{key} @ GPU 0"].value == 10.0 and figures.records[f"{key} @ GPU 1"].value == 11.0
+    assert "perf_tests/test_gemm.py::test_gemm_perf[fp32-16x16x16-cold]" in figures.records
+
+
+def test_load_figures_of_a_baseline(tmp_path: Path) -> None:
+    header = {"gpu": "Synthetic GPU", "slug": "synthetic-gpu", "compute_capability": "9.0", "driver": "1.2.3",
+              "cuda_runtime": "13.0", "cublas": "13.1.0", "cupy": "14.0.0", "peaks": PEAKS}
+    entry = Entry(metric="TFLOPS", value=40.0, unit="TFLOPS", spread=0.01, samples=10, flush="cold",
+                  method="cold-flush", tolerance=0.07)
+    path = tmp_path / "synthetic-gpu.yaml"
+    path.write_text(dump_baseline(header, {"c": entry}))
+    figures = results.load_figures(path)
+    assert figures.entries == {"c": entry}  # the hand-set tolerance kept
+    record = figures.records["c"]
+    assert (record.value, record.rel_iqr, record.method, record.status) == (40.0, 0.01, "cold-flush", Status.UPDATED)
+    assert figures.gpu == "Synthetic GPU" and figures.peaks == PEAKS and figures.versions["driver"] == "1.2.3"
+
+
+@pytest.mark.parametrize(("name", "message"), [
+    ("missing.yaml", "no such baseline file"),
+    ("gone/results.json", "results.json: no such file"),
+    ("nothing-here", "nothing-here: no such file or directory"),
+])
+def test_load_figures_errors_name_the_path_and_the_fix(tmp_path: Path, name: str, message: str) -> None:
+    with pytest.raises(results.ResultsError, match=message):
+        results.load_figures(tmp_path / name)
+    (tmp_path / "notes.txt").write_text("x")
+    with pytest.raises(results.ResultsError, match="not a baseline"):
+        results.load_figures(tmp_path / "notes.txt")

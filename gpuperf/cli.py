@@ -1,0 +1,348 @@
+"""``python -m gpuperf``: ``device``, ``compare A B``, ``baseline diff|check|seal|drop``, ``plot`` and ``readme``.
+
+Argument parsing and thin commands: each reads its inputs, calls the pure modules (``diff``, ``report``,
+``table``, ``gate``) and prints. Each command prints what it did; an error prints one line naming the cause
+and the fix and exits 1 (2 for a malformed command line, as argparse does). ``compare`` also exits 1 when a
+case fails as it would fail its test in the gate.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from gpuperf import diff, report
+from gpuperf.argtypes import fraction, non_negative_float, non_negative_int
+from gpuperf.baseline import (BaselineError, BaselineFile, Integrity, drop_entries, load_baseline, seal_baseline,
+                              version_changes)
+from gpuperf.device import DeviceInfo, query_device
+from gpuperf.gate import DEFAULT_NOISE_K, DEFAULT_TOLERANCE, GateConfig
+from gpuperf.peaks import DevicePeaks, device_peaks
+from gpuperf.results import RESULTS_JSON, ResultsError, load_figures
+from gpuperf.table import peaks_line
+
+EXIT_OK = 0
+EXIT_ERROR = 1
+
+
+class CliError(Exception):
+    """A user-facing failure: the message names the cause and the fix."""
+
+
+# --- device --------------------------------------------------------------------------------------------
+
+
+def cmd_device(args: argparse.Namespace) -> int:
+    try:
+        info, _ = query_device(args.gpu)
+    except Exception as exc:  # NoGpuError (no CuPy, no GPU) and CUDA runtime errors name their cause
+        raise CliError(f"cannot query GPU {args.gpu}: {exc}") from exc
+    if args.slug:
+        print(info.slug)
+        return EXIT_OK
+    try:
+        peaks: DevicePeaks | None = device_peaks(info)
+        peaks_error = ""
+    except ValueError as exc:  # an architecture missing from the peaks table
+        peaks, peaks_error = None, str(exc)
+    if args.json:
+        print(json.dumps({**info.to_dict(), "peaks": peaks.to_dict() if peaks else None}, indent=2, default=str))
+        return EXIT_OK
+    print(describe_device(info, peaks, peaks_error))
+    return EXIT_OK
+
+
+def describe_device(info: DeviceInfo, peaks: DevicePeaks | None, peaks_error: str = "") -> str:
+    """The ``device`` command's text: identity, versions, clocks, peaks; fields NVML could not read are left out."""
+    rows: list[tuple[str, str, object]] = [
+        ("identity", "baseline file", f"baselines/{info.slug}.yaml"),
+        ("identity", "SMs", info.sm_count),
+        ("identity", "L2 cache", _mib(info.l2_bytes)),
+        ("identity", "memory", f"{_mib(info.total_memory_bytes)}, {info.bus_width_bits}-bit bus"),
+        ("identity", "PCI bus id", info.pci_bus_id),
+        ("versions", "driver", info.driver),
+        ("versions", "CUDA runtime", info.cuda_runtime),
+        ("versions", "CUDA driver API", info.cuda_driver_api),
+        ("versions", "cuBLAS", info.cublas),
+        ("versions", "CuPy", info.cupy),
+        ("clocks", "SM max", _mhz(info.sm_clock_max_mhz)),
+        ("clocks", "SM now", _mhz(info.sm_clock_mhz)),
+        ("clocks", "memory", _mhz(info.mem_clock_mhz)),
+        ("clocks", "clock events", ", ".join(info.clock_events) or "none"),
+        ("clocks", "temperature", None if info.temperature_c is None else f"{info.temperature_c} °C"),
+        ("clocks", "power", None if info.power_w is None else f"{info.power_w:.1f} W"),
+        ("peaks", "at max clock" if peaks else "unknown",
+         peaks_line(peaks.to_dict()) if peaks else peaks_error or "no peak table for this GPU"),
+    ]
+    lines = [f"GPU {info.index}: {info.name} ({info.arch}, compute capability {info.compute_capability})"]
+    section = ""
+    for group, name, value in rows:
+        if value in (None, ""):
+            continue
+        if group != section:
+            lines.append(group)
+            section = group
+        lines.append(f"  {name:<16} {value}")
+    lines += [f"note: {reason}" for reason in info.missing]
+    return "\n".join(lines)
+
+
+def _mib(nbytes: int) -> str:
+    return f"{nbytes / 2**20:.1f} MiB" if nbytes else "?"
+
+
+def _mhz(value: int | None) -> str | None:
+    return f"{value} MHz" if value else None
+
+
+# --- compare and baseline diff -------------------------------------------------------------------------
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    try:
+        config = GateConfig(tolerance=args.tolerance, noise_k=args.noise_k, max_tolerance=args.max_tolerance)
+    except ValueError as exc:
+        raise CliError(f"{exc}; pass --max-tolerance at least --tolerance") from exc
+    a, b = load_figures(args.a), load_figures(args.b)
+    changed = version_changes(a.versions, b.versions)
+    rows = diff.compare_runs(a.entries, b.records, config, changed)
+    a_name, b_name = args.names or (args.a, args.b)
+    gate = (f"tolerance {100 * config.tolerance:g} %, noise k {config.noise_k:g}, "
+            f"cap {100 * config.cap:g} %")
+    summary = report.comparison_summary(rows)
+    if args.markdown:
+        print(f"**B ({b_name}) against A ({a_name})**: {summary} ({gate})\n")
+        if changed:
+            print(f"Versions differ: {', '.join(changed)}\n")
+        print(report.format_diff(rows, markdown=True, old="A", new="B", verdicts=True) if rows else "_no cases_")
+    else:
+        print(f"B ({b_name}) against A ({a_name}): {gate}")
+        if changed:
+            print(f"versions differ: {', '.join(changed)}")
+        print(report.format_diff(rows, old="A", new="B", verdicts=True) if rows else "no cases")
+        print(summary)
+    return EXIT_ERROR if diff.failing(rows) else EXIT_OK
+
+
+def cmd_baseline_diff(args: argparse.Namespace) -> int:
+    rows = diff.diff_entries(load_figures(args.old).entries, load_figures(args.new).entries)
+    old_name, new_name = args.names or (args.old, args.new)
+    shown = diff.select_rows(rows, args.min_delta)
+    summary = report.diff_summary(rows, args.threshold)
+    if args.markdown:
+        print(f"**{old_name} → {new_name}**: {summary}\n")
+        print(report.format_diff(shown, markdown=True) if shown else "_no differences_")
+    else:
+        print(f"{old_name} → {new_name}")
+        print(report.format_diff(shown) if shown else "no differences")
+        print(summary)
+    return EXIT_OK
+
+
+# --- baseline check, seal and drop ---------------------------------------------------------------------
+
+
+def describe_sealed(baseline: BaselineFile) -> str:
+    """``N entries, digest 1a2b3c4d5e6f…``: what a good file's seal covers."""
+    integrity = Integrity.of(baseline.entries)
+    noun = "entry" if integrity.entries == 1 else "entries"
+    return f"{integrity.entries} {noun}, digest {integrity.sha256[:12]}…"
+
+
+def check_baseline_file(path: Path) -> tuple[bool, str]:
+    """Whether ``path`` loads as a baseline, and its line for ``baseline check`` (the problem if not)."""
+    try:
+        baseline = load_baseline(path)
+    except BaselineError as exc:
+        return False, str(exc)
+    except OSError as exc:
+        return False, f"{path}: cannot be read ({exc.strerror or exc}); pass a baselines/<gpu-slug>.yaml file"
+    if baseline is None:
+        return False, f"{path}: no such baseline file; check the path (baselines/<gpu-slug>.yaml)"
+    return True, f"{path}: ok ({describe_sealed(baseline)})"
+
+
+def cmd_baseline_check(args: argparse.Namespace) -> int:
+    damaged = 0
+    for name in args.files:
+        ok, line = check_baseline_file(Path(name))
+        print(line)
+        damaged += not ok
+    if damaged:
+        print(f"gpuperf: error: {damaged} of {len(args.files)} baseline file(s) cannot be used; each line above "
+              "names the problem and the fix", file=sys.stderr)
+        return EXIT_ERROR
+    return EXIT_OK
+
+
+def cmd_baseline_seal(args: argparse.Namespace) -> int:
+    path = Path(args.file)
+    written = seal_baseline(path)
+    baseline = load_baseline(path)
+    if baseline is None:
+        raise CliError(f"{path}: disappeared while it was being sealed; restore it from version control "
+                       f"(git checkout -- {path})")
+    if written:
+        print(f"{path}: sealed ({describe_sealed(baseline)}); only the header's integrity field was added: "
+              f"review with git diff {path} and commit it")
+    else:
+        print(f"{path}: already sealed ({describe_sealed(baseline)}); nothing written")
+    return EXIT_OK
+
+
+def cmd_baseline_drop(args: argparse.Namespace) -> int:
+    path = Path(args.file)
+    dropped = drop_entries(path, list(args.cases))
+    for case in dropped:
+        print(f"{path}: dropped {case}")
+    print(f"{path}: {len(dropped)} entr{'y' if len(dropped) == 1 else 'ies'} dropped and the file re-sealed; review "
+          f"with git diff {path} and commit it")
+    return EXIT_OK
+
+
+# --- plot and readme -----------------------------------------------------------------------------------
+
+
+def cmd_plot(args: argparse.Namespace) -> int:
+    from gpuperf.plot import plot_roofline, plot_throughput, records_from_baseline
+
+    figures = load_figures(args.path)
+    path = figures.path
+    if figures.baseline is not None:
+        records = records_from_baseline(figures.baseline.header, figures.baseline.entries)
+        default_out = path.parent / f"{path.stem}-plots"
+    else:
+        records = list(figures.records.values())
+        default_out = path if path.is_dir() else path.parent
+    if not any(r.flops and r.bytes for r in records):
+        raise CliError(f"{path}: no case carries FLOP/byte counts (ratio entries only, or ids without a "
+                       "shape such as 4096x4096x4096), so there is nothing to plot")
+    out = Path(args.out) if args.out else default_out
+    written = plot_throughput(records, out, gpu=figures.gpu, peaks=figures.peaks)
+    written.append(plot_roofline(records, figures.peaks, out, gpu=figures.gpu))
+    if figures.peaks is None:
+        print(f"note: {path} records no peaks, so the plots have no ceilings", file=sys.stderr)
+    for png in written:
+        print(png)
+    return EXIT_OK
+
+
+def cmd_readme(args: argparse.Namespace) -> int:
+    from gpuperf import readme, results
+
+    run, records = results.load_run(Path(args.results))
+    readme_path = Path(args.readme)
+    try:
+        text = readme_path.read_text()
+    except FileNotFoundError as exc:
+        raise CliError(f"{readme_path} does not exist: pass --readme PATH") from exc
+    section = readme.results_section(run, records, args.images, str(args.results))
+    try:
+        readme_path.write_text(readme.replace_section(text, section))
+    except readme.ReadmeError as exc:
+        raise CliError(f"{readme_path}: {exc}") from exc
+    print(f"{readme_path}: results section rewritten from {args.results} ({len(records)} cases)")
+    return EXIT_OK
+
+
+# --- entry point ---------------------------------------------------------------------------------------
+
+FIGURES = "a baselines/*.yaml, a results.json or a results/<timestamp>/ directory"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m gpuperf",
+                                     description="gpuperf: GPU identity and peaks, run comparisons, baseline "
+                                                 "files, plots.")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    device = commands.add_parser("device", help="GPU identity, versions, clocks and theoretical peaks")
+    device.add_argument("--gpu", type=non_negative_int, default=0, help="CUDA device index (default 0)")
+    output = device.add_mutually_exclusive_group()
+    output.add_argument("--slug", action="store_true", help="print only the baseline slug (e.g. nvidia-h200)")
+    output.add_argument("--json", action="store_true", help="print everything as JSON")
+    device.set_defaults(func=cmd_device)
+
+    compare = commands.add_parser(
+        "compare", help="judge run B against run A with the gate's rule (two hosts, or before/after a change)",
+        description=f"A and B are each {FIGURES}. Every case of B is judged against A's figure as the gate "
+                    "judges a run against its baseline (REGRESSED, PASS, IMPROVED, UNRELIABLE when too noisy, "
+                    "NOT_COMPARABLE, ...); cases only one side has are listed as such. Exits 1 when a case "
+                    "fails as it would fail its test (REGRESSED, ANOMALY, ERROR), 0 otherwise.")
+    compare.add_argument("a", metavar="A", help="the reference figures (the baseline's role)")
+    compare.add_argument("b", metavar="B", help="the figures judged against A")
+    compare.add_argument("--tolerance", type=fraction, default=DEFAULT_TOLERANCE,
+                         help=f"allowed slowdown as a fraction, as pytest's --tolerance (default "
+                              f"{DEFAULT_TOLERANCE:g}); an entry's own tolerance (A a baseline file) wins")
+    compare.add_argument("--noise-k", type=non_negative_float, default=DEFAULT_NOISE_K,
+                         help=f"k in max(tolerance, k × A's relative IQR) (default {DEFAULT_NOISE_K:g})")
+    compare.add_argument("--max-tolerance", type=fraction, default=None,
+                         help="cap on the effective tolerance, whatever the noise (default twice --tolerance)")
+    compare.add_argument("--markdown", action="store_true", help="a Markdown table (for a pull-request body)")
+    compare.add_argument("--names", nargs=2, metavar=("A", "B"), help="how to call A and B in the output")
+    compare.set_defaults(func=cmd_compare)
+
+    baseline = commands.add_parser("baseline", help="work with baseline files")
+    baseline_commands = baseline.add_subparsers(dest="baseline_command", required=True, metavar="COMMAND")
+    diff_command = baseline_commands.add_parser(
+        "diff", help="old → new table of two baselines, or of a results file against a baseline",
+        description=f"A and B are each {FIGURES}.")
+    diff_command.add_argument("old", metavar="A", help="the old figures")
+    diff_command.add_argument("new", metavar="B", help="the new figures")
+    diff_command.add_argument("--markdown", action="store_true", help="a Markdown table (for a pull-request body)")
+    diff_command.add_argument("--min-delta", type=non_negative_float, default=0.0, metavar="PCT",
+                              help="hide cases whose |Δ| is below PCT percent (default: show all)")
+    diff_command.add_argument("--threshold", type=non_negative_float, default=5.0, metavar="PCT",
+                              help="count changes beyond ±PCT percent in the summary line (default 5)")
+    diff_command.add_argument("--names", nargs=2, metavar=("OLD", "NEW"),
+                              help="how to call A and B in the output (e.g. 'baselines/x.yaml@HEAD' for a "
+                                   "temporary copy)")
+    diff_command.set_defaults(func=cmd_baseline_diff)
+    check = baseline_commands.add_parser(
+        "check", help="validate baseline files (CPU only): schema, values, units, duplicate keys, encoding, "
+                      "integrity",
+        description="Runs the checks of loading on each FILE and prints one line per file; exits 1 when any "
+                    "cannot be used.")
+    check.add_argument("files", nargs="+", metavar="FILE", help="baselines/*.yaml files")
+    check.set_defaults(func=cmd_baseline_check)
+    seal = baseline_commands.add_parser(
+        "seal", help="add the integrity field to a baseline recorded before gpuperf wrote one (legacy files "
+                     "only)",
+        description="Checks everything else, then writes the header's integrity field atomically, changing no "
+                    "measured figure. A file that is already sealed is left as it is; a damaged one is refused. "
+                    "New and re-recorded files are sealed by pytest perf_tests --update-baselines.")
+    seal.add_argument("file", metavar="FILE", help="a baselines/*.yaml file without an integrity field")
+    seal.set_defaults(func=cmd_baseline_seal)
+    drop = baseline_commands.add_parser(
+        "drop", help="remove entries: stale ones (no test produces them) or ones that can no longer be recorded",
+        description="Removes the named entries under the file's lock, atomically, and re-seals the file; every "
+                    "other entry is kept as it is. A name that is not an entry is refused.")
+    drop.add_argument("file", metavar="FILE", help="a baselines/*.yaml file")
+    drop.add_argument("cases", nargs="+", metavar="CASE", help="entry keys (case ids, with #ratio where it has one)")
+    drop.set_defaults(func=cmd_baseline_drop)
+
+    plot = commands.add_parser("plot", help="throughput and roofline PNGs from a run or a baseline")
+    plot.add_argument("path", metavar="PATH", help=f"results/<timestamp>/, its {RESULTS_JSON}, or a baselines/*.yaml")
+    plot.add_argument("--out", metavar="DIR",
+                      help="where the PNGs go (default: the results directory, or <baseline>-plots/ beside "
+                           "a baseline file)")
+    plot.set_defaults(func=cmd_plot)
+
+    section = commands.add_parser("readme", help="rewrite the README's generated results section from a run")
+    section.add_argument("results", metavar="RESULTS", help="results/<timestamp>/ or its results.json")
+    section.add_argument("--readme", default="README.md", help="the README to rewrite (default README.md)")
+    section.add_argument("--images", nargs="*", default=[], metavar="PNG", help="plots to show, as README paths")
+    section.set_defaults(func=cmd_readme)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args))
+    except (CliError, ResultsError, BaselineError) as exc:
+        print(f"gpuperf: error: {exc}", file=sys.stderr)
+        return EXIT_ERROR

@@ -1,0 +1,129 @@
+"""Old → new, case by case: the pure logic behind ``baseline diff``, the ``--update-baselines`` table and
+``compare``.
+
+A set of figures is a mapping of case id → baseline ``Entry`` (a run's records become entries through
+``check.entry_from_record``, as ``--update-baselines`` would write them). ``diff_entries`` pairs two sets and
+says how each case moved. ``compare_runs`` also judges each new figure against the old one with the gate's
+own rule (``gate.decide``), so ``python -m gpuperf compare`` gives the verdicts the gate would have given
+had A been the baseline. Formatting lives in ``report`` and ``table``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import TypeVar
+
+from gpuperf.baseline import Change, Entry
+from gpuperf.gate import Context, GateConfig, decide, is_noisy, status_rank, valid_figure
+from gpuperf.records import Record
+from gpuperf.vocabulary import Status
+
+ADDED = "added"
+REMOVED = "removed"
+METRIC_CHANGED = "metric changed"
+ONLY_IN_A = "only in A"
+ONLY_IN_B = "only in B"
+
+#: The prefix ``gate.decide`` gives the note of a case measured while throttled or shared.
+_UNRELIABLE_PREFIX = "unreliable: "
+
+Old = TypeVar("Old")
+New = TypeVar("New")
+
+
+@dataclass(frozen=True)
+class DiffRow:
+    """One case of an old → new table.
+
+    ``change`` says why a case has no Δ (``added``, ``removed``, ``metric changed``; ``only in A`` / ``only in
+    B`` for ``compare``). ``status`` and ``note`` are the gate's verdict on new against old (``compare`` only).
+    """
+
+    case_id: str
+    metric: str
+    old: float | None
+    new: float | None
+    delta_pct: float | None = None
+    change: str = ""
+    status: str = ""
+    note: str = ""
+
+
+def delta_pct(old: float, new: float) -> float | None:
+    """``new`` relative to ``old`` in percent; ``None`` when either is not a positive finite figure."""
+    return 100.0 * (new - old) / old if valid_figure(old) and valid_figure(new) else None
+
+
+def pair_cases(old: Mapping[str, Old], new: Mapping[str, New]) -> list[tuple[str, Old | None, New | None]]:
+    """Every case of either side, sorted by case id, with its figure on each side (``None``: absent)."""
+    return [(case, old.get(case), new.get(case)) for case in sorted(set(old) | set(new))]
+
+
+def diff_entries(old: Mapping[str, Entry], new: Mapping[str, Entry]) -> list[DiffRow]:
+    """How each case moved from ``old`` to ``new``, sorted by case id."""
+    rows = []
+    for case, before, after in pair_cases(old, new):
+        if before is None and after is not None:
+            rows.append(DiffRow(case, after.metric, None, after.value, change=ADDED))
+        elif after is None and before is not None:
+            rows.append(DiffRow(case, before.metric, before.value, None, change=REMOVED))
+        elif before is not None and after is not None:
+            if before.metric != after.metric:
+                rows.append(DiffRow(case, f"{before.metric} → {after.metric}", before.value, after.value,
+                                    change=METRIC_CHANGED))
+            else:
+                rows.append(DiffRow(case, before.metric, before.value, after.value,
+                                    delta_pct(before.value, after.value)))
+    return rows
+
+
+def changes_rows(changes: Sequence[Change]) -> list[DiffRow]:
+    """The rows of the ``--update-baselines`` old → new table: the same diff as ``baseline diff``'s."""
+    return diff_entries({c.case_id: c.old for c in changes if c.old is not None},
+                        {c.case_id: c.new for c in changes})
+
+
+def select_rows(rows: Iterable[DiffRow], min_delta_pct: float) -> list[DiffRow]:
+    """The rows worth showing: every added, removed or changed case, and each Δ of at least ``min_delta_pct``."""
+    return [r for r in rows if r.delta_pct is None or abs(r.delta_pct) >= min_delta_pct]
+
+
+def judge(record: Record, entry: Entry, config: GateConfig, context: Context) -> Record:
+    """``record`` (run B) judged against ``entry`` (from run A) by ``gate.decide``, as the gate would judge it.
+
+    B's verdict against its own baseline is dropped. What B's run found about the figure itself stands: an
+    anomaly (a figure above a peak) and a measurement taken while throttled or shared. Noise is judged
+    afresh under ``config``, so a figure too noisy for its cap is ``UNRELIABLE``.
+    """
+    findings = [record.note] if record.status == Status.ANOMALY else []
+    throttled = record.status == Status.UNRELIABLE and not is_noisy(record)
+    unreliable_reason = record.note.removeprefix(_UNRELIABLE_PREFIX) if throttled else ""
+    fresh = replace(record, status=Status.PASS, note="", baseline=None, delta_pct=None, tolerance=None,
+                    reliable=not throttled)
+    return decide(fresh, entry, config, context, findings, unreliable_reason)
+
+
+def compare_runs(a: Mapping[str, Entry], b: Mapping[str, Record], config: GateConfig,
+                 version_changes: Sequence[str] = ()) -> list[DiffRow]:
+    """Every case of B judged against A's figure (``judge``), and the cases only one side has; problems
+    first (``gate.STATUS_ORDER``), then the one-sided cases, each group by case id."""
+    context = Context(version_changes=tuple(version_changes))
+    rows = []
+    for case, entry, record in pair_cases(a, b):
+        if record is None and entry is not None:
+            rows.append(DiffRow(case, entry.metric, entry.value, None, change=ONLY_IN_A,
+                                note="no valid figure in B"))
+        elif entry is None and record is not None:
+            rows.append(DiffRow(case, record.metric, None, record.value, change=ONLY_IN_B,
+                                note="no valid figure in A"))
+        elif entry is not None and record is not None:
+            judged = judge(record, entry, config, context)
+            rows.append(DiffRow(case, record.metric, entry.value, judged.value, judged.delta_pct,
+                                status=judged.status, note=judged.note))
+    return sorted(rows, key=lambda r: (status_rank(r.status), r.change, r.case_id))  # no status ranks last
+
+
+def failing(rows: Iterable[DiffRow]) -> list[DiffRow]:
+    """The rows whose verdict fails a test in the gate (``Status.FAILING``: regressed, anomaly, error)."""
+    return [r for r in rows if r.status in Status.FAILING]
