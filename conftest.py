@@ -1,3 +1,3 @@
-"""The suite's fixtures and options come from the gpuperf plugin (see gpuperf/plugin.py)."""
+"""The suite's fixtures and options come from the gpuperf plugin (see gpuperf/wiring/plugin.py)."""
 
-pytest_plugins = ["gpuperf.plugin"]
+pytest_plugins = ["gpuperf.wiring.plugin"]

@@ -14,15 +14,15 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from gpuperf import diff, report
-from gpuperf.argtypes import fraction, non_negative_float, non_negative_int
-from gpuperf.baseline import (BaselineError, BaselineFile, Integrity, drop_entries, load_baseline, seal_baseline,
+from gpuperf.output import diff, report
+from gpuperf.wiring.argtypes import fraction, non_negative_float, non_negative_int
+from gpuperf.verdict.baseline import (BaselineError, BaselineFile, Integrity, drop_entries, load_baseline, seal_baseline,
                               version_changes)
-from gpuperf.device import DeviceInfo, query_device
-from gpuperf.gate import DEFAULT_NOISE_K, DEFAULT_TOLERANCE, GateConfig
-from gpuperf.peaks import DevicePeaks, device_peaks
-from gpuperf.results import RESULTS_JSON, ResultsError, load_figures
-from gpuperf.table import peaks_line
+from gpuperf.measure.device import DeviceInfo, query_device
+from gpuperf.verdict.gate import DEFAULT_NOISE_K, DEFAULT_TOLERANCE, GateConfig
+from gpuperf.measure.peaks import DevicePeaks, device_peaks
+from gpuperf.output.results import RESULTS_JSON, ResultsError, load_figures
+from gpuperf.output.table import peaks_line
 
 EXIT_OK = 0
 EXIT_ERROR = 1
@@ -207,7 +207,7 @@ def cmd_baseline_drop(args: argparse.Namespace) -> int:
 
 
 def cmd_plot(args: argparse.Namespace) -> int:
-    from gpuperf.plot import plot_roofline, plot_throughput, records_from_baseline
+    from gpuperf.output.plot import plot_roofline, plot_throughput, records_from_baseline
 
     figures = load_figures(args.path)
     path = figures.path
@@ -231,7 +231,7 @@ def cmd_plot(args: argparse.Namespace) -> int:
 
 
 def cmd_readme(args: argparse.Namespace) -> int:
-    from gpuperf import readme, results
+    from gpuperf.output import readme, results
 
     run, records = results.load_run(Path(args.results))
     readme_path = Path(args.readme)

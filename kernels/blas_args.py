@@ -289,7 +289,7 @@ COMPUTE_TYPES: dict[str, ComputeType] = {
 }
 
 #: (storage, compute type) pairs ``gemmEx`` is called with (A, B and C of one storage kind; cuBLAS's
-#: GemmEx table allows them) → the ``gpuperf.accuracy`` rounding model that bounds the result.
+#: GemmEx table allows them) → the ``gpuperf.suite.accuracy`` rounding model that bounds the result.
 EX_ACCURACY: dict[tuple[str, str], str] = {
     ("fp32", "32F"): "fp32",
     ("fp32", "32F_PEDANTIC"): "fp32",

@@ -114,7 +114,7 @@ def gemm_ex(handle: int, a: cupy.ndarray, b: cupy.ndarray, c: cupy.ndarray, *, c
     """``cublasGemmEx`` with an explicit compute type (``blas_args.COMPUTE_TYPES``: ``32F``,
     ``32F_PEDANTIC``, ``32F_FAST_TF32``, ``16F``, ``64F``); the storage comes from the arrays' dtype.
 
-    Returns the ``gpuperf.accuracy`` path that bounds the result (e.g. ``fp16-acc16`` for ``16F``).
+    Returns the ``gpuperf.suite.accuracy`` path that bounds the result (e.g. ``fp16-acc16`` for ``16F``).
     """
     storage = blas_args.storage_of(a.dtype.name)
     accuracy = blas_args.ex_accuracy(storage, compute)

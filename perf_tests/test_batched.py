@@ -16,9 +16,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from gpuperf.accuracy import assert_gemm_close, gemm_errors
-from gpuperf.cases import BatchedShape, GemmShape, GemvShape, load_cases
-from gpuperf.metrics import Work, gemm_work, gemv_work
+from gpuperf.suite.accuracy import assert_gemm_close, gemm_errors
+from gpuperf.suite.cases import BatchedShape, GemmShape, GemvShape, load_cases
+from gpuperf.measure.metrics import Work, gemm_work, gemv_work
 from gpuperf.vocabulary import Precision
 
 CASES = load_cases("batched")  # before the importorskip: a broken table fails collection with or without CuPy

@@ -1,5 +1,5 @@
 """The seeds' cross-checks as GPU cases (seed 001 §5–§6, issue 6): two measurements that must relate in a
-known way, judged by the cross rules of ``gpuperf.anomaly``.
+known way, judged by the cross rules of ``gpuperf.verdict.anomaly``.
 
 Normal cases measure both sides on the suite's normal path and assert the rule stays quiet; their ratio is
 gated like any other number (``perf.check_ratio``), so a driver that quietly loses the TF32 speed-up shows
@@ -17,10 +17,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from gpuperf import anomaly
-from gpuperf.cases import GemmShape, GemvShape
-from gpuperf.measurement import Measurement
-from gpuperf.metrics import gemm_work, gemv_work, tflops
+from gpuperf.verdict import anomaly
+from gpuperf.suite.cases import GemmShape, GemvShape
+from gpuperf.measure.measurement import Measurement
+from gpuperf.measure.metrics import gemm_work, gemv_work, tflops
 from gpuperf.vocabulary import Flush, Precision
 
 cupy = pytest.importorskip("cupy", reason="CuPy is not installed: pip install -e '.[cuda13]'")
@@ -305,7 +305,7 @@ def test_trigger_flush_ineffective(gpu: Any, cublas_handle: int, rng: np.random.
                                    perf: Any) -> None:
     """A flush that leaks into the timed region: on a working set ≫ L2 the flush cost makes 'cold' slower
     than hot, which no cache explains."""
-    from gpuperf.timing import FlushBuffer
+    from gpuperf.measure.timing import FlushBuffer
 
     side = 512 * math.ceil(math.sqrt(INEFFECTIVE_FLUSH_L2_MULTIPLE * gpu.info.l2_bytes / 4) / 512)
     shape = GemvShape(side, side)

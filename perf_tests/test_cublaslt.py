@@ -18,9 +18,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from gpuperf.accuracy import assert_gemm_close
-from gpuperf.cases import GemmShape, load_cases
-from gpuperf.metrics import gemm_work
+from gpuperf.suite.accuracy import assert_gemm_close
+from gpuperf.suite.cases import GemmShape, load_cases
+from gpuperf.measure.metrics import gemm_work
 
 CASES = load_cases("cublaslt")  # before the importorskip: a broken table fails collection with or without CuPy
 cupy = pytest.importorskip("cupy", reason="CuPy is not installed: pip install -e '.[cuda13]'")

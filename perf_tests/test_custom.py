@@ -2,7 +2,7 @@
 
 Correctness: SPEC's irregular shapes (non-multiples of every tile size), padded leading dimensions whose
 padding holds NaN, alpha ≠ 1 and beta ≠ 0, beta = 0 on a NaN-poisoned C; fresh random operands per case
-and a float64 reference from the stored operands (``gpuperf.accuracy``). The WMMA kernel stores FP16 and
+and a float64 reference from the stored operands (``gpuperf.suite.accuracy``). The WMMA kernel stores FP16 and
 accumulates in FP32, so it is held to the ``fp16`` bound (FP32 accumulation plus one FP16 rounding).
 
 Performance: TFLOPS of each kernel and its ratio to cuBLAS on the same shape and dtype (``vs_cublas``),
@@ -22,9 +22,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from gpuperf.accuracy import assert_gemm_close
-from gpuperf.cases import BatchedShape, GemmShape, load_cases
-from gpuperf.metrics import gemm_work
+from gpuperf.suite.accuracy import assert_gemm_close
+from gpuperf.suite.cases import BatchedShape, GemmShape, load_cases
+from gpuperf.measure.metrics import gemm_work
 
 CASES = load_cases("custom")  # before the importorskip: a broken table fails collection with or without CuPy
 cupy = pytest.importorskip("cupy", reason="CuPy is not installed: pip install -e '.[cuda13]'")

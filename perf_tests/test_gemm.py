@@ -2,7 +2,7 @@
 
 Correctness: fresh random operands per case, the output poisoned with NaN before every call (beta = 0
 must still give finite results), a float64 reference from the *stored* operands and the per-path bound of
-``gpuperf.accuracy``. Performance: shapes and paths are data, ``perf_tests/cases/gemm.yaml``.
+``gpuperf.suite.accuracy``. Performance: shapes and paths are data, ``perf_tests/cases/gemm.yaml``.
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from gpuperf.accuracy import assert_gemm_close
-from gpuperf.cases import GemmShape, load_cases
-from gpuperf.metrics import gemm_work
+from gpuperf.suite.accuracy import assert_gemm_close
+from gpuperf.suite.cases import GemmShape, load_cases
+from gpuperf.measure.metrics import gemm_work
 
 CASES = load_cases("gemm")  # before the importorskip: a broken table fails collection with or without CuPy
 cupy = pytest.importorskip("cupy", reason="CuPy is not installed: pip install -e '.[cuda13]'")

@@ -14,9 +14,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from gpuperf.accuracy import assert_gemm_close
-from gpuperf.cases import GemvShape, load_cases
-from gpuperf.metrics import gemv_work
+from gpuperf.suite.accuracy import assert_gemm_close
+from gpuperf.suite.cases import GemvShape, load_cases
+from gpuperf.measure.metrics import gemv_work
 from gpuperf.vocabulary import Precision
 
 CASES = load_cases("gemv")  # before the importorskip: a broken table fails collection with or without CuPy

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gpuperf.peaks import DevicePeaks, device_peaks
+from gpuperf.measure.peaks import DevicePeaks, device_peaks
 
 
 @dataclass(frozen=True)

@@ -1,12 +1,12 @@
-"""``gpuperf.accounting``: N of M baselined cases measured per GPU, NOT MEASURED with a reason, stale entries."""
+"""``gpuperf.verdict.accounting``: N of M baselined cases measured per GPU, NOT MEASURED with a reason, stale entries."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from gpuperf.accounting import CollectedTests, SelectedCase, account, merge_collected, owned_keys, stale_entries
-from gpuperf.baseline import BaselineFile, Entry
-from gpuperf.records import Record
+from gpuperf.verdict.accounting import CollectedTests, SelectedCase, account, merge_collected, owned_keys, stale_entries
+from gpuperf.verdict.baseline import BaselineFile, Entry
+from gpuperf.verdict.records import Record
 from gpuperf.vocabulary import Status
 
 GEMM = "perf_tests/test_gemm.py::test_gemm_perf[fp32-nn-4096x4096x4096-cold]"

@@ -1,4 +1,4 @@
-"""``gpuperf.accuracy``: the float64 reference and the elementwise magnitude bound.
+"""``gpuperf.suite.accuracy``: the float64 reference and the elementwise magnitude bound.
 
 A "kernel" here is NumPy itself computing in the path's storage precision; the harness must accept it, and
 must reject a single wrong, unwritten or NaN element, naming where it is.
@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from gpuperf.accuracy import (
+from gpuperf.suite.accuracy import (
     ROUNDING,
     assert_gemm_close,
     gemm_errors,

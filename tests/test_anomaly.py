@@ -1,4 +1,4 @@
-"""The anomaly rules of ``gpuperf.anomaly``: each fires when it should, stays quiet when it should not, holds
+"""The anomaly rules of ``gpuperf.verdict.anomaly``: each fires when it should, stays quiet when it should not, holds
 its boundary, and names the causes a reader needs (seed 001 §5–§6). No GPU: the rules are pure functions.
 
 Boundary inputs are chosen so that the rule's arithmetic is exact in binary floating point (``5/100`` is the
@@ -11,8 +11,8 @@ from typing import ClassVar
 
 import pytest
 
-from gpuperf import anomaly
-from gpuperf.anomaly import (
+from gpuperf.verdict import anomaly
+from gpuperf.verdict.anomaly import (
     FLUSH_LARGE_FACTOR,
     FLUSH_LARGE_MAX_GAP,
     FLUSH_SMALL_FACTOR,

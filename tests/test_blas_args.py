@@ -13,7 +13,7 @@ import itertools
 import numpy as np
 import pytest
 
-from gpuperf.accuracy import ROUNDING
+from gpuperf.suite.accuracy import ROUNDING
 from gpuperf.vocabulary import Precision
 from kernels import blas_args
 from kernels.blas_args import (

@@ -1,4 +1,4 @@
-"""``gpuperf.cases``: shape ids (they are what ``-k`` matches), parsing, and case-table loading and checking."""
+"""``gpuperf.suite.cases``: shape ids (they are what ``-k`` matches), parsing, and case-table loading and checking."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 import yaml
 
-from gpuperf.case_schema import TABLES
-from gpuperf.cases import CASES_DIR, BatchedShape, CaseTableError, GemmShape, GemvShape, load_cases, parse_shape
+from gpuperf.suite.case_schema import TABLES
+from gpuperf.suite.cases import CASES_DIR, BatchedShape, CaseTableError, GemmShape, GemvShape, load_cases, parse_shape
 from gpuperf.vocabulary import Precision
 
 pytest_plugins = ["pytester"]
@@ -110,7 +110,7 @@ def test_load_cases_names_the_table_to_describe_when_it_has_no_schema(tmp_path: 
     (tmp_path / "gemmm.yaml").write_text("perf: [4096x4096x4096]\n")
     with pytest.raises(CaseTableError, match="no schema for the case table 'gemmm'") as info:
         load_cases("gemmm", directory=tmp_path)
-    assert "gpuperf/case_schema.py" in str(info.value)
+    assert "gpuperf/suite/case_schema.py" in str(info.value)
     assert "known tables: batched, cublaslt, custom, gemm, gemv" in str(info.value)
 
 
@@ -146,7 +146,7 @@ def test_batched_gemv_cases_are_batched_shapes_with_n_1() -> None:
 
 def test_loading_the_tables_imports_no_cupy() -> None:
     """Case tables are checked on machines without a GPU: the loader must not need CuPy or ``kernels``."""
-    code = ("import sys; from gpuperf.cases import load_cases; from gpuperf.case_schema import TABLES; "
+    code = ("import sys; from gpuperf.suite.cases import load_cases; from gpuperf.suite.case_schema import TABLES; "
             "[load_cases(family) for family in TABLES]; "
             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('cupy', 'kernels')))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
@@ -243,7 +243,7 @@ from pathlib import Path
 
 import pytest
 
-from gpuperf.cases import load_cases
+from gpuperf.suite.cases import load_cases
 from gpuperf.vocabulary import Precision
 
 CASES = load_cases("gemm", directory=Path(__file__).parent / "cases")
@@ -266,7 +266,7 @@ def test_a_malformed_table_is_a_collection_error_naming_table_and_entry(pytester
     result.assert_outcomes(errors=1)
     assert result.ret == pytest.ExitCode.INTERRUPTED
     result.stdout.fnmatch_lines(["*ERROR collecting test_table.py*", "*Interrupted: 1 error during collection*"])
-    expected = ("E   gpuperf.cases.CaseTableError: cases/gemm.yaml: perf[0].shapes[1]: '7x5' is a GEMV shape (MxN) "
+    expected = ("E   gpuperf.suite.cases.CaseTableError: cases/gemm.yaml: perf[0].shapes[1]: '7x5' is a GEMV shape (MxN) "
                 f"where a GEMM shape MxNxK is expected{FIX_GEMM}")
     assert expected in result.stdout.lines
 

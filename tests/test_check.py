@@ -1,4 +1,4 @@
-"""``gpuperf.check``: from a (synthetic) measurement to a ``Record`` with derived figures and a verdict."""
+"""``gpuperf.verdict.check``: from a (synthetic) measurement to a ``Record`` with derived figures and a verdict."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 from fakes import PEAKS
 
-from gpuperf.baseline import Entry
-from gpuperf.check import (
+from gpuperf.verdict.baseline import Entry
+from gpuperf.verdict.check import (
     CaseIdentity,
     context_for,
     case_record,
@@ -16,9 +16,9 @@ from gpuperf.check import (
     ratio_record,
     record_command,
 )
-from gpuperf.gate import GateConfig
-from gpuperf.measurement import Measurement, Method
-from gpuperf.metrics import Work, gemm_work, gemv_work
+from gpuperf.verdict.gate import GateConfig
+from gpuperf.measure.measurement import Measurement, Method
+from gpuperf.measure.metrics import Work, gemm_work, gemv_work
 from gpuperf.vocabulary import Metric, Status
 
 NODE = "perf_tests/test_gemm.py::test_gemm_perf[fp32-4096x4096x4096-cold]"

@@ -1,4 +1,4 @@
-"""``python -m gpuperf``: compare (its verdicts, through ``gpuperf.diff``, and end to end), baseline diff,
+"""``python -m gpuperf``: compare (its verdicts, through ``gpuperf.output.diff``, and end to end), baseline diff,
 check, seal and drop, plot, device (the real ``DeviceInfo`` path, with only the CUDA query stood in for), and
 its errors."""
 
@@ -13,13 +13,15 @@ from typing import Any
 
 import pytest
 
-from gpuperf import cli, diff, results
-from gpuperf.baseline import Entry, dump_baseline, load_baseline
+from gpuperf import cli
+
+from gpuperf.output import diff, results
+from gpuperf.verdict.baseline import Entry, dump_baseline, load_baseline
 from gpuperf.cli import main
-from gpuperf.device import DeviceInfo, NoGpuError
-from gpuperf.check import entry_from_record
-from gpuperf.gate import Context, GateConfig, decide
-from gpuperf.records import Record, RunInfo
+from gpuperf.measure.device import DeviceInfo, NoGpuError
+from gpuperf.verdict.check import entry_from_record
+from gpuperf.verdict.gate import Context, GateConfig, decide
+from gpuperf.verdict.records import Record, RunInfo
 from gpuperf.vocabulary import Metric, Status
 
 REPO = Path(__file__).resolve().parent.parent

@@ -1,4 +1,4 @@
-"""``gpuperf.clocks``: NVML clock-event reason bits and which of them make a measurement unreliable."""
+"""``gpuperf.measure.clocks``: NVML clock-event reason bits and which of them make a measurement unreliable."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import inspect
 
 import pytest
 
-from gpuperf import clocks
-from gpuperf.clocks import CLOCK_EVENT_REASONS, UNRELIABLE_REASONS, decode, unreliable
+from gpuperf.measure import clocks
+from gpuperf.measure.clocks import CLOCK_EVENT_REASONS, UNRELIABLE_REASONS, decode, unreliable
 
 
 def test_bits_match_nvml_h() -> None:

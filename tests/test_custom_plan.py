@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from gpuperf.cases import load_cases
+from gpuperf.suite.cases import load_cases
 from kernels import custom_plan
 from kernels.custom_plan import (
     GEMM_PLANNERS,

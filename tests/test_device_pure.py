@@ -1,4 +1,4 @@
-"""The parts of ``gpuperf.device`` that need no GPU: the slug, version strings, PCI bus ids, and ``Nvml``
+"""The parts of ``gpuperf.measure.device`` that need no GPU: the slug, version strings, PCI bus ids, and ``Nvml``
 degrading gracefully when the bindings are missing or NVML fails (a fake ``pynvml`` module stands in)."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from gpuperf.device import DeviceInfo, Nvml, _normalize_bus_id, _version, slug
+from gpuperf.measure.device import DeviceInfo, Nvml, _normalize_bus_id, _version, slug
 
 # -- slug ------------------------------------------------------------------------------------------------
 

@@ -1,4 +1,4 @@
-"""``gpuperf.gate``: the one rule from a figure and its entry to a status, and from statuses to outcomes.
+"""``gpuperf.verdict.gate``: the one rule from a figure and its entry to a status, and from statuses to outcomes.
 
 The band is ``min(max(tolerance, k × recorded spread), cap)``; the measurement's own noise never widens it;
 a figure that is not positive and finite is an error; confirmation keeps the better clean try; the test
@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from gpuperf.accounting import GpuAccount, Unmeasured
-from gpuperf.baseline import Entry
-from gpuperf.gate import (
+from gpuperf.verdict.accounting import GpuAccount, Unmeasured
+from gpuperf.verdict.baseline import Entry
+from gpuperf.verdict.gate import (
     STATUS_ORDER,
     Context,
     GateConfig,
@@ -29,7 +29,7 @@ from gpuperf.gate import (
     run_failures,
     too_noisy,
 )
-from gpuperf.records import Record
+from gpuperf.verdict.records import Record
 from gpuperf.vocabulary import Status
 
 CASE = "perf_tests/test_gemm.py::test_gemm_perf[fp32-nn-4096x4096x4096-cold]"

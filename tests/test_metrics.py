@@ -1,10 +1,10 @@
-"""``gpuperf.metrics``: FLOP and byte formulas (SPEC "Metrics and peaks") and the derived figures."""
+"""``gpuperf.measure.metrics``: FLOP and byte formulas (SPEC "Metrics and peaks") and the derived figures."""
 
 from __future__ import annotations
 
 import pytest
 
-from gpuperf.metrics import Work, gbps, gemm_work, gemv_work, percent_of, tflops
+from gpuperf.measure.metrics import Work, gbps, gemm_work, gemv_work, percent_of, tflops
 from gpuperf.vocabulary import Metric, Precision
 
 

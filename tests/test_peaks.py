@@ -1,4 +1,4 @@
-"""``gpuperf.peaks``: the per-architecture rate table and the peaks it gives a device.
+"""``gpuperf.measure.peaks``: the per-architecture rate table and the peaks it gives a device.
 
 Expected figures are the vendor's published numbers (H100/H200 SXM and A100 datasheets) or SPEC's
 reference H200, recomputed by hand: peak = SMs × FLOP/SM/clock × clock.
@@ -10,8 +10,8 @@ from dataclasses import dataclass
 
 import pytest
 
-from gpuperf import peaks
-from gpuperf.peaks import ARCH_RATES, arch_rates, device_peaks, memory_peak_gbps
+from gpuperf.measure import peaks
+from gpuperf.measure.peaks import ARCH_RATES, arch_rates, device_peaks, memory_peak_gbps
 from gpuperf.vocabulary import Precision
 
 

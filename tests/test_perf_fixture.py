@@ -1,5 +1,5 @@
-"""The object behind the ``perf`` fixture (``gpuperf.fixtures.Perf``), ``case_id_of``, and the run-wide
-``gpuperf.session`` state it reads baselines from.
+"""The object behind the ``perf`` fixture (``gpuperf.wiring.fixtures.Perf``), ``case_id_of``, and the run-wide
+``gpuperf.wiring.session`` state it reads baselines from.
 
 ``Perf`` only needs something that can measure again; a scripted fake stands in for the GPU timer, so the
 confirm-before-reporting logic and every policy are checked without CuPy.
@@ -14,14 +14,14 @@ from typing import Any
 import pytest
 from fakes import PEAKS
 
-from gpuperf.baseline import BaselineError, Entry, dump_baseline
-from gpuperf.gate import GateConfig
-from gpuperf.check import CaseIdentity
-from gpuperf.fixtures import Perf, case_id_of
-from gpuperf.measurement import Measurement, Method
-from gpuperf.metrics import Work, gemm_work
-from gpuperf.records import Record, RunInfo
-from gpuperf.session import Options, SessionState, baseline_header
+from gpuperf.verdict.baseline import BaselineError, Entry, dump_baseline
+from gpuperf.verdict.gate import GateConfig
+from gpuperf.verdict.check import CaseIdentity
+from gpuperf.wiring.fixtures import Perf, case_id_of
+from gpuperf.measure.measurement import Measurement, Method
+from gpuperf.measure.metrics import Work, gemm_work
+from gpuperf.verdict.records import Record, RunInfo
+from gpuperf.wiring.session import Options, SessionState, baseline_header
 from gpuperf.vocabulary import Metric, Status
 
 # -- case_id_of ------------------------------------------------------------------------------------------

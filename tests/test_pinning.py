@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gpuperf.pinning import PinningError, pin, worker_number
+from gpuperf.wiring.pinning import PinningError, pin, worker_number
 
 
 def never() -> int:

@@ -11,9 +11,9 @@ from typing import Any
 import matplotlib.image
 import pytest
 
-from gpuperf import plot
-from gpuperf.metrics import gemm_work, gemv_work
-from gpuperf.records import Record
+from gpuperf.output import plot
+from gpuperf.measure.metrics import gemm_work, gemv_work
+from gpuperf.verdict.records import Record
 from gpuperf.vocabulary import Status
 
 PEAKS: dict[str, Any] = {"memory_gbps": 1000.0,

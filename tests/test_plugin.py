@@ -20,12 +20,12 @@ from types import SimpleNamespace
 
 import pytest
 
-from gpuperf.fixtures import Measurer
-from gpuperf.measurement import Measurement
-from gpuperf.peaks import device_peaks
-from gpuperf.plugin import POOL
+from gpuperf.wiring.fixtures import Measurer
+from gpuperf.measure.measurement import Measurement
+from gpuperf.measure.peaks import device_peaks
+from gpuperf.wiring.plugin import POOL
 
-pytest_plugins = ["gpuperf.plugin"]
+pytest_plugins = ["gpuperf.wiring.plugin"]
 
 FIELDS = dict(
     index=0, name="Fake GPU", slug="fake-gpu", cc=(9, 0), compute_capability="9.0", sm_count=132,
@@ -85,8 +85,8 @@ def measure(flush_mode):
 TESTS = '''
 import pytest
 
-from gpuperf.cases import GemmShape, GemvShape
-from gpuperf.metrics import gemm_work, gemv_work
+from gpuperf.suite.cases import GemmShape, GemvShape
+from gpuperf.measure.metrics import gemm_work, gemv_work
 
 
 @pytest.mark.gemv
@@ -287,7 +287,7 @@ def test_bad_options_fail_at_start_up(project: pytest.Pytester, option: tuple[st
 
 
 def test_without_cupy_gpu_tests_skip_with_a_reason(pytester: pytest.Pytester) -> None:
-    pytester.makeconftest('import sys\nsys.modules["cupy"] = None\npytest_plugins = ["gpuperf.plugin"]\n')
+    pytester.makeconftest('import sys\nsys.modules["cupy"] = None\npytest_plugins = ["gpuperf.wiring.plugin"]\n')
     pytester.makepyfile(test_gpu="def test_needs_gpu(gpu, stream):\n    raise AssertionError('ran')\n")
     result = pytester.runpytest("-p", "no:cacheprovider", "-rs")
     result.assert_outcomes(skipped=1)
@@ -325,9 +325,9 @@ def test_xdist_workers_are_pinned_round_robin_by_cuda_visible_devices(pytester: 
                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     pytest.importorskip("xdist", reason="pytest-xdist is not installed: pip install -e '.[test]'")
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
-    pytester.makeconftest('pytest_plugins = ["gpuperf.plugin"]\n'
-                          'import gpuperf.plugin\n'
-                          'gpuperf.plugin.device_count = lambda: 1\n')
+    pytester.makeconftest('pytest_plugins = ["gpuperf.wiring.plugin"]\n'
+                          'import gpuperf.wiring.plugin\n'
+                          'gpuperf.wiring.plugin.device_count = lambda: 1\n')
     pytester.makepyfile(test_pin="import os, pathlib, pytest\n"
                                  "@pytest.mark.parametrize('n', range(12))\n"
                                  "def test_pin(n, gpu_index, request):\n"
@@ -342,9 +342,9 @@ def test_xdist_workers_are_pinned_round_robin_by_cuda_visible_devices(pytester: 
 
 
 def test_gpu_all_gives_one_case_per_device(pytester: pytest.Pytester) -> None:
-    pytester.makeconftest('pytest_plugins = ["gpuperf.plugin"]\n'
-                          'import gpuperf.plugin\n'
-                          'gpuperf.plugin.device_count = lambda: 2\n')
+    pytester.makeconftest('pytest_plugins = ["gpuperf.wiring.plugin"]\n'
+                          'import gpuperf.wiring.plugin\n'
+                          'gpuperf.wiring.plugin.device_count = lambda: 2\n')
     pytester.makepyfile(test_all="import pytest\n"
                                  "@pytest.mark.parametrize('dtype', ['fp32'])\n"
                                  "def test_each(dtype, gpu_index):\n"
@@ -356,7 +356,7 @@ def test_gpu_all_gives_one_case_per_device(pytester: pytest.Pytester) -> None:
 
 def test_a_test_that_fails_after_its_check_is_reported_but_not_recorded(project: pytest.Pytester) -> None:
     project.makepyfile(test_after="""
-from gpuperf.metrics import gemv_work
+from gpuperf.measure.metrics import gemv_work
 
 def test_fails_after_check(measure, perf):
     perf.check(measure(lambda: "gemv", gemv_work(16384, 16384, "fp32")))
@@ -504,7 +504,7 @@ def test_fail_on_version_change_stops_before_measuring(project: pytest.Pytester)
 
 def test_the_gate_band_is_capped(project: pytest.Pytester) -> None:
     data = recorded(project)
-    from gpuperf.baseline import Entry, dump_baseline
+    from gpuperf.verdict.baseline import Entry, dump_baseline
 
     entries = {case: Entry(**{**fields, "spread": 0.3}) for case, fields in data["entries"].items()}
     header = {key: value for key, value in data["header"].items() if key != "integrity"}

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from gpuperf.readme import END, START, ReadmeError, replace_section, results_section
-from gpuperf.records import Record, RunInfo
+from gpuperf.output.readme import END, START, ReadmeError, replace_section, results_section
+from gpuperf.verdict.records import Record, RunInfo
 
 RUN = RunInfo(gpu_name="Fake GPU", gpu_slug="fake-gpu", compute_capability="9.0", driver="580.1", cuda_runtime="13.0",
               cublas="13.1.0", cupy="14.2.0", sm_clock_max_mhz=1980, mem_clock_mhz=3201, flush_modes=("cold",),
@@ -47,7 +47,7 @@ def test_missing_or_broken_markers_are_an_error_naming_them(readme: str) -> None
 
 def test_cli_rewrites_the_section_from_a_results_file(tmp_path) -> None:
     from gpuperf.cli import main
-    from gpuperf.results import write_run
+    from gpuperf.output.results import write_run
 
     run_dir = tmp_path / "run"
     run_dir.mkdir()

@@ -1,5 +1,5 @@
-"""``gpuperf.report`` and what it renders through: ``gpuperf.table`` (the column spec, the number formatters,
-the status order and icons, the plain-text and Markdown renderers, the peaks line) and ``gpuperf.diff`` (the
+"""``gpuperf.output.report`` and what it renders through: ``gpuperf.output.table`` (the column spec, the number formatters,
+the status order and icons, the plain-text and Markdown renderers, the peaks line) and ``gpuperf.output.diff`` (the
 old → new rows shared by ``baseline diff``, ``--update-baselines`` and ``compare``)."""
 
 from __future__ import annotations
@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
-from gpuperf import diff, table
-from gpuperf.baseline import Change, Entry
-from gpuperf.gate import FLAGGED, STATUS_ORDER
-from gpuperf.records import Record, RunInfo
-from gpuperf.report import (TABLE_COLUMNS, comparison_summary, diff_summary, format_changes, format_diff, format_table,
+from gpuperf.output import diff, table
+from gpuperf.verdict.baseline import Change, Entry
+from gpuperf.verdict.gate import FLAGGED, STATUS_ORDER
+from gpuperf.verdict.records import Record, RunInfo
+from gpuperf.output.report import (TABLE_COLUMNS, comparison_summary, diff_summary, format_changes, format_diff, format_table,
                             header_lines, status_counts)
 from gpuperf.vocabulary import Status
 

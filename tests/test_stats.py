@@ -1,4 +1,4 @@
-"""``gpuperf.stats`` (percentiles, summaries, the stopping rule) and ``gpuperf.measurement.Measurement``.
+"""``gpuperf.measure.stats`` (percentiles, summaries, the stopping rule) and ``gpuperf.measure.measurement.Measurement``.
 
 The stopping rule is driven with synthetic sample sequences and a simulated clock, as nvbench tests its
 stopping criteria: no GPU, no timing, fully deterministic.
@@ -13,9 +13,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from gpuperf.measurement import Measurement, Method
-from gpuperf.metrics import gemm_work, gemv_work
-from gpuperf.stats import MEDIAN_CI_CONSTANT, StoppingRule, percentile, summarize
+from gpuperf.measure.measurement import Measurement, Method
+from gpuperf.measure.metrics import gemm_work, gemv_work
+from gpuperf.measure.stats import MEDIAN_CI_CONSTANT, StoppingRule, percentile, summarize
 
 # -- percentile ------------------------------------------------------------------------------------------
 

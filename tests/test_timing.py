@@ -8,10 +8,10 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from gpuperf.measurement import Method
-from gpuperf.metrics import gemm_work
-from gpuperf.stats import StoppingRule
-from gpuperf.timing import SamplingConfig, Timer
+from gpuperf.measure.measurement import Method
+from gpuperf.measure.metrics import gemm_work
+from gpuperf.measure.stats import StoppingRule
+from gpuperf.measure.timing import SamplingConfig, Timer
 
 L2 = 50 * 2**20
 FLUSH_COST_S = 40e-6

@@ -23,8 +23,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Protocol
 
-from gpuperf.baseline import Entry
-from gpuperf.records import Record
+from gpuperf.verdict.baseline import Entry
+from gpuperf.verdict.records import Record
 from gpuperf.vocabulary import Status
 
 #: The default allowed slowdown. Chosen from measurement, not taste: over three full H200 runs against one

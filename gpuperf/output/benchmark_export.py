@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpuperf.measurement import Measurement
-from gpuperf.records import Record
+from gpuperf.measure.measurement import Measurement
+from gpuperf.verdict.records import Record
 
 #: Record fields copied to ``extra_info`` (the rest of the record stays in results.json).
 EXTRA_FIELDS = ("case_id", "metric", "value", "unit", "pct_of_peak", "peak", "tflops", "gbps",

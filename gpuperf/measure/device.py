@@ -12,7 +12,7 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from gpuperf.clocks import decode
+from gpuperf.measure.clocks import decode
 
 
 class NoGpuError(RuntimeError):
@@ -252,4 +252,4 @@ class GpuContext:
     device: Any  # cupy.cuda.Device
     info: DeviceInfo
     nvml: Nvml
-    peaks: Any  # gpuperf.peaks.DevicePeaks
+    peaks: Any  # gpuperf.measure.peaks.DevicePeaks

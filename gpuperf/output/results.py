@@ -24,12 +24,12 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from gpuperf import table
-from gpuperf.baseline import VERSION_KEYS, BaselineFile, Entry, load_baseline
-from gpuperf.check import entry_from_record
-from gpuperf.gate import FLAGGED, valid_figure
-from gpuperf.records import Record, RunInfo
-from gpuperf.table import Column
+from gpuperf.output import table
+from gpuperf.verdict.baseline import VERSION_KEYS, BaselineFile, Entry, load_baseline
+from gpuperf.verdict.check import entry_from_record
+from gpuperf.verdict.gate import FLAGGED, valid_figure
+from gpuperf.verdict.records import Record, RunInfo
+from gpuperf.output.table import Column
 from gpuperf.vocabulary import Family, Status
 
 RESULTS_JSON = "results.json"
@@ -176,7 +176,7 @@ def load_run(path: str | Path) -> tuple[RunInfo, list[Record]]:
     if not isinstance(data, dict) or not isinstance(data.get("run"), dict) \
             or not isinstance(data.get("records"), list):
         raise ResultsError(f"{path}: expected an object with 'run' and 'records' as written by "
-                           "gpuperf.results.write_run; is this a gpuperf results file?")
+                           "gpuperf.output.results.write_run; is this a gpuperf results file?")
     try:
         run = RunInfo.from_dict(data["run"])
         records = [Record.from_dict(item) for item in data["records"]]

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cached_property
 
-from gpuperf.metrics import Work
-from gpuperf.stats import Summary, summarize
+from gpuperf.measure.metrics import Work
+from gpuperf.measure.stats import Summary, summarize
 from gpuperf.vocabulary import Flush
 
 

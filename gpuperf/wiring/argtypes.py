@@ -8,6 +8,8 @@ from __future__ import annotations
 import argparse
 import math
 
+from gpuperf.vocabulary import Flush
+
 
 def _number(text: str) -> float:
     try:
@@ -59,3 +61,27 @@ def non_negative_int(text: str) -> int:
     if value < 0:
         raise argparse.ArgumentTypeError(f"{text!r} is negative; indices start at 0")
     return value
+
+
+def gpu_selection(text: str) -> str:
+    """``--gpu``: an index, a comma list of distinct indices, or ``all``."""
+    if text == "all":
+        return text
+    parts = [part.strip() for part in text.split(",")]
+    if not parts or not all(part.isdigit() for part in parts):
+        raise argparse.ArgumentTypeError(f"--gpu {text!r}: use an index (0), a list (0,1) or 'all'")
+    indices = [int(part) for part in parts]
+    twice = sorted({index for index in indices if indices.count(index) > 1})
+    if twice:
+        raise argparse.ArgumentTypeError(f"--gpu {text!r} names GPU {', '.join(map(str, twice))} more than once: "
+                                         "name each device once")
+    return ",".join(map(str, indices))
+
+
+def flush_modes(text: str) -> tuple[str, ...]:
+    """``--flush-modes``: ``cold``, ``hot`` or both, in the order given."""
+    modes = tuple(dict.fromkeys(part.strip() for part in text.split(",") if part.strip()))
+    bad = [mode for mode in modes if mode not in Flush.MODES]
+    if bad or not modes:
+        raise argparse.ArgumentTypeError(f"--flush-modes {text!r}: use cold, hot or cold,hot")
+    return modes

@@ -9,13 +9,13 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
-from gpuperf import anomaly
-from gpuperf.baseline import SHAPE_SIZES, Entry
-from gpuperf.gate import Context, GateConfig, decide, valid_figure
-from gpuperf.measurement import Measurement
-from gpuperf.metrics import gbps, percent_of, tflops
-from gpuperf.peaks import DevicePeaks
-from gpuperf.records import Record
+from gpuperf.verdict import anomaly
+from gpuperf.verdict.baseline import SHAPE_SIZES, Entry
+from gpuperf.verdict.gate import Context, GateConfig, decide, valid_figure
+from gpuperf.measure.measurement import Measurement
+from gpuperf.measure.metrics import gbps, percent_of, tflops
+from gpuperf.measure.peaks import DevicePeaks
+from gpuperf.verdict.records import Record
 from gpuperf.vocabulary import Flush, Metric, Status
 
 

@@ -1,17 +1,17 @@
 """Text for people: the session header, the end-of-session table, the old → new tables (``--update-baselines``,
-``baseline diff``, ``compare``) and their summary lines. Every table renders through ``gpuperf.table``."""
+``baseline diff``, ``compare``) and their summary lines. Every table renders through ``gpuperf.output.table``."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
 
-from gpuperf import table
-from gpuperf.accounting import GpuAccount
-from gpuperf.baseline import Change
-from gpuperf.diff import DiffRow, changes_rows
-from gpuperf.records import Record, RunInfo
-from gpuperf.table import Column
+from gpuperf.output import table
+from gpuperf.verdict.accounting import GpuAccount
+from gpuperf.verdict.baseline import Change
+from gpuperf.output.diff import DiffRow, changes_rows
+from gpuperf.verdict.records import Record, RunInfo
+from gpuperf.output.table import Column
 
 #: The end-of-session table: every record column but the README's short case and the unit (the metric says it).
 TABLE_COLUMNS: tuple[Column[Record], ...] = (table.CASE, table.METRIC, table.MEASURED, table.SPREAD, table.BASELINE,

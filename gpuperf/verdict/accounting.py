@@ -13,9 +13,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from gpuperf.baseline import BaselineFile
-from gpuperf.gate import VERDICTS
-from gpuperf.records import Record
+from gpuperf.verdict.baseline import BaselineFile
+from gpuperf.verdict.gate import VERDICTS
+from gpuperf.verdict.records import Record
 
 
 @dataclass(frozen=True)

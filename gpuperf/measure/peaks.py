@@ -114,7 +114,7 @@ def arch_rates(cc: tuple[int, int]) -> ArchRates:
     if same_major:
         return ARCH_RATES[max(same_major)]
     raise ValueError(f"no peak rates for compute capability {cc[0]}.{cc[1]}: add a row to "
-                     "gpuperf.peaks.ARCH_RATES with its source")
+                     "gpuperf.measure.peaks.ARCH_RATES with its source")
 
 
 def memory_peak_gbps(mem_clock_mhz: float, bus_width_bits: int) -> float:

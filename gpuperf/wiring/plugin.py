@@ -1,12 +1,11 @@
 """The pytest plugin: options, hooks and fixtures. It wires; the modules it imports decide.
 
-Loaded by the root ``conftest.py`` (``pytest_plugins``) or with ``-p gpuperf.plugin``. Nothing here imports
+Loaded by the root ``conftest.py`` (``pytest_plugins``) or with ``-p gpuperf.wiring.plugin``. Nothing here imports
 CuPy at import time, so ``pytest --help`` and the CPU tests work without it.
 """
 
 from __future__ import annotations
 
-import argparse
 import os
 import tempfile
 import zlib
@@ -18,19 +17,19 @@ from typing import Any, cast
 
 import pytest
 
-from gpuperf import report
-from gpuperf.accounting import CollectedTests, SelectedCase, account, merge_collected, stale_entries
-from gpuperf.argtypes import fraction, non_negative_float, positive_float, positive_int
-from gpuperf.baseline import BaselineError, baseline_path, update_baseline
-from gpuperf.check import CaseIdentity
-from gpuperf.device import NoGpuError, device_count
-from gpuperf.fixtures import GpuPool, Measurer, Perf, case_id_of, run_info, run_info_from
-from gpuperf.gate import DEFAULT_TOLERANCE, GateConfig, gate_mode_from_env, run_failures
-from gpuperf.pinning import PinningError, nvml_device_count, pin, worker_number
-from gpuperf.records import Record, RunInfo
-from gpuperf.measurement import DEFAULT_MIN_SAMPLE_S
-from gpuperf.session import MISSING_POLICIES, UNRELIABLE_POLICIES, Options, SessionState, baseline_header
-from gpuperf.stats import StoppingRule
+from gpuperf.output import report
+from gpuperf.verdict.accounting import CollectedTests, SelectedCase, account, merge_collected, stale_entries
+from gpuperf.wiring.argtypes import flush_modes, fraction, gpu_selection, non_negative_float, positive_float, positive_int
+from gpuperf.verdict.baseline import BaselineError, baseline_path, update_baseline
+from gpuperf.verdict.check import CaseIdentity
+from gpuperf.measure.device import NoGpuError, device_count
+from gpuperf.wiring.fixtures import GpuPool, Measurer, Perf, case_id_of, run_info, run_info_from
+from gpuperf.verdict.gate import DEFAULT_TOLERANCE, GateConfig, gate_mode_from_env, run_failures
+from gpuperf.wiring.pinning import PinningError, nvml_device_count, pin, worker_number
+from gpuperf.verdict.records import Record, RunInfo
+from gpuperf.measure.measurement import DEFAULT_MIN_SAMPLE_S
+from gpuperf.wiring.session import MISSING_POLICIES, UNRELIABLE_POLICIES, Options, SessionState, baseline_header
+from gpuperf.measure.stats import StoppingRule
 from gpuperf.vocabulary import MARKERS, Family, Flush
 
 STATE = pytest.StashKey[SessionState]()
@@ -44,29 +43,7 @@ CASE_PROPERTY = "gpuperf_case"  # on every selected perf test: its case id and G
 COLLECTED_OUTPUT = "gpuperf_collected"  # an xdist worker's CollectedTests, sent to the controller
 
 
-# -- option parsing (validated at start-up, so a bad value fails before any test) --------------------------
-
-def gpu_selection(text: str) -> str:
-    if text == "all":
-        return text
-    parts = [part.strip() for part in text.split(",")]
-    if not parts or not all(part.isdigit() for part in parts):
-        raise argparse.ArgumentTypeError(f"--gpu {text!r}: use an index (0), a list (0,1) or 'all'")
-    indices = [int(part) for part in parts]
-    twice = sorted({index for index in indices if indices.count(index) > 1})
-    if twice:
-        raise argparse.ArgumentTypeError(f"--gpu {text!r} names GPU {', '.join(map(str, twice))} more than once: "
-                                         "name each device once")
-    return ",".join(map(str, indices))
-
-
-def flush_modes(text: str) -> tuple[str, ...]:
-    modes = tuple(dict.fromkeys(part.strip() for part in text.split(",") if part.strip()))
-    bad = [mode for mode in modes if mode not in Flush.MODES]
-    if bad or not modes:
-        raise argparse.ArgumentTypeError(f"--flush-modes {text!r}: use cold, hot or cold,hot")
-    return modes
-
+# -- options (their value types are in argtypes.py: a bad value fails at start-up) ---------------------------
 
 def add_options(addoption: Callable[..., Any]) -> None:
     """The suite's options; a function taking ``addoption`` so another front end can reuse them."""
@@ -316,7 +293,7 @@ def rng(request: pytest.FixtureRequest) -> Any:
 @pytest.fixture
 def measure(request: pytest.FixtureRequest, gpu: Any, stream: Any, flush_mode: str) -> Measurer:
     """``measure(fn, work, operands=(), flush=None, label="")`` → ``Measurement`` (see timing.py)."""
-    from gpuperf.timing import SamplingConfig, Timer
+    from gpuperf.measure.timing import SamplingConfig, Timer
 
     state = request.config.stash[STATE]
     options = state.options
@@ -364,7 +341,7 @@ def _benchmark_exporter(request: pytest.FixtureRequest) -> Any:
     config = request.config
     if not config.pluginmanager.hasplugin("benchmark") or not config.getoption("benchmark_json", None):
         return None
-    from gpuperf.benchmark_export import BenchmarkExporter
+    from gpuperf.output.benchmark_export import BenchmarkExporter
 
     return BenchmarkExporter(request.getfixturevalue("benchmark"))
 
@@ -595,7 +572,7 @@ class SessionHooks:
                 state.changes[str(path)] = update_baseline(path, header, entries)
         self._account()
         if state.records and state.options.results_dir is not None and state.run_infos:
-            from gpuperf import results
+            from gpuperf.output import results
 
             directory = results.timestamped_dir(state.options.results_dir)
             run = next(iter(state.run_infos.values()))

@@ -14,9 +14,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TypeVar
 
-from gpuperf.baseline import Change, Entry
-from gpuperf.gate import Context, GateConfig, decide, is_noisy, status_rank, valid_figure
-from gpuperf.records import Record
+from gpuperf.verdict.baseline import Change, Entry
+from gpuperf.verdict.gate import Context, GateConfig, decide, is_noisy, status_rank, valid_figure
+from gpuperf.verdict.records import Record
 from gpuperf.vocabulary import Status
 
 ADDED = "added"

@@ -32,11 +32,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from gpuperf.clocks import decode, unreliable
-from gpuperf.device import Nvml
-from gpuperf.measurement import DEFAULT_MIN_SAMPLE_S, DEFAULT_ROTATE_BELOW_S, Measurement, Method
-from gpuperf.metrics import Work
-from gpuperf.stats import StoppingRule
+from gpuperf.measure.clocks import decode, unreliable
+from gpuperf.measure.device import Nvml
+from gpuperf.measure.measurement import DEFAULT_MIN_SAMPLE_S, DEFAULT_ROTATE_BELOW_S, Measurement, Method
+from gpuperf.measure.metrics import Work
+from gpuperf.measure.stats import StoppingRule
 from gpuperf.vocabulary import Flush
 
 

@@ -16,14 +16,14 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from typing import Any, Protocol
 
-from gpuperf.check import CaseIdentity, case_record, context_for, ratio_record
-from gpuperf.gate import Context, confirm, needs_confirmation, outcome
-from gpuperf.device import GpuContext, NoGpuError, list_devices, query_device
-from gpuperf.measurement import Measurement
-from gpuperf.metrics import Work
-from gpuperf.peaks import device_peaks
-from gpuperf.records import Record, RunInfo
-from gpuperf.session import SessionState
+from gpuperf.verdict.check import CaseIdentity, case_record, context_for, ratio_record
+from gpuperf.verdict.gate import Context, confirm, needs_confirmation, outcome
+from gpuperf.measure.device import GpuContext, NoGpuError, list_devices, query_device
+from gpuperf.measure.measurement import Measurement
+from gpuperf.measure.metrics import Work
+from gpuperf.measure.peaks import device_peaks
+from gpuperf.verdict.records import Record, RunInfo
+from gpuperf.wiring.session import SessionState
 
 _GPU_SEGMENT = re.compile(r"(?<=[\[-])gpu\d+(?:-|(?=\]))")
 
@@ -91,7 +91,7 @@ class GpuPool:
 
     def flush_buffer(self, ctx: GpuContext) -> Any:
         if ctx.index not in self.flush_buffers:
-            from gpuperf.timing import FlushBuffer
+            from gpuperf.measure.timing import FlushBuffer
 
             with ctx.device:
                 self.flush_buffers[ctx.index] = FlushBuffer(ctx.info.l2_bytes)

@@ -1,4 +1,4 @@
-"""What each case table in ``perf_tests/cases`` holds, as data: ``gpuperf.cases.load_cases`` checks a table
+"""What each case table in ``perf_tests/cases`` holds, as data: ``gpuperf.suite.cases.load_cases`` checks a table
 against its schema, so a typo or a shape of the wrong kind fails at collection, not on the GPU.
 
 A schema is built from:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
-from gpuperf.baseline import VERSION_KEYS
+from gpuperf.verdict.baseline import VERSION_KEYS
 from gpuperf.vocabulary import Status
 
 

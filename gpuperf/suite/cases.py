@@ -1,7 +1,7 @@
 """Case identity: shape types whose ``str()`` is the test-id segment, dtype names, case tables.
 
 Shapes, dtypes and per-family case lists are data (``perf_tests/cases/<family>.yaml``), loaded here so a
-test module only names the table it wants, and checked against the table's schema (``gpuperf.case_schema``).
+test module only names the table it wants, and checked against the table's schema (``gpuperf.suite.case_schema``).
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ from typing import Any, Union
 
 import yaml
 
-from gpuperf.case_schema import SHAPE_KINDS, TABLES, VALUE, Names, Schema, ShapeKind
+from gpuperf.suite.case_schema import SHAPE_KINDS, TABLES, VALUE, Names, Schema, ShapeKind
 
-CASES_DIR = Path(__file__).resolve().parent.parent / "perf_tests" / "cases"
+CASES_DIR = Path(__file__).resolve().parents[2] / "perf_tests" / "cases"
 
 
 @dataclass(frozen=True, order=True)
@@ -187,7 +187,7 @@ def _shown(path: Path) -> str:
 
 
 def load_cases(family: str, directory: Path = CASES_DIR) -> dict[str, Any]:
-    """Load ``<directory>/<family>.yaml``, checked against its schema (``gpuperf.case_schema.TABLES``); its
+    """Load ``<directory>/<family>.yaml``, checked against its schema (``gpuperf.suite.case_schema.TABLES``); its
     shape strings become shape objects of the kind the schema names.
 
     Test modules call this at import time, so a malformed table is a collection error naming the file, the
@@ -206,7 +206,7 @@ def load_cases(family: str, directory: Path = CASES_DIR) -> dict[str, Any]:
     schema = TABLES.get(family)
     if schema is None:
         raise CaseTableError(f"{shown}: no schema for the case table {family!r}; describe its keys in "
-                             f"gpuperf/case_schema.py TABLES (known tables: {', '.join(sorted(TABLES))})")
+                             f"gpuperf/suite/case_schema.py TABLES (known tables: {', '.join(sorted(TABLES))})")
     try:
         checked: dict[str, Any] = _checked(data, schema, "")
     except CaseTableError as exc:

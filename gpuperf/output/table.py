@@ -16,8 +16,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Generic, Literal, TypeVar
 
-from gpuperf.gate import status_rank
-from gpuperf.records import Record
+from gpuperf.verdict.gate import status_rank
+from gpuperf.verdict.records import Record
 from gpuperf.vocabulary import Status
 
 #: The cell of a figure that does not exist (no baseline, no peak) or is not a finite number.

@@ -1,0 +1,1 @@
+"""How a number is taken: timing loop, statistics, the device and its clocks, peaks, work counts."""

@@ -1,0 +1,1 @@
+"""What people read: the terminal table, results files, the README section, plots, diffs."""

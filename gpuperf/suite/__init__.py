@@ -1,0 +1,1 @@
+"""What the test modules read: case tables and their schemas, float64 correctness checks."""

@@ -1,0 +1,1 @@
+"""From a measurement to a verdict: baselines, anomaly rules, the gate, evidence accounting."""

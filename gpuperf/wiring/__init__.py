@@ -1,0 +1,1 @@
+"""pytest wiring: options, hooks and fixtures that connect the layers above to a test run."""
