@@ -168,3 +168,13 @@ def test_tall_wide_and_square_shapes_are_separate_series(sizes: tuple[int, ...],
     record = Record(case_id="x", nodeid="x", family="gemv", params={}, metric="GB/s", value=1.0, unit="GB/s",
                     status=Status.PASS, shape=work.shape)
     assert plot.shape_class(record) == expected
+
+
+@pytest.mark.parametrize(("work", "label"), [
+    (gemm_work(4096, 4096, 4096, "fp32"), "4096³"), (gemm_work(1000, 3000, 2000, "fp32"), "1000×3000×2000"),
+    (gemm_work(64, 64, 64, "fp32", batch=4096), "4096×64³"), (gemv_work(16384, 16384, "fp32"), "16384×16384"),
+    (gemv_work(1024, 1024, "fp32", batch=256), "256×1024×1024"),
+])
+def test_shapes_are_labelled_for_people(work: Any, label: str) -> None:
+    assert plot.shape_label(work.shape) == label
+    assert plot.shape_label({}) == ""

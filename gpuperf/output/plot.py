@@ -183,6 +183,7 @@ def _throughput_panel(ax: Axes, records: Sequence[Record], metric: str,
         swept = not label.endswith(IRREGULAR) and "≫" not in label  # only a size sweep is drawn as a line
         ax.plot([p.x for p in pts], [p.y for p in pts], marker=_MARKERS[index % len(_MARKERS)],
                 markersize=5, linewidth=1.0 if swept else 0.0, color=colours[label], label=label)
+    _label_shapes(ax, records)
     ceilings = _throughput_ceilings(records, metric, peaks)
     for index, (value, name) in enumerate(ceilings):
         ax.axhline(value, linestyle="--", linewidth=1.2, color=_CEILING_COLOURS[index % len(_CEILING_COLOURS)],
@@ -202,6 +203,38 @@ def _throughput_panel(ax: Axes, records: Sequence[Record], metric: str,
     ax.grid(True, which="both", alpha=0.25)
     ax.legend(fontsize="x-small", loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0,
               ncols=2 if len(series) > 16 else 1)  # beside the axes: many series would cover the data
+
+
+#: Sizes are written beside the points only where they stay legible.
+MAX_SHAPE_LABELS = 12
+
+
+def shape_label(sizes: Mapping[str, int]) -> str:
+    """A shape for people: ``4096³``, ``1000×3000×2000``, ``4096×64³`` (a batch of 4096 products of 64³),
+    ``16384×16384`` (a GEMV's matrix); from the sizes a record carries, ``""`` when it carries none."""
+    dims = [sizes[name] for name in ("m", "n", "k") if name in sizes]
+    if not dims:
+        return ""
+    body = f"{dims[0]}³" if len(dims) == 3 and len(set(dims)) == 1 else "×".join(map(str, dims))
+    batch = sizes.get("batch", 1)
+    return f"{batch}×{body}" if batch > 1 else body
+
+
+def _label_shapes(ax: Axes, records: Sequence[Record]) -> None:
+    """Each distinct shape named once, above its highest point (two shapes of equal size stack their names)."""
+    tops: dict[str, tuple[float, float]] = {}
+    for record in records:
+        label, x = shape_label(record.shape), _size(record)
+        if label and x is not None and (label not in tops or float(record.value) > tops[label][1]):
+            tops[label] = (x, float(record.value))
+    if not tops or len(tops) > MAX_SHAPE_LABELS:
+        return
+    stacked: dict[float, int] = {}
+    for label, (x, y) in sorted(tops.items(), key=lambda item: item[1]):
+        row = stacked.get(round(x, -3), 0)
+        stacked[round(x, -3)] = row + 1
+        ax.annotate(label, (x, y), textcoords="offset points", xytext=(0, 6 + 9 * row), ha="center",
+                    fontsize="x-small", color="dimgray")
 
 
 def _throughput_ceilings(records: Sequence[Record], metric: str,
