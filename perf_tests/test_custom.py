@@ -100,7 +100,7 @@ def test_custom_gemm_correct(kernel: str, shape: GemmShape, variant: str, stream
     c, c0 = _output(rng, (shape.m, shape.n), dtype, _pad(v, shape.n), beta)
     plan = custom.GEMM_PLANNERS[spec["planner"]](a, b, c, alpha=alpha, beta=beta, **_options(kernel))
     custom.launch(plan)
-    assert_gemm_close(to_host(c, dtype), to_host(a, dtype), to_host(b, dtype), path=spec["accuracy"],
+    assert_gemm_close(to_host(c, dtype), to_host(a, dtype), to_host(b, dtype), path=spec["dtype"],
                       alpha=alpha, beta=beta, c0=c0)
     _assert_padding_untouched(c, dtype)
 
@@ -224,7 +224,7 @@ def test_custom_perf(kernel: str, shape: GemmShape, cublas_handle: int, rng: np.
     run = custom.launcher(spec["planner"], **_options(kernel))
     run(a, b, c)  # compiles; its output is checked before anything is timed
     assert_gemm_close(to_host(_edges(c, 32), dtype), to_host(_edges(a, 32), dtype), to_host(b, dtype),
-                      path=spec["accuracy"])
+                      path=spec["dtype"])
 
     work = gemm_work(shape.m, shape.n, shape.k, dtype)
     mine = measure(run, work, operands=(a, b, c), label=f"custom {kernel}")

@@ -77,7 +77,7 @@ def _check_gemm(handle: int, rng: np.random.Generator, shape: GemmShape, path_id
         cublas.gemm(handle, a, b, c, dtype=dtype, alpha=alpha, beta=beta, trans_a=trans[0] == "t",
                     trans_b=trans[1] == "t")
     assert_gemm_close(to_host(c, dtype), _logical(to_host(a, dtype), trans[0] == "t"),
-                      _logical(to_host(b, dtype), trans[1] == "t"), path=path["accuracy"], alpha=alpha, beta=beta,
+                      _logical(to_host(b, dtype), trans[1] == "t"), path=path["work"], alpha=alpha, beta=beta,
                       c0=c0)
     if pad:
         whole = to_host(c.base, dtype)

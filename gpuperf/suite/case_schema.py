@@ -64,7 +64,7 @@ _VARIABLE_SIZE_CASES: Schema = [{"name": VALUE, "groups": ["batched"]}]
 #: One schema per table, by family (the file is ``<family>.yaml``); ``perf_tests/test_<family>.py`` reads it.
 TABLES: dict[str, Schema] = {
     "gemm": {
-        "paths": Names({"dtype": VALUE, "math_mode": VALUE, "work": VALUE, "accuracy": VALUE}),
+        "paths": Names({"dtype": VALUE, "math_mode": VALUE, "work": VALUE}),
         "correctness": {
             "paths": VALUES,
             "shapes": ["gemm"],
@@ -106,7 +106,7 @@ TABLES: dict[str, Schema] = {
         "variable_size": {"correctness": _VARIABLE_SIZE_CASES, "perf": _VARIABLE_SIZE_CASES},
     },
     "custom": {
-        "kernels": Names({"planner": VALUE, "tile": VALUE, "dtype": VALUE, "accuracy": VALUE}),
+        "kernels": Names({"planner": VALUE, "tile": VALUE, "dtype": VALUE}),
         "correctness": {
             "kernels": VALUES,
             "shapes": ["gemm"],
