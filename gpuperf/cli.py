@@ -11,18 +11,21 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from datetime import datetime, timezone
 from collections.abc import Sequence
 from pathlib import Path
 
-from gpuperf.output import diff, report
-from gpuperf.wiring.argtypes import fraction, non_negative_float, non_negative_int
-from gpuperf.verdict.baseline import (BaselineError, BaselineFile, Integrity, drop_entries, load_baseline, seal_baseline,
-                              version_changes)
 from gpuperf.measure.device import DeviceInfo, query_device
-from gpuperf.verdict.gate import DEFAULT_NOISE_K, DEFAULT_TOLERANCE, GateConfig
 from gpuperf.measure.peaks import DevicePeaks, device_peaks
-from gpuperf.output.results import RESULTS_JSON, ResultsError, load_figures
+from gpuperf.output import diff, report
+from gpuperf.output.results import RESULTS_JSON, ResultsError, load_figures, load_run
 from gpuperf.output.table import peaks_line
+from gpuperf.verdict.baseline import (BaselineError, BaselineFile, Integrity, drop_entries, load_baseline,
+                                      seal_baseline, update_baseline, version_changes)
+from gpuperf.verdict.check import baseline_header
+from gpuperf.verdict.fleet import FleetError, Run, entries_from_runs, fleet_spread
+from gpuperf.verdict.gate import DEFAULT_NOISE_K, DEFAULT_TOLERANCE, GateConfig
+from gpuperf.wiring.argtypes import fraction, non_negative_float, non_negative_int
 
 EXIT_OK = 0
 EXIT_ERROR = 1
@@ -63,6 +66,8 @@ def describe_device(info: DeviceInfo, peaks: DevicePeaks | None, peaks_error: st
         ("identity", "L2 cache", _mib(info.l2_bytes)),
         ("identity", "memory", f"{_mib(info.total_memory_bytes)}, {info.bus_width_bits}-bit bus"),
         ("identity", "PCI bus id", info.pci_bus_id),
+        ("identity", "UUID", info.uuid),
+        ("identity", "serial", info.serial),
         ("versions", "driver", info.driver),
         ("versions", "CUDA runtime", info.cuda_runtime),
         ("versions", "CUDA driver API", info.cuda_driver_api),
@@ -253,6 +258,39 @@ def cmd_readme(args: argparse.Namespace) -> int:
 FIGURES = "a baselines/*.yaml, a results.json or a results/<timestamp>/ directory"
 
 
+def _runs(specs: Sequence[str]) -> list[Run]:
+    """``[label=]path`` per run: the label names the host when the results file records no GPU UUID."""
+    runs = []
+    for spec in specs:
+        label, _, path = spec.rpartition("=") if "=" in spec else ("", "", spec)
+        info, records = load_run(path)
+        runs.append(Run.of(info, records, label or path))
+    return runs
+
+
+def cmd_baseline_from_runs(args: argparse.Namespace) -> int:
+    runs = _runs(args.runs)
+    entries = entries_from_runs(runs)
+    if not entries:
+        raise CliError("no case was measured cleanly in any of the runs: nothing to record")
+    newest = runs[-1]
+    recorded = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    header = baseline_header(newest.info, [r for run in runs for r in run.records.values()], recorded)
+    path = Path(args.file)
+    changes = update_baseline(path, header, entries)
+    hosts = len({run.host for run in runs})
+    print(f"{path}: {len(entries)} entries from {len(runs)} runs on {hosts} GPU{'s' if hosts != 1 else ''} "
+          "(old → new):")
+    print(report.format_changes(changes))
+    return EXIT_OK
+
+
+def cmd_fleet(args: argparse.Namespace) -> int:
+    runs = _runs(args.runs)
+    print(report.format_fleet(runs, fleet_spread(runs), markdown=args.markdown))
+    return EXIT_OK
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m gpuperf",
                                      description="gpuperf: GPU identity and peaks, run comparisons, baseline "
@@ -323,6 +361,17 @@ def build_parser() -> argparse.ArgumentParser:
     drop.add_argument("file", metavar="FILE", help="a baselines/*.yaml file")
     drop.add_argument("cases", nargs="+", metavar="CASE", help="entry keys (case ids, with #ratio where it has one)")
     drop.set_defaults(func=cmd_baseline_drop)
+    from_runs = baseline_commands.add_parser(
+        "from-runs", help="record entries as the median of several runs (several hosts of one GPU model)",
+        description="Each RUN is a results.json or results/<timestamp>/ directory written by a pytest perf_tests "
+                    "run on the GPU model of FILE, optionally as LABEL=PATH to name its host when the results do "
+                    "not record the GPU's UUID. Per case, the entry's value is the median of the runs' clean "
+                    "figures (same method), with runs and run_spread (their relative range), which the gate takes "
+                    "as a floor of the band. Written like --update-baselines: locked, atomic, sealed; other "
+                    "entries and hand-set tolerances are kept.")
+    from_runs.add_argument("file", metavar="FILE", help="the baselines/<gpu>.yaml to write")
+    from_runs.add_argument("runs", nargs="+", metavar="RUN", help="[LABEL=]results.json or results directory")
+    from_runs.set_defaults(func=cmd_baseline_from_runs)
 
     plot = commands.add_parser("plot", help="throughput and roofline PNGs from a run or a baseline")
     plot.add_argument("path", metavar="PATH", help=f"results/<timestamp>/, its {RESULTS_JSON}, or a baselines/*.yaml")
@@ -330,6 +379,15 @@ def build_parser() -> argparse.ArgumentParser:
                       help="where the PNGs go (default: the results directory, or <baseline>-plots/ beside "
                            "a baseline file)")
     plot.set_defaults(func=cmd_plot)
+
+    fleet = commands.add_parser(
+        "fleet", help="per case, how far the figure moves between hosts and between runs on one host",
+        description="RUN as for baseline from-runs. Prints, per case, the hosts and runs, the median, the "
+                    "host-to-host spread (relative range of the hosts' medians) and the run-to-run spread (the "
+                    "widest relative range of one host's runs), widest host-to-host first.")
+    fleet.add_argument("runs", nargs="+", metavar="RUN", help="[LABEL=]results.json or results directory")
+    fleet.add_argument("--markdown", action="store_true", help="a Markdown table (docs/fleet.md)")
+    fleet.set_defaults(func=cmd_fleet)
 
     section = commands.add_parser("readme", help="rewrite the README's generated results section from a run")
     section.add_argument("results", metavar="RESULTS", help="results/<timestamp>/ or its results.json")
@@ -343,6 +401,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return int(args.func(args))
-    except (CliError, ResultsError, BaselineError) as exc:
+    except (CliError, ResultsError, BaselineError, FleetError) as exc:
         print(f"gpuperf: error: {exc}", file=sys.stderr)
         return EXIT_ERROR

@@ -749,3 +749,24 @@ def test_bad_descriptive_fields_are_refused(tmp_path: Path, field: str, bad: Any
     data["entries"][GEMM][field] = bad
     with pytest.raises(BaselineError, match=re.escape(message)):
         parse_baseline(tmp_path / "x.yaml", yaml.safe_dump(data))
+
+
+def test_an_entry_of_several_runs_round_trips_and_is_sealed(tmp_path: Path) -> None:
+    fleet = Entry(metric="TFLOPS", value=11.22, unit="TFLOPS", spread=0.007, samples=100, runs=5,
+                  run_spread=0.0476)
+    path = tmp_path / "nvidia-h200.yaml"
+    update_baseline(path, HEADER, {GEMM: fleet, GEMV: entry(4012.5, "GB/s")})
+    loaded = load_baseline(path)
+    assert loaded is not None and loaded.entries[GEMM] == fleet and loaded.entries[GEMV].runs == 0
+    assert "runs:" in path.read_text() and path.read_text().count("runs:") == 1  # single-run entries say nothing
+    edited = path.read_text().replace("run_spread: 0.0476", "run_spread: 0.2")
+    assert "a measured figure was edited" in refusal(tmp_path, edited)
+
+
+@pytest.mark.parametrize("fields", [{"runs": 1, "run_spread": 0.0}, {"runs": 3}, {"runs": 3, "run_spread": 1.5},
+                                    {"runs": True, "run_spread": 0.1}])
+def test_bad_run_fields_are_refused(tmp_path: Path, fields: dict[str, Any]) -> None:
+    data = yaml.safe_load(dump_baseline(HEADER, {GEMM: entry(50.0)}))
+    data["entries"][GEMM].update(fields)
+    with pytest.raises(BaselineError, match="runs must be an integer above 1 with run_spread a fraction"):
+        parse_baseline(tmp_path / "x.yaml", yaml.safe_dump(data))

@@ -21,7 +21,8 @@ from gpuperf.wiring.fixtures import Perf, case_id_of
 from gpuperf.measure.measurement import Measurement, Method
 from gpuperf.measure.metrics import Work, gemm_work
 from gpuperf.verdict.records import Record, RunInfo
-from gpuperf.wiring.session import Options, SessionState, baseline_header
+from gpuperf.verdict.check import baseline_header
+from gpuperf.wiring.session import Options, SessionState
 from gpuperf.vocabulary import Metric, Status
 
 # -- case_id_of ------------------------------------------------------------------------------------------

@@ -55,6 +55,8 @@ class DeviceInfo:
     clock_events: tuple[str, ...] = ()
     temperature_c: int | None = None
     power_w: float | None = None
+    uuid: str | None = None  # which physical GPU: hosts of one model differ (issue 13), so results name it
+    serial: str | None = None
     missing: tuple[str, ...] = field(default_factory=tuple)
 
     @property
@@ -173,6 +175,11 @@ class Nvml:
     def temperature_c(self) -> int | None:
         return self._call("nvmlDeviceGetTemperature", self.nvml.NVML_TEMPERATURE_GPU) if self.ok else None
 
+    def text(self, name: str) -> str | None:
+        """A string property (``nvmlDeviceGetUUID``, ``nvmlDeviceGetSerial``), ``None`` where NVML has none."""
+        value = self._call(name)
+        return value.decode() if isinstance(value, bytes) else (str(value) if value else None)
+
     def power_w(self) -> float | None:
         milliwatts = self._call("nvmlDeviceGetPowerUsage")
         return None if milliwatts is None else milliwatts / 1000.0
@@ -239,6 +246,8 @@ def query_device(index: int = 0) -> tuple[DeviceInfo, Nvml]:
             clock_events=decode(nvml.clock_event_mask()),
             temperature_c=nvml.temperature_c(),
             power_w=nvml.power_w(),
+            uuid=nvml.text("nvmlDeviceGetUUID"),
+            serial=nvml.text("nvmlDeviceGetSerial"),
             missing=missing,
         )
     return info, nvml

@@ -10,6 +10,7 @@ from gpuperf.output import table
 from gpuperf.verdict.accounting import GpuAccount
 from gpuperf.verdict.baseline import Change
 from gpuperf.output.diff import DiffRow, changes_rows
+from gpuperf.verdict.fleet import CaseSpread, Run
 from gpuperf.verdict.records import Record, RunInfo
 from gpuperf.output.table import Column
 
@@ -130,3 +131,36 @@ def accounting_lines(accounts: Sequence[GpuAccount], stale: Sequence[str], gate_
                      "<file> <case>...:")
         lines += [f"gpuperf:   {key}" for key in stale]
     return lines
+
+
+def _percent_cell(fraction: float) -> str:
+    return table.format_percent(100 * fraction)
+
+
+#: The fleet table's columns (``python -m gpuperf fleet``; docs/fleet.md).
+FLEET_COLUMNS: tuple[Column[CaseSpread], ...] = (
+    Column("case", "left", lambda s: table.short_case(s.case_id),
+           lambda s: table.code_span(table.short_case(s.case_id))),
+    Column("hosts", "right", lambda s: str(s.hosts)),
+    Column("runs", "right", lambda s: str(s.runs)),
+    Column("median", "right", lambda s: table.format_number(s.median)),
+    Column("host to host %", "right", lambda s: _percent_cell(s.host_spread)),
+    Column("run to run %", "right", lambda s: _percent_cell(s.run_spread)),
+)
+
+
+def format_fleet(runs: Sequence[Run], spreads: Sequence[CaseSpread], markdown: bool = False) -> str:
+    """Which runs on which GPUs, then per case the host-to-host and run-to-run spread, widest first."""
+    hosts: dict[str, int] = {}
+    for run in runs:
+        hosts[run.host] = hosts.get(run.host, 0) + 1
+    lines = [f"{len(runs)} runs on {len(hosts)} {runs[0].info.gpu_name if runs else ''} GPUs: "
+             + ", ".join(f"{host} ×{count}" for host, count in hosts.items())]
+    if spreads:
+        widest = max(spreads, key=lambda s: s.host_spread)
+        noisiest = max(spreads, key=lambda s: s.run_spread)
+        lines.append(f"widest host to host: {100 * widest.host_spread:.1f} % ({table.short_case(widest.case_id)}); "
+                     f"widest run to run on one host: {100 * noisiest.run_spread:.1f} % "
+                     f"({table.short_case(noisiest.case_id)})")
+    render = table.render_markdown if markdown else table.render_text
+    return "\n".join([*lines, "", render(FLEET_COLUMNS, spreads)])

@@ -142,7 +142,7 @@ class Column(Generic[Row]):
                        markdown=None if markdown is None else lambda row: clip(markdown(row), width))
 
 
-def _short_case(case_id: str) -> str:
+def short_case(case_id: str) -> str:
     """``perf_tests/test_gemm.py::test_gemm_perf[fp32-4096x4096x4096-cold]`` → ``test_gemm_perf[…]``."""
     return case_id.split("::", 1)[-1]
 
@@ -153,8 +153,8 @@ def code_span(text: str) -> str:
 
 # The record columns: every table of records (terminal, summary.md, README) is a selection of these.
 CASE: Column[Record] = Column("case", "left", lambda r: r.case_id, lambda r: code_span(r.case_id))
-TEST: Column[Record] = Column("case", "left", lambda r: _short_case(r.case_id),
-                              lambda r: code_span(_short_case(r.case_id)))
+TEST: Column[Record] = Column("case", "left", lambda r: short_case(r.case_id),
+                              lambda r: code_span(short_case(r.case_id)))
 METRIC: Column[Record] = Column("metric", "left", lambda r: r.metric)
 MEASURED: Column[Record] = Column("measured", "right", lambda r: format_number(r.value))
 UNIT: Column[Record] = Column("unit", "left", lambda r: r.unit)

@@ -6,8 +6,12 @@ One file per GPU model, ``baselines/<slug>.yaml``::
     header: {gpu, slug, compute_capability, driver, cuda_runtime, cublas, cupy, recorded, clocks, peaks,
              integrity: {entries: <count>, sha256: <hex digest>}}
     entries:
-      <case id>: {metric, value, unit, spread, samples, flush, method,
+      <case id>: {metric, value, unit, spread, samples, flush, method, runs?, run_spread?,
                   family?, kernel?, precision?, shape?, flops?, bytes?, tolerance?}
+
+``runs`` and ``run_spread`` are set on an entry recorded from several runs (``python -m gpuperf baseline
+from-runs``, ``fleet.py``): its value is then the median of the runs' figures and ``run_spread`` their
+relative range, which the gate takes as a floor of the band.
 
 The descriptive fields (family, kernel, precision, shape, flops, bytes) are written by
 ``--update-baselines`` from the record, so plots and tables made from a baseline read what a case is
@@ -57,7 +61,9 @@ SCHEMA_VERSION = 1
 ENTRY_REQUIRED = ("metric", "value", "unit")
 #: What a case is, as the record said: read by plots and tables, never parsed back from the case id.
 ENTRY_DESCRIPTION = ("family", "kernel", "precision", "shape", "flops", "bytes")
-ENTRY_OPTIONAL = ("spread", "samples", "flush", "method", *ENTRY_DESCRIPTION, "tolerance")
+#: How many runs an entry's value is the median of, and their relative range (absent: one run).
+ENTRY_RUNS = ("runs", "run_spread")
+ENTRY_OPTIONAL = ("spread", "samples", "flush", "method", *ENTRY_RUNS, *ENTRY_DESCRIPTION, "tolerance")
 #: The sizes a shape may name (``metrics.Work.shape``).
 SHAPE_SIZES = ("batch", "m", "n", "k")
 HEADER_KEYS = ("gpu", "slug", "compute_capability", "driver", "cuda_runtime", "cublas", "cupy", "recorded",
@@ -95,16 +101,23 @@ class Entry:
     shape: tuple[tuple[str, int], ...] = ()  # (("batch", B), ("m", M), ...), as ``Work.sizes``
     flops: float | None = None
     bytes: float | None = None
+    runs: int = 0  # > 1: the value is the median of this many runs' figures
+    run_spread: float = 0.0  # their relative range, (max − min) / median
     tolerance: float | None = None
 
     def to_yaml(self) -> dict[str, Any]:
         data: dict[str, Any] = {"metric": self.metric, "value": _round(self.value), "unit": self.unit,
                                 "spread": _round(self.spread), "samples": self.samples, "flush": self.flush,
                                 "method": self.method}
+        data.update(self.fleet())
         data.update(self.description())
         if self.tolerance is not None:
             data["tolerance"] = self.tolerance
         return data
+
+    def fleet(self) -> dict[str, Any]:
+        """``runs`` and ``run_spread`` as the file holds them, for an entry recorded from several runs."""
+        return {"runs": self.runs, "run_spread": _round(self.run_spread)} if self.runs > 1 else {}
 
     def description(self) -> dict[str, Any]:
         """The descriptive fields that are set, as the file holds them."""
@@ -120,15 +133,15 @@ def _round(value: float) -> float:
 
 def _as_stored(entry: Entry) -> Entry:
     """The entry as the file holds it (rounded), so a digest computed on writing matches one on reading."""
-    return replace(entry, value=_round(entry.value), spread=_round(entry.spread))
+    return replace(entry, value=_round(entry.value), spread=_round(entry.spread), run_spread=_round(entry.run_spread))
 
 
 def _measured_fields(case: str, entry: Entry) -> list[Any]:
     """One entry's row of the canonical serialisation: every measured field, never ``tolerance``."""
     row: list[Any] = [case, entry.metric, float(entry.value), entry.unit, float(entry.spread),
                       int(entry.samples), entry.flush, entry.method]
-    described = entry.description()
-    return [*row, described] if described else row
+    extra = {**entry.fleet(), **entry.description()}
+    return [*row, extra] if extra else row
 
 
 def entries_digest(entries: Mapping[str, Entry]) -> str:
@@ -288,7 +301,20 @@ def _entry(path: Path, case: str, raw: Any) -> Entry:
                             "set it by hand or remove it to use --tolerance")
     return Entry(metric=raw["metric"], value=float(value), unit=raw["unit"], spread=float(spread),
                  samples=samples, flush=str(raw.get("flush", "")), method=str(raw.get("method", "")),
-                 tolerance=None if tolerance is None else float(tolerance), **_description(where, path, raw))
+                 tolerance=None if tolerance is None else float(tolerance), **_runs(where, path, raw),
+                 **_description(where, path, raw))
+
+
+def _runs(where: str, path: Path, raw: Mapping[str, Any]) -> dict[str, Any]:
+    """``runs`` (an integer above 1) and ``run_spread`` (a fraction in [0, 1)) come together or not at all."""
+    if not any(key in raw for key in ENTRY_RUNS):
+        return {}
+    runs, run_spread = raw.get("runs"), raw.get("run_spread")
+    if (isinstance(runs, bool) or not isinstance(runs, int) or runs < 2 or not isinstance(run_spread, (int, float))
+            or not _is_number(run_spread) or not 0 <= run_spread < 1):
+        raise BaselineError(f"{where}: runs must be an integer above 1 with run_spread a fraction in [0, 1), got "
+                            f"runs {runs!r}, run_spread {run_spread!r}; {restore_hint(path)}")
+    return {"runs": runs, "run_spread": float(run_spread)}
 
 
 def _description(where: str, path: Path, raw: Mapping[str, Any]) -> dict[str, Any]:

@@ -7,6 +7,7 @@ decision itself is ``gate.decide``.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from gpuperf.verdict import anomaly
@@ -15,7 +16,7 @@ from gpuperf.verdict.gate import Context, GateConfig, decide, valid_figure
 from gpuperf.measure.measurement import Measurement
 from gpuperf.measure.metrics import gbps, percent_of, tflops
 from gpuperf.measure.peaks import DevicePeaks
-from gpuperf.verdict.records import Record
+from gpuperf.verdict.records import Record, RunInfo
 from gpuperf.vocabulary import Flush, Metric, Status
 
 
@@ -112,3 +113,19 @@ def entry_from_record(record: Record) -> Entry:
                  kernel=record.kernel, precision=record.precision,
                  shape=tuple((name, record.shape[name]) for name in SHAPE_SIZES if name in record.shape),
                  flops=record.flops, bytes=record.bytes)
+
+
+def baseline_header(run: RunInfo, records: Sequence[Record], recorded: str) -> dict[str, object]:
+    """The header ``--update-baselines`` writes: identity and versions of this run, and the clocks seen."""
+    seen = [clock for r in records if r.gpu == run.gpu_slug and r.sm_clock_mhz for clock in r.sm_clock_mhz]
+    clocks: dict[str, object] = {"sm_max_mhz": run.sm_clock_max_mhz, "mem_mhz": run.mem_clock_mhz}
+    if seen:
+        clocks["sm_seen_mhz"] = [min(seen), max(seen)]
+    header: dict[str, object] = {
+        "gpu": run.gpu_name, "slug": run.gpu_slug, "compute_capability": run.compute_capability,
+        "driver": run.driver, "cuda_runtime": run.cuda_runtime, "cublas": run.cublas, "cupy": run.cupy,
+        "recorded": recorded, "clocks": clocks,
+    }
+    if "peaks" in run.extra:
+        header["peaks"] = run.extra["peaks"]
+    return header

@@ -3,7 +3,8 @@ the outcome of a test and of a run.
 
 Everything that decides lives here, pure (no CuPy, no pytest):
 
-- **Tolerance.** ``effective = min(max(tolerance, k × recorded spread), cap)``. Only the *recorded* spread
+- **Tolerance.** ``effective = min(max(tolerance, k × recorded spread, recorded run spread), cap)``; the run
+  spread is that of a baseline recorded from several runs (``fleet.py``), zero otherwise. Only the *recorded* spread
   widens the band, and never past the cap (``--max-tolerance``, default twice the tolerance). The spread of
   the measurement being judged never widens it: a slowdown that also adds noise would otherwise widen its
   own gate. A measurement noisier than any entry may be recorded with (``k × spread > cap``) is
@@ -78,13 +79,15 @@ def valid_figure(value: float | None) -> bool:
 
 
 def needed_tolerance(entry: Entry, config: GateConfig) -> float:
-    """The band an entry asks for before the cap: its tolerance, widened by its recorded spread."""
+    """The band an entry asks for before the cap: its tolerance, widened by its recorded sample spread and,
+    for an entry recorded from several runs, by how far those runs' figures ranged (``fleet.py``)."""
     base = entry.tolerance if entry.tolerance is not None else config.tolerance
-    return max(base, config.noise_k * entry.spread)
+    return max(base, config.noise_k * entry.spread, entry.run_spread)
 
 
 def effective_tolerance(entry: Entry, config: GateConfig) -> float:
-    """``min(max(tolerance, k × recorded spread), cap)``; the spread of the run being judged never enters."""
+    """``min(max(tolerance, k × recorded spread, recorded run spread), cap)``; the spread of the run being
+    judged never enters."""
     return min(needed_tolerance(entry, config), config.cap)
 
 

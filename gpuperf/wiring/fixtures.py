@@ -50,7 +50,8 @@ def run_info_from(device: Mapping[str, Any], flush_modes: Sequence[str]) -> RunI
         started=datetime.now(timezone.utc).isoformat(timespec="seconds"),
         extra={"peaks": device.get("peaks"), "sm_count": device.get("sm_count"),
                "l2_bytes": device.get("l2_bytes"), "bus_width_bits": device.get("bus_width_bits"),
-               "pci_bus_id": device.get("pci_bus_id"), "missing": list(device.get("missing") or ())},
+               "pci_bus_id": device.get("pci_bus_id"), "uuid": device.get("uuid"), "serial": device.get("serial"),
+               "missing": list(device.get("missing") or ())},
     )
 
 

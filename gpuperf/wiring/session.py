@@ -104,18 +104,3 @@ class SessionState:
                 by_slug[record.gpu][record.case_id] = entry_from_record(record)
         return dict(by_slug)
 
-
-def baseline_header(run: RunInfo, records: list[Record], recorded: str) -> dict[str, object]:
-    """The header ``--update-baselines`` writes: identity and versions of this run, and the clocks seen."""
-    seen = [clock for r in records if r.gpu == run.gpu_slug and r.sm_clock_mhz for clock in r.sm_clock_mhz]
-    clocks: dict[str, object] = {"sm_max_mhz": run.sm_clock_max_mhz, "mem_mhz": run.mem_clock_mhz}
-    if seen:
-        clocks["sm_seen_mhz"] = [min(seen), max(seen)]
-    header: dict[str, object] = {
-        "gpu": run.gpu_name, "slug": run.gpu_slug, "compute_capability": run.compute_capability,
-        "driver": run.driver, "cuda_runtime": run.cuda_runtime, "cublas": run.cublas, "cupy": run.cupy,
-        "recorded": recorded, "clocks": clocks,
-    }
-    if "peaks" in run.extra:
-        header["peaks"] = run.extra["peaks"]
-    return header

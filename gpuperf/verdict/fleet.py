@@ -1,0 +1,134 @@
+"""A baseline from several runs, and the fleet's spread: how far each case's figure moves between the hosts
+of one GPU model and between runs on one host.
+
+One run's median carries that run's luck. On the H200s of issue 13 the 4-stream batched case (10000×32³)
+read 10.94–11.47 TFLOPS over five runs on four hosts although every run's sample IQR was under 1 %: a
+baseline recorded from the 11.47 run put two later runs 4.2–4.6 % below it, a false alarm under the 4 %
+tolerance. Recorded from several runs instead, an entry holds the *median* of the runs' figures, how many
+runs it summarises (``runs``) and their relative range (``run_spread``), which ``gate.effective_tolerance``
+takes as a floor of the band, still capped: a case that moves 4.8 % between healthy runs is judged with a
+band of 4.8 %, not a false alarm every other run, and says so.
+
+Pure: runs are ``RunInfo`` and records as ``results.load_run`` reads them from real runs' results files.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from gpuperf.verdict.baseline import SHAPE_SIZES, Entry
+from gpuperf.verdict.gate import valid_figure
+from gpuperf.verdict.records import Record, RunInfo
+from gpuperf.vocabulary import Status
+
+#: Records that are a clean measurement of the case (what a baseline may be built from).
+USABLE = frozenset({Status.PASS, Status.IMPROVED, Status.REGRESSED, Status.UPDATED})
+
+
+class FleetError(ValueError):
+    """Runs that cannot be combined; the message names the run and the fix."""
+
+
+@dataclass(frozen=True)
+class Run:
+    """One real run of the suite on one GPU: where it ran (``host``: the GPU's UUID when the results record
+    it, else the label it was given) and its records by case id."""
+
+    host: str
+    info: RunInfo
+    records: dict[str, Record] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, info: RunInfo, records: Sequence[Record], label: str) -> Run:
+        uuid = info.extra.get("uuid") if isinstance(info.extra, dict) else None
+        gpus = {record.gpu_index for record in records}
+        if len(gpus) > 1:
+            raise FleetError(f"{label}: the run measured {len(gpus)} GPUs; pass one results file per GPU")
+        return cls(host=str(uuid or label), info=info, records={record.case_id: record for record in records})
+
+
+def usable(record: Record) -> bool:
+    return record.status in USABLE and record.reliable and valid_figure(record.value)
+
+
+def check_compatible(runs: Sequence[Run]) -> None:
+    """One GPU model and one software stack: figures of another driver or cuBLAS are another population."""
+    if not runs:
+        raise FleetError("no runs given: pass the results.json (or results/<timestamp>/) of each run")
+    first = runs[0].info
+    for run in runs[1:]:
+        if run.info.gpu_slug != first.gpu_slug:
+            raise FleetError(f"runs on {first.gpu_slug} and {run.info.gpu_slug}: a baseline is per GPU model")
+        if run.info.versions != first.versions:
+            raise FleetError(f"runs with other versions ({first.versions} and {run.info.versions}): record the "
+                             "baseline from runs of one driver, CUDA and cuBLAS")
+
+
+def _majority_method(records: Sequence[Record]) -> str:
+    """The method most runs measured the case with (a held batch beats one that was not, say)."""
+    counts = Counter(record.method for record in records)
+    return max(counts, key=lambda method: (counts[method], -[r.method for r in records].index(method)))
+
+
+def relative_range(values: Sequence[float]) -> float:
+    return (max(values) - min(values)) / statistics.median(values) if len(values) > 1 else 0.0
+
+
+def entries_from_runs(runs: Sequence[Run]) -> dict[str, Entry]:
+    """One entry per case measured cleanly in at least one run: the median of the runs' figures (all taken by
+    the most common method), the median sample spread, the number of runs and their relative range."""
+    check_compatible(runs)
+    entries: dict[str, Entry] = {}
+    for case in sorted({case for run in runs for case in run.records}):
+        clean = [run.records[case] for run in runs if case in run.records and usable(run.records[case])]
+        if not clean:
+            continue
+        method = _majority_method(clean)
+        chosen = [record for record in clean if record.method == method]
+        values = [record.value for record in chosen]
+        described = next((r for r in reversed(chosen) if r.kernel or r.precision), chosen[-1])
+        entries[case] = Entry(
+            metric=chosen[0].metric, value=statistics.median(values), unit=chosen[0].unit,
+            spread=statistics.median(record.rel_iqr or 0.0 for record in chosen),
+            samples=int(statistics.median(record.samples or 0 for record in chosen)), flush=chosen[0].flush,
+            method=method, family=described.family, kernel=described.kernel, precision=described.precision,
+            shape=tuple((name, described.shape[name]) for name in SHAPE_SIZES if name in described.shape),
+            flops=described.flops, bytes=described.bytes, runs=len(chosen), run_spread=relative_range(values),
+        )
+    return entries
+
+
+@dataclass(frozen=True)
+class CaseSpread:
+    """How far one case moves across the fleet: between hosts (the hosts' medians) and within a host."""
+
+    case_id: str
+    hosts: int
+    runs: int
+    median: float
+    host_spread: float  # relative range of the per-host medians
+    run_spread: float  # the largest relative range of one host's runs (0 when no host ran it twice)
+
+
+def fleet_spread(runs: Sequence[Run]) -> list[CaseSpread]:
+    """Per case, host-to-host and run-to-run spread, separated; widest host-to-host first."""
+    check_compatible(runs)
+    spreads = []
+    for case in sorted({case for run in runs for case in run.records}):
+        by_host: dict[str, list[float]] = {}
+        for run in runs:
+            record = run.records.get(case)
+            if record is not None and usable(record):
+                by_host.setdefault(run.host, []).append(record.value)
+        if not by_host:
+            continue
+        values = [value for host in by_host.values() for value in host]
+        host_medians = [statistics.median(host) for host in by_host.values()]
+        spreads.append(CaseSpread(
+            case_id=case, hosts=len(by_host), runs=len(values), median=statistics.median(values),
+            host_spread=relative_range(host_medians),
+            run_spread=max((relative_range(host) for host in by_host.values()), default=0.0)))
+    return sorted(spreads, key=lambda s: (-s.host_spread, s.case_id))
