@@ -23,9 +23,9 @@ BASELINE = BaselineFile(Path("nvidia-h200.yaml"), {"slug": "nvidia-h200"}, {
     GEMM: entry(), GEMV: entry(), CUSTOM: entry(), f"{CUSTOM}#vs_cublas": entry(), LT: entry()})
 
 
-def record(case_id: str, status: str, nodeid: str | None = None, note: str = "") -> Record:
+def record(case_id: str, status: str, nodeid: str | None = None, note: str = "", gpu_index: int = 0) -> Record:
     return Record(case_id=case_id, nodeid=nodeid or case_id.split("#")[0], family="gemm", params={},
-                  metric="TFLOPS", value=1.0, unit="TFLOPS", status=status, note=note)
+                  metric="TFLOPS", value=1.0, unit="TFLOPS", status=status, note=note, gpu_index=gpu_index)
 
 
 def test_a_test_owns_its_entry_and_its_ratio_entries() -> None:
@@ -51,10 +51,19 @@ def test_every_baselined_case_without_a_verdict_is_listed_with_its_reason() -> N
 def test_a_case_run_on_two_gpus_is_counted_on_each() -> None:
     node0, node1 = GEMM.replace("-cold]", "-cold-gpu0]"), GEMM.replace("-cold]", "-cold-gpu1]")
     selected = [SelectedCase(node0, GEMM, 0), SelectedCase(node1, GEMM, 1, "error in setup: CUDA error")]
-    records = [record(GEMM, Status.PASS, nodeid=node0)]
+    records = [record(GEMM, Status.PASS, nodeid=node0, gpu_index=0)]
     accounts = account(selected, records, {0: "nvidia-h200", 1: "nvidia-h200"}, {"nvidia-h200": BASELINE}, {})
     assert [(a.gpu_index, a.measured, a.baselined) for a in accounts] == [(0, 1, 1), (1, 0, 1)]
     assert accounts[1].not_measured[0].reason == "error in setup: CUDA error"
+
+
+def test_one_node_id_on_every_gpu_is_counted_per_gpu() -> None:
+    """xdist --dist each: every worker runs the same test id on its own GPU; one GPU's verdict must not
+    stand in for another's missing one."""
+    selected = [SelectedCase(GEMM, GEMM, 0, "skipped: UNRELIABLE"), SelectedCase(GEMM, GEMM, 1)]
+    records = [record(GEMM, Status.UNRELIABLE, gpu_index=0), record(GEMM, Status.PASS, gpu_index=1)]
+    accounts = account(selected, records, {0: "nvidia-h200", 1: "nvidia-h200"}, {"nvidia-h200": BASELINE}, {})
+    assert [(a.gpu_index, a.measured, a.baselined) for a in accounts] == [(0, 0, 1), (1, 1, 1)]
 
 
 def test_a_gpu_that_could_not_be_queried_has_no_account() -> None:

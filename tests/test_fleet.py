@@ -123,3 +123,13 @@ def test_from_runs_refuses_mixed_models(tmp_path: Path, capsys: pytest.CaptureFi
     other = write_run(tmp_path / "two", replace(INFO, gpu_slug="nvidia-h100"), [record(1.0)]).directory
     assert main(["baseline", "from-runs", str(tmp_path / "x.yaml"), str(one), str(other)]) == 1
     assert "a baseline is per GPU model" in capsys.readouterr().err
+
+
+def test_a_new_case_or_gpu_can_be_recorded_from_runs() -> None:
+    runs = [run("a", record(50.0, status=Status.NO_BASELINE)), run("b", record(51.0, status=Status.NO_BASELINE))]
+    assert entries_from_runs(runs)[CASE].value == 50.5
+
+
+def test_runs_too_far_apart_to_be_one_population_are_refused() -> None:
+    with pytest.raises(FleetError, match="leave the outlier run out"):
+        entries_from_runs([run("a", record(10.0)), run("b", record(10.0)), run("c", record(21.0))])

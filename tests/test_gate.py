@@ -8,6 +8,7 @@ and run outcomes follow the policies, and gate mode fails a run on missing evide
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -56,12 +57,25 @@ def test_effective_tolerance_is_the_recorded_noise_capped() -> None:
     assert effective_tolerance(entry(50, spread=0.99), GateConfig(max_tolerance=0.05)) == pytest.approx(0.05)
 
 
-def test_per_entry_tolerance_wins_over_configured_but_not_over_the_cap() -> None:
+def test_per_entry_tolerance_wins_over_configured_and_sets_its_own_cap() -> None:
     config = GateConfig(tolerance=0.03, noise_k=2.0)
     assert effective_tolerance(entry(50, tolerance=0.05), config) == 0.05
     assert effective_tolerance(entry(50, tolerance=0.01), config) == 0.01  # tighter, too
-    assert effective_tolerance(entry(50, spread=0.02, tolerance=0.01), config) == pytest.approx(0.04)
-    assert effective_tolerance(entry(50, tolerance=0.5), config) == pytest.approx(0.06)
+    assert effective_tolerance(entry(50, spread=0.02, tolerance=0.01), config) == pytest.approx(0.02)  # cap 2 %
+    assert effective_tolerance(entry(50, tolerance=0.10), config) == pytest.approx(0.10)  # set by hand: kept
+    assert effective_tolerance(entry(50, tolerance=0.10), GateConfig(max_tolerance=0.06)) == pytest.approx(0.06)
+
+
+def test_a_broken_baseline_value_is_an_error_never_a_pass() -> None:
+    decided = decide(record(50.0), Entry(metric="TFLOPS", value=0.0, unit="TFLOPS"), GateConfig(), Context())
+    assert decided.status == Status.ERROR and decided.failed
+
+
+@pytest.mark.parametrize("status", [Status.UNRELIABLE, Status.NOT_COMPARABLE, Status.ERROR])
+def test_a_second_try_without_a_verdict_never_overturns_a_regression(status: str) -> None:
+    regressed = decide(record(90.0), entry(100.0), GateConfig(), Context())
+    second = replace(record(99.0), status=status, note="unreliable: hw_thermal_slowdown")
+    assert confirm(regressed, second).status == Status.REGRESSED
 
 
 def test_compare_statuses_and_delta() -> None:
@@ -154,7 +168,7 @@ def test_run_failures_only_in_gate_mode() -> None:
     assert "1 stale baseline entry" in reasons[1]
     assert run_failures([complete], ["stale"], gate_mode=True, allow_stale=True) == []
     assert run_failures([], [], gate_mode=True, allow_stale=False, no_gpu="no CuPy") == [
-        "no GPU measured anything: no CuPy"]
+        "nothing measured there: no CuPy"]
 
 
 @pytest.mark.parametrize(("value", "on"), [(None, False), ("", False), ("0", False), ("false", False),

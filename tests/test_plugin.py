@@ -527,3 +527,43 @@ def test_no_flush_measures_hot_and_says_so_in_ids_and_records(project: pytest.Py
     saved = json.loads((run_dir / "results.json").read_text())
     assert {r["flush"] for r in saved["records"]} == {"hot"}  # what the timer was asked for, not just the id
     assert saved["run"]["flush_modes"] == ["hot"]
+
+
+def test_entries_of_a_deleted_test_file_are_stale(project: pytest.Pytester) -> None:
+    project.makepyfile(test_other=TESTS.replace("def test_gemv(", "def test_other_gemv(").replace(
+        "def test_gemm(", "def test_other_gemm("))
+    run(project, "--update-baselines").assert_outcomes(passed=4, deselected=2)
+    (project.path / "test_other.py").unlink()
+    gated = run(project, "--gate")
+    assert gated.ret == pytest.ExitCode.TESTS_FAILED
+    gated.stdout.fnmatch_lines(["*2 stale baseline entries*", "*GATE FAILED: 2 stale baseline entries*"])
+
+
+def test_last_failed_reruns_raise_no_stale_entries(project: pytest.Pytester) -> None:
+    recorded(project)
+    set_timings(project, gemv=GEMV_S * 1.10, gemm=GEMM_S)
+    assert project.runpytest("-p", "cacheprovider", "--results-dir", "none").ret == pytest.ExitCode.TESTS_FAILED
+    set_timings(project, gemv=GEMV_S, gemm=GEMM_S)
+    rerun = project.runpytest("-p", "cacheprovider", "--results-dir", "none", "--lf", "--gate")
+    assert rerun.ret == pytest.ExitCode.OK
+    assert "stale baseline entr" not in rerun.stdout.str()
+
+
+def test_re_recording_part_of_a_baseline_under_new_versions_is_refused(project: pytest.Pytester) -> None:
+    before = recorded(project)
+    (project.path / "driver.txt").write_text("590.10.01")
+    result = run(project, "-k", "gemv", "--update-baselines")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(["*baseline not updated:*recorded under other versions (driver 580.159.04 → "
+                                 "590.10.01)*re-record every entry*"])
+    assert baseline(project) == before  # the GEMM entry keeps the versions it was measured with
+    run(project, "--update-baselines").assert_outcomes(passed=2, deselected=1)
+    assert baseline(project)["header"]["driver"] == "590.10.01"
+
+
+def test_recording_a_new_gpu_in_gate_mode_passes(project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CI", "true")  # the update-baselines workflow runs with $CI set
+    result = run(project, "--update-baselines")
+    result.assert_outcomes(passed=2, deselected=1)
+    assert result.ret == pytest.ExitCode.OK
+    result.stdout.fnmatch_lines(["*GPU 0 (fake-gpu): 2 of 2 baselined cases measured*"])

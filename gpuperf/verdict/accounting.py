@@ -10,7 +10,7 @@ feeds it what the reports said.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from gpuperf.verdict.baseline import BaselineFile
@@ -70,12 +70,13 @@ def account(selected: Sequence[SelectedCase], records: Sequence[Record], slugs: 
     """One account per GPU that selected cases ran on.
 
     ``slugs`` maps a GPU index to its model's slug (from the start-up device query); ``unavailable`` says why
-    an index has none. A record is matched to its test by node id, so a case run on several GPUs is counted
-    on each.
+    an index has none. A record is matched to its test by node id and GPU index (``--gpu`` numbering), so a
+    case run on several GPUs — parametrized per GPU, or by every xdist worker under ``--dist each`` — is
+    counted on each.
     """
-    latest: dict[tuple[str, str], Record] = {}
+    latest: dict[tuple[str, int | None, str], Record] = {}
     for record in records:
-        latest[(record.nodeid, record.case_id)] = record
+        latest[(record.nodeid, record.gpu_index, record.case_id)] = record
     by_gpu: dict[int, list[SelectedCase]] = {}
     for case in selected:
         by_gpu.setdefault(case.gpu_index, []).append(case)
@@ -92,7 +93,7 @@ def account(selected: Sequence[SelectedCase], records: Sequence[Record], slugs: 
         measured, missing = 0, []
         for case in by_gpu[index]:
             for key in owned_keys(case.case_id, baseline):
-                found = latest.get((case.nodeid, key))
+                found = latest.get((case.nodeid, case.gpu_index, key))
                 if found is not None and found.status in VERDICTS:
                     measured += 1
                 else:
@@ -112,13 +113,18 @@ class CollectedTests:
     skipped_files: Mapping[str, str] = field(default_factory=dict)  # file → why it collected nothing
 
 
-def stale_entries(baseline: BaselineFile, collected: CollectedTests) -> list[str]:
-    """Entries whose test no longer exists: in a test file collected whole, of a flush mode this run uses, and
-    produced by no collected test. Files skipped at collection (say, no CuPy) tell nothing and are left out."""
+def stale_entries(baseline: BaselineFile, collected: CollectedTests,
+                  file_exists: Callable[[str], bool] = lambda path: True) -> list[str]:
+    """Entries whose test no longer exists: its test file is gone (``file_exists``, relative to the rootdir),
+    or it was collected whole, in a flush mode this run uses, and no collected test produces the entry.
+    Files skipped at collection (say, no CuPy) or collected in part tell nothing and are left out."""
     stale = []
     for key, entry in baseline.entries.items():
         case_id = key.split("#", 1)[0]
         path = case_id.split("::", 1)[0]
+        if not file_exists(path):
+            stale.append(key)
+            continue
         if path not in collected.whole_files or path in collected.skipped_files:
             continue
         if entry.flush and collected.flush_modes and entry.flush not in collected.flush_modes:

@@ -504,6 +504,21 @@ class Change:
     new: Entry
 
 
+def _check_versions_cover(path: Path, current: BaselineFile, header: Mapping[str, Any],
+                          updates: Mapping[str, Entry]) -> None:
+    """The header's versions speak for every entry: re-recording some entries under new versions would stamp
+    the others, measured under the old ones, with versions they never ran on (and hide the version change
+    from the next run)."""
+    changed = version_changes(current.header, header)
+    left = sorted(set(current.entries) - set(updates))
+    if changed and left:
+        raise BaselineError(f"{path}: recorded under other versions ({'; '.join(changed)}); re-recording "
+                            f"{len(updates)} of its {len(current.entries)} entries would leave {len(left)} (e.g. "
+                            f"{left[0]!r}) under a header naming versions they were not measured with: re-record "
+                            "every entry (pytest perf_tests --update-baselines, no -k; or baseline from-runs), or "
+                            "drop the others first (python -m gpuperf baseline drop)")
+
+
 def update_baseline(path: Path, header: Mapping[str, Any], updates: Mapping[str, Entry]) -> list[Change]:
     """Merge ``updates`` into the file at ``path`` (created if absent) under a lock, atomically.
 
@@ -516,6 +531,7 @@ def update_baseline(path: Path, header: Mapping[str, Any], updates: Mapping[str,
         current = load_baseline(path)
         if current is not None:
             check_gpu(current, str(header["slug"]))
+            _check_versions_cover(path, current, header, updates)
         entries = dict(current.entries) if current else {}
         changes = []
         for case_id in sorted(updates):

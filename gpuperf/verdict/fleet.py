@@ -24,8 +24,12 @@ from gpuperf.verdict.gate import valid_figure
 from gpuperf.verdict.records import Record, RunInfo
 from gpuperf.vocabulary import Status
 
-#: Records that are a clean measurement of the case (what a baseline may be built from).
-USABLE = frozenset({Status.PASS, Status.IMPROVED, Status.REGRESSED, Status.UPDATED})
+#: Records that are a clean measurement of the case (what a baseline may be built from): a verdict, or a
+#: figure with nothing yet to compare with (a new case, a new GPU model).
+USABLE = frozenset({Status.PASS, Status.IMPROVED, Status.REGRESSED, Status.UPDATED, Status.NO_BASELINE,
+                    Status.NOT_COMPARABLE})
+#: Runs whose figures for one case range wider than this are not one population (a throttled host, say).
+MAX_RUN_SPREAD = 0.5
 
 
 class FleetError(ValueError):
@@ -89,6 +93,11 @@ def entries_from_runs(runs: Sequence[Run]) -> dict[str, Entry]:
         method = _majority_method(clean)
         chosen = [record for record in clean if record.method == method]
         values = [record.value for record in chosen]
+        spread = relative_range(values)
+        if spread > MAX_RUN_SPREAD:
+            raise FleetError(f"{case}: the runs' figures {sorted(values)} range over {100 * spread:.0f} %, more "
+                             f"than {100 * MAX_RUN_SPREAD:.0f} %: leave the outlier run out (a throttled or shared "
+                             "host?) and record again")
         described = next((r for r in reversed(chosen) if r.kernel or r.precision), chosen[-1])
         entries[case] = Entry(
             metric=chosen[0].metric, value=statistics.median(values), unit=chosen[0].unit,

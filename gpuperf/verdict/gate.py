@@ -70,7 +70,12 @@ class GateConfig:
 
     @property
     def cap(self) -> float:
-        return DEFAULT_CAP_FACTOR * self.tolerance if self.max_tolerance is None else self.max_tolerance
+        return self.cap_for(self.tolerance)
+
+    def cap_for(self, tolerance: float) -> float:
+        """The cap of a band whose tolerance is ``tolerance`` (an entry's hand-set one, or ``--tolerance``):
+        ``--max-tolerance``, or twice that tolerance."""
+        return DEFAULT_CAP_FACTOR * tolerance if self.max_tolerance is None else self.max_tolerance
 
 
 def valid_figure(value: float | None) -> bool:
@@ -78,27 +83,37 @@ def valid_figure(value: float | None) -> bool:
     return value is not None and isinstance(value, (int, float)) and math.isfinite(value) and value > 0
 
 
+def base_tolerance(entry: Entry, config: GateConfig) -> float:
+    """The entry's hand-set tolerance, else ``--tolerance``."""
+    return entry.tolerance if entry.tolerance is not None else config.tolerance
+
+
+def entry_cap(entry: Entry, config: GateConfig) -> float:
+    """The cap of this entry's band: ``--max-tolerance``, or twice the tolerance it is judged with (so a
+    tolerance set by hand in the file is never silently cut by a cap derived from ``--tolerance``)."""
+    return config.cap_for(base_tolerance(entry, config))
+
+
 def needed_tolerance(entry: Entry, config: GateConfig) -> float:
     """The band an entry asks for before the cap: its tolerance, widened by its recorded sample spread and,
     for an entry recorded from several runs, by how far those runs' figures ranged (``fleet.py``)."""
-    base = entry.tolerance if entry.tolerance is not None else config.tolerance
-    return max(base, config.noise_k * entry.spread, entry.run_spread)
+    return max(base_tolerance(entry, config), config.noise_k * entry.spread, entry.run_spread)
 
 
 def effective_tolerance(entry: Entry, config: GateConfig) -> float:
     """``min(max(tolerance, k × recorded spread, recorded run spread), cap)``; the spread of the run being
     judged never enters."""
-    return min(needed_tolerance(entry, config), config.cap)
+    return min(needed_tolerance(entry, config), entry_cap(entry, config))
 
 
-def too_noisy(spread: float | None, config: GateConfig) -> bool:
+def too_noisy(spread: float | None, config: GateConfig, cap: float | None = None) -> bool:
     """A measurement noisier than any entry may be recorded with: its own spread, scaled like a recorded one,
     would need a band wider than the cap. Such a figure says more about the machine than about the kernel.
 
     The threshold is the cap rather than the entry's own band on purpose: sample spreads wander between runs
     (a power-capped GEMM's IQR went 1.7 % → 7 % → 1.7 % on one H200), and a rule at the entry's band would
     turn every second run of such a case into a coin toss, while the median it is judged on stays precise."""
-    return spread is not None and config.noise_k * spread > config.cap
+    return spread is not None and config.noise_k * spread > (config.cap if cap is None else cap)
 
 
 @dataclass(frozen=True)
@@ -165,11 +180,16 @@ def decide(record: Record, entry: Entry | None, config: GateConfig, context: Con
             f"not comparable: recorded by method {entry.method}, measured by {record.method}; re-record it "
             f"with {context.record_command} if the method change is intended", note))
     result = compare(record.value, entry, config)
+    if result.status == Status.ERROR:
+        return replace(record, status=Status.ERROR, baseline=entry.value, note=_join(
+            f"baseline value {entry.value!r} is not a positive finite number, so no verdict: restore the "
+            "baseline from version control, then re-record", note))
     base = replace(record, baseline=result.baseline, delta_pct=100 * result.delta, tolerance=result.tolerance)
-    if too_noisy(record.rel_iqr, config):
+    cap = entry_cap(entry, config)
+    if too_noisy(record.rel_iqr, config, cap):
         return replace(base, status=Status.UNRELIABLE, reliable=False, note=_join(
             f"{NOISY}: spread {100 * (record.rel_iqr or 0):.1f} % would need a band above the cap "
-            f"{100 * config.cap:.1f} %; judged against {100 * result.tolerance:.1f} % it could pass or fail by "
+            f"{100 * cap:.1f} %; judged against {100 * result.tolerance:.1f} % it could pass or fail by "
             "chance (another process, throttling?)", note))
     versions = f"versions changed since the baseline: {', '.join(context.version_changes)}" \
         if context.version_changes else ""
@@ -210,12 +230,12 @@ def needs_confirmation(record: Record) -> bool:
 def confirm(first: Record, second: Record) -> Record:
     """The standing result of a measurement and its re-measurement.
 
-    Of the clean verdicts (not noisy), the better figure stands: a transient slowdown passes, a regression
-    must show twice (or once, with the other try too noisy to say otherwise). Two noisy tries are
-    ``UNRELIABLE`` (noisy).
+    Of the tries that are a verdict (PASS, IMPROVED, REGRESSED), the better figure stands: a transient
+    slowdown passes, a regression must show twice (or once, with the other try unable to say otherwise: too
+    noisy, throttled, not comparable). With no verdict in either try, the second stands (``UNRELIABLE``).
     """
-    clean = [r for r in (first, second) if not is_noisy(r)]
-    chosen = max(clean, key=lambda r: r.value) if clean else second
+    judged = [r for r in (first, second) if r.status in (Status.PASS, Status.IMPROVED, Status.REGRESSED)]
+    chosen = max(judged, key=lambda r: r.value) if judged else second
     tries = f"re-measured: first {first.value:.4g} {first.unit} ({first.status}), " \
             f"second {second.value:.4g} ({second.status})"
     return replace(chosen, note=_join(chosen.note, tries))
@@ -288,7 +308,7 @@ def run_failures(accounts: Sequence[Account], stale: Sequence[str], gate_mode: b
         return []
     reasons = []
     if no_gpu:
-        reasons.append(f"no GPU measured anything: {no_gpu}")
+        reasons.append(f"nothing measured there: {no_gpu}")
     reasons += [f"{account.summary()}: every baselined case must be measured in gate mode"
                 for account in accounts if not account.complete]
     if stale and not allow_stale:

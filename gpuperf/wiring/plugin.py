@@ -125,8 +125,13 @@ def _check_results_dir(directory: Path | None) -> None:
     if directory is None:
         return
     existing = directory
-    while not existing.exists() and existing != existing.parent:
-        existing = existing.parent
+    try:
+        while not existing.exists() and existing != existing.parent:
+            existing = existing.parent
+    except OSError as exc:  # a parent that cannot even be looked into
+        raise pytest.UsageError(f"gpuperf: --results-dir {directory}: {existing} cannot be read "
+                                f"({exc.strerror or exc}); choose a writable directory, or --results-dir none to "
+                                "write no results files") from exc
     problem = ""
     if not existing.is_dir():
         problem = f"{existing} is not a directory"
@@ -321,8 +326,9 @@ def perf(request: pytest.FixtureRequest, gpu: Any, measure: Any) -> Perf:
     """``perf.check(m)``, ``perf.check_ratio(a, b, name)``, ``perf.note(text)``: gate against the baseline."""
     state = request.config.stash[STATE]
     item = request.node
+    pinned = request.config.stash.get(PINNED, None)  # a pinned xdist worker's CUDA device 0 is this --gpu index
     case = CaseIdentity(case_id=case_id_of(item.nodeid), nodeid=item.nodeid, family=_family(item),
-                        params=_params(item), gpu=gpu.info.slug, gpu_index=gpu.index)
+                        params=_params(item), gpu=gpu.info.slug, gpu_index=gpu.index if pinned is None else pinned)
     try:
         state.baseline_for(gpu.info.slug)
     except BaselineError as exc:
@@ -399,6 +405,11 @@ def _problem(report: pytest.TestReport) -> str:
     return ""
 
 
+def _drops_tests_that_passed(config: pytest.Config) -> bool:
+    """``--lf`` and ``--sw`` collect files in part: no file tells which of its tests are gone."""
+    return bool(config.getoption("lf", False) or config.getoption("stepwise", False))
+
+
 def _partly_collected(config: pytest.Config) -> set[str]:
     """Test files named with a node id (``file.py::test``) on the command line: only part of them was collected."""
     partial = set()
@@ -461,7 +472,8 @@ class SessionHooks:
         """Every collected case id, before -k, -m and slow deselect any: what exists, for stale entries."""
         config.stash[COLLECTED] = CollectedTests(
             case_ids=frozenset(case_id_of(item.nodeid) for item in items),
-            whole_files=frozenset(item.nodeid.split("::", 1)[0] for item in items) - _partly_collected(config),
+            whole_files=frozenset() if _drops_tests_that_passed(config) else
+            frozenset(item.nodeid.split("::", 1)[0] for item in items) - _partly_collected(config),
             flush_modes=self.state.options.flush_modes,
             skipped_files=dict(self.skipped_files))
 
@@ -564,13 +576,19 @@ class SessionHooks:
                     "flush_modes": list(collected.flush_modes), "skipped_files": collected.skipped_files}
             return
         state = self.state
+        update_failures = []
         if state.options.update:
             recorded = datetime.now(timezone.utc).isoformat(timespec="seconds")
             for gpu_slug, entries in state.updates().items():
                 header = baseline_header(state.run_infos[gpu_slug], state.records, recorded)
                 path = baseline_path(state.options.baseline_dir, gpu_slug)
-                state.changes[str(path)] = update_baseline(path, header, entries)
+                try:
+                    state.changes[str(path)] = update_baseline(path, header, entries)
+                except BaselineError as exc:
+                    update_failures.append(f"baseline not updated: {exc}")
+            state.forget_baselines()  # account against the files as written
         self._account()
+        self.failures = update_failures + self.failures
         if state.records and state.options.results_dir is not None and state.run_infos:
             from gpuperf.output import results
 
@@ -592,7 +610,8 @@ class SessionHooks:
             return  # the run already stopped on it, naming the file and the fix
         state.accounts = account(list(state.selected.values()), state.records, slugs, baselines, state.unavailable)
         state.stale = sorted({key for baseline in baselines.values() if baseline is not None
-                              for key in stale_entries(baseline, collected)})
+                              for key in stale_entries(baseline, collected,
+                                                       lambda path: (self.config.rootpath / path).exists())})
         by_reason: dict[str, list[str]] = {}
         for path, reason in sorted(skipped.items()):
             by_reason.setdefault(reason, []).append(path)

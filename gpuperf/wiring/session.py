@@ -51,7 +51,7 @@ class SessionState:
     changes: dict[str, list[Change]] = field(default_factory=dict)
     devices: dict[int, RunInfo] = field(default_factory=dict)  # GPU index → identity, from the start-up query
     unavailable: dict[int, str] = field(default_factory=dict)  # GPU index → why it could not be queried
-    selected: dict[str, SelectedCase] = field(default_factory=dict)  # node id → the selected perf test
+    selected: dict[tuple[str, int], SelectedCase] = field(default_factory=dict)  # (node id, GPU) → its test
     accounts: list[GpuAccount] = field(default_factory=list)
     stale: list[str] = field(default_factory=list)
     _baselines: dict[str, BaselineFile | None] = field(default_factory=dict)
@@ -64,6 +64,10 @@ class SessionState:
                 check_gpu(loaded, gpu_slug)
             self._baselines[gpu_slug] = loaded
         return self._baselines[gpu_slug]
+
+    def forget_baselines(self) -> None:
+        """Load the baseline files again on next use (after ``--update-baselines`` wrote them)."""
+        self._baselines.clear()
 
     def version_changes(self, gpu_slug: str, versions: dict[str, str]) -> tuple[str, ...]:
         """``("driver 570.86.15 → 580.159.04", …)`` between this GPU model's baseline header and ``versions``."""
@@ -92,9 +96,10 @@ class SessionState:
 
     def observe(self, case: SelectedCase) -> None:
         """What one phase of a selected perf test said; the first problem (skip, error) is kept."""
-        known = self.selected.get(case.nodeid)
+        key = (case.nodeid, case.gpu_index)  # with xdist --dist each, one node id runs on every GPU
+        known = self.selected.get(key)
         if known is None or (not known.problem and case.problem):
-            self.selected[case.nodeid] = case
+            self.selected[key] = case
 
     def updates(self) -> dict[str, dict[str, Entry]]:
         """Per GPU slug, the entries ``--update-baselines`` writes: every UPDATED record of this run."""
