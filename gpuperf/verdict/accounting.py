@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from gpuperf.verdict.baseline import BaselineFile
 from gpuperf.verdict.gate import VERDICTS
@@ -111,6 +112,16 @@ class CollectedTests:
     whole_files: frozenset[str] = frozenset()
     flush_modes: tuple[str, ...] = ()
     skipped_files: Mapping[str, str] = field(default_factory=dict)  # file → why it collected nothing
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data, as an xdist worker hands it to the controller."""
+        return {"case_ids": sorted(self.case_ids), "whole_files": sorted(self.whole_files),
+                "flush_modes": list(self.flush_modes), "skipped_files": dict(self.skipped_files)}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> CollectedTests:
+        return cls(case_ids=frozenset(data["case_ids"]), whole_files=frozenset(data["whole_files"]),
+                   flush_modes=tuple(data["flush_modes"]), skipped_files=dict(data["skipped_files"]))
 
 
 def stale_entries(baseline: BaselineFile, collected: CollectedTests,

@@ -43,8 +43,6 @@ STATUS_ORDER: tuple[str, ...] = (
 )
 #: Statuses that are a verdict on a baselined case: the case was measured and compared.
 VERDICTS = frozenset({Status.PASS, Status.IMPROVED, Status.REGRESSED, Status.ANOMALY, Status.UPDATED})
-#: Statuses that fail their test whatever the policies.
-FAILING = Status.FAILING
 #: Statuses that do not fail the test but deserve a look.
 FLAGGED = frozenset({Status.UNRELIABLE, Status.NOT_COMPARABLE, Status.NOT_RECORDED, Status.NO_BASELINE,
                      Status.IMPROVED})
@@ -252,7 +250,7 @@ class Policy:
 
 def outcome(records: Sequence[Record], policy: Policy) -> tuple[str, str]:
     """``("fail" | "skip" | "pass", message)`` for one test from the records of its checks."""
-    failing = [r for r in records if r.status in FAILING or r.status == Status.ERROR]
+    failing = [r for r in records if r.status in Status.FAILING]
     if failing:
         return "fail", "\n".join(failure_line(r) for r in failing)
     unmeasured = [r for r in records if r.status in (Status.UNRELIABLE, Status.NOT_COMPARABLE)]

@@ -34,8 +34,13 @@ def case_id_of(nodeid: str) -> str:
     return stripped.replace("-]", "]").replace("[]", "")
 
 
+def describe_context(ctx: GpuContext) -> dict[str, Any]:
+    """A device as ``python -m gpuperf device --json`` describes it: ``DeviceInfo.to_dict()`` plus ``peaks``."""
+    return {**ctx.info.to_dict(), "peaks": ctx.peaks.to_dict()}
+
+
 def run_info(ctx: GpuContext, flush_modes: Sequence[str]) -> RunInfo:
-    return run_info_from({**ctx.info.to_dict(), "peaks": ctx.peaks.to_dict()}, flush_modes)
+    return run_info_from(describe_context(ctx), flush_modes)
 
 
 def run_info_from(device: Mapping[str, Any], flush_modes: Sequence[str]) -> RunInfo:
@@ -81,8 +86,7 @@ class GpuPool:
         process never holds a CUDA context on the GPU (an xdist controller, whose workers measure there:
         NVML would report its context as contention)."""
         if not isolated:
-            ctx = self.context(index)
-            return {**ctx.info.to_dict(), "peaks": ctx.peaks.to_dict()}
+            return describe_context(self.context(index))
         out = subprocess.run([sys.executable, "-m", "gpuperf", "device", "--gpu", str(index), "--json"],
                              capture_output=True, text=True, check=False, timeout=120)
         if out.returncode != 0:

@@ -10,7 +10,6 @@ import os
 import tempfile
 import zlib
 from collections.abc import Callable, Generator, Iterator, Sequence
-from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, cast
@@ -37,6 +36,7 @@ POOL = pytest.StashKey[GpuPool]()
 PERF = pytest.StashKey[Perf]()
 PINNED = pytest.StashKey[int]()  # an xdist worker's GPU (its index under --gpu), pinned by CUDA_VISIBLE_DEVICES
 COLLECTED = pytest.StashKey[CollectedTests]()
+GPU_OF = pytest.StashKey[int]()  # a selected perf test's GPU, in --gpu numbering (set at collection)
 RECORD_PROPERTY = "gpuperf_record"
 RUN_PROPERTY = "gpuperf_run"
 CASE_PROPERTY = "gpuperf_case"  # on every selected perf test: its case id and GPU, for the accounting
@@ -50,9 +50,10 @@ def add_options(addoption: Callable[..., Any]) -> None:
     addoption("--update-baselines", action="store_true",
               help="re-measure the selected cases and rewrite their entries in baselines/<gpu>.yaml")
     addoption("--tolerance", type=fraction, default=None,
-              help="allowed slowdown as a fraction (default 0.04); effective = max(this, k × noise)")
+              help="allowed slowdown as a fraction (default 0.04); effective = min(max(this, k × recorded spread, "
+                   "recorded run spread), --max-tolerance)")
     addoption("--noise-k", type=non_negative_float, default=2.0,
-              help="k in max(tolerance, k × recorded relative IQR) (default 2)")
+              help="k in the effective tolerance's k × recorded relative IQR (default 2)")
     addoption("--max-tolerance", type=fraction, default=None,
               help="cap on the effective tolerance, whatever the recorded noise (default twice --tolerance)")
     addoption("--gate", action="store_true",
@@ -82,7 +83,7 @@ def add_options(addoption: Callable[..., Any]) -> None:
               help="timed GPU seconds per case at least (default 0.2)")
     addoption("--noise-target", type=positive_float, default=0.005,
               help="stop once the median's relative 95%% interval half-width is below this (default 0.005)")
-    addoption("--min-sample-time", type=positive_float, default=None,
+    addoption("--min-sample-time", type=positive_float, default=DEFAULT_MIN_SAMPLE_S,
               help="seconds of GPU time in one sample of a short cold call, timed several calls at a time over "
                    f"rotated operand copies (default {DEFAULT_MIN_SAMPLE_S:g})")
     addoption("--case-timeout", type=positive_float, default=3.0, help="wall seconds of sampling per case at most")
@@ -113,7 +114,7 @@ def _options(config: pytest.Config) -> Options:
         gate=gate, rule=rule, update=get("--update-baselines"), missing=missing, on_unreliable=get("--on-unreliable"),
         baseline_dir=Path(get("--baseline-dir") or root / "baselines"), flush_modes=modes, gpus=get("--gpu"),
         warmup_calls=get("--warmup"), warmup_time_s=get("--warmup-time"),
-        min_sample_s=get("--min-sample-time") or DEFAULT_MIN_SAMPLE_S,
+        min_sample_s=get("--min-sample-time"),
         results_dir=None if results == "none" else Path(results or root / "results"),
         fail_on_version_change=get("--fail-on-version-change"), gate_mode=gate_mode,
         allow_stale=get("--allow-stale"),
@@ -147,8 +148,9 @@ def _check_results_dir(directory: Path | None) -> None:
 
 
 def _check_gpu_selection(spec: str, pool: Any) -> None:
-    """``--gpu`` must name devices that exist; checked at start-up against what CUDA reports."""
-    if spec == "all":
+    """``--gpu`` must name devices that exist; checked at start-up against what CUDA reports. ``all`` and the
+    default ``0`` name only devices that exist whenever there is one, so they cost no device query."""
+    if spec in ("all", "0"):
         return
     try:
         devices = pool.devices()
@@ -326,15 +328,13 @@ def perf(request: pytest.FixtureRequest, gpu: Any, measure: Any) -> Perf:
     """``perf.check(m)``, ``perf.check_ratio(a, b, name)``, ``perf.note(text)``: gate against the baseline."""
     state = request.config.stash[STATE]
     item = request.node
-    pinned = request.config.stash.get(PINNED, None)  # a pinned xdist worker's CUDA device 0 is this --gpu index
+    gpu_of = item.stash.get(GPU_OF, gpu.index)  # --gpu numbering: a pinned worker's CUDA device 0 is its GPU
     case = CaseIdentity(case_id=case_id_of(item.nodeid), nodeid=item.nodeid, family=_family(item),
-                        params=_params(item), gpu=gpu.info.slug, gpu_index=gpu.index if pinned is None else pinned)
+                        params=_params(item), gpu=gpu.info.slug, gpu_index=gpu_of)
     try:
-        state.baseline_for(gpu.info.slug)
+        run = state.devices.get(gpu_of) or state.remember_device(gpu_of, run_info(gpu, state.options.flush_modes))
     except BaselineError as exc:
         pytest.exit(f"gpuperf: {exc}", returncode=pytest.ExitCode.USAGE_ERROR)
-    run = run_info(gpu, state.options.flush_modes)
-    run = replace(run, extra={**run.extra, "baseline_versions": state.baseline_versions(run.gpu_slug)})
     checker = Perf(state=state, case=case, peaks=gpu.peaks, measure=measure, run=run,
                    exporter=_benchmark_exporter(request),
                    version_changes=state.version_changes(run.gpu_slug, run.versions))
@@ -450,7 +450,8 @@ class SessionHooks:
         self.started = False
         self.collected: list[CollectedTests] = []
         self.skipped_files: dict[str, str] = {}
-        self.failures: list[str] = []
+        self.failures: list[str] = []  # why gate mode fails the run
+        self.update_failures: list[str] = []  # why --update-baselines wrote nothing
 
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         if not _is_worker(self.config) and not self.config.option.collectonly:
@@ -481,16 +482,18 @@ class SessionHooks:
         """Tag the selected perf tests for the accounting, then print the device header (and any version change)
         before the first measurement."""
         perf_items = [item for item in session.items if "perf" in getattr(item, "fixturenames", ())]
+        default_gpu = self._default_gpu() if perf_items else 0
         for item in perf_items:
+            callspec = getattr(item, "callspec", None)
+            params = callspec.params if callspec is not None else {}
+            item.stash[GPU_OF] = int(params["gpu_index"]) if "gpu_index" in params else default_gpu
             item.user_properties.append((CASE_PROPERTY, {"case_id": case_id_of(item.nodeid),
-                                                         "gpu_index": self._gpu_of(item)}))
+                                                         "gpu_index": item.stash[GPU_OF]}))
         if perf_items and not _is_worker(self.config):
-            self._start(sorted({self._gpu_of(item) for item in perf_items}))
+            self._start(sorted({item.stash[GPU_OF] for item in perf_items}))
 
-    def _gpu_of(self, item: pytest.Item) -> int:
-        callspec = getattr(item, "callspec", None)
-        if callspec is not None and "gpu_index" in callspec.params:
-            return int(callspec.params["gpu_index"])
+    def _default_gpu(self) -> int:
+        """The GPU of a test not parametrized over GPUs: a pinned worker's, else the first selected."""
         if PINNED in self.config.stash:
             return self.config.stash[PINNED]
         try:
@@ -518,9 +521,8 @@ class SessionHooks:
             if isinstance(described, str):
                 state.unavailable[index] = described
                 continue
-            run = run_info_from(described, state.options.flush_modes)
-            state.devices[index] = run
             try:
+                run = state.remember_device(index, run_info_from(described, state.options.flush_modes))
                 baseline = state.baseline_for(run.gpu_slug)
             except BaselineError as exc:
                 pytest.exit(f"gpuperf: {exc}", returncode=pytest.ExitCode.USAGE_ERROR)
@@ -558,9 +560,7 @@ class SessionHooks:
         """xdist controller: a worker's view of what exists, for stale entries."""
         data = getattr(node, "workeroutput", {}).get(COLLECTED_OUTPUT)
         if data:
-            self.collected.append(CollectedTests(
-                case_ids=frozenset(data["case_ids"]), whole_files=frozenset(data["whole_files"]),
-                flush_modes=tuple(data["flush_modes"]), skipped_files=dict(data["skipped_files"])))
+            self.collected.append(CollectedTests.from_dict(data))
 
     # -- the end --------------------------------------------------------------------------------------------
 
@@ -571,12 +571,10 @@ class SessionHooks:
         if _is_worker(self.config):
             collected = self.config.stash.get(COLLECTED, None)
             if collected is not None:
-                self.config.workeroutput[COLLECTED_OUTPUT] = {  # type: ignore[attr-defined]
-                    "case_ids": sorted(collected.case_ids), "whole_files": sorted(collected.whole_files),
-                    "flush_modes": list(collected.flush_modes), "skipped_files": collected.skipped_files}
+                self.config.workeroutput[COLLECTED_OUTPUT] = collected.to_dict()  # type: ignore[attr-defined]
             return
         state = self.state
-        update_failures = []
+        self.update_failures = []
         if state.options.update:
             recorded = datetime.now(timezone.utc).isoformat(timespec="seconds")
             for gpu_slug, entries in state.updates().items():
@@ -585,17 +583,16 @@ class SessionHooks:
                 try:
                     state.changes[str(path)] = update_baseline(path, header, entries)
                 except BaselineError as exc:
-                    update_failures.append(f"baseline not updated: {exc}")
+                    self.update_failures.append(str(exc))
             state.forget_baselines()  # account against the files as written
         self._account()
-        self.failures = update_failures + self.failures
         if state.records and state.options.results_dir is not None and state.run_infos:
             from gpuperf.output import results
 
             directory = results.timestamped_dir(state.options.results_dir)
             run = next(iter(state.run_infos.values()))
             self.results_dir = results.write_run(directory, run, state.records).directory
-        if self.failures and session.exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
+        if (self.failures or self.update_failures) and session.exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
     def _account(self) -> None:
@@ -634,6 +631,7 @@ class SessionHooks:
             lines += [f"gpuperf: updated {path} (old → new):", report.format_changes(changes)]
         if self.results_dir is not None:
             lines.append(f"gpuperf: results in {self.results_dir}")
+        lines += [f"gpuperf: baseline not updated: {reason}" for reason in self.update_failures]
         if self.failures:
             lines += [f"gpuperf: GATE FAILED: {reason}" for reason in self.failures]
         if not lines:

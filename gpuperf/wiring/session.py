@@ -65,6 +65,13 @@ class SessionState:
             self._baselines[gpu_slug] = loaded
         return self._baselines[gpu_slug]
 
+    def remember_device(self, index: int, run: RunInfo) -> RunInfo:
+        """This run's header for GPU ``index`` (``--gpu`` numbering), once per session, with the versions its
+        baseline was recorded with (for the results files)."""
+        run = replace(run, extra={**run.extra, "baseline_versions": self.baseline_versions(run.gpu_slug)})
+        self.devices[index] = run
+        return run
+
     def forget_baselines(self) -> None:
         """Load the baseline files again on next use (after ``--update-baselines`` wrote them)."""
         self._baselines.clear()
