@@ -567,3 +567,15 @@ def test_recording_a_new_gpu_in_gate_mode_passes(project: pytest.Pytester, monke
     result.assert_outcomes(passed=2, deselected=1)
     assert result.ret == pytest.ExitCode.OK
     result.stdout.fnmatch_lines(["*GPU 0 (fake-gpu): 2 of 2 baselined cases measured*"])
+
+
+def test_min_sample_time_reaches_the_sampling_options(pytester: pytest.Pytester) -> None:
+    pytester.makeconftest('pytest_plugins = ["gpuperf.wiring.plugin"]\n')
+    pytester.makepyfile(test_opt="from gpuperf.wiring.plugin import STATE\n"
+                                 "def test_it(request):\n"
+                                 "    assert request.config.stash[STATE].options.min_sample_s == 0.002\n")
+    pytester.runpytest("-p", "no:cacheprovider", "--results-dir", "none", "--min-sample-time", "0.002"
+                       ).assert_outcomes(passed=1)
+    bad = pytester.runpytest("-p", "no:cacheprovider", "--results-dir", "none", "--min-sample-time", "0")
+    assert bad.ret == pytest.ExitCode.USAGE_ERROR
+    bad.stderr.fnmatch_lines(["*--min-sample-time*must be a positive number*"])
