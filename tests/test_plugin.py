@@ -21,6 +21,7 @@ from types import SimpleNamespace
 import pytest
 
 from gpuperf.wiring.fixtures import Measurer
+from gpuperf.measure.kernel_records import Kernel
 from gpuperf.measure.measurement import Measurement
 from gpuperf.measure.peaks import device_peaks
 from gpuperf.wiring.plugin import POOL
@@ -46,7 +47,7 @@ class FakePool:
     def describe(self, index, isolated=False):
         if index != 0:
             raise RuntimeError(f"no GPU {index}")
-        return {**INFO.to_dict(), "peaks": GPU.peaks.to_dict()}
+        return {**INFO.to_dict(), "peaks": GPU.peaks.to_dict(), "kernel_timer": "CUPTI kernel records (synthetic)"}
 
 
 @pytest.hookimpl(trylast=True)
@@ -73,8 +74,16 @@ class SyntheticTimer:
             seconds = value
         why = json.loads(Path("contention.json").read_text()).get(name, "") if Path("contention.json").exists() \
             else ""
+        kernels = _by_name("kernels.json", name, [])
         return Measurement(samples_s=tuple(seconds * f for f in (0.999, 1.0, 1.001) * 4), work=work,
-                           flush=flush, method="synthetic", unreliable_reason=why)
+                           flush=flush, method=_by_name("methods.json", name, "synthetic"), unreliable_reason=why,
+                           kernels=tuple(Kernel.from_dict(kernel) for kernel in kernels),
+                           event_median_s=seconds + 1e-6 if kernels else None)
+
+
+def _by_name(file, name, default):
+    """What ``file`` (JSON, in the test project) says about the case named ``name``, if it exists."""
+    return json.loads(Path(file).read_text()).get(name, default) if Path(file).exists() else default
 
 
 @pytest.fixture
@@ -579,3 +588,87 @@ def test_min_sample_time_reaches_the_sampling_options(pytester: pytest.Pytester)
     bad = pytester.runpytest("-p", "no:cacheprovider", "--results-dir", "none", "--min-sample-time", "0")
     assert bad.ret == pytest.ExitCode.USAGE_ERROR
     bad.stderr.fnmatch_lines(["*--min-sample-time*must be a positive number*"])
+
+
+# --- kernel records: identity in baselines and results, kernel changes explained --------------------------
+
+GEMV_KERNEL = {"name": "gemv2T_kernel_val", "grid": [2048, 1, 1], "block": [128, 1, 1], "registers": 65,
+               "shared_memory": 0, "median_us": 240.0}
+GEMVX_KERNEL = {"name": "gemvx::kernel", "grid": [128, 1, 1], "block": [128, 1, 1], "registers": 128,
+                "shared_memory": 0, "median_us": 240.0}
+
+
+def set_kernels(pytester: pytest.Pytester, **kernels: list[dict]) -> None:
+    (pytester.path / "kernels.json").write_text(json.dumps(kernels))
+
+
+def set_methods(pytester: pytest.Pytester, **methods: str) -> None:
+    (pytester.path / "methods.json").write_text(json.dumps(methods))
+
+
+def test_the_run_header_says_how_calls_are_timed(project: pytest.Pytester) -> None:
+    run(project).stdout.fnmatch_lines(["gpuperf: timing CUPTI kernel records (synthetic)"])
+
+
+def test_update_records_each_case_s_kernels_and_the_results_carry_them(project: pytest.Pytester) -> None:
+    set_kernels(project, gemv=[GEMV_KERNEL])
+    result = project.runpytest("-p", "no:cacheprovider", "--update-baselines", "--results-dir", "out")
+    result.assert_outcomes(passed=2, deselected=1)
+    entries = baseline(project)["entries"]
+    assert entries[GEMV_ID]["kernels"] == [GEMV_KERNEL] and "kernels" not in entries[GEMM_ID]
+    [run_dir] = (project.path / "out").iterdir()
+    saved = {r["case_id"]: r for r in json.loads((run_dir / "results.json").read_text())["records"]}
+    assert saved[GEMV_ID]["kernels"] == [GEMV_KERNEL]
+    assert saved[GEMV_ID]["event_median_s"] == pytest.approx(GEMV_S + 1e-6)
+    csv_text = (run_dir / "results.csv").read_text()
+    assert "gemv2T_kernel_val grid 2048x1x1 block 128x1x1 65 regs 0 B smem 240 µs" in csv_text
+
+
+def test_a_regression_on_the_same_kernels_says_so_and_how_to_profile_it(project: pytest.Pytester) -> None:
+    set_kernels(project, gemv=[GEMV_KERNEL])
+    recorded(project)
+    set_timings(project, gemv=GEMV_S * 1.10, gemm=GEMM_S)
+    result = project.runpytest("-p", "no:cacheprovider", "--results-dir", "out")
+    result.assert_outcomes(passed=1, failed=1, deselected=1)
+    result.stdout.fnmatch_lines(["*REGRESSED*same kernels*"])
+    [run_dir] = (project.path / "out").iterdir()
+    note = next(r["note"] for r in json.loads((run_dir / "results.json").read_text())["records"]
+                if r["case_id"] == GEMV_ID)
+    assert "below baseline" in note and "same kernels" in note
+    assert note.endswith("profile it: ncu --kernel-name-base demangled --kernel-name regex:gemv2T_kernel_val "
+                         "--launch-skip 1 --launch-count 1 --set full python -m pytest "
+                         "'test_perf.py::test_gemv[16384x16384-cold]' -p no:cacheprovider")
+    assert "kernels changed since the baseline" not in result.stdout.str()
+
+
+def test_a_changed_kernel_is_named_in_the_note_and_listed_at_the_end(project: pytest.Pytester) -> None:
+    set_kernels(project, gemv=[GEMV_KERNEL])
+    recorded(project)
+    set_kernels(project, gemv=[GEMVX_KERNEL])
+    set_timings(project, gemv=GEMV_S * 1.10, gemm=GEMM_S)
+    result = run(project)
+    result.assert_outcomes(passed=1, failed=1, deselected=1)
+    result.stdout.fnmatch_lines(["*REGRESSED*kernel changed: gemv2T_kernel_val → gemvx::kernel*",
+                                 "gpuperf: kernels changed since the baseline in 1 case(s):",
+                                 f"gpuperf:   {GEMV_ID}: kernel changed: gemv2T_kernel_val → gemvx::kernel"])
+
+
+def test_re_recording_shows_the_kernel_change_for_review(project: pytest.Pytester) -> None:
+    set_kernels(project, gemv=[GEMV_KERNEL])
+    recorded(project)
+    set_kernels(project, gemv=[{**GEMV_KERNEL, "grid": [4096, 1, 1]}])
+    result = run(project, "--update-baselines")
+    result.stdout.fnmatch_lines(["*case*metric*old*new*Δ %*kernels*",
+                                 "*test_gemv*same kernels; launch changed: gemv2T_kernel_val grid 2048x1x1 → 4096x1x1*"])
+
+
+def test_a_traced_entry_measured_with_events_is_not_comparable_and_not_measured_in_gate_mode(
+        project: pytest.Pytester) -> None:
+    set_methods(project, gemv="cupti-cold", gemm="cupti-cold")
+    recorded(project)
+    set_methods(project, gemv="cold-rotate", gemm="cupti-cold")
+    result = run(project, "--gate")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines([
+        "*NOT_COMPARABLE*recorded by method cupti-cold, measured by cold-rotate; kernel tracing (CUPTI) was*",
+        "*1 of 2 baselined cases measured*", "*NOT MEASURED*test_gemv*", "*GATE FAILED*"])

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
+from gpuperf.measure.kernel_records import FLUSH_KERNEL, MARK_KERNEL, KernelActivity
 from gpuperf.measure.measurement import Method
 from gpuperf.measure.metrics import gemm_work
 from gpuperf.measure.stats import StoppingRule
@@ -17,16 +18,44 @@ L2 = 50 * 2**20
 FLUSH_COST_S = 40e-6
 
 
+#: What the simulated device logs, as the kernel a tracer would see (the rest, a launch gap or a sleep, is not
+#: a kernel).
+SIM_KERNELS = {"flush": FLUSH_KERNEL, "mark": MARK_KERNEL, "call": "sim_gemm_kernel", "reduce": "splitKreduce_kernel"}
+
+
 @dataclass
 class SimDevice:
     """Device time advances by each enqueued call; the host clock follows it."""
 
     now: float = 0.0
     log: list[str] = field(default_factory=list)
+    tracer: SimTracer | None = None
 
     def advance(self, seconds: float, what: str) -> None:
+        if self.tracer is not None and self.tracer.recording and what in SIM_KERNELS:
+            self.tracer.records.append(KernelActivity(SIM_KERNELS[what], round(self.now * 1e9),
+                                                      round((self.now + seconds) * 1e9), grid=(64, 1, 1)))
         self.now += seconds
         self.log.append(what)
+
+
+class SimTracer:
+    """Records the simulated kernels while started, as ``cupti_trace.KernelTracer`` does the real ones."""
+
+    def __init__(self, device: SimDevice) -> None:
+        self.records: list[KernelActivity] = []
+        self.recording = False
+        device.tracer = self
+
+    def start(self) -> None:
+        self.records, self.recording = [], True
+
+    def collect(self) -> list[KernelActivity]:
+        records, self.records = self.records, []
+        return records
+
+    def stop(self) -> None:
+        self.recording = False
 
 
 class SimEvent:
@@ -67,6 +96,9 @@ class SimBackend:
         self.device.log.append("hold")
         return lambda: self.release_ok
 
+    def mark(self, stream: object) -> None:
+        self.device.advance(1e-6, "mark")
+
 
 class SimFlush:
     def __init__(self, device: SimDevice) -> None:
@@ -105,13 +137,14 @@ class SimNvml:
         return self.others
 
 
-def make_timer(device: SimDevice, nvml: SimNvml | None = None, **config: object) -> tuple[Timer, SimFlush, SimBackend]:
+def make_timer(device: SimDevice, nvml: SimNvml | None = None, traced: bool = False,
+               **config: object) -> tuple[Timer, SimFlush, SimBackend]:
     flush = SimFlush(device)
     backend = SimBackend(device)
     sampling = SamplingConfig(rule=StoppingRule(min_samples=10, min_time_s=0.01, noise_target=0.005, timeout_s=5.0),
                               **config)  # type: ignore[arg-type]
     timer = Timer(L2, flush, nvml or SimNvml(), sampling, backend=backend, sleep=lambda s: device.advance(s, "sleep"),
-                  clock=lambda: device.now)
+                  clock=lambda: device.now, tracer=SimTracer(device) if traced else None)
     return timer, flush, backend
 
 
@@ -301,3 +334,75 @@ def test_a_held_batch_never_exceeds_the_launch_queue_budget() -> None:
     holds = [i for i, entry in enumerate(device.log) if entry == "hold"]
     calls_between = [device.log[a:b].count("call") for a, b in zip(holds, holds[1:] + [len(device.log)])]
     assert max(calls_between[-3:]) <= 100  # the sampled batches: one sample of 100 calls each
+
+
+# --- traced: the figure is each call's kernel span from the tracer's records ----------------------------
+
+
+def launched(device: SimDevice, seconds: float, gap: float, *extra: tuple[str, float]):
+    """A call whose kernel runs ``seconds`` after a launch gap of ``gap`` (then any ``extra`` kernels)."""
+    def call(*operands: object) -> None:
+        device.advance(gap, "gap")
+        device.advance(seconds, "call")
+        for what, duration in extra:
+            device.advance(duration, what)
+    return call
+
+
+def test_a_traced_figure_is_the_kernel_time_and_the_event_figure_its_cross_check() -> None:
+    device = SimDevice()
+    timer, _, _ = make_timer(device, traced=True)
+    m = timer.measure(launched(device, 6e-6, 3e-6), WORK, operands=(SimArray(2**30),), flush="cold")
+    assert m.method == Method.TRACED_COLD and m.calls_per_sample == 1
+    assert m.median_s == pytest.approx(6e-6)  # the launch gap is not the kernel's time
+    assert m.event_median_s == pytest.approx(9e-6, rel=0.01) and m.event_method == Method.COLD_ROTATE
+    assert m.launch_overhead_s == pytest.approx(3e-6, rel=0.05)
+    assert [k.name for k in m.kernels] == ["sim_gemm_kernel"]  # the flush is no part of the call
+    assert m.kernels[0].median_us == pytest.approx(6.0) and m.kernels[0].grid == (64, 1, 1)
+
+
+def test_every_traced_call_follows_its_own_flush() -> None:
+    device = SimDevice()
+    timer, _, _ = make_timer(device, traced=True)
+    timer.measure(launched(device, 1e-4, 0.0), WORK, operands=(SimArray(2**30),), flush="cold")
+    traced = device.log[len(device.log) - device.log[::-1].index("hold"):]  # after the last batch's hold
+    assert traced[:6] == ["flush", "gap", "call"] * 2
+
+
+def test_a_call_of_several_kernels_is_timed_first_start_to_last_end() -> None:
+    """A split-K GEMM and its reduction are one call: a span, not the sum of their kernel times."""
+    device = SimDevice()
+    timer, _, _ = make_timer(device, traced=True)
+    m = timer.measure(launched(device, 8e-6, 2e-6, ("gap", 1e-6), ("reduce", 2e-6)), WORK,
+                      operands=(SimArray(2**30),), flush="cold")
+    assert m.median_s == pytest.approx(11e-6)
+    assert [k.name for k in m.kernels] == ["sim_gemm_kernel", "splitKreduce_kernel"]
+
+
+def test_traced_hot_calls_are_separated_by_an_empty_marker() -> None:
+    device = SimDevice()
+    timer, flush, _ = make_timer(device, traced=True)
+    m = timer.measure(launched(device, 5e-6, 1e-6), WORK, operands=(SimArray(1024),), flush="hot")
+    assert m.method == Method.TRACED_HOT and flush.count == 0
+    assert m.median_s == pytest.approx(5e-6) and "mark" in device.log
+
+
+def test_a_call_without_kernels_keeps_its_event_figure_and_says_why() -> None:
+    device = SimDevice()
+    timer, _, _ = make_timer(device, traced=True)
+    m = timer.measure(lambda *ops: device.advance(1e-3, "host-side"), WORK, operands=(SimArray(2**30),))
+    assert m.method == Method.COLD_FLUSH and m.kernels == () and m.event_median_s is None
+    assert "found in the kernel records" in m.trace_note or "no kernel records" in m.trace_note
+
+
+def test_the_tracer_records_nothing_while_events_time_the_calls() -> None:
+    """CUPTI's launch overhead must not enter the event-timed cross-check."""
+    device = SimDevice()
+    timer, _, _ = make_timer(device, traced=True)
+    assert device.tracer is not None
+    starts: list[int] = []
+    original_start = device.tracer.start
+    device.tracer.start = lambda: (starts.append(device.log.count("call")), original_start())[1]  # type: ignore
+    m = timer.measure(launched(device, 1e-4, 0.0), WORK, operands=(SimArray(2**30),))
+    assert len(starts) == 1 and starts[0] >= m.warmup_calls + 5  # after warm-up and the event-timed samples
+    assert not device.tracer.recording

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cached_property
 
+from gpuperf.measure.kernel_records import Kernel
 from gpuperf.measure.metrics import Work
 from gpuperf.measure.stats import Summary, summarize
 from gpuperf.vocabulary import Flush
@@ -27,6 +28,15 @@ class Method:
     COLD_ROTATE = "cold-rotate"  # k calls per event pair over rotated operand copies totalling > 2×L2
     HOT = Flush.HOT  # back-to-back calls on the same operands: a warm cache
     UNHELD_SUFFIX = "-unheld"  # added when the batch could not be held behind the hold kernel
+    #: Each call's kernel span from CUPTI's records, the L2 flushed before every call (cold) or calls back to
+    #: back on the same operands (hot).
+    TRACED_COLD = "cupti-cold"
+    TRACED_HOT = "cupti-hot"
+    TRACED: dict[str, str] = {Flush.COLD: TRACED_COLD, Flush.HOT: TRACED_HOT}
+
+    @classmethod
+    def traced(cls, method: str) -> bool:
+        return method.removesuffix(cls.UNHELD_SUFFIX) in cls.TRACED.values()
 
 
 @dataclass(frozen=True)
@@ -45,6 +55,10 @@ class Measurement:
     unreliable_reason: str = ""
     discarded_samples: int = 0
     label: str = ""
+    kernels: tuple[Kernel, ...] = ()  # what one call launched, in order (traced measurements)
+    event_median_s: float | None = None  # a traced measurement's event-timed cross-check, per call
+    event_method: str = ""  # how that cross-check was taken
+    trace_note: str = ""  # why a measurement with a tracer fell back to its event-timed figure
 
     def __post_init__(self) -> None:
         if not self.samples_s:
@@ -57,6 +71,11 @@ class Measurement:
     @property
     def median_s(self) -> float:
         return self.summary.median
+
+    @property
+    def launch_overhead_s(self) -> float | None:
+        """Event-timed minus kernel time per call: the launch gaps that event timing counts and CUPTI does not."""
+        return None if self.event_median_s is None else self.event_median_s - self.median_s
 
     @property
     def reliable(self) -> bool:

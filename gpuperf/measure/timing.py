@@ -29,14 +29,15 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from gpuperf.measure.clocks import decode, unreliable
 from gpuperf.measure.device import Nvml
+from gpuperf.measure.kernel_records import MARK_KERNEL, Kernel, KernelActivity, call_kernels, span_s, split_calls
 from gpuperf.measure.measurement import DEFAULT_MIN_SAMPLE_S, DEFAULT_ROTATE_BELOW_S, Measurement, Method
 from gpuperf.measure.metrics import Work
-from gpuperf.measure.stats import StoppingRule
+from gpuperf.measure.stats import StoppingRule, summarize
 from gpuperf.vocabulary import Flush
 
 
@@ -49,6 +50,13 @@ class SamplingConfig:
     min_sample_s: float = DEFAULT_MIN_SAMPLE_S  # a rotated sample holds enough calls to last this long
     max_held_calls: int = 256  # calls enqueued behind one hold: the launch queue (~1000 entries) must not fill
     max_rotation_copies: int = 256
+    max_traced_calls: int = 128  # calls per traced batch: each adds a record to read back on the host
+    #: GPU time (flushes included) the traced phase samples at least. Kernel spans carry no launch gaps, so a
+    #: short kernel's median is precise after a few hundred calls; the median's interval decides the rest.
+    traced_min_time_s: float = 0.05
+    #: With a tracer, the event-timed phase is only the cross-check: a median to a few per cent is enough.
+    crosscheck_rule: StoppingRule = field(default_factory=lambda: StoppingRule(
+        min_samples=5, min_time_s=0.02, noise_target=0.01, timeout_s=0.5))
     hot_min_sample_s: float = 50e-6  # hot samples batch calls up to at least this long
     batch_time_s: float = 0.05  # GPU time enqueued between host checks
     max_batch: int = 32
@@ -81,6 +89,14 @@ class CupyBackend:
             self._hold = StreamHold()
         return self._hold.hold(stream)
 
+    def mark(self, stream: Any) -> None:
+        """An empty kernel: the separator between two traced hot calls."""
+        if not hasattr(self, "_mark"):
+            self._mark = self.cupy.RawKernel(_MARK_SOURCE, MARK_KERNEL)
+        self._mark((1,), (1,), (), stream=stream)
+
+
+_MARK_SOURCE = f'extern "C" __global__ void {MARK_KERNEL}() {{}}'
 
 HOLD_TIMEOUT_S = 0.5
 _HOLD_SOURCE = r"""
@@ -179,12 +195,36 @@ def _copy_operands(backend: Any, operands: Sequence[Any], count: int) -> list[tu
     return sets
 
 
+@dataclass
+class _Sampled:
+    """What one sampling phase produced."""
+
+    samples: list[float] = field(default_factory=list)
+    timed_s: float = 0.0
+    stop_reason: str = ""
+    clock_events: set[str] = field(default_factory=set)
+    unreliable_reason: str = ""
+    discarded: int = 0
+    holding: bool = True
+
+
+#: A batch runner: enqueue one batch and return its per-call samples and the GPU time it took, or ``None``
+#: when the batch had to be dropped (the hold timed out: the callable waited on the host).
+BatchRunner = Callable[[bool], "tuple[list[float], float] | None"]
+
+
 class Timer:
-    """Measures callables on the current CuPy stream of one device."""
+    """Measures callables on the current CuPy stream of one device.
+
+    With a ``tracer`` (``cupti_trace.KernelTracer``) a measurement has two phases: a short event-timed one,
+    kept as the cross-check (its median minus the kernel time is the launch overhead), then the figure of
+    record, each call's kernel span from CUPTI with the L2 flushed before every call. Without one, the
+    event-timed phase is the figure (``Measurement.method`` says which).
+    """
 
     def __init__(self, l2_bytes: int, flush_buffer: Any, nvml: Nvml, config: SamplingConfig,
                  backend: Any = None, sleep: Callable[[float], None] = time.sleep,
-                 clock: Callable[[], float] = time.perf_counter) -> None:
+                 clock: Callable[[], float] = time.perf_counter, tracer: Any = None) -> None:
         self.l2_bytes = l2_bytes
         self.flush_buffer = flush_buffer
         self.nvml = nvml
@@ -192,19 +232,54 @@ class Timer:
         self.backend = backend or CupyBackend()
         self.sleep = sleep
         self.clock = clock
+        self.tracer = tracer
 
     def measure(self, fn: Callable[..., Any], work: Work, operands: Sequence[Any] = (), flush: str = Flush.COLD,
                 label: str = "", prefer_method: str = "") -> Measurement:
-        """``prefer_method`` asks for the cold method a baseline entry was recorded with (``cold-flush`` or
-        ``cold-rotate``), so a call near the length threshold is not measured one way today and the other way
-        tomorrow; empty: chosen from the warm call's length."""
+        """``prefer_method`` asks for the event-timed method a baseline entry was recorded with (``cold-flush``
+        or ``cold-rotate``), so a call near the length threshold is not measured one way today and the other
+        way tomorrow; empty (or a traced method): chosen from the warm call's length."""
         if flush not in Flush.MODES:
             raise ValueError(f"flush must be one of {Flush.MODES}, got {flush!r}")
-        backend = self.backend
-        stream = backend.current_stream()
-        config = self.config
+        stream = self.backend.current_stream()
         clock_before = self.nvml.sm_clock_mhz()
+        warm_calls, per_call, holding = self._warm_up(fn, operands, flush, stream)
+        method, calls, operand_sets = self._event_method(operands, flush, per_call, prefer_method)
+        event_rule = self.config.crosscheck_rule if self.tracer is not None else self.config.rule
+        events = self._sample(self._event_batches(fn, operand_sets, method, calls, per_call, stream), event_rule,
+                              holding)
+        event_method = method if events.holding else f"{method}{Method.UNHELD_SUFFIX}"
+        traced: _Sampled | None = None
+        kernels: tuple[Kernel, ...] = ()
+        trace_note = ""
+        if self.tracer is not None:
+            traced, kernels, trace_note = self._trace(fn, operands, flush, per_call, stream, events.holding)
+        clock_after = self.nvml.sm_clock_mhz()
+        clocks = (clock_before, clock_after) if clock_before is not None and clock_after is not None else None
+        common = dict(work=work, flush=flush, warmup_calls=warm_calls, sm_clock_mhz=clocks, label=label)
+        if traced is None:
+            return Measurement(
+                samples_s=tuple(events.samples), method=event_method, calls_per_sample=calls,
+                stop_reason=events.stop_reason, clock_events=tuple(sorted(events.clock_events)),
+                unreliable_reason=events.unreliable_reason, discarded_samples=events.discarded,
+                trace_note=trace_note, **common)  # type: ignore[arg-type]
+        traced_method = Method.TRACED[flush]
+        return Measurement(
+            samples_s=tuple(traced.samples),
+            method=traced_method if traced.holding else f"{traced_method}{Method.UNHELD_SUFFIX}",
+            calls_per_sample=1, stop_reason=traced.stop_reason,
+            clock_events=tuple(sorted(events.clock_events | traced.clock_events)),
+            unreliable_reason=traced.unreliable_reason or events.unreliable_reason,
+            discarded_samples=events.discarded + traced.discarded,
+            event_median_s=summarize(events.samples).median, event_method=event_method, kernels=kernels,
+            **common)  # type: ignore[arg-type]
 
+    # -- phases ------------------------------------------------------------------------------------------
+
+    def _warm_up(self, fn: Callable[..., Any], operands: Sequence[Any], flush: str,
+                 stream: Any) -> tuple[int, float, bool]:
+        """Warm-up by count and time; returns (calls, the last call's event time, whether holding works)."""
+        backend, config = self.backend, self.config
         start, stop = backend.event(), backend.event()
         if flush == Flush.COLD:
             self.flush_buffer.enqueue(stream)  # unheld too: the flush kernel compiles on its first launch, and a
@@ -224,36 +299,36 @@ class Timer:
             stop.synchronize()
             per_call = backend.elapsed_s(start, stop)
             warm_calls += 1
+        return warm_calls, per_call, holding
 
+    def _event_method(self, operands: Sequence[Any], flush: str, per_call: float,
+                      prefer_method: str) -> tuple[str, int, list[tuple[Any, ...]]]:
+        """(method, calls per sample, operand sets) of the event-timed phase."""
+        config = self.config
         operand_sets = [tuple(operands)]
         if flush == Flush.HOT:
-            method = Method.HOT
             calls = max(1, min(1000, math.ceil(config.hot_min_sample_s / max(per_call, 1e-9) - 1e-6)))
-        else:
-            method, calls = Method.COLD_FLUSH, 1
-            footprint = _array_bytes(operands)
-            preferred = prefer_method.removesuffix(Method.UNHELD_SUFFIX)
-            rotate = preferred == Method.COLD_ROTATE if preferred in (Method.COLD_FLUSH, Method.COLD_ROTATE) \
-                else per_call < config.rotate_below_s
-            if rotate and footprint and _rotatable(operands):
-                copies = math.ceil(2 * self.l2_bytes / footprint) + 1
-                if copies <= config.max_rotation_copies:
-                    operand_sets = _copy_operands(backend, operands, copies)
-                    calls = max(copies, math.ceil(config.min_sample_s / max(per_call, 1e-9) - 1e-6))
-                    method, calls = Method.COLD_ROTATE, min(calls, config.max_held_calls)
+            return Method.HOT, calls, operand_sets
+        preferred = prefer_method.removesuffix(Method.UNHELD_SUFFIX)
+        rotate = preferred == Method.COLD_ROTATE if preferred in (Method.COLD_FLUSH, Method.COLD_ROTATE) \
+            else per_call < config.rotate_below_s
+        footprint = _array_bytes(operands)
+        if rotate and footprint and _rotatable(operands):
+            copies = math.ceil(2 * self.l2_bytes / footprint) + 1
+            if copies <= config.max_rotation_copies:
+                calls = max(copies, math.ceil(config.min_sample_s / max(per_call, 1e-9) - 1e-6))
+                return Method.COLD_ROTATE, min(calls, config.max_held_calls), \
+                    _copy_operands(self.backend, operands, copies)
+        return Method.COLD_FLUSH, 1, operand_sets
+
+    def _event_batches(self, fn: Callable[..., Any], operand_sets: list[tuple[Any, ...]], method: str, calls: int,
+                       per_call: float, stream: Any) -> BatchRunner:
+        backend, config = self.backend, self.config
         per_sample = max(per_call * calls, 1e-6)
         batch = max(1, min(config.max_batch, int(config.batch_time_s / per_sample), config.max_held_calls // calls))
         pairs = [(backend.event(), backend.event()) for _ in range(batch)]
 
-        samples: list[float] = []
-        timed_s = 0.0
-        seen_events: set[str] = set()
-        discarded, retries = 0, 0
-        unreliable_reason = ""
-        stop_reason = ""
-        wall_start = self.clock()
-        while not stop_reason:
-            mask_before = self.nvml.clock_event_mask()
+        def run(holding: bool) -> tuple[list[float], float] | None:
             release = backend.hold(stream) if holding else None
             for begin, end in pairs:
                 if method == Method.COLD_FLUSH:
@@ -262,15 +337,87 @@ class Timer:
                 for call in range(calls):
                     fn(*operand_sets[call % len(operand_sets)])
                 end.record(stream)
-            if release is not None and not release():
-                holding = False  # the callable waited on the host: drop the batch, continue unheld
-                pairs[-1][1].synchronize()
-                discarded += len(pairs)
-                continue
+            held = release is None or release()
             pairs[-1][1].synchronize()
+            if not held:
+                return None
             elapsed = [backend.elapsed_s(begin, end) for begin, end in pairs]
+            return [t / calls for t in elapsed], sum(elapsed)
+
+        return run
+
+    def _trace(self, fn: Callable[..., Any], operands: Sequence[Any], flush: str, per_call: float, stream: Any,
+               holding: bool) -> tuple[_Sampled | None, tuple[Kernel, ...], str]:
+        """The traced phase: every call preceded by a separator kernel (the flush when cold, an empty marker
+        when hot), each call's span read from its kernel records. ``None`` and why, when the records cannot
+        be split into the calls enqueued (the callable launched no kernel, say)."""
+        backend, config, tracer = self.backend, self.config, self.tracer
+        separate = self.flush_buffer.enqueue if flush == Flush.COLD else backend.mark
+        stop = backend.event()
+        calls_seen: list[list[KernelActivity]] = []
+        failure: list[str] = []
+
+        def enqueue(count: int, held: bool) -> list[list[KernelActivity]] | None:
+            release = backend.hold(stream) if held else None
+            for _ in range(count):
+                separate(stream)
+                fn(*operands)
+            separate(stream)  # closes the last call: a call is what lies between two separators
+            stop.record(stream)
+            ok = release is None or release()
+            stop.synchronize()
+            found = split_calls(tracer.collect())
+            if not ok:
+                return None
+            if len(found) != count:
+                failure.append(f"{count} calls enqueued, {len(found)} found in the kernel records")
+                return []
+            return found
+
+        tracer.start()
+        try:
+            probe = enqueue(1, False)
+            if not probe:
+                return None, (), failure[0] if failure else "no kernel records for the call"
+            launches = len(probe[0]) + 1
+            count = max(1, min(config.max_held_calls // launches,
+                               int(config.batch_time_s / max(per_call, 1e-6)), config.max_traced_calls))
+
+            def run(held: bool) -> tuple[list[float], float] | None:
+                found = enqueue(count, held)
+                if found is None:
+                    return None
+                if not found:
+                    raise _TraceMismatch(failure[-1])
+                calls_seen.extend(found)
+                # the batch's GPU time, flushes included, is what the rule's minimum sampling time counts
+                batch_s = (max(a.end_ns for a in found[-1]) - min(a.start_ns for a in found[0])) / 1e9
+                return [span_s(call) for call in found], batch_s
+
+            try:
+                sampled = self._sample(run, replace(config.rule, min_time_s=config.traced_min_time_s), holding)
+            except _TraceMismatch as exc:
+                return None, (), str(exc)
+        finally:
+            tracer.stop()
+        return sampled, call_kernels(calls_seen), ""
+
+    def _sample(self, run: BatchRunner, rule: StoppingRule, holding: bool) -> _Sampled:
+        """Batches until ``rule`` stops, each bracketed by the NVML clock-event and process checks; a batch
+        under throttling or contention is re-taken up to ``throttle_retries`` times, then kept and flagged."""
+        config = self.config
+        sampled = _Sampled(holding=holding)
+        wall_start = self.clock()
+        retries = 0
+        while not sampled.stop_reason:
+            mask_before = self.nvml.clock_event_mask()
+            batch = run(sampled.holding)
+            if batch is None:
+                sampled.holding = False  # the callable waited on the host: drop the batch, continue unheld
+                continue
+            samples, timed = batch
             events = decode(mask_before | self.nvml.clock_event_mask())
-            seen_events.update(events)
+            sampled.clock_events.update(events)
             slowed = unreliable(events)
             others = self.nvml.other_processes()
             if slowed or others:
@@ -278,27 +425,15 @@ class Timer:
                          f"other processes on the GPU (pids {', '.join(map(str, others))})")
                 if retries < config.throttle_retries:
                     retries += 1
-                    discarded += len(elapsed)
+                    sampled.discarded += len(samples)
                     self.sleep(config.throttle_backoff_s * retries)
                     continue
-                unreliable_reason = f"{cause} persisted through {retries} re-samplings"
-            samples.extend(t / calls for t in elapsed)
-            timed_s += sum(elapsed)
-            stop_reason = config.rule.verdict(samples, timed_s, self.clock() - wall_start) or ""
+                sampled.unreliable_reason = f"{cause} persisted through {retries} re-samplings"
+            sampled.samples.extend(samples)
+            sampled.timed_s += timed
+            sampled.stop_reason = rule.verdict(sampled.samples, sampled.timed_s, self.clock() - wall_start) or ""
+        return sampled
 
-        clock_after = self.nvml.sm_clock_mhz()
-        clocks = (clock_before, clock_after) if clock_before is not None and clock_after is not None else None
-        return Measurement(
-            samples_s=tuple(samples),
-            work=work,
-            flush=flush,
-            method=method if holding else f"{method}{Method.UNHELD_SUFFIX}",
-            calls_per_sample=calls,
-            warmup_calls=warm_calls,
-            stop_reason=stop_reason,
-            sm_clock_mhz=clocks,
-            clock_events=tuple(sorted(seen_events)),
-            unreliable_reason=unreliable_reason,
-            discarded_samples=discarded,
-            label=label,
-        )
+
+class _TraceMismatch(Exception):
+    """The kernel records of a batch could not be split into its calls."""

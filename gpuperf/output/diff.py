@@ -14,8 +14,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TypeVar
 
+from gpuperf.measure.kernel_records import SAME_KERNELS, describe_change
 from gpuperf.verdict.baseline import Change, Entry
-from gpuperf.verdict.gate import Context, GateConfig, decide, is_noisy, status_rank, valid_figure
+from gpuperf.verdict.gate import (Context, GateConfig, decide, is_noisy, status_rank, valid_figure,
+                                  with_profile_hint)
 from gpuperf.verdict.records import Record
 from gpuperf.vocabulary import Status
 
@@ -37,7 +39,8 @@ class DiffRow:
     """One case of an old → new table.
 
     ``change`` says why a case has no Δ (``added``, ``removed``, ``metric changed``; ``only in A`` / ``only in
-    B`` for ``compare``). ``status`` and ``note`` are the gate's verdict on new against old (``compare`` only).
+    B`` for ``compare``). ``status`` and ``note`` are the gate's verdict on new against old (``compare``); in a
+    plain diff, ``note`` says how the case's kernels changed (``kernel changed: A → B``).
     """
 
     case_id: str
@@ -74,8 +77,14 @@ def diff_entries(old: Mapping[str, Entry], new: Mapping[str, Entry]) -> list[Dif
                                     change=METRIC_CHANGED))
             else:
                 rows.append(DiffRow(case, before.metric, before.value, after.value,
-                                    delta_pct(before.value, after.value)))
+                                    delta_pct(before.value, after.value), note=kernel_change(before, after)))
     return rows
+
+
+def kernel_change(before: Entry, after: Entry) -> str:
+    """How the kernels of a case differ between two entries; empty when they match or either is unknown."""
+    change = describe_change(before.kernels, after.kernels)
+    return "" if change == SAME_KERNELS else change
 
 
 def changes_rows(changes: Sequence[Change]) -> list[DiffRow]:
@@ -85,8 +94,9 @@ def changes_rows(changes: Sequence[Change]) -> list[DiffRow]:
 
 
 def select_rows(rows: Iterable[DiffRow], min_delta_pct: float) -> list[DiffRow]:
-    """The rows worth showing: every added, removed or changed case, and each Δ of at least ``min_delta_pct``."""
-    return [r for r in rows if r.delta_pct is None or abs(r.delta_pct) >= min_delta_pct]
+    """The rows worth showing: every added, removed or changed case, each case whose kernels changed, and each
+    Δ of at least ``min_delta_pct``."""
+    return [r for r in rows if r.delta_pct is None or r.note or abs(r.delta_pct) >= min_delta_pct]
 
 
 def judge(record: Record, entry: Entry, config: GateConfig, context: Context) -> Record:
@@ -101,7 +111,7 @@ def judge(record: Record, entry: Entry, config: GateConfig, context: Context) ->
     unreliable_reason = record.note.removeprefix(_UNRELIABLE_PREFIX) if throttled else ""
     fresh = replace(record, status=Status.PASS, note="", baseline=None, delta_pct=None, tolerance=None,
                     reliable=not throttled)
-    return decide(fresh, entry, config, context, findings, unreliable_reason)
+    return with_profile_hint(decide(fresh, entry, config, context, findings, unreliable_reason))
 
 
 def compare_runs(a: Mapping[str, Entry], b: Mapping[str, Record], config: GateConfig,

@@ -11,6 +11,7 @@ from gpuperf.verdict.accounting import GpuAccount
 from gpuperf.verdict.baseline import Change
 from gpuperf.output.diff import DiffRow, changes_rows
 from gpuperf.verdict.fleet import CaseSpread, Run
+from gpuperf.verdict.gate import KERNEL_CHANGE
 from gpuperf.verdict.records import Record, RunInfo
 from gpuperf.output.table import Column
 
@@ -29,6 +30,8 @@ def header_lines(run: RunInfo) -> list[str]:
     peaks = table.peaks_line(run.extra.get("peaks"))
     if peaks:
         lines.append(f"gpuperf: peaks {peaks}")
+    if run.extra.get("kernel_timer"):
+        lines.append(f"gpuperf: timing {run.extra['kernel_timer']}")
     return lines
 
 
@@ -57,10 +60,12 @@ def _status_or_change_with_icon(row: DiffRow) -> str:
     return table.status_with_icon(row.status) if row.status else row.change
 
 
-def diff_columns(old: str = "old", new: str = "new", verdicts: bool = False) -> tuple[Column[DiffRow], ...]:
+def diff_columns(old: str = "old", new: str = "new", verdicts: bool = False,
+                 kernels: bool = False) -> tuple[Column[DiffRow], ...]:
     """The columns of an old → new table, the figures titled ``old`` and ``new`` or as given. Without
-    ``verdicts`` a case that is not in both says so in the Δ column; with them (``compare``) the gate's status
-    (or ``only in A`` / ``only in B``) and note follow."""
+    ``verdicts`` a case that is not in both says so in the Δ column, and ``kernels`` adds how each case's
+    kernels changed; with them (``compare``) the gate's status (or ``only in A`` / ``only in B``) and note
+    follow."""
     head: tuple[Column[DiffRow], ...] = (
         Column("case", "left", lambda r: r.case_id, lambda r: table.code_span(r.case_id)),
         Column("metric", "left", lambda r: r.metric),
@@ -68,7 +73,8 @@ def diff_columns(old: str = "old", new: str = "new", verdicts: bool = False) -> 
         Column(new, "right", lambda r: table.format_number(r.new)),
     )
     if not verdicts:
-        return (*head, Column("Δ %", "right", _change_or_delta))
+        delta = Column("Δ %", "right", _change_or_delta)
+        return (*head, delta, Column("kernels", "left", lambda r: r.note)) if kernels else (*head, delta)
     return (*head, Column("Δ %", "right", lambda r: table.format_delta(r.delta_pct)),
             Column("status", "left", _status_or_change, _status_or_change_with_icon),
             Column("note", "left", lambda r: r.note))
@@ -78,7 +84,7 @@ def format_diff(rows: Sequence[DiffRow], markdown: bool = False, old: str = "old
                 verdicts: bool = False) -> str:
     """The old → new table of ``baseline diff``, ``--update-baselines`` and (``verdicts``) ``compare``."""
     render = table.render_markdown if markdown else table.render_text
-    return render(diff_columns(old, new, verdicts), rows)
+    return render(diff_columns(old, new, verdicts, kernels=any(r.note for r in rows)), rows)
 
 
 def format_changes(changes: Sequence[Change]) -> str:
@@ -115,6 +121,16 @@ def version_banner(baseline: Path, changes: Sequence[str]) -> list[str]:
         "gpuperf:   figures may move for that reason alone; review, then re-record: "
         "pytest perf_tests --update-baselines (--fail-on-version-change stops such a run)",
     ]
+
+
+def kernel_change_lines(records: Sequence[Record]) -> list[str]:
+    """The end-of-run list of cases whose kernels differ from their baseline entry's (after a driver or cuBLAS
+    upgrade, the usual cause of a moved figure)."""
+    changed = [(record.case_id, record.extra[KERNEL_CHANGE]) for record in records if record.extra.get(KERNEL_CHANGE)]
+    if not changed:
+        return []
+    return [f"gpuperf: kernels changed since the baseline in {len(changed)} case(s):",
+            *(f"gpuperf:   {case}: {change}" for case, change in sorted(changed))]
 
 
 def accounting_lines(accounts: Sequence[GpuAccount], stale: Sequence[str], gate_mode: bool,

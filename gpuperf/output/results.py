@@ -379,6 +379,8 @@ def _flatten_record(record: Record) -> dict[str, str]:
             row.update({f"param.{name}": _cell(v) for name, v in value.items()})
         elif key == "extra":
             row.update({name: _cell(v) for name, v in _flatten("extra.", value).items()})
+        elif key == "kernels":
+            row[key] = "; ".join(kernel.describe() for kernel in record.kernels)
         elif key == "sm_clock_mhz":
             before, after = value if value else (None, None)
             row["sm_clock_mhz_before"], row["sm_clock_mhz_after"] = _cell(before), _cell(after)

@@ -7,15 +7,17 @@ One file per GPU model, ``baselines/<slug>.yaml``::
              integrity: {entries: <count>, sha256: <hex digest>}}
     entries:
       <case id>: {metric, value, unit, spread, samples, flush, method, runs?, run_spread?,
-                  family?, kernel?, precision?, shape?, flops?, bytes?, tolerance?}
+                  family?, kernel?, precision?, shape?, flops?, bytes?, kernels?, tolerance?}
 
 ``runs`` and ``run_spread`` are set on an entry recorded from several runs (``python -m gpuperf baseline
 from-runs``, ``fleet.py``): its value is then the median of the runs' figures and ``run_spread`` their
 relative range, which the gate takes as a floor of the band.
 
-The descriptive fields (family, kernel, precision, shape, flops, bytes) are written by
+The descriptive fields (family, kernel, precision, shape, flops, bytes, kernels) are written by
 ``--update-baselines`` from the record, so plots and tables made from a baseline read what a case is
-instead of guessing it from its id.
+instead of guessing it from its id. ``kernels`` lists what one call launched, from the kernel records
+(``kernel_records.Kernel``: name, grid, block, cluster, registers, shared memory, median µs): a
+regression note compares it with what ran today (``same kernels`` / ``kernel changed: A → B``).
 
 Files are read as UTF-8 bytes decoded here (an undecodable byte is reported with its offset) and parsed
 by a ``yaml.SafeLoader`` that refuses a key repeated in any mapping (a merge conflict or a bad hand edit
@@ -54,13 +56,14 @@ from typing import Any
 
 import yaml
 
+from gpuperf.measure.kernel_records import Kernel
 from gpuperf.vocabulary import Metric, Precision
 
 
 SCHEMA_VERSION = 1
 ENTRY_REQUIRED = ("metric", "value", "unit")
 #: What a case is, as the record said: read by plots and tables, never parsed back from the case id.
-ENTRY_DESCRIPTION = ("family", "kernel", "precision", "shape", "flops", "bytes")
+ENTRY_DESCRIPTION = ("family", "kernel", "precision", "shape", "flops", "bytes", "kernels")
 #: How many runs an entry's value is the median of, and their relative range (absent: one run).
 ENTRY_RUNS = ("runs", "run_spread")
 ENTRY_OPTIONAL = ("spread", "samples", "flush", "method", *ENTRY_RUNS, *ENTRY_DESCRIPTION, "tolerance")
@@ -101,6 +104,7 @@ class Entry:
     shape: tuple[tuple[str, int], ...] = ()  # (("batch", B), ("m", M), ...), as ``Work.sizes``
     flops: float | None = None
     bytes: float | None = None
+    kernels: tuple[Kernel, ...] = ()  # what one call launched when recorded (traced measurements)
     runs: int = 0  # > 1: the value is the median of this many runs' figures
     run_spread: float = 0.0  # their relative range, (max − min) / median
     tolerance: float | None = None
@@ -122,8 +126,9 @@ class Entry:
     def description(self) -> dict[str, Any]:
         """The descriptive fields that are set, as the file holds them."""
         described: dict[str, Any] = {"family": self.family, "kernel": self.kernel, "precision": self.precision,
-                                     "shape": dict(self.shape), "flops": self.flops, "bytes": self.bytes}
-        return {key: value for key, value in described.items() if value not in ("", {}, None)}
+                                     "shape": dict(self.shape), "flops": self.flops, "bytes": self.bytes,
+                                     "kernels": [kernel.to_dict() for kernel in self.kernels]}
+        return {key: value for key, value in described.items() if value not in ("", {}, None, [])}
 
 
 def _round(value: float) -> float:
@@ -342,6 +347,14 @@ def _description(where: str, path: Path, raw: Mapping[str, Any]) -> dict[str, An
                 raise BaselineError(f"{where}: {key} must be a positive finite number, got {raw[key]!r}; "
                                     f"{restore_hint(path)}")
             described[key] = float(raw[key])
+    if "kernels" in raw:
+        kernels = raw["kernels"]
+        if not isinstance(kernels, list):
+            raise BaselineError(f"{where}: kernels must be a list of kernels, got {kernels!r}; {restore_hint(path)}")
+        try:
+            described["kernels"] = tuple(Kernel.from_dict(kernel) for kernel in kernels)
+        except ValueError as exc:
+            raise BaselineError(f"{where}: {exc}; {restore_hint(path)}") from exc
     return described
 
 

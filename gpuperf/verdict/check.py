@@ -68,8 +68,11 @@ def case_record(case: CaseIdentity, measurement: Measurement, peaks: DevicePeaks
         sm_clock_mhz=measurement.sm_clock_mhz, clock_events=measurement.clock_events,
         reliable=measurement.reliable, gpu=case.gpu, gpu_index=case.gpu_index,
         kernel=measurement.label, precision=work.precision, shape=work.shape,
+        kernels=measurement.kernels, event_median_s=measurement.event_median_s,
         extra={"stop_reason": measurement.stop_reason, "warmup_calls": measurement.warmup_calls,
-               "discarded_samples": measurement.discarded_samples},
+               "discarded_samples": measurement.discarded_samples,
+               **({"event_method": measurement.event_method} if measurement.event_method else {}),
+               **({"trace_note": measurement.trace_note} if measurement.trace_note else {})},
     )
     return decide(record, entry, config, context, [str(f) for f in findings], measurement.unreliable_reason)
 
@@ -91,6 +94,7 @@ def ratio_record(case: CaseIdentity, numerator: Measurement, denominator: Measur
         method=numerator.method, flush=numerator.flush, reliable=not unreliable_reason,
         gpu=case.gpu, gpu_index=case.gpu_index, kernel=_ratio_kernel(numerator.label, denominator.label),
         precision=numerator.work.precision, shape=numerator.work.shape,
+        kernels=numerator.kernels + denominator.kernels,
         extra={"denominator_median_s": denominator.median_s, "ratio_name": name},
     )
     return decide(record, entry, config, replace(context, record_command=record_command(ratio_case)), [],
@@ -112,7 +116,7 @@ def entry_from_record(record: Record) -> Entry:
                  samples=record.samples or 0, flush=record.flush, method=record.method, family=record.family,
                  kernel=record.kernel, precision=record.precision,
                  shape=tuple((name, record.shape[name]) for name in SHAPE_SIZES if name in record.shape),
-                 flops=record.flops, bytes=record.bytes)
+                 flops=record.flops, bytes=record.bytes, kernels=record.kernels)
 
 
 def baseline_header(run: RunInfo, records: Sequence[Record], recorded: str) -> dict[str, object]:

@@ -17,8 +17,9 @@ from __future__ import annotations
 import statistics
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
+from gpuperf.measure.kernel_records import Kernel
 from gpuperf.verdict.baseline import SHAPE_SIZES, Entry
 from gpuperf.verdict.gate import valid_figure
 from gpuperf.verdict.records import Record, RunInfo
@@ -81,6 +82,21 @@ def relative_range(values: Sequence[float]) -> float:
     return (max(values) - min(values)) / statistics.median(values) if len(values) > 1 else 0.0
 
 
+def _majority_kernels(records: Sequence[Record]) -> tuple[Kernel, ...]:
+    """The kernels most runs launched (names and launch shapes), with the median of their runs' durations."""
+    known = [record.kernels for record in records if record.kernels]
+    if not known:
+        return ()
+    counts = Counter(tuple((k.name, k.launch) for k in kernels) for kernels in known)
+    common = max(counts, key=lambda signature: counts[signature])
+    same = [kernels for kernels in known if tuple((k.name, k.launch) for k in kernels) == common]
+    medians = []
+    for position in range(len(same[0])):
+        durations = [d for d in (k[position].median_us for k in same) if d is not None]
+        medians.append(statistics.median(durations) if durations else None)
+    return tuple(replace(kernel, median_us=median) for kernel, median in zip(same[0], medians))
+
+
 def entries_from_runs(runs: Sequence[Run]) -> dict[str, Entry]:
     """One entry per case measured cleanly in at least one run: the median of the runs' figures (all taken by
     the most common method), the median sample spread, the number of runs and their relative range."""
@@ -106,6 +122,7 @@ def entries_from_runs(runs: Sequence[Run]) -> dict[str, Entry]:
             method=method, family=described.family, kernel=described.kernel, precision=described.precision,
             shape=tuple((name, described.shape[name]) for name in SHAPE_SIZES if name in described.shape),
             flops=described.flops, bytes=described.bytes, runs=len(chosen), run_spread=relative_range(values),
+            kernels=_majority_kernels(chosen),
         )
     return entries
 

@@ -24,6 +24,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Protocol
 
+from gpuperf.measure.kernel_records import SAME_KERNELS, describe_change, ncu_command
+from gpuperf.measure.measurement import Method
 from gpuperf.verdict.baseline import Entry
 from gpuperf.verdict.records import Record
 from gpuperf.vocabulary import Status
@@ -132,6 +134,10 @@ def compare(value: float, entry: Entry, config: GateConfig) -> Comparison:
     return Comparison(status, entry.value, delta, tolerance)
 
 
+#: ``Record.extra`` key: how the kernels of a case differ from its baseline entry's, when they do.
+KERNEL_CHANGE = "kernel_change"
+
+
 def comparable_methods(recorded: str, measured: str) -> bool:
     """Figures taken by different methods are not compared (an unheld batch, another flush, another clock)."""
     return not recorded or recorded == measured
@@ -153,7 +159,25 @@ def _join(*parts: str) -> str:
 
 def decide(record: Record, entry: Entry | None, config: GateConfig, context: Context,
            findings: Sequence[str] = (), unreliable_reason: str = "") -> Record:
-    """The status and note of one measured case (``record`` carries the figure and its spread)."""
+    """The status and note of one measured case (``record`` carries the figure and its spread); how its kernels
+    differ from the entry's, when they do, travels in ``extra[KERNEL_CHANGE]``."""
+    decided = _decide(record, entry, config, context, findings, unreliable_reason)
+    change = describe_change(entry.kernels, record.kernels) if entry is not None else ""
+    if change and change != SAME_KERNELS:
+        decided = replace(decided, extra={**decided.extra, KERNEL_CHANGE: change})
+    return decided
+
+
+def with_profile_hint(record: Record) -> Record:
+    """A failing case's note, ended by a ready profiling command for its dominant kernel (when its kernels are
+    known). Applied last, after every other note, so the command is the note's end."""
+    if record.status not in Status.FAILING or not record.kernels:
+        return record
+    return replace(record, note=_join(record.note, f"profile it: {ncu_command(record.kernels, record.nodeid)}"))
+
+
+def _decide(record: Record, entry: Entry | None, config: GateConfig, context: Context,
+            findings: Sequence[str], unreliable_reason: str) -> Record:
     note = record.note
     if not valid_figure(record.value):
         return replace(record, status=Status.ERROR, note=_join(
@@ -174,9 +198,12 @@ def decide(record: Record, entry: Entry | None, config: GateConfig, context: Con
             f"not comparable: the baseline holds {entry.metric}, this case measures {record.metric}; re-record "
             f"it with {context.record_command}", note))
     if not comparable_methods(entry.method, record.method):
+        untraced = Method.traced(entry.method) and not Method.traced(record.method)
+        why = ("kernel tracing (CUPTI) was unavailable in this run, so the call was timed with events (the run "
+               "header says why)" if untraced else
+               f"re-record it with {context.record_command} if the method change is intended")
         return replace(record, status=Status.NOT_COMPARABLE, note=_join(
-            f"not comparable: recorded by method {entry.method}, measured by {record.method}; re-record it "
-            f"with {context.record_command} if the method change is intended", note))
+            f"not comparable: recorded by method {entry.method}, measured by {record.method}; {why}", note))
     result = compare(record.value, entry, config)
     if result.status == Status.ERROR:
         return replace(record, status=Status.ERROR, baseline=entry.value, note=_join(
@@ -191,14 +218,15 @@ def decide(record: Record, entry: Entry | None, config: GateConfig, context: Con
             "chance (another process, throttling?)", note))
     versions = f"versions changed since the baseline: {', '.join(context.version_changes)}" \
         if context.version_changes else ""
+    kernels = describe_change(entry.kernels, record.kernels)
     if result.status == Status.REGRESSED:
         return replace(base, status=Status.REGRESSED, note=_join(
-            f"{100 * -result.delta:.1f} % below baseline (tolerance {100 * result.tolerance:.1f} %)", versions,
-            note))
+            f"{100 * -result.delta:.1f} % below baseline (tolerance {100 * result.tolerance:.1f} %)", kernels,
+            versions, note))
     if result.status == Status.IMPROVED:
         return replace(base, status=Status.IMPROVED, note=_join(
-            f"improved {100 * result.delta:.1f} % — update the baseline: {context.record_command}", versions,
-            note))
+            f"improved {100 * result.delta:.1f} % — update the baseline: {context.record_command}", kernels,
+            versions, note))
     return replace(base, status=Status.PASS)
 
 

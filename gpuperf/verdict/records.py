@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
+from gpuperf.measure.kernel_records import Kernel
 from gpuperf.verdict.baseline import VERSION_KEYS
 from gpuperf.vocabulary import Status
 
@@ -54,13 +55,24 @@ class Record:
     kernel: str = ""  # what ran: the measurement's label ("cuBLAS fp32 nn", "custom wmma"), "A ÷ B" for a ratio
     precision: str = ""  # the math path whose peak applies (vocabulary.Precision)
     shape: dict[str, int] = field(default_factory=dict)  # {"batch", "m", "n", "k"} as the work was counted
+    kernels: tuple[Kernel, ...] = ()  # what one call launched, in order, from the kernel records
+    event_median_s: float | None = None  # the event-timed cross-check of a traced figure, per call
     extra: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data["sm_clock_mhz"] = list(self.sm_clock_mhz) if self.sm_clock_mhz else None
         data["clock_events"] = list(self.clock_events)
+        data["kernels"] = [kernel.to_dict() for kernel in self.kernels]
         return data
+
+    @property
+    def launch_overhead_s(self) -> float | None:
+        """Event-timed minus kernel time per call: launch gaps that event timing counts and the kernel records
+        do not."""
+        if self.event_median_s is None or self.median_s is None:
+            return None
+        return self.event_median_s - self.median_s
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Record:
@@ -69,6 +81,7 @@ class Record:
         if values.get("sm_clock_mhz") is not None:
             values["sm_clock_mhz"] = tuple(values["sm_clock_mhz"])
         values["clock_events"] = tuple(values.get("clock_events") or ())
+        values["kernels"] = tuple(Kernel.from_dict(kernel) for kernel in values.get("kernels") or ())
         return cls(**values)
 
     @property

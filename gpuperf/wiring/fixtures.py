@@ -17,7 +17,7 @@ from datetime import datetime, timezone
 from typing import Any, Protocol
 
 from gpuperf.verdict.check import CaseIdentity, case_record, context_for, ratio_record
-from gpuperf.verdict.gate import Context, confirm, needs_confirmation, outcome
+from gpuperf.verdict.gate import Context, confirm, needs_confirmation, outcome, with_profile_hint
 from gpuperf.measure.device import GpuContext, NoGpuError, list_devices, query_device
 from gpuperf.measure.measurement import Measurement
 from gpuperf.measure.metrics import Work
@@ -35,8 +35,11 @@ def case_id_of(nodeid: str) -> str:
 
 
 def describe_context(ctx: GpuContext) -> dict[str, Any]:
-    """A device as ``python -m gpuperf device --json`` describes it: ``DeviceInfo.to_dict()`` plus ``peaks``."""
-    return {**ctx.info.to_dict(), "peaks": ctx.peaks.to_dict()}
+    """A device as ``python -m gpuperf device --json`` describes it: ``DeviceInfo.to_dict()`` plus ``peaks`` and
+    how this process times a call (``kernel_timer``)."""
+    from gpuperf.measure.cupti_trace import timer_description
+
+    return {**ctx.info.to_dict(), "peaks": ctx.peaks.to_dict(), "kernel_timer": timer_description()}
 
 
 def run_info(ctx: GpuContext, flush_modes: Sequence[str]) -> RunInfo:
@@ -56,7 +59,7 @@ def run_info_from(device: Mapping[str, Any], flush_modes: Sequence[str]) -> RunI
         extra={"peaks": device.get("peaks"), "sm_count": device.get("sm_count"),
                "l2_bytes": device.get("l2_bytes"), "bus_width_bits": device.get("bus_width_bits"),
                "pci_bus_id": device.get("pci_bus_id"), "uuid": device.get("uuid"), "serial": device.get("serial"),
-               "missing": list(device.get("missing") or ())},
+               "missing": list(device.get("missing") or ()), "kernel_timer": device.get("kernel_timer")},
     )
 
 
@@ -101,6 +104,12 @@ class GpuPool:
             with ctx.device:
                 self.flush_buffers[ctx.index] = FlushBuffer(ctx.info.l2_bytes)
         return self.flush_buffers[ctx.index]
+
+    def tracer(self) -> Any:
+        """The process's kernel tracer (``cupti_trace.KernelTracer``), or ``None`` where CUPTI cannot trace."""
+        from gpuperf.measure.cupti_trace import open_tracer
+
+        return open_tracer()[0]
 
     def cublas_handle(self, ctx: GpuContext) -> int:
         if ctx.index not in self.handles:
@@ -197,7 +206,7 @@ class Perf:
         self.records = [self._with_notes(r) for r in self._unnoted]
 
     def _with_notes(self, record: Record) -> Record:
-        return replace(record, note="; ".join(n for n in (record.note, *self.notes) if n))
+        return with_profile_hint(replace(record, note="; ".join(n for n in (record.note, *self.notes) if n)))
 
     def _keep(self, record: Record) -> Record:
         self._unnoted.append(record)

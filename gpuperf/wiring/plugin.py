@@ -80,12 +80,13 @@ def add_options(addoption: Callable[..., Any]) -> None:
     addoption("--run-slow", action="store_true", help="include cases marked slow")
     addoption("--min-samples", type=positive_int, default=10, help="samples per case at least (default 10)")
     addoption("--min-time", type=non_negative_float, default=0.2,
-              help="timed GPU seconds per case at least (default 0.2)")
+              help="timed GPU seconds per case at least when timing with CUDA events, the fallback without CUPTI "
+                   "(default 0.2; traced calls sample 0.05 s of GPU time, flushes included)")
     addoption("--noise-target", type=positive_float, default=0.005,
               help="stop once the median's relative 95%% interval half-width is below this (default 0.005)")
     addoption("--min-sample-time", type=positive_float, default=DEFAULT_MIN_SAMPLE_S,
-              help="seconds of GPU time in one sample of a short cold call, timed several calls at a time over "
-                   f"rotated operand copies (default {DEFAULT_MIN_SAMPLE_S:g})")
+              help="seconds of GPU time in one event-timed sample of a short cold call, timed several calls at a "
+                   f"time over rotated operand copies (default {DEFAULT_MIN_SAMPLE_S:g})")
     addoption("--case-timeout", type=positive_float, default=3.0, help="wall seconds of sampling per case at most")
     addoption("--warmup", type=positive_int, default=3, help="warm-up calls at least (default 3)")
     addoption("--warmup-time", type=non_negative_float, default=0.05, help="warm-up seconds at least (default 0.05)")
@@ -308,8 +309,8 @@ def measure(request: pytest.FixtureRequest, gpu: Any, stream: Any, flush_mode: s
                             warmup_time_s=options.warmup_time_s, min_sample_s=options.min_sample_s)
     flush_buffer = request.config.stash[POOL].flush_buffer(gpu)
     entry = None if options.update else state.entry(gpu.info.slug, case_id_of(request.node.nodeid))
-    return Measurer(Timer(gpu.info.l2_bytes, flush_buffer, gpu.nvml, config), flush_mode,
-                    prefer_method=entry.method if entry else "")
+    timer = Timer(gpu.info.l2_bytes, flush_buffer, gpu.nvml, config, tracer=request.config.stash[POOL].tracer())
+    return Measurer(timer, flush_mode, prefer_method=entry.method if entry else "")
 
 
 def _family(item: pytest.Item) -> str:
@@ -625,7 +626,8 @@ class SessionHooks:
         lines = []
         if state.records:
             lines += [report.format_table(state.records),
-                      f"gpuperf: {len(state.records)} cases: {report.status_counts(state.records)}"]
+                      f"gpuperf: {len(state.records)} cases: {report.status_counts(state.records)}",
+                      *report.kernel_change_lines(state.records)]
         lines += report.accounting_lines(state.accounts, state.stale, state.options.gate_mode)
         for path, changes in state.changes.items():
             lines += [f"gpuperf: updated {path} (old → new):", report.format_changes(changes)]

@@ -1,0 +1,99 @@
+"""Kernel records, pure: names, splitting a traced batch into calls, spans, identities and their changes."""
+
+from __future__ import annotations
+
+import pytest
+
+from gpuperf.measure.kernel_records import (FLUSH_KERNEL, HOLD_KERNEL, Kernel, KernelActivity, call_kernels,
+                                            describe_change, ncu_command, short_name, span_s, split_calls)
+
+CUTLASS = "_ZN7cutlass7Kernel2I42cutlass_80_simt_sgemm_128x32_8x5_nn_align1EEvNT_6ParamsE"
+GEMVX = "_ZN8internal5gemvx6kernelIfLi7EEEvPT_i"
+
+
+@pytest.mark.parametrize(("symbol", "name"), [
+    (GEMVX, "gemvx::kernel"),  # a generic name keeps its namespace; template arguments and parameters go
+    ("_Z17gemv2T_kernel_valIifEvT_T0_", "gemv2T_kernel_val"),
+    ("_ZN8internal5gemvx6kernelIfLb0EEENSt9enable_ifIXntT0_EvE4typeEPT_i", "gemvx::kernel"),  # a return type goes
+    (CUTLASS, "Kernel2<cutlass_80_simt_sgemm_128x32_8x5_nn_align1>"),  # a generic wrapper keeps what it wraps
+    ("nvjet_sm90_tst_128x128_64x4_1x2_h_bz_coopA_NNT", "nvjet_sm90_tst_128x128_64x4_1x2_h_bz_coopA_NNT"),
+    ("gpuperf_flush", "gpuperf_flush"),
+    ("_Znot a symbol", "_Znot a symbol"),  # what cannot be demangled stays as it is
+])
+def test_short_names(symbol: str, name: str) -> None:
+    assert short_name(symbol) == name
+
+
+def activity(symbol: str, start_us: float, end_us: float, grid: tuple[int, int, int] = (8, 1, 1)) -> KernelActivity:
+    return KernelActivity(symbol, round(start_us * 1000), round(end_us * 1000), grid=grid, block=(128, 1, 1),
+                          registers=40, shared_memory=1024)
+
+
+def test_a_batch_splits_into_calls_at_the_separators_in_start_order() -> None:
+    records = [activity("gemm", 50, 58), activity(FLUSH_KERNEL, 10, 45), activity(HOLD_KERNEL, 0, 9),
+               activity("reduce", 59, 60), activity(FLUSH_KERNEL, 61, 90), activity("gemm", 95, 103),
+               activity("reduce", 104, 105.5)]
+    calls = split_calls(records)
+    assert [[a.symbol for a in call] for call in calls] == [["gemm", "reduce"], ["gemm", "reduce"]]
+    assert [span_s(call) for call in calls] == pytest.approx([10e-6, 10.5e-6])
+
+
+def test_a_call_on_several_streams_spans_its_first_start_to_its_last_end() -> None:
+    call = [activity("batched", 0, 40), activity("batched", 1, 42), activity("batched", 2, 41)]
+    assert span_s(call) == pytest.approx(42e-6)
+
+
+def test_the_identity_is_the_most_common_sequence_with_median_durations() -> None:
+    calls = [[activity("gemm", 0, 8), activity("reduce", 8, 9)], [activity("gemm", 0, 10), activity("reduce", 10, 12)],
+             [activity("other", 0, 30)], [activity("gemm", 0, 9), activity("reduce", 9, 10)]]
+    kernels = call_kernels(calls)
+    assert [k.name for k in kernels] == ["gemm", "reduce"]
+    assert kernels[0].median_us == pytest.approx(9.0) and kernels[1].median_us == pytest.approx(1.0)
+    assert kernels[0].grid == (8, 1, 1) and kernels[0].registers == 40 and kernels[0].shared_memory == 1024
+
+
+def kernel(name: str, grid: tuple[int, int, int] = (8, 1, 1), median_us: float | None = 5.0,
+           cluster: tuple[int, int, int] = (0, 0, 0)) -> Kernel:
+    return Kernel(name=name, grid=grid, block=(128, 1, 1), cluster=cluster, registers=40, median_us=median_us)
+
+
+@pytest.mark.parametrize(("recorded", "measured", "note"), [
+    ([kernel("gemv2T_kernel_val")], [kernel("gemv2T_kernel_val")], "same kernels"),
+    ([kernel("gemv2T_kernel_val")], [kernel("gemv2N_kernel")], "kernel changed: gemv2T_kernel_val → gemv2N_kernel"),
+    ([kernel("gemm")], [kernel("gemm"), kernel("splitKreduce_kernel")],
+     "kernel changed: gemm → gemm + splitKreduce_kernel"),
+    ([kernel("gemm", grid=(8, 1, 1))], [kernel("gemm", grid=(16, 1, 1))],
+     "same kernels; launch changed: gemm grid 8x1x1 → 16x1x1"),
+    ([kernel("nvjet", cluster=(2, 1, 1))], [kernel("nvjet", cluster=(1, 2, 1))],
+     "same kernels; launch changed: nvjet cluster 2x1x1 → 1x2x1"),
+    ([], [kernel("gemm")], ""),  # an entry recorded without kernel records: nothing to say
+])
+def test_describe_change(recorded: list[Kernel], measured: list[Kernel], note: str) -> None:
+    assert describe_change(recorded, measured) == note
+
+
+def test_kernels_round_trip_through_their_dict_form() -> None:
+    original = Kernel("Kernel2<x>", (4, 2, 1), (256, 1, 1), (2, 1, 1), 96, 49152, 12.3456)
+    assert Kernel.from_dict(original.to_dict()) == Kernel("Kernel2<x>", (4, 2, 1), (256, 1, 1), (2, 1, 1), 96,
+                                                           49152, 12.35)
+    assert "cluster" not in kernel("k").to_dict()  # no cluster: the field is left out
+
+
+@pytest.mark.parametrize(("data", "message"), [
+    ({"grid": [1, 1, 1]}, "needs a non-empty name"),
+    ({"name": "k", "grid": [1, 1]}, "grid must be three non-negative integers"),
+    ({"name": "k", "registers": -1}, "registers must be a non-negative integer"),
+    ({"name": "k", "median_us": "fast"}, "median_us must be a non-negative number"),
+])
+def test_a_malformed_kernel_is_refused_naming_the_field(data: dict[str, object], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        Kernel.from_dict(data)
+
+
+def test_the_profiling_command_targets_the_call_s_longest_kernel() -> None:
+    kernels = [kernel("Kernel2<cutlass_80_simt_sgemm>", median_us=40.0), kernel("splitKreduce_kernel", median_us=2.0)]
+    command = ncu_command(kernels, "perf_tests/test_gemm.py::test_gemm_perf[fp32-nn-4096x4096x4096]")
+    assert command.startswith("ncu --kernel-name-base demangled --kernel-name 'regex:Kernel2<cutlass_80_simt_sgemm' "
+                              "--launch-skip 1 --launch-count 1 --set full ")
+    assert command.endswith("'perf_tests/test_gemm.py::test_gemm_perf[fp32-nn-4096x4096x4096]' -p no:cacheprovider")
+    assert ncu_command([], "x") == ""
