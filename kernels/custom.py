@@ -37,6 +37,7 @@ from kernels.custom_plan import (
     PointerBatch,
     build_pointer_batch,
     plan_batched,
+    plan_mma,
     plan_naive,
     plan_optimized,
     plan_tiled,
@@ -61,9 +62,12 @@ __all__ = [
     "launch_all",
     "launcher",
     "load_source",
+    "mma_hgemm",
+    "mma_unavailable_reason",
     "naive_sgemm",
     "optimized_sgemm",
     "plan_batched",
+    "plan_mma",
     "plan_naive",
     "plan_optimized",
     "plan_tiled",
@@ -129,6 +133,18 @@ def wmma_unavailable_reason() -> str | None:
     """``None`` when the WMMA kernel can be compiled here, else the skip reason (naming the fix)."""
     if _toolkit_include() is None:
         return f"WMMA kernel needs <mma.h>, crt/mma.h and cuda_fp16.h from a CUDA toolkit: {MISSING_HEADERS_HINT}"
+    return None
+
+
+#: Oldest compute capability of mma_hgemm.cu's instructions (mma.sync m16n8k16 with FP32 accumulators, cp.async).
+MMA_MIN_COMPUTE_CAPABILITY = 80
+
+
+def mma_unavailable_reason() -> str | None:
+    """``None`` when the current GPU runs the ``mma.sync`` kernel, else the skip reason."""
+    arch = _device_arch()
+    if int(arch) < MMA_MIN_COMPUTE_CAPABILITY:
+        return f"the mma.sync kernel needs compute capability 8.0 or newer; this GPU is sm_{arch}"
     return None
 
 
@@ -201,9 +217,12 @@ def _resources(source: str, kernel: str, arch: str, defines: tuple[tuple[str, st
 
 
 def resources(plan: LaunchPlan, arch: str | None = None) -> KernelResources:
-    """Registers, shared memory, spills and occupancy of a plan's kernel (compiles it if needed)."""
+    """Registers, shared memory, spills and occupancy of a plan's kernel (compiles it if needed; raises its
+    dynamic shared-memory limit first, as a launch would, so the occupancy counts the plan's)."""
+    arch = arch or _device_arch()
+    _ready_kernel(plan, arch)
     threads = plan.block[0] * plan.block[1] * plan.block[2]
-    return _resources(plan.source, plan.kernel, arch or _device_arch(), plan.defines, threads, plan.shared_mem)
+    return _resources(plan.source, plan.kernel, arch, plan.defines, threads, plan.shared_mem)
 
 
 def _ready_kernel(plan: LaunchPlan, arch: str) -> Any:
@@ -287,6 +306,11 @@ def optimized_sgemm(a: Any, b: Any, c: Any, alpha: float = 1.0, beta: float = 0.
 def wmma_hgemm(a: Any, b: Any, c: Any, alpha: float = 1.0, beta: float = 0.0) -> KernelResources:
     """``C = alpha·A·B + beta·C`` with FP16 A, B, C on the tensor cores (FP32 accumulate)."""
     return launch(plan_wmma(a, b, c, alpha, beta))
+
+
+def mma_hgemm(a: Any, b: Any, c: Any, alpha: float = 1.0, beta: float = 0.0) -> KernelResources:
+    """``C = alpha·A·B + beta·C`` with FP16 A, B, C on ``mma.sync`` tensor cores (FP32 accumulate)."""
+    return launch(plan_mma(a, b, c, alpha, beta))
 
 
 def batched_sgemm(a: Any, b: Any, c: Any, alpha: float = 1.0, beta: float = 0.0) -> KernelResources:

@@ -14,8 +14,12 @@ What the kernels require of a plan (the numbers below are the sources' ``#define
 - the ``*_vec4`` / ``*_vec8`` kernels use 16-byte global accesses at column offsets that are multiples
   of 16 bytes from a row start, so they need every matrix start 16-byte aligned and every leading
   dimension (and batch stride) a multiple of 16 bytes; ``*_scalar`` twins take any layout;
+- the pipelined kernels (optimised SGEMM, the batched tiled kernel, the ``mma.sync`` HGEMM) keep their
+  stages in dynamic shared memory, and their geometry is a compile-time ``-D`` configuration: a plan
+  carries both, from the ``SGEMM_CONFIGS`` / ``MMA_CONFIGS`` tables (whose entries a GPU run compares);
 - the small batched kernel (``batched_sgemm.cu``, 256 threads) stages whole matrices in dynamic shared
-  memory, which the plan sizes with the kernel's own layout and keeps within 48 KB.
+  memory, which the plan sizes with the kernel's own layout and keeps within 48 KB; the register-tiled
+  batched kernels stage whole matrices too (``K ≤ REG_MAX_K``), sized likewise.
 """
 
 from __future__ import annotations
@@ -42,6 +46,8 @@ TILED_TILES: tuple[int, ...] = (8, 16, 32)
 # Geometry of the .cu files (tests/test_custom_plan.py checks these against their #defines).
 OPT_TILE = 128  # optimized_sgemm.cu OPT_BM / OPT_BN (also the large batched kernel)
 OPT_THREADS = 256  # optimized_sgemm.cu OPT_THREADS: the 16x16 thread grid of its 8x8 register tiles
+OPT_A_PAD = 4  # optimized_sgemm.cu OPT_APAD: floats of padding per row of the transposed A tile
+MMA_BK = 32  # mma_hgemm.cu MMA_BK: halves of K per stage
 WMMA_TILE = 128  # wmma_hgemm.cu WM_BM / WM_BN
 WMMA_THREADS = 256  # wmma_hgemm.cu WM_THREADS: 8 warps in a 2x4 grid
 NAIVE_BLOCK = 16  # naive_sgemm.cu: one thread per element, 16x16 blocks
@@ -53,6 +59,110 @@ SMALL_MATRIX_SMEM = 24 * 1024
 SMALL_BLOCK_SMEM = DEFAULT_DYNAMIC_SMEM_LIMIT
 #: Outputs per thread strip of the small batched kernel (one float4 of a row of C).
 SMALL_STRIP = 4
+#: The register-tiled batched kernels: each thread an 8 x 4 block of C (batched_sgemm.cu BR_THREAD_ROWS,
+#: BR_THREAD_COLS), A and B of a matrix staged whole, so K ≤ REG_MAX_K (BR_MAX_K).
+REG_THREAD_ROWS = 8
+REG_THREAD_COLS = 4
+REG_MAX_K = 64
+#: A register-tiled class is taken only when the matrix fills at least 1/REG_MIN_FILL of its tile: an 8 x 8
+#: product would leave 15 of every 16 threads of the 32 x 32 tile idle, and the small kernel runs it better.
+REG_MIN_FILL = 4
+
+
+@dataclass(frozen=True)
+class SgemmConfig:
+    """A build of optimized_sgemm.cu's 128 x 128 core: K per stage and stages in the shared-memory ring."""
+
+    bk: int  # OPT_BK: 8 or 16
+    stages: int  # OPT_STAGES: ≥ 2
+
+    @property
+    def defines(self) -> tuple[tuple[str, str], ...]:
+        return (("OPT_BK", str(self.bk)), ("OPT_STAGES", str(self.stages)))
+
+    @property
+    def shared_bytes(self) -> int:
+        """The ring: per stage a transposed, padded A tile (bk x (128 + 4)) and a B tile (bk x 128), floats."""
+        return self.stages * self.bk * (OPT_TILE + OPT_A_PAD + OPT_TILE) * 4
+
+
+@dataclass(frozen=True)
+class MmaConfig:
+    """A build of mma_hgemm.cu: block tile, warp grid, pipeline depth, and the blocks per SM its registers
+    must allow (``__launch_bounds__``)."""
+
+    bm: int
+    bn: int
+    warps_m: int
+    warps_n: int
+    stages: int
+    min_blocks: int
+
+    @property
+    def threads(self) -> int:
+        return 32 * self.warps_m * self.warps_n
+
+    @property
+    def defines(self) -> tuple[tuple[str, str], ...]:
+        return (("MMA_BM", str(self.bm)), ("MMA_BN", str(self.bn)), ("MMA_WARPS_M", str(self.warps_m)),
+                ("MMA_WARPS_N", str(self.warps_n)), ("MMA_STAGES", str(self.stages)),
+                ("MMA_MIN_BLOCKS", str(self.min_blocks)))
+
+    @property
+    def shared_bytes(self) -> int:
+        """The ring: per stage an A tile (bm x 32 halves) and a B tile (32 x bn halves), swizzled, unpadded."""
+        return self.stages * (self.bm * MMA_BK + MMA_BK * self.bn) * 2
+
+
+@dataclass(frozen=True)
+class RegisterTileClass:
+    """One register-tiled batched kernel (``batched_sgemm_<name>_*``): matrices up to ``tile`` x ``tile``,
+    ``mats`` of them per block (the ``<NAME>_MATS`` define), one 8 x 4 block of C per thread."""
+
+    name: str  # kernel infix and define prefix: reg32 -> batched_sgemm_reg32_*, BR32_MATS
+    tile: int
+    mats: int
+
+    @property
+    def threads(self) -> int:
+        return self.mats * (self.tile // REG_THREAD_ROWS) * (self.tile // REG_THREAD_COLS)
+
+    @property
+    def defines(self) -> tuple[tuple[str, str], ...]:
+        return ((f"BR{self.tile}_MATS", str(self.mats)),)
+
+    def shared_bytes(self, k: int) -> int:
+        """Per matrix A as tile x KP floats and B as KP x tile (KP = k rounded up to 4), as the kernel lays it."""
+        return self.mats * 2 * self.tile * ceil_div(k, 4) * 4 * 4
+
+    def takes(self, m: int, n: int, k: int) -> bool:
+        """The kernel can run the shape, and the shape fills enough of its tile to be worth it."""
+        return max(m, n) <= self.tile and k <= REG_MAX_K and REG_MIN_FILL * m * n >= self.tile**2
+
+
+#: Builds of the optimised SGEMM core (also the batched tiled kernel's). ``SGEMM_DEFAULT`` is what the suite
+#: runs; the others are there to be timed against it on a GPU (``config=``), so the winner can become the default.
+SGEMM_CONFIGS: dict[str, SgemmConfig] = {
+    "bk16-s3": SgemmConfig(16, 3),
+    "bk16-s2": SgemmConfig(16, 2),
+    "bk16-s4": SgemmConfig(16, 4),
+    "bk8-s2": SgemmConfig(8, 2),
+    "bk8-s3": SgemmConfig(8, 3),
+}
+SGEMM_DEFAULT = "bk16-s3"
+#: Builds of the mma.sync HGEMM: block tile, warps, stages. 64 x 64 warp tiles except ``128x128w8``.
+MMA_CONFIGS: dict[str, MmaConfig] = {
+    "128x256-s3": MmaConfig(128, 256, 2, 4, 3, 1),
+    "128x256-s4": MmaConfig(128, 256, 2, 4, 4, 1),
+    "256x128-s3": MmaConfig(256, 128, 4, 2, 3, 1),
+    "128x128-s4": MmaConfig(128, 128, 2, 2, 4, 2),
+    "128x128w8-s4": MmaConfig(128, 128, 2, 4, 4, 2),
+}
+MMA_DEFAULT = "128x128-s4"
+#: The register-tiled batched classes, smallest first: the first that ``takes`` a shape runs it.
+REG_CLASSES: tuple[RegisterTileClass, ...] = (RegisterTileClass("reg32", 32, 4), RegisterTileClass("reg64", 64, 1))
+#: The batched kernels ``plan_batched(path=...)`` can be forced to, to time one against another.
+BATCHED_PATHS: tuple[str, ...] = (*(c.name for c in REG_CLASSES), "small", "tiled")
 
 _FP32 = numpy.dtype(numpy.float32)
 _FP16 = numpy.dtype(numpy.float16)
@@ -122,10 +232,10 @@ def check_grid(grid: tuple[int, int, int], what: str) -> None:
         raise KernelArgumentError(f"{what}: grid {grid} exceeds CUDA's limits (y, z ≤ {GRID_Z_LIMIT})")
 
 
-def tile_grid(rows: int, cols: int, tile: int) -> tuple[int, int, int]:
-    """The 2-D kernels' grid: one block per ``tile`` x ``tile`` tile of a ``rows`` x ``cols`` C, x along
-    columns (``col = blockIdx.x * tile + …`` in every .cu file), y along rows."""
-    return ceil_div(cols, tile), ceil_div(rows, tile), 1
+def tile_grid(rows: int, cols: int, tile: int, tile_cols: int | None = None) -> tuple[int, int, int]:
+    """The 2-D kernels' grid: one block per ``tile`` x ``tile_cols`` (default ``tile``) tile of a ``rows`` x
+    ``cols`` C, x along columns (``col = blockIdx.x * tile + …`` in every .cu file), y along rows."""
+    return ceil_div(cols, tile if tile_cols is None else tile_cols), ceil_div(rows, tile), 1
 
 
 def describe(x: Any, name: str, dtype: numpy.dtype, ndim: int) -> Matrix:
@@ -183,12 +293,13 @@ def _gemm_args(ma: Matrix, mb: Matrix, mc: Matrix, a: Any, b: Any, c: Any, alpha
             f32(beta), c, i32(mc.ld))
 
 
-def _plan_2d(kernel: str, a: Any, b: Any, c: Any, alpha: float, beta: float, dtype: numpy.dtype, tile: int
+def _plan_2d(kernel: str, a: Any, b: Any, c: Any, alpha: float, beta: float, dtype: numpy.dtype, tile: int,
+             tile_cols: int | None = None
              ) -> tuple[tuple[Matrix, Matrix, Matrix], tuple[int, int, int], tuple[Any, ...]]:
     """Operands, grid and arguments shared by the 2-D planners. M, N and K need no check of their own
     against the kernels' ``int``: N ≤ ldc and K ≤ lda are checked by ``describe``, M by the grid's y."""
     ma, mb, mc = _gemm_operands(a, b, c, dtype)
-    grid = tile_grid(mc.rows, mc.cols, tile)
+    grid = tile_grid(mc.rows, mc.cols, tile, tile_cols)
     check_grid(grid, kernel)
     return (ma, mb, mc), grid, _gemm_args(ma, mb, mc, a, b, c, alpha, beta)
 
@@ -208,11 +319,22 @@ def plan_tiled(a: Any, b: Any, c: Any, alpha: float = 1.0, beta: float = 0.0, ti
     return LaunchPlan("tiled_sgemm.cu", "tiled_sgemm", grid, (tile, tile, 1), args, defines=(("TILE", str(tile)),))
 
 
-def plan_optimized(a: Any, b: Any, c: Any, alpha: float = 1.0, beta: float = 0.0) -> LaunchPlan:
-    """128x128 tiles, 8x8 per thread; float4 when every operand is 16-byte aligned, else scalar."""
+def _config(table: dict[str, Any], name: str, what: str) -> Any:
+    try:
+        return table[name]
+    except KeyError as exc:
+        raise KernelArgumentError(f"{what}: unknown config {name!r}; known: {sorted(table)}") from exc
+
+
+def plan_optimized(a: Any, b: Any, c: Any, alpha: float = 1.0, beta: float = 0.0,
+                   config: str = SGEMM_DEFAULT) -> LaunchPlan:
+    """128x128 tiles, 8x8 per thread, a ``config`` (``SGEMM_CONFIGS``) ring of K-tiles in dynamic shared
+    memory; float4 and 16-byte cp.async when every operand is 16-byte aligned, else scalar."""
+    build = _config(SGEMM_CONFIGS, config, "optimized_sgemm")
     operands, grid, args = _plan_2d("optimized_sgemm", a, b, c, alpha, beta, _FP32, OPT_TILE)
     kernel = "optimized_sgemm_vec4" if vector_path(*operands) else "optimized_sgemm_scalar"
-    return LaunchPlan("optimized_sgemm.cu", kernel, grid, (OPT_THREADS, 1, 1), args)
+    return LaunchPlan("optimized_sgemm.cu", kernel, grid, (OPT_THREADS, 1, 1), args, shared_mem=build.shared_bytes,
+                      defines=build.defines)
 
 
 def plan_wmma(a: Any, b: Any, c: Any, alpha: float = 1.0, beta: float = 0.0) -> LaunchPlan:
@@ -220,6 +342,16 @@ def plan_wmma(a: Any, b: Any, c: Any, alpha: float = 1.0, beta: float = 0.0) -> 
     operands, grid, args = _plan_2d("wmma_hgemm", a, b, c, alpha, beta, _FP16, WMMA_TILE)
     kernel = "wmma_hgemm_vec8" if vector_path(*operands) else "wmma_hgemm_scalar"
     return LaunchPlan("wmma_hgemm.cu", kernel, grid, (WMMA_THREADS, 1, 1), args)
+
+
+def plan_mma(a: Any, b: Any, c: Any, alpha: float = 1.0, beta: float = 0.0, config: str = MMA_DEFAULT) -> LaunchPlan:
+    """FP16 A, B, C on mma.sync m16n8k16 (FP32 accumulate and epilogue), a ``config`` (``MMA_CONFIGS``)
+    block tile and pipeline; 16-byte cp.async when every operand is 16-byte aligned, else scalar copies."""
+    build = _config(MMA_CONFIGS, config, "mma_hgemm")
+    operands, grid, args = _plan_2d("mma_hgemm", a, b, c, alpha, beta, _FP16, build.bm, build.bn)
+    kernel = "mma_hgemm_vec8" if vector_path(*operands) else "mma_hgemm_scalar"
+    return LaunchPlan("mma_hgemm.cu", kernel, grid, (build.threads, 1, 1), args, shared_mem=build.shared_bytes,
+                      defines=build.defines)
 
 
 def build_pointer_batch(arrays: Sequence[Any], upload: Callable[[numpy.ndarray], Any]) -> PointerBatch:
@@ -292,7 +424,7 @@ def small_batched_smem(m: int, n: int, k: int, group: int) -> int:
 
 
 def small_batched_group(m: int, n: int, k: int, batch: int) -> int | None:
-    """Matrices per block for the small batched kernel, or ``None`` when the tiled kernel should run.
+    """Matrices per block for the small batched kernel, or ``None`` when it cannot take the shape.
 
     The small kernel is taken while every dimension is at most ``SMALL_MAX_DIM`` and one matrix's staged
     A and B fit ``SMALL_MATRIX_SMEM``. A block of ``SMALL_THREADS`` threads then takes the most whole
@@ -314,9 +446,41 @@ def batch_chunks(batch: int) -> list[tuple[int, int]]:
     return [(offset, min(GRID_Z_LIMIT, batch - offset)) for offset in range(0, batch, GRID_Z_LIMIT)]
 
 
-def plan_batched(a: Any, b: Any, c: Any, alpha: float = 1.0, beta: float = 0.0) -> list[LaunchPlan]:
+def batched_path(m: int, n: int, k: int, batch: int) -> str:
+    """The batched kernel for a shape (one of ``BATCHED_PATHS``): the first register-tiled class that
+    ``takes`` it, else the small kernel where a group fits, else the 128x128 tiled kernel."""
+    for cls in REG_CLASSES:
+        if cls.takes(m, n, k):
+            return cls.name
+    return "tiled" if small_batched_group(m, n, k, batch) is None else "small"
+
+
+def _register_classes(path: str, mats: int | None) -> tuple[RegisterTileClass, ...]:
+    """``REG_CLASSES`` with ``path``'s matrices per block set to ``mats`` (when given)."""
+    if mats is None:
+        return REG_CLASSES
+    cls = next(c for c in REG_CLASSES if c.name == path)
+    changed = RegisterTileClass(cls.name, cls.tile, mats)
+    if mats < 1 or changed.threads > 1024:
+        raise KernelArgumentError(f"batched_sgemm {path}: {mats} matrices per block do not make a block of "
+                                  "1 to 1024 threads")
+    return tuple(changed if c is cls else c for c in REG_CLASSES)
+
+
+def _batched_defines(classes: tuple[RegisterTileClass, ...], build: SgemmConfig) -> tuple[tuple[str, str], ...]:
+    """One ``-D`` set for every kernel of batched_sgemm.cu: the file compiles as a whole, so with the same
+    set the small, register-tiled and tiled paths share one module (one NVRTC compile, not one per path)."""
+    return (*(d for c in classes for d in c.defines), *build.defines)
+
+
+def plan_batched(a: Any, b: Any, c: Any, alpha: float = 1.0, beta: float = 0.0, path: str | None = None,
+                 config: str = SGEMM_DEFAULT, mats: int | None = None) -> list[LaunchPlan]:
     """``C[i] = alpha·A[i]·B[i] + beta·C[i]`` for a strided stack (3-D arrays; a batch stride of 0 shares
-    one matrix) or pointer arrays (``PointerBatch``); the forms can be mixed per operand."""
+    one matrix) or pointer arrays (``PointerBatch``); the forms can be mixed per operand.
+
+    The kernel is ``batched_path``'s unless ``path`` names one (``BATCHED_PATHS``; a forced register or
+    small path must be able to take the shape); ``config`` is the tiled kernel's ``SGEMM_CONFIGS`` build,
+    ``mats`` overrides a register-tiled class's matrices per block. Both are for comparing builds."""
     sa, sb, sc = _side(a, "A"), _side(b, "B"), _side(c, "C")
     m, n, k, batch = sc.rows, sc.cols, sa.cols, sc.batch
     if sb.rows != k or sa.rows != m or sb.cols != n:
@@ -327,23 +491,44 @@ def plan_batched(a: Any, b: Any, c: Any, alpha: float = 1.0, beta: float = 0.0) 
     if batch > INT32_MAX:
         raise KernelArgumentError(f"batched_sgemm: batch {batch} does not fit the kernel's 32-bit int")
     _check_outputs_disjoint(sc)
+    if path is None:
+        path = batched_path(m, n, k, batch)
+    elif path not in BATCHED_PATHS:
+        raise KernelArgumentError(f"batched_sgemm: unknown path {path!r}; known: {list(BATCHED_PATHS)}")
+    build = _config(SGEMM_CONFIGS, config, "batched_sgemm")
+    register_path = path in (c.name for c in REG_CLASSES)
+    if mats is not None and not register_path:
+        raise KernelArgumentError(f"batched_sgemm {path}: matrices per block are a register-tiled path's setting")
+    classes = _register_classes(path, mats) if register_path else REG_CLASSES
+    defines = _batched_defines(classes, build)
     i32, i64, f32 = numpy.int32, numpy.int64, numpy.float32
     common = (i32(m), i32(n), i32(k), f32(alpha),
               sa.base, sa.array, i32(sa.ld), i64(sa.stride),
               sb.base, sb.array, i32(sb.ld), i64(sb.stride),
               f32(beta), sc.base, sc.array, i32(sc.ld), i64(sc.stride))
     suffix = "vec4" if sa.aligned16 and sb.aligned16 and sc.aligned16 else "scalar"
-    group = small_batched_group(m, n, k, batch)
-    if group is not None:
+    if path == "small":
+        group = small_batched_group(m, n, k, batch)
+        if group is None:
+            raise KernelArgumentError(f"batched_sgemm small: cannot take {m}x{n}x{k}")
         return [LaunchPlan("batched_sgemm.cu", f"batched_sgemm_small_{suffix}", (ceil_div(batch, group), 1, 1),
                            (SMALL_THREADS, 1, 1), (*common, i32(batch), i32(group)),
-                           shared_mem=small_batched_smem(m, n, k, group))]
+                           shared_mem=small_batched_smem(m, n, k, group), defines=defines)]
+    if path != "tiled":
+        cls = next(c for c in classes if c.name == path)
+        if max(m, n) > cls.tile or k > REG_MAX_K:
+            raise KernelArgumentError(f"batched_sgemm {path}: cannot take {m}x{n}x{k} (M, N ≤ {cls.tile}, "
+                                      f"K ≤ {REG_MAX_K})")
+        grid = (ceil_div(batch, cls.mats), 1, 1)
+        check_grid(grid, "batched_sgemm")
+        return [LaunchPlan("batched_sgemm.cu", f"batched_sgemm_{path}_{suffix}", grid, (cls.threads, 1, 1),
+                           (*common, i32(batch)), shared_mem=cls.shared_bytes(k), defines=defines)]
     plans = []
     for offset, count in batch_chunks(batch):
         grid = (ceil_div(n, OPT_TILE), ceil_div(m, OPT_TILE), count)
         check_grid(grid, "batched_sgemm")
         plans.append(LaunchPlan("batched_sgemm.cu", f"batched_sgemm_tiled_{suffix}", grid, (OPT_THREADS, 1, 1),
-                                (*common, i32(offset))))
+                                (*common, i32(offset)), shared_mem=build.shared_bytes, defines=defines))
     return plans
 
 
@@ -353,6 +538,7 @@ GEMM_PLANNERS: dict[str, Callable[..., LaunchPlan]] = {
     "tiled": plan_tiled,
     "optimized": plan_optimized,
     "wmma": plan_wmma,
+    "mma": plan_mma,
 }
 
 

@@ -1,9 +1,11 @@
-"""Custom CUDA kernels (issue 5): naive, tiled, optimised SGEMM, WMMA HGEMM and the custom batched SGEMM.
+"""Custom CUDA kernels (issues 5, 15): naive, tiled, optimised SGEMM, WMMA and mma.sync HGEMM, and the custom
+batched SGEMM (register-tiled, small and tiled kernels).
 
 Correctness: SPEC's irregular shapes (non-multiples of every tile size), padded leading dimensions whose
 padding holds NaN, alpha ≠ 1 and beta ≠ 0, beta = 0 on a NaN-poisoned C; fresh random operands per case
-and a float64 reference from the stored operands (``gpuperf.suite.accuracy``). The WMMA kernel stores FP16 and
-accumulates in FP32, so it is held to the ``fp16`` bound (FP32 accumulation plus one FP16 rounding).
+and a float64 reference from the stored operands (``gpuperf.suite.accuracy``). The WMMA and mma.sync kernels
+store FP16 and accumulate in FP32, so they are held to the ``fp16`` bound (FP32 accumulation plus one FP16
+rounding).
 
 Performance: TFLOPS of each kernel and its ratio to cuBLAS on the same shape and dtype (``vs_cublas``),
 both gated; the kernel's resource use (registers, shared memory, spills, occupancy) is noted on the row.
@@ -51,11 +53,16 @@ def _options(kernel: str) -> dict[str, Any]:
     return {"tile": int(spec.get("tile", TILED_TILE))}
 
 
-def _skip_without_headers(kernel: str) -> None:
-    if KERNELS[kernel]["planner"] == "wmma":
+def _skip_unavailable(kernel: str) -> None:
+    """WMMA needs the toolkit's <mma.h>; the mma.sync kernel needs sm_80 or newer."""
+    planner = KERNELS[kernel]["planner"]
+    reason = None
+    if planner == "wmma":
         reason = custom.wmma_unavailable_reason()
-        if reason:
-            pytest.skip(reason)
+    elif planner == "mma":
+        reason = custom.mma_unavailable_reason()
+    if reason:
+        pytest.skip(reason)
 
 
 def _pad(variant: dict[str, Any], cols: int) -> int:
@@ -92,7 +99,7 @@ def _assert_padding_untouched(c: Any, dtype: str) -> None:
 @pytest.mark.parametrize("kernel", CHECKS["kernels"])
 def test_custom_gemm_correct(kernel: str, shape: GemmShape, variant: str, stream: Any,
                              rng: np.random.Generator) -> None:
-    _skip_without_headers(kernel)
+    _skip_unavailable(kernel)
     spec, v = KERNELS[kernel], VARIANTS[variant]
     dtype, alpha, beta = spec["dtype"], float(v["alpha"]), float(v["beta"])
     a = random_operand(rng, (shape.m, shape.k), dtype, pad=_pad(v, shape.k))
@@ -161,7 +168,7 @@ def test_custom_batched_correct(form: str, variant: str, shape: BatchedShape, st
 @pytest.mark.parametrize("kernel", list(KERNELS))
 def test_custom_kernel_builds_for_this_gpu(kernel: str, gpu: Any, stream: Any, rng: np.random.Generator) -> None:
     """Compiled for the device's own architecture (SASS, not PTX JIT), launchable at its block size."""
-    _skip_without_headers(kernel)
+    _skip_unavailable(kernel)
     dtype = KERNELS[kernel]["dtype"]
     a, b = random_operand(rng, (4, 4), dtype), random_operand(rng, (4, 4), dtype)
     plan = custom.GEMM_PLANNERS[KERNELS[kernel]["planner"]](a, b, nan_operand((4, 4), dtype), **_options(kernel))
@@ -174,10 +181,11 @@ def test_custom_kernel_builds_for_this_gpu(kernel: str, gpu: Any, stream: Any, r
 
 @pytest.mark.correctness
 @pytest.mark.batched
-@pytest.mark.parametrize("shape", [BatchedShape(2, 4, 4, 4), BatchedShape(2, 4, 4, 65)], ids=str)
+@pytest.mark.parametrize("shape", [BatchedShape(2, 4, 4, 4), BatchedShape(2, 4, 4, 65), BatchedShape(2, 32, 32, 32),
+                                   BatchedShape(2, 64, 64, 64)], ids=str)
 def test_custom_batched_kernel_builds_for_this_gpu(shape: BatchedShape, gpu: Any, stream: Any,
                                                    rng: np.random.Generator) -> None:
-    """The small (≤ 64 per dimension) and the tiled batched kernels, as ``test_custom_kernel_builds_for_this_gpu``."""
+    """The small, tiled and both register-tiled batched kernels, as ``test_custom_kernel_builds_for_this_gpu``."""
     a = random_operand(rng, (shape.batch, shape.m, shape.k), "fp32")
     b = random_operand(rng, (shape.batch, shape.k, shape.n), "fp32")
     plan = custom.plan_batched(a, b, nan_operand((shape.batch, shape.m, shape.n), "fp32"))[0]
@@ -216,7 +224,7 @@ def _edges(x: Any, count: int) -> Any:
 @pytest.mark.parametrize(("kernel", "shape"), _perf_params())
 def test_custom_perf(kernel: str, shape: GemmShape, cublas_handle: int, rng: np.random.Generator, measure: Any,
                      perf: Any) -> None:
-    _skip_without_headers(kernel)
+    _skip_unavailable(kernel)
     spec = KERNELS[kernel]
     dtype = spec["dtype"]
     a, b = random_operand(rng, (shape.m, shape.k), dtype), random_operand(rng, (shape.k, shape.n), dtype)

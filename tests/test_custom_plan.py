@@ -28,14 +28,22 @@ import pytest
 from gpuperf.suite.cases import load_cases
 from kernels import custom_plan
 from kernels.custom_plan import (
+    BATCHED_PATHS,
     GEMM_PLANNERS,
+    MMA_CONFIGS,
+    MMA_DEFAULT,
+    REG_CLASSES,
+    SGEMM_CONFIGS,
+    SGEMM_DEFAULT,
     KernelArgumentError,
     LaunchPlan,
     PointerBatch,
     batch_chunks,
+    batched_path,
     build_pointer_batch,
     ceil_div,
     plan_batched,
+    plan_mma,
     plan_naive,
     plan_optimized,
     plan_tiled,
@@ -68,8 +76,13 @@ def _defines(source: str) -> dict[str, str]:
     return {name: value for name, value in found}
 
 
-def _define(source: str, name: str) -> int:
-    return int(_defines(source)[name])
+def _define(source: str, name: str, overrides: tuple[tuple[str, str], ...] = ()) -> int:
+    """The integer value of ``name`` in a .cu file, its macros expanded, with a plan's ``-D`` ``overrides``."""
+    text = _expand(name, {**_defines(source), **dict(overrides)})
+    assert re.fullmatch(r"[\d\s*+/()-]+", text), f"{name} = {text}: not an arithmetic expression of literals"
+    value = eval(text)  # an arithmetic expression of literals, checked just above
+    assert value == int(value), f"{name} = {text} is not an integer"
+    return int(value)
 
 
 def _expand(text: str, defines: dict[str, str]) -> str:
@@ -130,9 +143,7 @@ def _launch_bound(plan: LaunchPlan) -> int | None:
     bounds = _signature(plan.source, plan.kernel).launch_bounds
     if bounds is None:
         return None
-    text = _expand(bounds.split(",")[0], {**_defines(plan.source), **dict(plan.defines)})
-    assert re.fullmatch(r"[\d\s*+()]+", text), text
-    return int(eval(text))  # an arithmetic expression of literals, checked just above
+    return _define(plan.source, bounds.split(",")[0].strip(), plan.defines)
 
 
 def _block_tile(plan: LaunchPlan) -> tuple[int, int]:
@@ -144,7 +155,32 @@ def _block_tile(plan: LaunchPlan) -> tuple[int, int]:
         return tile, tile
     if plan.kernel.startswith("wmma_hgemm"):
         return _define(plan.source, "WM_BM"), _define(plan.source, "WM_BN")
+    if plan.kernel.startswith("mma_hgemm"):
+        return _define(plan.source, "MMA_BM", plan.defines), _define(plan.source, "MMA_BN", plan.defines)
     return _define(plan.source, "OPT_BM"), _define(plan.source, "OPT_BN")  # optimized and batched tiled
+
+
+def _register_tile(plan: LaunchPlan) -> tuple[int, int]:
+    """(TILE, MATS) of a batched_sgemm_regNN_* kernel, from its source and the plan's defines."""
+    tile = int(re.fullmatch(r"batched_sgemm_reg(\d+)_\w+", plan.kernel)[1])  # type: ignore[index]
+    return _define(plan.source, f"BR{tile}_TILE"), _define(plan.source, f"BR{tile}_MATS", plan.defines)
+
+
+def kernel_shared_bytes(plan: LaunchPlan, k: int) -> int:
+    """Dynamic shared memory the plan's kernel addresses, from its source's layout and the plan's defines."""
+    src, d = plan.source, plan.defines
+    if plan.kernel.startswith(("optimized_sgemm", "batched_sgemm_tiled")):  # As[STAGES][BK][BM + APAD], Bs[..][BK][BN]
+        return 4 * _define(src, "OPT_STAGES", d) * _define(src, "OPT_BK", d) * (
+            _define(src, "OPT_BM") + _define(src, "OPT_APAD") + _define(src, "OPT_BN"))
+    if plan.kernel.startswith("mma_hgemm"):  # halves: STAGES x (A_STAGE + B_STAGE)
+        return 2 * _define(src, "MMA_STAGES", d) * (_define(src, "MMA_A_STAGE", d) + _define(src, "MMA_B_STAGE", d))
+    if plan.kernel.startswith("batched_sgemm_reg"):  # per matrix: A TILE x KP, B KP x TILE floats
+        tile, mats = _register_tile(plan)
+        return 4 * mats * 2 * tile * ((k + 3) & ~3)
+    if plan.kernel.startswith("batched_sgemm_small"):
+        m, n = int(_bind(plan)["M"]), int(_bind(plan)["N"])
+        return kernel_smem(m, n, k, int(_bind(plan)["group"]))
+    return 0  # static __shared__ arrays only
 
 
 # --- layout-only operands --------------------------------------------------------------------------------
@@ -207,8 +243,10 @@ def _block_outputs(plan: LaunchPlan) -> Iterator[tuple[slice, slice, slice]]:
     args = _bind(plan)
     m, n = int(args["M"]), int(args["N"])
     gx, gy, gz = plan.grid
-    if plan.kernel.startswith("batched_sgemm_small"):  # block x: matrices first .. first + min(group, batch - first)
-        batch, group = int(args["batch"]), int(args["group"])
+    if plan.kernel.startswith(("batched_sgemm_small", "batched_sgemm_reg")):
+        # block x: matrices first .. first + min(group, batch - first); a register-tiled block holds MATS
+        batch = int(args["batch"])
+        group = int(args["group"]) if "group" in args else _register_tile(plan)[1]
         for bx in range(gx):
             first = bx * group
             yield slice(first, min(first + group, batch)), slice(0, m), slice(0, n)
@@ -269,6 +307,20 @@ def test_planning_imports_nothing_gpu() -> None:
 def test_geometry_matches_the_kernel_sources() -> None:
     assert custom_plan.OPT_TILE == _define("optimized_sgemm.cu", "OPT_BM") == _define("optimized_sgemm.cu", "OPT_BN")
     assert custom_plan.OPT_THREADS == _define("optimized_sgemm.cu", "OPT_THREADS")
+    assert custom_plan.OPT_A_PAD == _define("optimized_sgemm.cu", "OPT_APAD")
+    default_sgemm = SGEMM_CONFIGS[SGEMM_DEFAULT]
+    assert (default_sgemm.bk, default_sgemm.stages) == (_define("optimized_sgemm.cu", "OPT_BK"),
+                                                        _define("optimized_sgemm.cu", "OPT_STAGES"))
+    assert custom_plan.MMA_BK == _define("mma_hgemm.cu", "MMA_BK")
+    default_mma = MMA_CONFIGS[MMA_DEFAULT]
+    assert default_mma.defines == tuple((name, str(_define("mma_hgemm.cu", name))) for name, _ in default_mma.defines)
+    assert custom_plan.REG_THREAD_ROWS == _define("batched_sgemm.cu", "BR_THREAD_ROWS")
+    assert custom_plan.REG_THREAD_COLS == _define("batched_sgemm.cu", "BR_THREAD_COLS")
+    assert custom_plan.REG_MAX_K == _define("batched_sgemm.cu", "BR_MAX_K")
+    for cls in REG_CLASSES:
+        assert cls.tile == _define("batched_sgemm.cu", f"BR{cls.tile}_TILE")
+        assert cls.defines == ((f"BR{cls.tile}_MATS", str(_define("batched_sgemm.cu", f"BR{cls.tile}_MATS"))),)
+        assert cls.threads == _define("batched_sgemm.cu", f"BR{cls.tile}_THREADS")
     assert custom_plan.WMMA_TILE == _define("wmma_hgemm.cu", "WM_BM") == _define("wmma_hgemm.cu", "WM_BN")
     assert custom_plan.WMMA_THREADS == _define("wmma_hgemm.cu", "WM_THREADS")
     assert custom_plan.SMALL_THREADS == _define("batched_sgemm.cu", "BS_THREADS")
@@ -294,14 +346,17 @@ def test_tile_grid_walks_columns_in_x() -> None:
 GEMM_SHAPES = [(1, 1, 1), (7, 5, 3), (1, 300, 1), (300, 1, 2), (33, 17, 65), (127, 129, 31), (129, 127, 257),
                (200, 136, 72), (16, 16, 16), (128, 256, 8), (256, 128, 1), (512, 384, 5)]
 GEMM_KINDS = [("naive", {}), ("tiled", {"tile": 8}), ("tiled", {"tile": 16}), ("tiled", {"tile": 32}),
-              ("optimized", {}), ("wmma", {})]
+              ("optimized", {}), ("wmma", {}), ("mma", {}),
+              *(("optimized", {"config": name}) for name in SGEMM_CONFIGS),
+              *(("mma", {"config": name}) for name in MMA_CONFIGS)]
+FP16_KINDS = {"wmma", "mma"}
 
 
 @pytest.mark.parametrize(("kind", "options"), GEMM_KINDS, ids=lambda x: str(x) if x else "")
 @pytest.mark.parametrize("shape", GEMM_SHAPES, ids=lambda s: "x".join(map(str, s)))
 def test_gemm_plan_writes_each_output_once(kind: str, options: dict[str, int], shape: tuple[int, int, int]) -> None:
     m, n, k = shape
-    a, b, c = gemm_operands(m, n, k, "float16" if kind == "wmma" else "float32")
+    a, b, c = gemm_operands(m, n, k, "float16" if kind in FP16_KINDS else "float32")
     plan = GEMM_PLANNERS[kind](a, b, c, alpha=-1.5, beta=0.75, **options)
     assert_block_fits_kernel(plan)
     assert_writes_each_output_once([plan], 1, m, n)
@@ -310,7 +365,20 @@ def test_gemm_plan_writes_each_output_once(kind: str, options: dict[str, int], s
     assert (args["lda"], args["ldb"], args["ldc"]) == (k, n, n)
     assert args["A"] is a and args["B"] is b and args["C"] is c
     assert (args["alpha"], args["beta"]) == (np.float32(-1.5), np.float32(0.75))
-    assert plan.shared_mem == 0  # their tiles are static __shared__ arrays
+    assert plan.shared_mem == kernel_shared_bytes(plan, k)
+
+
+@pytest.mark.parametrize(("planner", "table", "default"), [(plan_optimized, SGEMM_CONFIGS, SGEMM_DEFAULT),
+                                                           (plan_mma, MMA_CONFIGS, MMA_DEFAULT)])
+def test_pipelined_plans_build_the_config_they_launch(planner: Any, table: dict[str, Any], default: str) -> None:
+    """A config's defines reach the compiler, its ring fits an SM (227 KB of shared memory per block on
+    sm_90, the opt-in launch raises it to), and the default is the sources' own build."""
+    dtype = "float16" if planner is plan_mma else "float32"
+    for name, build in table.items():
+        plan = planner(*gemm_operands(300, 200, 100, dtype), config=name)
+        assert plan.defines == build.defines
+        assert 0 < plan.shared_mem == kernel_shared_bytes(plan, 100) <= 227 * 1024
+    assert planner(*gemm_operands(3, 2, 1, dtype)).defines == table[default].defines
 
 
 def test_tiled_plan_builds_the_tile_it_launches() -> None:
@@ -322,6 +390,7 @@ def test_tiled_plan_builds_the_tile_it_launches() -> None:
 
 
 BATCHED_SHAPES = [(1, 1, 1, 1), (1, 7, 5, 3), (3, 7, 5, 3), (37, 8, 8, 8), (9, 32, 32, 32), (300, 2, 3, 4),
+                  (1, 32, 32, 32), (7, 17, 29, 64), (6, 64, 64, 64), (3, 33, 64, 1), (2, 1, 64, 64), (66000, 16, 16, 2),
                   (66000, 2, 3, 4), (66000, 1, 1, 1), (1000, 1, 1, 64), (3, 64, 64, 47), (3, 64, 64, 48),
                   (5, 33, 17, 65), (4, 127, 129, 31), (2, 129, 127, 257), (65535, 2, 3, 65), (65536, 2, 3, 65),
                   (66000, 2, 3, 65)]
@@ -344,18 +413,91 @@ def test_batched_plan_writes_each_output_once(shape: tuple[int, int, int, int]) 
 
 
 @pytest.mark.parametrize("shape", BATCHED_SHAPES, ids=lambda s: "x".join(map(str, s)))
-def test_batched_plan_takes_the_small_kernel_exactly_when_a_group_fits(shape: tuple[int, int, int, int]) -> None:
+def test_batched_plan_runs_the_kernel_of_its_path(shape: tuple[int, int, int, int]) -> None:
     batch, m, n, k = shape
     plans = plan_batched(*batched_operands(batch, m, n, k))
-    group = small_batched_group(m, n, k, batch)
-    if group is None:
-        assert all(p.kernel.startswith("batched_sgemm_tiled_") and p.shared_mem == 0 for p in plans)
+    path = batched_path(m, n, k, batch)
+    for plan in plans:
+        assert plan.kernel.startswith(f"batched_sgemm_{path}_")
+        assert plan.shared_mem == kernel_shared_bytes(plan, k)
+        assert plan.shared_mem <= (SMEM_LIMIT if path == "small" else 227 * 1024)
+    if path == "tiled":
         assert [(int(_bind(p)["batch_offset"]), p.grid[2]) for p in plans] == batch_chunks(batch)
+    elif path == "small":
+        [plan] = plans
+        assert int(_bind(plan)["group"]) == small_batched_group(m, n, k, batch) and int(_bind(plan)["batch"]) == batch
     else:
         [plan] = plans
-        assert plan.kernel.startswith("batched_sgemm_small_")
-        assert int(_bind(plan)["group"]) == group and int(_bind(plan)["batch"]) == batch
-        assert plan.shared_mem == kernel_smem(m, n, k, group) <= SMEM_LIMIT
+        assert int(_bind(plan)["batch"]) == batch
+    default_defines = (*(d for c in REG_CLASSES for d in c.defines), *SGEMM_CONFIGS[SGEMM_DEFAULT].defines)
+    assert all(p.defines == default_defines for p in plans), "every default path shares one module"
+
+
+def test_batched_path_contract() -> None:
+    """The first register-tiled class whose tile holds M x N (K ≤ 64) and is at least a quarter full; else
+    the small kernel where a group fits; else the 128 x 128 tiled kernel."""
+    for m in SIZES:
+        for n in SIZES:
+            for k in SIZES:
+                path = batched_path(m, n, k, 300)
+                fits = [tile for tile in (32, 64) if max(m, n) <= tile and k <= 64 and 4 * m * n >= tile * tile]
+                if fits:
+                    assert path == f"reg{fits[0]}", (m, n, k, path)
+                else:
+                    assert path == ("small" if small_batched_group(m, n, k, 300) is not None else "tiled"), (m, n, k)
+
+
+@pytest.mark.parametrize(("shape", "path"), [
+    ((32, 32, 32), "reg32"), ((64, 64, 64), "reg64"), ((8, 8, 8), "small"), ((16, 16, 16), "reg32"),
+    ((15, 16, 16), "small"),  # below a quarter of the 32 x 32 tile
+    ((33, 32, 32), "reg64"), ((32, 31, 64), "reg32"), ((32, 32, 65), "tiled"), ((24, 30, 65), "tiled"),
+    ((128, 128, 128), "tiled"), ((256, 256, 256), "tiled"), ((65, 8, 8), "tiled"),
+])
+def test_batched_path_examples(shape: tuple[int, int, int], path: str) -> None:
+    assert batched_path(*shape, 1000) == path
+
+
+@pytest.mark.parametrize("path", BATCHED_PATHS)
+@pytest.mark.parametrize("shape", [(5, 32, 32, 32), (9, 7, 5, 3), (3, 64, 64, 64), (2, 64, 1, 64)],
+                         ids=lambda s: "x".join(map(str, s)))
+def test_batched_plan_forced_path(path: str, shape: tuple[int, int, int, int]) -> None:
+    """Every path that can take a shape runs it correctly when forced (the probe compares them); one that
+    cannot says so."""
+    batch, m, n, k = shape
+    operands = batched_operands(batch, m, n, k)
+    tile = {"reg32": 32, "reg64": 64}.get(path)
+    cannot = (tile is not None and (max(m, n) > tile or k > 64)) or (
+        path == "small" and small_batched_group(m, n, k, batch) is None)
+    if cannot:
+        with pytest.raises(KernelArgumentError, match=rf"batched_sgemm {path}: cannot take {m}x{n}x{k}"):
+            plan_batched(*operands, path=path)
+        return
+    plans = plan_batched(*operands, path=path)
+    for plan in plans:
+        assert plan.kernel.startswith(f"batched_sgemm_{path}_")
+        assert_block_fits_kernel(plan)
+        assert plan.shared_mem == kernel_shared_bytes(plan, k)
+    assert_writes_each_output_once(plans, batch, m, n)
+
+
+@pytest.mark.parametrize(("path", "mats"), [("reg32", 1), ("reg32", 8), ("reg64", 2), ("reg64", 8)])
+def test_batched_plan_matrices_per_block(path: str, mats: int) -> None:
+    batch, m, n, k = 19, 30, 31, 33
+    plans = plan_batched(*batched_operands(batch, m, n, k), path=path, mats=mats)
+    [plan] = plans
+    tile = int(path[3:])
+    assert dict(plan.defines)[f"BR{tile}_MATS"] == str(mats)
+    assert plan.grid == (ceil_div(batch, mats), 1, 1)
+    assert_block_fits_kernel(plan)
+    assert plan.shared_mem == kernel_shared_bytes(plan, k)
+    assert_writes_each_output_once(plans, batch, m, n)
+
+
+def test_batched_tiled_plan_builds_the_sgemm_config() -> None:
+    for name, build in SGEMM_CONFIGS.items():
+        for plan in plan_batched(*batched_operands(3, 129, 127, 257), config=name):
+            assert set(build.defines) <= set(plan.defines)
+            assert plan.shared_mem == kernel_shared_bytes(plan, 257)
 
 
 def test_batch_chunks_split_at_the_grid_z_limit() -> None:
@@ -462,6 +604,7 @@ def _aligned_gemm(m: int, n: int, k: int, dtype: str, lane: int, operand: str, l
 @pytest.mark.parametrize(("planner", "dtype", "lane", "vector", "scalar"), [
     (plan_optimized, "float32", 4, "optimized_sgemm_vec4", "optimized_sgemm_scalar"),
     (plan_wmma, "float16", 8, "wmma_hgemm_vec8", "wmma_hgemm_scalar"),
+    (plan_mma, "float16", 8, "mma_hgemm_vec8", "mma_hgemm_scalar"),
 ])
 def test_vector_kernel_only_when_every_row_is_16_byte_aligned(planner: Any, dtype: str, lane: int, vector: str,
                                                              scalar: str, layout: str, operand: str) -> None:
@@ -474,7 +617,7 @@ def test_vector_kernel_only_when_every_row_is_16_byte_aligned(planner: Any, dtyp
     assert (plan.grid, plan.block, plan.source) == (twin.grid, twin.block, twin.source)
 
 
-BATCHED_PATH_SHAPES = [(9, 8, 8, 8), (4, 127, 129, 31)]  # the small and the tiled kernel
+BATCHED_PATH_SHAPES = [(9, 8, 8, 8), (4, 127, 129, 31), (5, 32, 32, 32), (3, 64, 64, 64)]  # small, tiled, reg32, reg64
 
 
 @pytest.mark.parametrize("shape", BATCHED_PATH_SHAPES, ids=lambda s: "x".join(map(str, s)))
@@ -545,13 +688,14 @@ def test_the_gpu_suite_runs_both_paths() -> None:
 
     kernels = set()
     for variant in variants.values():
-        for planner, dtype in ((plan_optimized, "float32"), (plan_wmma, "float16")):
+        for planner, dtype in ((plan_optimized, "float32"), (plan_wmma, "float16"), (plan_mma, "float16")):
             m, n, k = 33, 17, 65
             a = matrix(m, k, ld=ld(k, variant["pad"]), dtype=dtype)
             b = matrix(k, n, ld=ld(n, variant["pad"]), dtype=dtype, base=2 * BASE)
             c = matrix(m, n, ld=ld(n, variant["pad"]), dtype=dtype, base=3 * BASE)
             kernels.add(planner(a, b, c).kernel)
-    assert kernels == {"optimized_sgemm_vec4", "optimized_sgemm_scalar", "wmma_hgemm_vec8", "wmma_hgemm_scalar"}
+    assert kernels == {"optimized_sgemm_vec4", "optimized_sgemm_scalar", "wmma_hgemm_vec8", "wmma_hgemm_scalar",
+                       "mma_hgemm_vec8", "mma_hgemm_scalar"}
 
 
 # --- pointer batches -------------------------------------------------------------------------------------
@@ -604,6 +748,14 @@ def _gemm_error_cases() -> list[Any]:
                      r"naive_sgemm: grid \(1, 65536, 1\) exceeds CUDA's limits", id="grid-y"),
         pytest.param(plan_optimized, (matrix(65535 * 128 + 1, 1), matrix(1, 1), matrix(65535 * 128 + 1, 1)), {},
                      r"optimized_sgemm: grid \(1, 65536, 1\) exceeds", id="grid-y-128"),
+        pytest.param(plan_mma, fp32, {}, r"A: dtype float32 but this kernel takes float16", id="mma-dtype"),
+        pytest.param(plan_mma, (matrix(65535 * 128 + 1, 1, dtype="float16"), matrix(1, 1, dtype="float16"),
+                                matrix(65535 * 128 + 1, 1, dtype="float16")), {},
+                     r"mma_hgemm: grid \(1, 65536, 1\) exceeds", id="mma-grid-y"),
+        pytest.param(plan_mma, gemm_operands(4, 2, 3, "float16"), {"config": "64x64"},
+                     r"mma_hgemm: unknown config '64x64'; known: \['128x128-s4'", id="mma-config"),
+        pytest.param(plan_optimized, fp32, {"config": "bk32"}, r"optimized_sgemm: unknown config 'bk32'",
+                     id="sgemm-config"),
     ]
 
 
@@ -643,6 +795,15 @@ def _batched_error_cases() -> list[Any]:
                      r"C: matrices at .* overlap \(each spans 32 B\)", id="pointer-c-twice"),
         pytest.param((a, b, pointers([matrix(4, 2, base=BASE + i * 28) for i in (2, 0, 1)])),
                      r"C: matrices at .* overlap", id="pointer-c-overlap"),
+        pytest.param((a, b, c, 1.0, 0.0, "reg16"), r"batched_sgemm: unknown path 'reg16'; known: \['reg32', "
+                     r"'reg64', 'small', 'tiled'\]", id="path"),
+        pytest.param((a, b, c, 1.0, 0.0, "tiled", "bk4"), r"batched_sgemm: unknown config 'bk4'", id="config"),
+        pytest.param((a, b, c, 1.0, 0.0, "reg32", SGEMM_DEFAULT, 0), r"batched_sgemm reg32: 0 matrices per block",
+                     id="mats-0"),
+        pytest.param((a, b, c, 1.0, 0.0, "reg64", SGEMM_DEFAULT, 9), r"batched_sgemm reg64: 9 matrices per block "
+                     r"do not make a block of 1 to 1024 threads", id="mats-1152-threads"),
+        pytest.param((a, b, c, 1.0, 0.0, "small", SGEMM_DEFAULT, 2), r"batched_sgemm small: matrices per block are "
+                     r"a register-tiled path's setting", id="mats-small"),
     ]
 
 
@@ -665,7 +826,7 @@ def test_planner_for() -> None:
     assert planner_for("batched") is plan_batched
     for kind, planner in GEMM_PLANNERS.items():
         assert planner_for(kind) is planner
-    assert set(GEMM_PLANNERS) == {"naive", "tiled", "optimized", "wmma"}
+    assert set(GEMM_PLANNERS) == {"naive", "tiled", "optimized", "wmma", "mma"}
     with pytest.raises(KernelArgumentError, match=r"unknown custom kernel 'cublas': use 'batched' or one of "
-                                                  r"\['naive', 'optimized', 'tiled', 'wmma'\]"):
+                                                  r"\['mma', 'naive', 'optimized', 'tiled', 'wmma'\]"):
         planner_for("cublas")

@@ -133,3 +133,16 @@ def test_a_new_case_or_gpu_can_be_recorded_from_runs() -> None:
 def test_runs_too_far_apart_to_be_one_population_are_refused() -> None:
     with pytest.raises(FleetError, match="leave the outlier run out"):
         entries_from_runs([run("a", record(10.0)), run("b", record(10.0)), run("c", record(21.0))])
+
+
+def test_runs_that_launched_other_kernels_are_left_out_and_the_kernels_recorded() -> None:
+    """Another build of a custom kernel, or another cuBLAS choice, is another thing measured, not noise."""
+    from gpuperf.measure.kernel_records import Kernel
+
+    usual = (Kernel("nvjet_sm90_hsh_256x128", (132, 1, 1), (384, 1, 1), (2, 1, 1), 168, 200000, 180.0),)
+    other = (Kernel("nvjet_sm90_hsh_128x128", (264, 1, 1), (384, 1, 1), (1, 1, 1), 168, 150000, 150.0),)
+    runs = [run("a", record(750.0, kernels=usual)), run("b", record(900.0, kernels=other)),
+            run("c", record(760.0, kernels=(replace(usual[0], median_us=178.0),)))]
+    entry = entries_from_runs(runs)[CASE]
+    assert entry.value == 755.0 and entry.runs == 2  # the 900 run launched another kernel: left out
+    assert entry.kernels == (replace(usual[0], median_us=179.0),)  # with the median of the runs' durations

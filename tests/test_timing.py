@@ -353,7 +353,8 @@ def test_a_traced_figure_is_the_kernel_time_and_the_event_figure_its_cross_check
     device = SimDevice()
     timer, _, _ = make_timer(device, traced=True)
     m = timer.measure(launched(device, 6e-6, 3e-6), WORK, operands=(SimArray(2**30),), flush="cold")
-    assert m.method == Method.TRACED_COLD and m.calls_per_sample == 1
+    assert m.method == Method.TRACED_COLD
+    assert m.calls_per_sample == 128  # 5 ms of 6 µs calls, capped at the batch (256 held launches / 2 per call)
     assert m.median_s == pytest.approx(6e-6)  # the launch gap is not the kernel's time
     assert m.event_median_s == pytest.approx(9e-6, rel=0.01) and m.event_method == Method.COLD_ROTATE
     assert m.launch_overhead_s == pytest.approx(3e-6, rel=0.05)
@@ -406,3 +407,14 @@ def test_the_tracer_records_nothing_while_events_time_the_calls() -> None:
     m = timer.measure(launched(device, 1e-4, 0.0), WORK, operands=(SimArray(2**30),))
     assert len(starts) == 1 and starts[0] >= m.warmup_calls + 5  # after warm-up and the event-timed samples
     assert not device.tracer.recording
+
+
+def test_a_traced_sample_averages_the_calls_that_fill_the_minimum_sample_time() -> None:
+    device = SimDevice()
+    timer, _, _ = make_timer(device, traced=True, min_sample_s=1e-3)
+    m = timer.measure(launched(device, 1e-4, 0.0), WORK, operands=(SimArray(2**30),), flush="cold")
+    assert m.calls_per_sample == 10 and m.median_s == pytest.approx(1e-4)
+    device = SimDevice()
+    timer, _, _ = make_timer(device, traced=True, min_sample_s=1e-3)
+    long_call = timer.measure(launched(device, 3e-3, 0.0), WORK, operands=(SimArray(2**30),), flush="cold")
+    assert long_call.calls_per_sample == 1  # a call longer than the minimum sample is a sample

@@ -82,24 +82,34 @@ def relative_range(values: Sequence[float]) -> float:
     return (max(values) - min(values)) / statistics.median(values) if len(values) > 1 else 0.0
 
 
-def _majority_kernels(records: Sequence[Record]) -> tuple[Kernel, ...]:
-    """The kernels most runs launched (names and launch shapes), with the median of their runs' durations."""
-    known = [record.kernels for record in records if record.kernels]
-    if not known:
+def _kernel_signature(record: Record) -> tuple[tuple[str, tuple[tuple[int, int, int], ...]], ...]:
+    return tuple((kernel.name, kernel.launch) for kernel in record.kernels)
+
+
+def _majority_kernels_runs(records: Sequence[Record]) -> list[Record]:
+    """The runs that launched the kernels most runs launched: a run that ran other kernels (another build of a
+    custom kernel, another cuBLAS heuristic choice) measured another thing, not the same thing noisily."""
+    counts = Counter(_kernel_signature(record) for record in records)
+    common = max(counts, key=lambda signature: (counts[signature],
+                                                -[_kernel_signature(r) for r in records].index(signature)))
+    return [record for record in records if _kernel_signature(record) == common]
+
+
+def _median_kernels(records: Sequence[Record]) -> tuple[Kernel, ...]:
+    """The kernels of runs that launched the same ones, each with the median of its runs' durations."""
+    if not records or not records[0].kernels:
         return ()
-    counts = Counter(tuple((k.name, k.launch) for k in kernels) for kernels in known)
-    common = max(counts, key=lambda signature: counts[signature])
-    same = [kernels for kernels in known if tuple((k.name, k.launch) for k in kernels) == common]
     medians = []
-    for position in range(len(same[0])):
-        durations = [d for d in (k[position].median_us for k in same) if d is not None]
+    for position in range(len(records[0].kernels)):
+        durations = [d for d in (r.kernels[position].median_us for r in records) if d is not None]
         medians.append(statistics.median(durations) if durations else None)
-    return tuple(replace(kernel, median_us=median) for kernel, median in zip(same[0], medians))
+    return tuple(replace(kernel, median_us=median) for kernel, median in zip(records[0].kernels, medians))
 
 
 def entries_from_runs(runs: Sequence[Run]) -> dict[str, Entry]:
     """One entry per case measured cleanly in at least one run: the median of the runs' figures (all taken by
-    the most common method), the median sample spread, the number of runs and their relative range."""
+    the most common method, of the runs that launched the most common kernels), the median sample spread, the
+    number of runs and their relative range."""
     check_compatible(runs)
     entries: dict[str, Entry] = {}
     for case in sorted({case for run in runs for case in run.records}):
@@ -107,7 +117,7 @@ def entries_from_runs(runs: Sequence[Run]) -> dict[str, Entry]:
         if not clean:
             continue
         method = _majority_method(clean)
-        chosen = [record for record in clean if record.method == method]
+        chosen = _majority_kernels_runs([record for record in clean if record.method == method])
         values = [record.value for record in chosen]
         spread = relative_range(values)
         if spread > MAX_RUN_SPREAD:
@@ -122,7 +132,7 @@ def entries_from_runs(runs: Sequence[Run]) -> dict[str, Entry]:
             method=method, family=described.family, kernel=described.kernel, precision=described.precision,
             shape=tuple((name, described.shape[name]) for name in SHAPE_SIZES if name in described.shape),
             flops=described.flops, bytes=described.bytes, runs=len(chosen), run_spread=relative_range(values),
-            kernels=_majority_kernels(chosen),
+            kernels=_median_kernels(chosen),
         )
     return entries
 

@@ -85,8 +85,9 @@ def add_options(addoption: Callable[..., Any]) -> None:
     addoption("--noise-target", type=positive_float, default=0.005,
               help="stop once the median's relative 95%% interval half-width is below this (default 0.005)")
     addoption("--min-sample-time", type=positive_float, default=DEFAULT_MIN_SAMPLE_S,
-              help="seconds of GPU time in one event-timed sample of a short cold call, timed several calls at a "
-                   f"time over rotated operand copies (default {DEFAULT_MIN_SAMPLE_S:g})")
+              help="seconds of GPU time one sample of a short call covers: a traced sample is the mean kernel "
+                   "time of that many calls, an event-timed cold sample times them at once over rotated operand "
+                   f"copies (default {DEFAULT_MIN_SAMPLE_S:g})")
     addoption("--case-timeout", type=positive_float, default=3.0, help="wall seconds of sampling per case at most")
     addoption("--warmup", type=positive_int, default=3, help="warm-up calls at least (default 3)")
     addoption("--warmup-time", type=non_negative_float, default=0.05, help="warm-up seconds at least (default 0.05)")

@@ -1,0 +1,310 @@
+// Tensor-core HGEMM with mma.sync (issue 15): C = alpha * A * B + beta * C, row-major, any M, N, K.
+//
+// Types as in wmma_hgemm.cu: A, B and C FP16, alpha and beta FP32, FP32 accumulation on the tensor
+// cores, the epilogue (alpha, beta, the old C) in FP32 and one rounding to FP16: cuBLAS's gemmEx
+// FP16 path with CUBLAS_COMPUTE_32F, the same work and the same accuracy bound.
+//
+// Design (what WMMA cannot express; geometry from the -D defines below, the host passes them):
+//   * a block of MMA_WARPS_M x MMA_WARPS_N warps computes an MMA_BM x MMA_BN tile of C (default
+//     128 x 256, 8 warps as 2 x 4); each warp a 64 x 64 sub-tile = 4 (m16) x 8 (n8) accumulators of
+//     `mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32` (inline PTX), 128 FP32 registers per lane;
+//   * K advances 32 per K-tile through a ring of MMA_STAGES shared-memory stages filled by 16-byte
+//     cp.async MMA_STAGES - 1 K-tiles ahead (no register staging); one cp.async.wait_group and one
+//     __syncthreads per K-tile;
+//   * fragments come from `ldmatrix.x4` (A, row-major) and `ldmatrix.x4.trans` (B, stored [k][n]),
+//     each lane addressing one 16-byte row of an 8x8 matrix: per k16 step a warp issues 4 + 4 of them
+//     for 32 mma (4 mma per ldmatrix);
+//   * shared memory is XOR-swizzled at 16-byte granularity, no padding: the A tile's rows are 64 bytes
+//     (4 chunks), chunk c of row r is stored at chunk c ^ ((r >> 1) & 3); the B tile's rows are
+//     MMA_BN * 2 bytes, chunk c of row r at c ^ (r & 7). Every 8-lane phase of an ldmatrix (8 rows, one
+//     logical chunk) and of the cp.async stores (one or two rows) then touches 8 distinct 16-byte bank
+//     groups: conflict-free both ways;
+//   * edges: a copy that crosses M, N or K reads only the elements inside the matrix and zero-fills the
+//     rest of its 16 bytes (cp.async src-size), so any M, N, K work; the epilogue bounds-checks rows
+//     and columns. 16-byte copies need the host's check that A, B are 16-byte aligned with lda, ldb
+//     multiples of 8 (template VEC); otherwise (mma_hgemm_scalar) every chunk is gathered with guarded
+//     2-byte loads and stored to shared memory synchronously, same pipeline;
+//   * epilogue straight from the accumulators: each lane owns pairs of adjacent columns, stored as one
+//     32-bit half2 (VEC) or as guarded halves; beta == 0 never reads C.
+// Needs sm_80 (mma.m16n8k16, cp.async); no toolkit headers (conversions are PTX cvt).
+
+#include "cp_async.cu"
+
+#ifndef MMA_BM
+#define MMA_BM 128
+#endif
+#ifndef MMA_BN
+#define MMA_BN 128
+#endif
+#ifndef MMA_WARPS_M
+#define MMA_WARPS_M 2
+#endif
+#ifndef MMA_WARPS_N
+#define MMA_WARPS_N 2
+#endif
+#ifndef MMA_STAGES
+#define MMA_STAGES 4
+#endif
+#ifndef MMA_MIN_BLOCKS
+#define MMA_MIN_BLOCKS 2
+#endif
+#define MMA_BK 32
+#define MMA_THREADS (32 * MMA_WARPS_M * MMA_WARPS_N)
+
+typedef unsigned short hbits;  // raw FP16 bits: copies never need half arithmetic
+
+#define MMA_WTM (MMA_BM / MMA_WARPS_M)  // warp tile rows
+#define MMA_WTN (MMA_BN / MMA_WARPS_N)  // warp tile columns
+#define MMA_A_STAGE (MMA_BM * MMA_BK)   // halves per stage
+#define MMA_B_STAGE (MMA_BK * MMA_BN)
+#define MMA_B_CHUNKS_PER_ROW (MMA_BN / 8)
+
+static_assert(MMA_WTM % 16 == 0 && MMA_WTN % 16 == 0, "warp tiles are whole m16 x n16 blocks");
+static_assert(MMA_BN % 64 == 0, "the B swizzle permutes groups of 8 chunks within a row");
+static_assert((MMA_BM * 4) % MMA_THREADS == 0 && (MMA_BK * MMA_B_CHUNKS_PER_ROW) % MMA_THREADS == 0,
+              "every thread copies the same number of 16-byte chunks");
+static_assert(MMA_THREADS % MMA_B_CHUNKS_PER_ROW == 0, "a thread copies the same B column in every row it copies");
+static_assert(MMA_STAGES >= 2, "the ring needs a stage being filled and one being read");
+
+// Halves from the start of a stage's A tile to chunk `chunk` (0..3, 8 halves each) of row `row`.
+__device__ __forceinline__ int mma_a_offset(int row, int chunk) {
+    return (row * 4 + (chunk ^ ((row >> 1) & 3))) * 8;
+}
+
+// Halves from the start of a stage's B tile to chunk `chunk` of k-row `row`.
+__device__ __forceinline__ int mma_b_offset(int row, int chunk) {
+    return (row * MMA_B_CHUNKS_PER_ROW + (chunk ^ (row & 7))) * 8;
+}
+
+__device__ __forceinline__ float mma_h2f(hbits h) {
+    float f;
+    asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
+    return f;
+}
+
+__device__ __forceinline__ hbits mma_f2h(float f) {
+    hbits h;
+    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
+    return h;
+}
+
+// Eight halves p[0..7], at columns col .. col+7 of their row, into the 16-byte shared slot dst: zeros past
+// `limit` or when !row_ok (p is not dereferenced then). `valid`: any address inside the matrix, for
+// copies that read nothing.
+template <bool VEC>
+__device__ __forceinline__ void mma_copy8(hbits* dst, const hbits* p, int col, int limit, bool row_ok,
+                                          const hbits* valid) {
+    const int avail = row_ok ? max(0, min(8, limit - col)) : 0;
+    if (VEC) {
+        cp_async16(dst, avail ? p : valid, 2 * avail);
+        return;
+    }
+    unsigned int w[4] = {0u, 0u, 0u, 0u};
+#pragma unroll
+    for (int e = 0; e < 8; ++e) {
+        if (e < avail) w[e >> 1] |= (unsigned int)p[e] << ((e & 1) * 16);
+    }
+    *reinterpret_cast<uint4*>(dst) = make_uint4(w[0], w[1], w[2], w[3]);
+}
+
+__device__ __forceinline__ void ldmatrix_x4(unsigned int addr, unsigned int (&r)[4]) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(addr));
+}
+
+__device__ __forceinline__ void ldmatrix_x4_trans(unsigned int addr, unsigned int (&r)[4]) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(addr));
+}
+
+// d += a (16x16, row) * b (16x8, col), FP32 accumulators.
+__device__ __forceinline__ void mma_m16n8k16(float (&d)[4], const unsigned int (&a)[4], unsigned int b0,
+                                             unsigned int b1) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+        "{%0, %1, %2, %3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+// row[col], row[col+1] = v0, v1 (+ beta * old), inside the matrix only; beta == 0 never reads.
+template <bool VEC>
+__device__ __forceinline__ void mma_store2(hbits* row, int col, int limit, float v0, float v1, float beta) {
+    if (VEC && col + 1 < limit) {  // col is even and the row 16-byte aligned: one 32-bit store
+        unsigned int* p = reinterpret_cast<unsigned int*>(row + col);
+        if (beta != 0.f) {
+            const unsigned int old = *p;
+            v0 = fmaf(beta, mma_h2f((hbits)(old & 0xffffu)), v0);
+            v1 = fmaf(beta, mma_h2f((hbits)(old >> 16)), v1);
+        }
+        *p = (unsigned int)mma_f2h(v0) | ((unsigned int)mma_f2h(v1) << 16);
+        return;
+    }
+    const float v[2] = {v0, v1};
+#pragma unroll
+    for (int e = 0; e < 2; ++e) {
+        if (col + e < limit) {
+            float out = v[e];
+            if (beta != 0.f) out = fmaf(beta, mma_h2f(row[col + e]), out);
+            row[col + e] = mma_f2h(out);
+        }
+    }
+}
+
+template <bool VEC>
+__device__ __forceinline__ void mma_hgemm_impl(int M, int N, int K, float alpha, const hbits* __restrict__ A,
+                                               int lda, const hbits* __restrict__ B, int ldb, float beta,
+                                               hbits* __restrict__ C, int ldc) {
+#if __CUDA_ARCH__ >= 800
+    constexpr int MI = MMA_WTM / 16;  // m16 tiles per warp
+    constexpr int NI = MMA_WTN / 8;   // n8 tiles per warp
+    constexpr int A_COPIES = MMA_BM * 4 / MMA_THREADS;
+    constexpr int B_COPIES = MMA_BK * MMA_B_CHUNKS_PER_ROW / MMA_THREADS;
+    extern __shared__ __align__(128) hbits mma_smem[];
+    hbits* const As = mma_smem;                             // [MMA_STAGES][MMA_A_STAGE], swizzled
+    hbits* const Bs = mma_smem + MMA_STAGES * MMA_A_STAGE;  // [MMA_STAGES][MMA_B_STAGE], swizzled
+
+    const int tid = threadIdx.x;
+    const int warp = tid >> 5;
+    const int lane = tid & 31;
+    const int wm = warp / MMA_WARPS_N;
+    const int wn = warp % MMA_WARPS_N;
+    const int bm = blockIdx.y * MMA_BM;
+    const int bn = blockIdx.x * MMA_BN;
+
+    // Copies: A chunk c = tid + i * THREADS is row c / 4, chunk c % 4; B chunk c is k-row c / (BN/8),
+    // chunk c % (BN/8). Consecutive threads copy consecutive 16-byte chunks of global memory. A thread's
+    // chunk column is the same for every i, its rows step by A_ROW_STEP (B_ROW_STEP), a multiple of 8,
+    // so its shared offsets step by whole swizzle periods.
+    constexpr int A_ROW_STEP = MMA_THREADS / 4;
+    constexpr int B_ROW_STEP = MMA_THREADS / MMA_B_CHUNKS_PER_ROW;
+    static_assert(A_ROW_STEP % 8 == 0 && B_ROW_STEP % 8 == 0, "copies keep their swizzle phase");
+    const int a_row = tid >> 2;
+    const int a_col = (tid & 3) * 8;
+    const int b_row = tid / MMA_B_CHUNKS_PER_ROW;
+    const int b_col = (tid % MMA_B_CHUNKS_PER_ROW) * 8;
+    const int a_dst = mma_a_offset(a_row, tid & 3);
+    const int b_dst = mma_b_offset(b_row, tid % MMA_B_CHUNKS_PER_ROW);
+    unsigned int a_rows_ok = 0;  // bit i: row a_row + i * A_ROW_STEP of this block is inside A
+#pragma unroll
+    for (int i = 0; i < A_COPIES; ++i) a_rows_ok |= (bm + a_row + i * A_ROW_STEP < M) << i;
+    const hbits* a_src = A + (size_t)min(bm + a_row, M - 1) * lda + a_col;  // walks K with the copies
+    const hbits* b_src = B + (size_t)b_row * ldb + bn + b_col;              // walks K with the copies
+    const size_t a_step = (size_t)A_ROW_STEP * lda;
+    const size_t b_step = (size_t)B_ROW_STEP * ldb;
+
+    auto load_tile = [&](int stage, int k0) {  // K-tile at k0 into `stage`; advances a_src, b_src past it
+        hbits* as = As + stage * MMA_A_STAGE + a_dst;
+        hbits* bs = Bs + stage * MMA_B_STAGE + b_dst;
+#pragma unroll
+        for (int i = 0; i < A_COPIES; ++i)
+            mma_copy8<VEC>(as + i * A_ROW_STEP * MMA_BK, a_src + i * a_step, k0 + a_col, K, (a_rows_ok >> i) & 1, A);
+#pragma unroll
+        for (int i = 0; i < B_COPIES; ++i)
+            mma_copy8<VEC>(bs + i * B_ROW_STEP * MMA_BN, b_src + i * b_step, bn + b_col, N,
+                           k0 + b_row + i * B_ROW_STEP < K, B);
+        a_src += MMA_BK;
+        b_src += (size_t)MMA_BK * ldb;
+    };
+
+    // ldmatrix addresses (bytes from a stage's start). A, x4 for m16 tile mi and k16 step h: lane l gives
+    // row (l & 15), chunk 2h + (l >> 4), i.e. matrices (rows 0-7, k 0-7), (8-15, 0-7), (0-7, 8-15),
+    // (8-15, 8-15) = the a0..a3 registers of m16n8k16. One m16 tile further is 16 rows = 1024 bytes, the
+    // swizzle being periodic in 8 rows. B, x4.trans for n16 block j and step h: lane l gives k-row
+    // 16h + (l & 15), chunk (warp's first column + 16j) / 8 + (l >> 4): matrices (k 0-7, n 0-7),
+    // (8-15, 0-7), (0-7, 8-15), (8-15, 8-15) = b0, b1 of n8 tile 2j, then b0, b1 of tile 2j + 1.
+    unsigned int a_addr[2];
+#pragma unroll
+    for (int h = 0; h < 2; ++h) a_addr[h] = 2 * mma_a_offset(wm * MMA_WTM + (lane & 15), 2 * h + (lane >> 4));
+    unsigned int b_addr[NI / 2];
+#pragma unroll
+    for (int j = 0; j < NI / 2; ++j) b_addr[j] = 2 * mma_b_offset(lane & 15, (wn * MMA_WTN + 16 * j) / 8 + (lane >> 4));
+    const unsigned int as_base = smem_u32(As);
+    const unsigned int bs_base = smem_u32(Bs);
+
+    float acc[MI][NI][4];
+#pragma unroll
+    for (int mi = 0; mi < MI; ++mi)
+#pragma unroll
+        for (int ni = 0; ni < NI; ++ni) acc[mi][ni][0] = acc[mi][ni][1] = acc[mi][ni][2] = acc[mi][ni][3] = 0.f;
+
+    const int ktiles = (K + MMA_BK - 1) / MMA_BK;
+#pragma unroll
+    for (int s = 0; s < MMA_STAGES - 1; ++s) {
+        if (s < ktiles) load_tile(s, s * MMA_BK);
+        cp_async_commit();
+    }
+    int cur = 0;                 // stage read in this iteration
+    int ahead = MMA_STAGES - 1;  // stage that receives K-tile kt + STAGES - 1 (read in iteration kt - 1)
+    for (int kt = 0; kt < ktiles; ++kt) {
+        cp_async_wait<MMA_STAGES - 2>();  // this thread's copies of K-tile kt have landed
+        __syncthreads();                  // everyone's have, and every warp is done with iteration kt - 1
+        if (kt + MMA_STAGES - 1 < ktiles) load_tile(ahead, (kt + MMA_STAGES - 1) * MMA_BK);
+        cp_async_commit();
+
+        const unsigned int a_stage = as_base + cur * MMA_A_STAGE * 2;
+        const unsigned int b_stage = bs_base + cur * MMA_B_STAGE * 2;
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            unsigned int af[MI][4];
+            unsigned int bf[NI][2];
+#pragma unroll
+            for (int mi = 0; mi < MI; ++mi) ldmatrix_x4(a_stage + a_addr[h] + mi * 16 * MMA_BK * 2, af[mi]);
+#pragma unroll
+            for (int j = 0; j < NI / 2; ++j) {
+                unsigned int r[4];
+                ldmatrix_x4_trans(b_stage + b_addr[j] + h * 16 * MMA_BN * 2, r);
+                bf[2 * j][0] = r[0];
+                bf[2 * j][1] = r[1];
+                bf[2 * j + 1][0] = r[2];
+                bf[2 * j + 1][1] = r[3];
+            }
+#pragma unroll
+            for (int mi = 0; mi < MI; ++mi)
+#pragma unroll
+                for (int ni = 0; ni < NI; ++ni) mma_m16n8k16(acc[mi][ni], af[mi], bf[ni][0], bf[ni][1]);
+        }
+        cur = cur + 1 == MMA_STAGES ? 0 : cur + 1;
+        ahead = ahead + 1 == MMA_STAGES ? 0 : ahead + 1;
+    }
+    cp_async_wait<0>();
+
+    // Accumulator (mi, ni) of lane l holds rows l/4 and l/4 + 8 of its m16 tile, columns 2 (l % 4) + {0, 1}
+    // of its n8 tile: registers 0, 1 and 2, 3.
+    const int row0 = bm + wm * MMA_WTM + (lane >> 2);
+    const int col0 = bn + wn * MMA_WTN + 2 * (lane & 3);
+#pragma unroll
+    for (int mi = 0; mi < MI; ++mi) {
+#pragma unroll
+        for (int half = 0; half < 2; ++half) {
+            const int row = row0 + mi * 16 + half * 8;
+            if (row < M) {
+                hbits* c_row = C + (size_t)row * ldc;
+#pragma unroll
+                for (int ni = 0; ni < NI; ++ni)
+                    mma_store2<VEC>(c_row, col0 + ni * 8, N, alpha * acc[mi][ni][2 * half],
+                                    alpha * acc[mi][ni][2 * half + 1], beta);
+            }
+        }
+    }
+#else
+    __trap();  // the host plans this kernel only for sm_80 and newer
+#endif
+}
+
+// grid (ceil(N/MMA_BN), ceil(M/MMA_BM)), block MMA_THREADS, dynamic shared memory
+// MMA_STAGES * (MMA_A_STAGE + MMA_B_STAGE) * 2 bytes. VEC: A, B, C 16-byte aligned and lda, ldb, ldc % 8 == 0.
+extern "C" __global__ void __launch_bounds__(MMA_THREADS, MMA_MIN_BLOCKS)
+mma_hgemm_vec8(int M, int N, int K, float alpha, const hbits* __restrict__ A, int lda,
+               const hbits* __restrict__ B, int ldb, float beta, hbits* __restrict__ C, int ldc) {
+    mma_hgemm_impl<true>(M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+
+// The scalar fallback: any alignment, any leading dimension.
+extern "C" __global__ void __launch_bounds__(MMA_THREADS, MMA_MIN_BLOCKS)
+mma_hgemm_scalar(int M, int N, int K, float alpha, const hbits* __restrict__ A, int lda,
+                 const hbits* __restrict__ B, int ldb, float beta, hbits* __restrict__ C, int ldc) {
+    mma_hgemm_impl<false>(M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
