@@ -150,15 +150,19 @@ class CaseSpread:
 
 
 def fleet_spread(runs: Sequence[Run]) -> list[CaseSpread]:
-    """Per case, host-to-host and run-to-run spread, separated; widest host-to-host first."""
+    """Per case, host-to-host and run-to-run spread, separated, over the runs that measured it the way
+    ``entries_from_runs`` takes them (the usual method and kernels); widest host-to-host first."""
     check_compatible(runs)
     spreads = []
     for case in sorted({case for run in runs for case in run.records}):
+        hosts = {id(record): run.host for run in runs if (record := run.records.get(case)) is not None}
+        clean = [run.records[case] for run in runs if case in run.records and usable(run.records[case])]
+        if not clean:
+            continue
+        method = _majority_method(clean)
         by_host: dict[str, list[float]] = {}
-        for run in runs:
-            record = run.records.get(case)
-            if record is not None and usable(record):
-                by_host.setdefault(run.host, []).append(record.value)
+        for record in _majority_kernels_runs([record for record in clean if record.method == method]):
+            by_host.setdefault(hosts[id(record)], []).append(record.value)
         if not by_host:
             continue
         values = [value for host in by_host.values() for value in host]
