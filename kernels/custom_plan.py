@@ -47,7 +47,8 @@ TILED_TILES: tuple[int, ...] = (8, 16, 32)
 OPT_TILE = 128  # optimized_sgemm.cu OPT_BM / OPT_BN (also the large batched kernel)
 OPT_THREADS = 256  # optimized_sgemm.cu OPT_THREADS: the 16x16 thread grid of its 8x8 register tiles
 OPT_A_PAD = 4  # optimized_sgemm.cu OPT_APAD: floats of padding per row of the transposed A tile
-MMA_BK = 32  # mma_hgemm.cu MMA_BK: halves of K per stage
+WT_A_PAD = 4  # warp_sgemm.cu WT_APAD: likewise for the warp-tiled core
+MMA_BK = 32  # mma_hgemm.cu MMA_BK: halves of K per stage (the default; a build may set 64)
 WMMA_TILE = 128  # wmma_hgemm.cu WM_BM / WM_BN
 WMMA_THREADS = 256  # wmma_hgemm.cu WM_THREADS: 8 warps in a 2x4 grid
 NAIVE_BLOCK = 16  # naive_sgemm.cu: one thread per element, 16x16 blocks
@@ -76,6 +77,11 @@ class SgemmConfig:
     bk: int  # OPT_BK: 8 or 16
     stages: int  # OPT_STAGES: ≥ 2
 
+    #: The file and the 2-D kernels' name (``<kernel>_vec4`` / ``_scalar``), and the batched tiled kernels'.
+    source = "optimized_sgemm.cu"
+    kernel = "optimized_sgemm"
+    batched_kernel = "batched_sgemm_tiled"
+
     @property
     def defines(self) -> tuple[tuple[str, str], ...]:
         return (("OPT_BK", str(self.bk)), ("OPT_STAGES", str(self.stages)))
@@ -85,11 +91,72 @@ class SgemmConfig:
         """The ring: per stage a transposed, padded A tile (bk x (128 + 4)) and a B tile (bk x 128), floats."""
         return self.stages * self.bk * (OPT_TILE + OPT_A_PAD + OPT_TILE) * 4
 
+    @property
+    def tile(self) -> tuple[int, int]:
+        """Rows x columns of C per block."""
+        return OPT_TILE, OPT_TILE
+
+    @property
+    def threads(self) -> int:
+        return OPT_THREADS
+
+
+@dataclass(frozen=True)
+class WarpSgemmConfig:
+    """A build of warp_sgemm.cu's warp-tiled core: block tile, K per stage, stages, warp grid, lanes along a warp
+    tile's rows (4 or 8; 32 / lanes_m along its columns) and the blocks per SM its registers must allow."""
+
+    bm: int
+    bn: int
+    bk: int
+    stages: int
+    warps_m: int
+    warps_n: int
+    lanes_m: int
+    min_blocks: int
+
+    source = "warp_sgemm.cu"
+    kernel = "warp_sgemm"
+    batched_kernel = "batched_sgemm_wtiled"
+
+    @property
+    def defines(self) -> tuple[tuple[str, str], ...]:
+        return (("WT_BM", str(self.bm)), ("WT_BN", str(self.bn)), ("WT_BK", str(self.bk)),
+                ("WT_STAGES", str(self.stages)), ("WT_WARPS_M", str(self.warps_m)), ("WT_WARPS_N", str(self.warps_n)),
+                ("WT_LANES_M", str(self.lanes_m)), ("WT_MIN_BLOCKS", str(self.min_blocks)))
+
+    @property
+    def shared_bytes(self) -> int:
+        """The ring: per stage a transposed, padded A tile (bk x (bm + 4)) and a B tile (bk x bn), floats."""
+        return self.stages * self.bk * (self.bm + WT_A_PAD + self.bn) * 4
+
+    @property
+    def tile(self) -> tuple[int, int]:
+        return self.bm, self.bn
+
+    @property
+    def threads(self) -> int:
+        return 32 * self.warps_m * self.warps_n
+
+    @property
+    def thread_tile(self) -> tuple[int, int]:
+        """Rows x columns of C per thread."""
+        return self.bm // self.warps_m // self.lanes_m, self.bn // self.warps_n // (32 // self.lanes_m)
+
+    @classmethod
+    def named(cls, bm: int, bn: int, bk: int, stages: int, warps_m: int, warps_n: int, lanes_m: int,
+              min_blocks: int) -> tuple[str, WarpSgemmConfig]:
+        """``("wt<bm>x<bn>-t<rows>x<cols>-bk<bk>-s<stages>", config)``: the table entry, named by its geometry."""
+        build = cls(bm, bn, bk, stages, warps_m, warps_n, lanes_m, min_blocks)
+        rows, cols = build.thread_tile
+        return f"wt{bm}x{bn}-t{rows}x{cols}-bk{bk}-s{stages}", build
+
 
 @dataclass(frozen=True)
 class MmaConfig:
     """A build of mma_hgemm.cu: block tile, warp grid, pipeline depth, and the blocks per SM its registers
-    must allow (``__launch_bounds__``)."""
+    must allow (``__launch_bounds__``); K per stage (``MMA_BK``) and the fragment-pipelined loop (``MMA_PIPE``)
+    are passed only when they differ from the source's defaults (32, off)."""
 
     bm: int
     bn: int
@@ -97,6 +164,8 @@ class MmaConfig:
     warps_n: int
     stages: int
     min_blocks: int
+    bk: int = MMA_BK
+    pipe: bool = False
 
     @property
     def threads(self) -> int:
@@ -104,14 +173,15 @@ class MmaConfig:
 
     @property
     def defines(self) -> tuple[tuple[str, str], ...]:
+        extra = ((("MMA_BK", str(self.bk)),) if self.bk != MMA_BK else ()) + ((("MMA_PIPE", "1"),) if self.pipe else ())
         return (("MMA_BM", str(self.bm)), ("MMA_BN", str(self.bn)), ("MMA_WARPS_M", str(self.warps_m)),
                 ("MMA_WARPS_N", str(self.warps_n)), ("MMA_STAGES", str(self.stages)),
-                ("MMA_MIN_BLOCKS", str(self.min_blocks)))
+                ("MMA_MIN_BLOCKS", str(self.min_blocks)), *extra)
 
     @property
     def shared_bytes(self) -> int:
-        """The ring: per stage an A tile (bm x 32 halves) and a B tile (32 x bn halves), swizzled, unpadded."""
-        return self.stages * (self.bm * MMA_BK + MMA_BK * self.bn) * 2
+        """The ring: per stage an A tile (bm x bk halves) and a B tile (bk x bn halves), swizzled, unpadded."""
+        return self.stages * (self.bm * self.bk + self.bk * self.bn) * 2
 
 
 @dataclass(frozen=True)
@@ -142,12 +212,24 @@ class RegisterTileClass:
 
 #: Builds of the optimised SGEMM core (also the batched tiled kernel's). ``SGEMM_DEFAULT`` is what the suite
 #: runs; the others are there to be timed against it on a GPU (``config=``), so the winner can become the default.
-SGEMM_CONFIGS: dict[str, SgemmConfig] = {
+#: The "wt..." entries are warp_sgemm.cu's warp-tiled core (``t<rows>x<cols>``: C per thread): 128-thread blocks of
+#: 16 x 8 per thread, two per SM; 256-thread blocks of 16 x 8 (one per SM) or 8 x 8 (two per SM).
+SGEMM_CONFIGS: dict[str, SgemmConfig | WarpSgemmConfig] = {
     "bk16-s3": SgemmConfig(16, 3),
     "bk16-s2": SgemmConfig(16, 2),
     "bk16-s4": SgemmConfig(16, 4),
     "bk8-s2": SgemmConfig(8, 2),
     "bk8-s3": SgemmConfig(8, 3),
+    **dict(WarpSgemmConfig.named(*geometry) for geometry in (
+        # bm, bn, bk, stages, warps_m, warps_n, lanes_m, min_blocks
+        (128, 128, 16, 3, 2, 2, 4, 2),
+        (128, 128, 16, 4, 2, 2, 4, 2),
+        (128, 128, 32, 3, 2, 2, 4, 2),
+        (128, 128, 16, 3, 2, 2, 8, 2),
+        (128, 256, 16, 3, 2, 4, 4, 1),
+        (256, 128, 16, 3, 4, 2, 4, 1),
+        (128, 128, 16, 3, 4, 2, 4, 2),
+    )),
 }
 SGEMM_DEFAULT = "bk16-s3"
 #: Builds of the mma.sync HGEMM: block tile, warps, stages. 64 x 64 warp tiles except ``128x128w8``.
@@ -157,6 +239,12 @@ MMA_CONFIGS: dict[str, MmaConfig] = {
     "256x128-s3": MmaConfig(256, 128, 4, 2, 3, 1),
     "128x128-s4": MmaConfig(128, 128, 2, 2, 4, 2),
     "128x128w8-s4": MmaConfig(128, 128, 2, 4, 4, 2),
+    "128x128-k64-s3": MmaConfig(128, 128, 2, 2, 3, 2, bk=64),
+    "128x128-s4-pipe": MmaConfig(128, 128, 2, 2, 4, 2, pipe=True),
+    "128x128-s3-pipe": MmaConfig(128, 128, 2, 2, 3, 2, pipe=True),
+    "128x128-k64-s3-pipe": MmaConfig(128, 128, 2, 2, 3, 2, bk=64, pipe=True),
+    "256x128w16-s4": MmaConfig(256, 128, 4, 4, 4, 1),
+    "128x256w16-s4": MmaConfig(128, 256, 2, 8, 4, 1),
 }
 MMA_DEFAULT = "128x128-s4"
 #: The register-tiled batched classes, smallest first: the first that ``takes`` a shape runs it.
@@ -329,11 +417,13 @@ def _config(table: dict[str, Any], name: str, what: str) -> Any:
 def plan_optimized(a: Any, b: Any, c: Any, alpha: float = 1.0, beta: float = 0.0,
                    config: str = SGEMM_DEFAULT) -> LaunchPlan:
     """128x128 tiles, 8x8 per thread, a ``config`` (``SGEMM_CONFIGS``) ring of K-tiles in dynamic shared
-    memory; float4 and 16-byte cp.async when every operand is 16-byte aligned, else scalar."""
+    memory; float4 and 16-byte cp.async when every operand is 16-byte aligned, else scalar. A "wt..." config
+    runs warp_sgemm.cu's warp-tiled kernel instead, with its own block tile and threads."""
     build = _config(SGEMM_CONFIGS, config, "optimized_sgemm")
-    operands, grid, args = _plan_2d("optimized_sgemm", a, b, c, alpha, beta, _FP32, OPT_TILE)
-    kernel = "optimized_sgemm_vec4" if vector_path(*operands) else "optimized_sgemm_scalar"
-    return LaunchPlan("optimized_sgemm.cu", kernel, grid, (OPT_THREADS, 1, 1), args, shared_mem=build.shared_bytes,
+    tile_m, tile_n = build.tile
+    operands, grid, args = _plan_2d(build.kernel, a, b, c, alpha, beta, _FP32, tile_m, tile_n)
+    kernel = f"{build.kernel}_vec4" if vector_path(*operands) else f"{build.kernel}_scalar"
+    return LaunchPlan(build.source, kernel, grid, (build.threads, 1, 1), args, shared_mem=build.shared_bytes,
                       defines=build.defines)
 
 
@@ -467,9 +557,11 @@ def _register_classes(path: str, mats: int | None) -> tuple[RegisterTileClass, .
     return tuple(changed if c is cls else c for c in REG_CLASSES)
 
 
-def _batched_defines(classes: tuple[RegisterTileClass, ...], build: SgemmConfig) -> tuple[tuple[str, str], ...]:
+def _batched_defines(classes: tuple[RegisterTileClass, ...], build: SgemmConfig | WarpSgemmConfig
+                     ) -> tuple[tuple[str, str], ...]:
     """One ``-D`` set for every kernel of batched_sgemm.cu: the file compiles as a whole, so with the same
-    set the small, register-tiled and tiled paths share one module (one NVRTC compile, not one per path)."""
+    set the small, register-tiled and tiled paths share one module (one NVRTC compile, not one per path). A
+    "wt..." build's WT_* defines also compile the batched_sgemm_wtiled_* kernels, which its tiled path runs."""
     return (*(d for c in classes for d in c.defines), *build.defines)
 
 
@@ -480,7 +572,8 @@ def plan_batched(a: Any, b: Any, c: Any, alpha: float = 1.0, beta: float = 0.0, 
 
     The kernel is ``batched_path``'s unless ``path`` names one (``BATCHED_PATHS``; a forced register or
     small path must be able to take the shape); ``config`` is the tiled kernel's ``SGEMM_CONFIGS`` build,
-    ``mats`` overrides a register-tiled class's matrices per block. Both are for comparing builds."""
+    ``mats`` overrides a register-tiled class's matrices per block. Both are for comparing builds; a "wt..."
+    config runs the tiled path on warp_sgemm.cu's core (``batched_sgemm_wtiled_*``)."""
     sa, sb, sc = _side(a, "A"), _side(b, "B"), _side(c, "C")
     m, n, k, batch = sc.rows, sc.cols, sa.cols, sc.batch
     if sb.rows != k or sa.rows != m or sb.cols != n:
@@ -524,10 +617,11 @@ def plan_batched(a: Any, b: Any, c: Any, alpha: float = 1.0, beta: float = 0.0, 
         return [LaunchPlan("batched_sgemm.cu", f"batched_sgemm_{path}_{suffix}", grid, (cls.threads, 1, 1),
                            (*common, i32(batch)), shared_mem=cls.shared_bytes(k), defines=defines)]
     plans = []
+    tile_m, tile_n = build.tile
     for offset, count in batch_chunks(batch):
-        grid = (ceil_div(n, OPT_TILE), ceil_div(m, OPT_TILE), count)
+        grid = (ceil_div(n, tile_n), ceil_div(m, tile_m), count)
         check_grid(grid, "batched_sgemm")
-        plans.append(LaunchPlan("batched_sgemm.cu", f"batched_sgemm_tiled_{suffix}", grid, (OPT_THREADS, 1, 1),
+        plans.append(LaunchPlan("batched_sgemm.cu", f"{build.batched_kernel}_{suffix}", grid, (build.threads, 1, 1),
                                 (*common, i32(offset)), shared_mem=build.shared_bytes, defines=defines))
     return plans
 

@@ -38,6 +38,7 @@ from kernels.custom_plan import (
     KernelArgumentError,
     LaunchPlan,
     PointerBatch,
+    WarpSgemmConfig,
     batch_chunks,
     batched_path,
     build_pointer_batch,
@@ -157,6 +158,8 @@ def _block_tile(plan: LaunchPlan) -> tuple[int, int]:
         return _define(plan.source, "WM_BM"), _define(plan.source, "WM_BN")
     if plan.kernel.startswith("mma_hgemm"):
         return _define(plan.source, "MMA_BM", plan.defines), _define(plan.source, "MMA_BN", plan.defines)
+    if plan.kernel.startswith(("warp_sgemm", "batched_sgemm_wtiled")):
+        return _define(plan.source, "WT_BM", plan.defines), _define(plan.source, "WT_BN", plan.defines)
     return _define(plan.source, "OPT_BM"), _define(plan.source, "OPT_BN")  # optimized and batched tiled
 
 
@@ -172,6 +175,9 @@ def kernel_shared_bytes(plan: LaunchPlan, k: int) -> int:
     if plan.kernel.startswith(("optimized_sgemm", "batched_sgemm_tiled")):  # As[STAGES][BK][BM + APAD], Bs[..][BK][BN]
         return 4 * _define(src, "OPT_STAGES", d) * _define(src, "OPT_BK", d) * (
             _define(src, "OPT_BM") + _define(src, "OPT_APAD") + _define(src, "OPT_BN"))
+    if plan.kernel.startswith(("warp_sgemm", "batched_sgemm_wtiled")):  # As[STAGES][BK][BM + APAD], Bs[..][BK][BN]
+        return 4 * _define(src, "WT_STAGES", d) * _define(src, "WT_BK", d) * (
+            _define(src, "WT_BM", d) + _define(src, "WT_APAD") + _define(src, "WT_BN", d))
     if plan.kernel.startswith("mma_hgemm"):  # halves: STAGES x (A_STAGE + B_STAGE)
         return 2 * _define(src, "MMA_STAGES", d) * (_define(src, "MMA_A_STAGE", d) + _define(src, "MMA_B_STAGE", d))
     if plan.kernel.startswith("batched_sgemm_reg"):  # per matrix: A TILE x KP, B KP x TILE floats
@@ -308,6 +314,7 @@ def test_geometry_matches_the_kernel_sources() -> None:
     assert custom_plan.OPT_TILE == _define("optimized_sgemm.cu", "OPT_BM") == _define("optimized_sgemm.cu", "OPT_BN")
     assert custom_plan.OPT_THREADS == _define("optimized_sgemm.cu", "OPT_THREADS")
     assert custom_plan.OPT_A_PAD == _define("optimized_sgemm.cu", "OPT_APAD")
+    assert custom_plan.WT_A_PAD == _define("warp_sgemm.cu", "WT_APAD")
     default_sgemm = SGEMM_CONFIGS[SGEMM_DEFAULT]
     assert (default_sgemm.bk, default_sgemm.stages) == (_define("optimized_sgemm.cu", "OPT_BK"),
                                                         _define("optimized_sgemm.cu", "OPT_STAGES"))
@@ -495,9 +502,55 @@ def test_batched_plan_matrices_per_block(path: str, mats: int) -> None:
 
 def test_batched_tiled_plan_builds_the_sgemm_config() -> None:
     for name, build in SGEMM_CONFIGS.items():
-        for plan in plan_batched(*batched_operands(3, 129, 127, 257), config=name):
+        plans = plan_batched(*batched_operands(3, 129, 127, 257), config=name)
+        for plan in plans:
             assert set(build.defines) <= set(plan.defines)
             assert plan.shared_mem == kernel_shared_bytes(plan, 257)
+            assert plan.kernel.startswith(f"{build.batched_kernel}_")
+            assert_block_fits_kernel(plan)
+        assert_writes_each_output_once(plans, 3, 129, 127)
+
+
+@pytest.mark.parametrize("name", [n for n, b in SGEMM_CONFIGS.items() if isinstance(b, WarpSgemmConfig)])
+def test_warp_sgemm_builds_satisfy_the_kernels_layout(name: str) -> None:
+    """What warp_sgemm.cu's static_asserts demand of a build (whole float4 quads per thread, loaders that cover
+    each tile once with a fixed column per thread), the layout the docs state, and room for its blocks per SM
+    (228 KB of shared memory with 1 KB per block, 64 K registers: at most 255 per thread, 8-register granules)."""
+    build = SGEMM_CONFIGS[name]
+    assert isinstance(build, WarpSgemmConfig)
+    d = build.defines
+    assert build.tile == (_define("warp_sgemm.cu", "WT_BM", d), _define("warp_sgemm.cu", "WT_BN", d))
+    assert build.threads == _define("warp_sgemm.cu", "WT_THREADS", d) <= 1024
+    assert WarpSgemmConfig.named(*(int(v) for _, v in d))[0] == name
+    lanes_n = 32 // build.lanes_m
+    rows, cols = build.thread_tile
+    assert build.lanes_m in (4, 8) and rows % 4 == 0 and cols % 4 == 0
+    assert rows * build.lanes_m * build.warps_m == build.bm and cols * lanes_n * build.warps_n == build.bn
+    warps, kb = build.warps_m * build.warps_n, build.bk // 8
+    assert build.bk % 8 == 0 and build.bm % 32 == 0 and warps % kb == 0 and build.stages >= 2
+    a_loads, a_row_step = build.bm * build.bk // (4 * build.threads), 16 * warps // kb
+    assert a_loads >= 1 and a_loads * a_row_step == build.bm
+    b_chunks = build.bn // 4
+    assert build.threads % b_chunks == 0 and (build.bk * b_chunks // build.threads) * (build.threads // b_chunks) == build.bk
+    assert build.min_blocks * (build.shared_bytes + 1024) <= 228 * 1024
+    registers = rows * cols + 2 * (rows + cols)  # accumulators and two fragment sets, before addresses
+    assert registers < min(255, 65536 // (build.min_blocks * build.threads))
+
+
+@pytest.mark.parametrize("name", list(MMA_CONFIGS))
+def test_mma_builds_satisfy_the_kernels_layout(name: str) -> None:
+    """mma_hgemm.cu's static_asserts, the blocks per SM a build promises, and that MMA_BK / MMA_PIPE are
+    passed only when they differ from the source's defaults (so the default build's defines never change)."""
+    build = MMA_CONFIGS[name]
+    assert build.bk in (32, 64) and build.stages >= 2
+    threads, a_chunks, b_chunks = build.threads, build.bk // 8, build.bn // 8
+    assert (build.bm * a_chunks) % threads == 0 and (build.bk * b_chunks) % threads == 0
+    assert threads % b_chunks == 0 and threads % a_chunks == 0 and (threads // a_chunks) % 8 == 0
+    assert (build.bm // build.warps_m) % 16 == 0 and (build.bn // build.warps_n) % 16 == 0 and build.bn % 64 == 0
+    assert build.min_blocks * (build.shared_bytes + 1024) <= 228 * 1024
+    names = [key for key, _ in build.defines]
+    assert ("MMA_BK" in names) == (build.bk != _define("mma_hgemm.cu", "MMA_BK"))
+    assert ("MMA_PIPE" in names) == (build.pipe != bool(_define("mma_hgemm.cu", "MMA_PIPE")))
 
 
 def test_batch_chunks_split_at_the_grid_z_limit() -> None:
@@ -753,7 +806,7 @@ def _gemm_error_cases() -> list[Any]:
                                 matrix(65535 * 128 + 1, 1, dtype="float16")), {},
                      r"mma_hgemm: grid \(1, 65536, 1\) exceeds", id="mma-grid-y"),
         pytest.param(plan_mma, gemm_operands(4, 2, 3, "float16"), {"config": "64x64"},
-                     r"mma_hgemm: unknown config '64x64'; known: \['128x128-s4'", id="mma-config"),
+                     r"mma_hgemm: unknown config '64x64'; known: \[.*'128x128-s4'", id="mma-config"),
         pytest.param(plan_optimized, fp32, {"config": "bk32"}, r"optimized_sgemm: unknown config 'bk32'",
                      id="sgemm-config"),
     ]

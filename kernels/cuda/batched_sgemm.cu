@@ -313,3 +313,35 @@ extern "C" __global__ void __launch_bounds__(OPT_THREADS, 2)
 batched_sgemm_tiled_scalar(GPUPERF_BATCHED_PARAMS, int batch_offset) {
     batched_tiled_impl<false>(GPUPERF_BATCHED_ARGS, batch_offset);
 }
+
+#ifdef WT_BM
+// The tiled form on warp_sgemm.cu's core (a plan of an SGEMM_CONFIGS "wt..." build passes the WT_* defines; without
+// them none of this is compiled): grid (ceil(N/WT_BN), ceil(M/WT_BM), min(batch - batch_offset, 65535)), block
+// WT_THREADS, dynamic shared memory as warp_sgemm.cu's.
+#define GPUPERF_WT_CORE_ONLY
+#include "warp_sgemm.cu"
+
+template <bool VEC>
+__device__ __forceinline__ void batched_wtiled_impl(int M, int N, int K, float alpha,
+                                                    const float* __restrict__ A, const float* const* Aarray,
+                                                    int lda, long long strideA,
+                                                    const float* __restrict__ B, const float* const* Barray,
+                                                    int ldb, long long strideB, float beta,
+                                                    float* __restrict__ C, float* const* Carray,
+                                                    int ldc, long long strideC, int batch_offset) {
+    const int b = batch_offset + blockIdx.z;
+    wt_sgemm_tile<VEC>(M, N, K, alpha, bs_matrix(A, Aarray, strideA, b), lda, bs_matrix(B, Barray, strideB, b), ldb,
+                       beta, [=] { return bs_matrix_out(C, Carray, strideC, b); }, ldc, blockIdx.y * WT_BM,
+                       blockIdx.x * WT_BN);
+}
+
+extern "C" __global__ void __launch_bounds__(WT_THREADS, WT_MIN_BLOCKS)
+batched_sgemm_wtiled_vec4(GPUPERF_BATCHED_PARAMS, int batch_offset) {
+    batched_wtiled_impl<true>(GPUPERF_BATCHED_ARGS, batch_offset);
+}
+
+extern "C" __global__ void __launch_bounds__(WT_THREADS, WT_MIN_BLOCKS)
+batched_sgemm_wtiled_scalar(GPUPERF_BATCHED_PARAMS, int batch_offset) {
+    batched_wtiled_impl<false>(GPUPERF_BATCHED_ARGS, batch_offset);
+}
+#endif  // WT_BM

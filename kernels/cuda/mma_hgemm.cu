@@ -27,6 +27,10 @@
 //   * epilogue straight from the accumulators: each lane owns pairs of adjacent columns, stored as one
 //     32-bit half2 (VEC) or as guarded halves; beta == 0 never reads C.
 // Needs sm_80 (mma.m16n8k16, cp.async); no toolkit headers (conversions are PTX cvt).
+//
+// Options for probing (the defaults above are unchanged): MMA_BK = 64 (128-byte A rows, chunk c of row r at
+// c ^ (r & 7)); MMA_PIPE = 1, a multistage loop in which every stage holds a K-tile and the fragments of the
+// next k16 step (and, after the one barrier per K-tile, of the next K-tile) are loaded before this step's mma.
 
 #include "cp_async.cu"
 
@@ -48,7 +52,12 @@
 #ifndef MMA_MIN_BLOCKS
 #define MMA_MIN_BLOCKS 2
 #endif
-#define MMA_BK 32
+#ifndef MMA_BK
+#define MMA_BK 32  // halves of K per stage: 32, or 64 (fewer barriers and K-tiles, twice the stage)
+#endif
+#ifndef MMA_PIPE
+#define MMA_PIPE 0  // 1: fragments of the next k16 step (and of the next K-tile) loaded before this step's mma
+#endif
 #define MMA_THREADS (32 * MMA_WARPS_M * MMA_WARPS_N)
 
 typedef unsigned short hbits;  // raw FP16 bits: copies never need half arithmetic
@@ -58,17 +67,28 @@ typedef unsigned short hbits;  // raw FP16 bits: copies never need half arithmet
 #define MMA_A_STAGE (MMA_BM * MMA_BK)   // halves per stage
 #define MMA_B_STAGE (MMA_BK * MMA_BN)
 #define MMA_B_CHUNKS_PER_ROW (MMA_BN / 8)
+#define MMA_A_CHUNKS_PER_ROW (MMA_BK / 8)
+#define MMA_A_CHUNK_SHIFT (MMA_BK == 32 ? 2 : 3)  // log2(MMA_A_CHUNKS_PER_ROW)
+#define MMA_KSTEPS (MMA_BK / 16)  // k16 steps per K-tile
 
 static_assert(MMA_WTM % 16 == 0 && MMA_WTN % 16 == 0, "warp tiles are whole m16 x n16 blocks");
 static_assert(MMA_BN % 64 == 0, "the B swizzle permutes groups of 8 chunks within a row");
-static_assert((MMA_BM * 4) % MMA_THREADS == 0 && (MMA_BK * MMA_B_CHUNKS_PER_ROW) % MMA_THREADS == 0,
+static_assert(MMA_BK == 32 || MMA_BK == 64, "the A swizzle is written for 64- and 128-byte rows");
+static_assert(!MMA_PIPE || MMA_STAGES >= 2, "the pipelined loop refills a stage once its fragments are in registers");
+static_assert((MMA_BM * MMA_A_CHUNKS_PER_ROW) % MMA_THREADS == 0 && (MMA_BK * MMA_B_CHUNKS_PER_ROW) % MMA_THREADS == 0,
               "every thread copies the same number of 16-byte chunks");
-static_assert(MMA_THREADS % MMA_B_CHUNKS_PER_ROW == 0, "a thread copies the same B column in every row it copies");
+static_assert(MMA_THREADS % MMA_B_CHUNKS_PER_ROW == 0 && MMA_THREADS % MMA_A_CHUNKS_PER_ROW == 0,
+              "a thread copies the same A and B columns in every row it copies");
 static_assert(MMA_STAGES >= 2, "the ring needs a stage being filled and one being read");
 
-// Halves from the start of a stage's A tile to chunk `chunk` (0..3, 8 halves each) of row `row`.
+// Halves from the start of a stage's A tile to chunk `chunk` (0..3, 8 halves each) of row `row`. With MMA_BK = 64
+// rows are 128 bytes (chunks 0..7) and chunk c of row r is stored at c ^ (r & 7), as in the B tile.
 __device__ __forceinline__ int mma_a_offset(int row, int chunk) {
+#if MMA_BK == 32
     return (row * 4 + (chunk ^ ((row >> 1) & 3))) * 8;
+#else
+    return (row * MMA_A_CHUNKS_PER_ROW + (chunk ^ (row & 7))) * 8;
+#endif
 }
 
 // Halves from the start of a stage's B tile to chunk `chunk` of k-row `row`.
@@ -160,7 +180,7 @@ __device__ __forceinline__ void mma_hgemm_impl(int M, int N, int K, float alpha,
 #if __CUDA_ARCH__ >= 800
     constexpr int MI = MMA_WTM / 16;  // m16 tiles per warp
     constexpr int NI = MMA_WTN / 8;   // n8 tiles per warp
-    constexpr int A_COPIES = MMA_BM * 4 / MMA_THREADS;
+    constexpr int A_COPIES = MMA_BM * MMA_A_CHUNKS_PER_ROW / MMA_THREADS;
     constexpr int B_COPIES = MMA_BK * MMA_B_CHUNKS_PER_ROW / MMA_THREADS;
     extern __shared__ __align__(128) hbits mma_smem[];
     hbits* const As = mma_smem;                             // [MMA_STAGES][MMA_A_STAGE], swizzled
@@ -178,14 +198,14 @@ __device__ __forceinline__ void mma_hgemm_impl(int M, int N, int K, float alpha,
     // chunk c % (BN/8). Consecutive threads copy consecutive 16-byte chunks of global memory. A thread's
     // chunk column is the same for every i, its rows step by A_ROW_STEP (B_ROW_STEP), a multiple of 8,
     // so its shared offsets step by whole swizzle periods.
-    constexpr int A_ROW_STEP = MMA_THREADS / 4;
+    constexpr int A_ROW_STEP = MMA_THREADS / MMA_A_CHUNKS_PER_ROW;
     constexpr int B_ROW_STEP = MMA_THREADS / MMA_B_CHUNKS_PER_ROW;
     static_assert(A_ROW_STEP % 8 == 0 && B_ROW_STEP % 8 == 0, "copies keep their swizzle phase");
-    const int a_row = tid >> 2;
-    const int a_col = (tid & 3) * 8;
+    const int a_row = tid >> MMA_A_CHUNK_SHIFT;
+    const int a_col = (tid & (MMA_A_CHUNKS_PER_ROW - 1)) * 8;
     const int b_row = tid / MMA_B_CHUNKS_PER_ROW;
     const int b_col = (tid % MMA_B_CHUNKS_PER_ROW) * 8;
-    const int a_dst = mma_a_offset(a_row, tid & 3);
+    const int a_dst = mma_a_offset(a_row, tid & (MMA_A_CHUNKS_PER_ROW - 1));
     const int b_dst = mma_b_offset(b_row, tid % MMA_B_CHUNKS_PER_ROW);
     unsigned int a_rows_ok = 0;  // bit i: row a_row + i * A_ROW_STEP of this block is inside A
 #pragma unroll
@@ -215,9 +235,9 @@ __device__ __forceinline__ void mma_hgemm_impl(int M, int N, int K, float alpha,
     // swizzle being periodic in 8 rows. B, x4.trans for n16 block j and step h: lane l gives k-row
     // 16h + (l & 15), chunk (warp's first column + 16j) / 8 + (l >> 4): matrices (k 0-7, n 0-7),
     // (8-15, 0-7), (0-7, 8-15), (8-15, 8-15) = b0, b1 of n8 tile 2j, then b0, b1 of tile 2j + 1.
-    unsigned int a_addr[2];
+    unsigned int a_addr[MMA_KSTEPS];
 #pragma unroll
-    for (int h = 0; h < 2; ++h) a_addr[h] = 2 * mma_a_offset(wm * MMA_WTM + (lane & 15), 2 * h + (lane >> 4));
+    for (int h = 0; h < MMA_KSTEPS; ++h) a_addr[h] = 2 * mma_a_offset(wm * MMA_WTM + (lane & 15), 2 * h + (lane >> 4));
     unsigned int b_addr[NI / 2];
 #pragma unroll
     for (int j = 0; j < NI / 2; ++j) b_addr[j] = 2 * mma_b_offset(lane & 15, (wn * MMA_WTN + 16 * j) / 8 + (lane >> 4));
@@ -230,6 +250,7 @@ __device__ __forceinline__ void mma_hgemm_impl(int M, int N, int K, float alpha,
 #pragma unroll
         for (int ni = 0; ni < NI; ++ni) acc[mi][ni][0] = acc[mi][ni][1] = acc[mi][ni][2] = acc[mi][ni][3] = 0.f;
 
+#if !MMA_PIPE
     const int ktiles = (K + MMA_BK - 1) / MMA_BK;
 #pragma unroll
     for (int s = 0; s < MMA_STAGES - 1; ++s) {
@@ -247,7 +268,7 @@ __device__ __forceinline__ void mma_hgemm_impl(int M, int N, int K, float alpha,
         const unsigned int a_stage = as_base + cur * MMA_A_STAGE * 2;
         const unsigned int b_stage = bs_base + cur * MMA_B_STAGE * 2;
 #pragma unroll
-        for (int h = 0; h < 2; ++h) {
+        for (int h = 0; h < MMA_KSTEPS; ++h) {
             unsigned int af[MI][4];
             unsigned int bf[NI][2];
 #pragma unroll
@@ -270,6 +291,67 @@ __device__ __forceinline__ void mma_hgemm_impl(int M, int N, int K, float alpha,
         ahead = ahead + 1 == MMA_STAGES ? 0 : ahead + 1;
     }
     cp_async_wait<0>();
+#else  // MMA_PIPE
+    // Fragments of k16 step h of the stage at (a_stage, b_stage): A x4 per m16 tile, B x4.trans per n16 block.
+    // a_addr[h] == a_addr[0] ^ (h << 5) for both swizzles (logical chunk 2h + (l >> 4) = 2h ^ (l >> 4), and the
+    // swizzle XORs the chunk with bits of the row): one register instead of MMA_KSTEPS.
+    auto load_frags = [&](unsigned int a_stage, unsigned int b_stage, int h, unsigned int (&af)[MI][4],
+                          unsigned int (&bf)[NI][2]) {
+#pragma unroll
+        for (int mi = 0; mi < MI; ++mi) ldmatrix_x4(a_stage + (a_addr[0] ^ (h << 5)) + mi * 16 * MMA_BK * 2, af[mi]);
+#pragma unroll
+        for (int j = 0; j < NI / 2; ++j) {
+            unsigned int r[4];
+            ldmatrix_x4_trans(b_stage + b_addr[j] + h * 16 * MMA_BN * 2, r);
+            bf[2 * j][0] = r[0];
+            bf[2 * j][1] = r[1];
+            bf[2 * j + 1][0] = r[2];
+            bf[2 * j + 1][1] = r[3];
+        }
+    };
+    static_assert(MMA_KSTEPS % 2 == 0, "the next K-tile's first fragments land in fragment set 0");
+    // Every stage holds a K-tile: K-tiles 0 .. STAGES-1 are in flight from the start. In the last k16 step of
+    // K-tile kt the thread waits for K-tile kt + 1, passes the barrier (after which no warp reads kt's stage:
+    // its last fragments are in registers), refills kt's stage with K-tile kt + STAGES and loads the first
+    // fragments of kt + 1, all before the step's mma: the tensor cores never wait for a barrier or an ldmatrix
+    // that a warp could have issued earlier.
+    const int ktiles = (K + MMA_BK - 1) / MMA_BK;
+#pragma unroll
+    for (int s = 0; s < MMA_STAGES; ++s) {
+        if (s < ktiles) load_tile(s, s * MMA_BK);
+        cp_async_commit();
+    }
+    unsigned int af[2][MI][4];
+    unsigned int bf[2][NI][2];
+    cp_async_wait<MMA_STAGES - 1>();  // K-tile 0 has landed
+    __syncthreads();
+    load_frags(as_base, bs_base, 0, af[0], bf[0]);
+    int cur = 0;  // stage of K-tile kt
+    for (int kt = 0; kt < ktiles; ++kt) {
+        const unsigned int a_stage = as_base + cur * MMA_A_STAGE * 2;
+        const unsigned int b_stage = bs_base + cur * MMA_B_STAGE * 2;
+        const int nxt = cur + 1 == MMA_STAGES ? 0 : cur + 1;
+#pragma unroll
+        for (int h = 0; h < MMA_KSTEPS; ++h) {
+            if (h + 1 < MMA_KSTEPS) {
+                load_frags(a_stage, b_stage, h + 1, af[(h + 1) & 1], bf[(h + 1) & 1]);
+            } else if (kt + 1 < ktiles) {
+                cp_async_wait<MMA_STAGES - 2>();  // this thread's copies of K-tile kt + 1 have landed
+                __syncthreads();                  // everyone's have; no warp reads K-tile kt's stage any more
+                if (kt + MMA_STAGES < ktiles) load_tile(cur, (kt + MMA_STAGES) * MMA_BK);
+                cp_async_commit();
+                load_frags(as_base + nxt * MMA_A_STAGE * 2, bs_base + nxt * MMA_B_STAGE * 2, 0, af[0], bf[0]);
+            }
+#pragma unroll
+            for (int mi = 0; mi < MI; ++mi)
+#pragma unroll
+                for (int ni = 0; ni < NI; ++ni)
+                    mma_m16n8k16(acc[mi][ni], af[h & 1][mi], bf[h & 1][ni][0], bf[h & 1][ni][1]);
+        }
+        cur = nxt;
+    }
+    cp_async_wait<0>();
+#endif  // MMA_PIPE
 
     // Accumulator (mi, ni) of lane l holds rows l/4 and l/4 + 8 of its m16 tile, columns 2 (l % 4) + {0, 1}
     // of its n8 tile: registers 0, 1 and 2, 3.

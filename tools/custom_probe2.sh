@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Issue 15 second device run (H200): tools/custom_probe2.py checks every NEW build (warp-tiled SGEMM "wt..."
+# configs, their batched tiled kernels, the new mma configs) against float64 on fresh random data, then times the
+# SGEMM 4096^3, batched 1024x256^3 and mma 4096^3 rows for every build (old ones included) against cuBLAS in the
+# same run. From the repo root:  OUT=/path/to/out bash tools/custom_probe2.sh
+# Writes $OUT/custom_probe2.log and $OUT/custom_probe2.json; at most 100 s (no build starts after PROBE_BUDGET_S,
+# a failing build is recorded with its error and the probe goes on).
+set -u
+export PYTHONUNBUFFERED=1
+cd "$(dirname "$0")/.."
+: "${OUT:?set OUT to the output directory}"
+mkdir -p "$OUT"
+start=$SECONDS
+nvidia-smi --query-gpu=name,uuid,driver_version,clocks.sm,power.draw,temperature.gpu --format=csv,noheader 2>&1 | head -2
+PROBE_BUDGET_S=${PROBE_BUDGET_S:-86} timeout 98 python3 tools/custom_probe2.py "$OUT" 2>&1 | \
+  tee "$OUT/custom_probe2.log" | grep -vE "^\s*$" | cut -c1-300
+echo "probe2: rc=${PIPESTATUS[0]}, total $((SECONDS - start)) s"
