@@ -70,6 +70,24 @@ def test_baseline_diff_prints_old_new_and_delta(old_new: tuple[Path, Path], caps
     assert "2 compared" in out and "1 added" in out and "1 removed" in out
 
 
+def test_baseline_diff_shows_which_kernels_changed(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from gpuperf.measure.kernel_records import Kernel
+
+    gemv2t = Kernel("gemv2T_kernel_val", (2048, 1, 1), (128, 1, 1), registers=65, median_us=240.0)
+    gemvx = Kernel("gemvx::kernel", (128, 1, 1), (128, 1, 1), registers=128, median_us=236.0)
+    old = write_baseline(tmp_path / "old.yaml", {GEMV: replace(entry("GB/s", 800.0), kernels=(gemv2t,)),
+                                                 GEMM: entry("TFLOPS", 40.0)})
+    new = write_baseline(tmp_path / "new.yaml", {GEMV: replace(entry("GB/s", 801.0), kernels=(gemvx,)),
+                                                 GEMM: entry("TFLOPS", 40.1)})
+    assert main(["baseline", "diff", str(old), str(new), "--min-delta", "5"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    header = next(line for line in lines if line.startswith("case"))
+    assert header.split() == ["case", "metric", "old", "new", "Δ", "%", "kernels"]
+    gemv = next(line for line in lines if line.startswith(GEMV))  # shown although it moved only 0.1 %
+    assert gemv.endswith("kernel changed: gemv2T_kernel_val → gemvx::kernel")
+    assert not any(line.startswith(GEMM) for line in lines)  # no kernel change, under the threshold
+
+
 def test_baseline_diff_markdown_and_min_delta(old_new: tuple[Path, Path],
                                               capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["baseline", "diff", "--markdown", "--min-delta", "5.0", *map(str, old_new)]) == 0
