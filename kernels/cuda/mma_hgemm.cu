@@ -6,7 +6,7 @@
 //
 // Design (what WMMA cannot express; geometry from the -D defines below, the host passes them):
 //   * a block of MMA_WARPS_M x MMA_WARPS_N warps computes an MMA_BM x MMA_BN tile of C (default
-//     128 x 256, 8 warps as 2 x 4); each warp a 64 x 64 sub-tile = 4 (m16) x 8 (n8) accumulators of
+//     128 x 128, 4 warps as 2 x 2, 4 stages, 2 blocks per SM: 0.51x cuBLAS against 0.42x for 128 x 256 with 8 warps on the H200); each warp a 64 x 64 sub-tile = 4 (m16) x 8 (n8) accumulators of
 //     `mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32` (inline PTX), 128 FP32 registers per lane;
 //   * K advances 32 per K-tile through a ring of MMA_STAGES shared-memory stages filled by 16-byte
 //     cp.async MMA_STAGES - 1 K-tiles ahead (no register staging); one cp.async.wait_group and one
