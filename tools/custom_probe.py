@@ -266,24 +266,11 @@ def main() -> int:
                 row["check"] = _check(case, a, b, c)
                 row["custom_ms"] = ms
                 row["custom_tflops"] = case.flops / ms / 1e9
-                if launcher.resources is not None:
-                    res = launcher.resources
-                    row["kernel"] = res.kernel
-                    row["resources"] = {"regs": res.num_regs, "smem_bytes": res.shared_bytes,
-                                        "spill_bytes": res.local_bytes, "blocks_per_sm": res.blocks_per_sm,
-                                        "threads": res.block_threads}
-                    row["note"] = res.note()
+                row.update(resource_fields(launcher.resources))
             except Exception as exc:  # noqa: BLE001 - one failing kernel never stops the probe
                 row["error"] = f"{type(exc).__name__}: {exc}"[:500]
                 row["traceback"] = traceback.format_exc()[-1500:]
-            if case.cublas_ms is not None:
-                row["cublas_ms"] = case.cublas_ms
-                row["cublas_tflops"] = case.flops / case.cublas_ms / 1e9
-                if "custom_ms" in row:
-                    row["ratio"] = case.cublas_ms / row["custom_ms"]
-                    row["meets_target"] = row["ratio"] >= case.target and row.get("check") == "ok"
-            elif case.cublas_error:
-                row["cublas_error"] = case.cublas_error
+            row.update(cublas_fields(case, row))
             _print_row(row)
             _write(out_dir, header, rows)
         cublas_lib.destroy(handle)
@@ -302,6 +289,26 @@ def main() -> int:
     _write(out_dir, header, rows)
     print(f"probe: {time.monotonic() - START:.1f} s, wrote {out_dir / 'custom_probe.json'}")
     return 0
+
+
+def resource_fields(res: Any) -> dict[str, Any]:
+    """A row's kernel and resources (registers, shared memory, spills, occupancy), when the launcher has them."""
+    if res is None:
+        return {}
+    return {"kernel": res.kernel, "note": res.note(),
+            "resources": {"regs": res.num_regs, "smem_bytes": res.shared_bytes, "spill_bytes": res.local_bytes,
+                          "blocks_per_sm": res.blocks_per_sm, "threads": res.block_threads}}
+
+
+def cublas_fields(case: Any, row: dict[str, Any]) -> dict[str, Any]:
+    """cuBLAS's time on the same operands, the ratio and whether a correct build meets the case's target."""
+    if case.cublas_ms is None:
+        return {"cublas_error": case.cublas_error} if case.cublas_error else {}
+    fields: dict[str, Any] = {"cublas_ms": case.cublas_ms, "cublas_tflops": case.flops / case.cublas_ms / 1e9}
+    if "custom_ms" in row:
+        fields["ratio"] = case.cublas_ms / row["custom_ms"]
+        fields["meets_target"] = fields["ratio"] >= case.target and str(row.get("check", "")).startswith("ok")
+    return fields
 
 
 def _print_row(row: dict[str, Any]) -> None:

@@ -312,24 +312,11 @@ def main() -> int:
                 ms = timer.median_ms(launcher, case.operands)
                 row["custom_ms"] = ms
                 row["custom_tflops"] = case.flops / ms / 1e9
-                res = launcher.resources
-                if res is not None:
-                    row["kernel"] = res.kernel
-                    row["resources"] = {"regs": res.num_regs, "smem_bytes": res.shared_bytes,
-                                        "spill_bytes": res.local_bytes, "blocks_per_sm": res.blocks_per_sm,
-                                        "threads": res.block_threads}
-                    row["note"] = res.note()
+                row.update(p1.resource_fields(launcher.resources))
             except Exception as exc:  # noqa: BLE001 - one failing build never stops the probe
                 row["error"] = f"{type(exc).__name__}: {exc}"[:500]
                 row["traceback"] = traceback.format_exc()[-1500:]
-            if case.cublas_ms is not None:
-                row["cublas_ms"] = case.cublas_ms
-                row["cublas_tflops"] = case.flops / case.cublas_ms / 1e9
-                if "custom_ms" in row:
-                    row["ratio"] = case.cublas_ms / row["custom_ms"]
-                    row["meets_target"] = row["ratio"] >= case.target and row["check"].startswith("ok")
-            elif case.cublas_error:
-                row["cublas_error"] = case.cublas_error
+            row.update(p1.cublas_fields(case, row))
             p1._print_row(row)
             write()
         cublas_lib.destroy(handle)

@@ -46,10 +46,9 @@ class KernelTracer:
         return BUFFER_BYTES, 0
 
     def _buffer_completed(self, activities: list[Any]) -> None:
-        kept = [_activity(record) for record in activities if record.kind == self._kind]
         with self._lock:
             if self._recording:
-                self._records.extend(kept)
+                self._records.extend(_activity(record) for record in activities if record.kind == self._kind)
 
     def start(self) -> None:
         with self._lock:

@@ -221,12 +221,12 @@ def _first_argument(template: str) -> str:
 
 
 def split_calls(activities: Sequence[KernelActivity]) -> list[list[KernelActivity]]:
-    """The measured calls' kernels: records sorted by start, cut at every separator kernel; empty groups (a
-    hold directly followed by a flush) are dropped."""
+    """The measured calls' kernels: records sorted by start, cut at every separator kernel (``extern "C"``, so
+    its symbol is its name); empty groups (a hold directly followed by a flush) are dropped."""
     calls: list[list[KernelActivity]] = []
     current: list[KernelActivity] = []
     for activity in sorted(activities, key=lambda a: (a.start_ns, a.end_ns)):
-        if demangle(activity.symbol) in SEPARATOR_KERNELS or activity.name in SEPARATOR_KERNELS:
+        if activity.symbol in SEPARATOR_KERNELS:
             if current:
                 calls.append(current)
             current = []
@@ -294,6 +294,12 @@ def describe_change(recorded: Sequence[Kernel], measured: Sequence[Kernel]) -> s
             if old != new:
                 launches.append(f"{before.name} {what} {_dims(old)} → {_dims(new)}")
     return SAME_KERNELS + (f"; launch changed: {', '.join(launches)}" if launches else "")
+
+
+def kernel_change(recorded: Sequence[Kernel], measured: Sequence[Kernel]) -> str:
+    """``describe_change`` when something changed; empty when the kernels match or either side is unknown."""
+    change = describe_change(recorded, measured)
+    return "" if change == SAME_KERNELS else change
 
 
 def dominant(kernels: Sequence[Kernel]) -> Kernel | None:

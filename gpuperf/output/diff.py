@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TypeVar
 
-from gpuperf.measure.kernel_records import SAME_KERNELS, describe_change
+from gpuperf.measure.kernel_records import kernel_change
 from gpuperf.verdict.baseline import Change, Entry
 from gpuperf.verdict.gate import (Context, GateConfig, decide, is_noisy, status_rank, valid_figure,
                                   with_profile_hint)
@@ -77,14 +77,9 @@ def diff_entries(old: Mapping[str, Entry], new: Mapping[str, Entry]) -> list[Dif
                                     change=METRIC_CHANGED))
             else:
                 rows.append(DiffRow(case, before.metric, before.value, after.value,
-                                    delta_pct(before.value, after.value), note=kernel_change(before, after)))
+                                    delta_pct(before.value, after.value),
+                                    note=kernel_change(before.kernels, after.kernels)))
     return rows
-
-
-def kernel_change(before: Entry, after: Entry) -> str:
-    """How the kernels of a case differ between two entries; empty when they match or either is unknown."""
-    change = describe_change(before.kernels, after.kernels)
-    return "" if change == SAME_KERNELS else change
 
 
 def changes_rows(changes: Sequence[Change]) -> list[DiffRow]:

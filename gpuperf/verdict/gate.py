@@ -161,8 +161,8 @@ def decide(record: Record, entry: Entry | None, config: GateConfig, context: Con
            findings: Sequence[str] = (), unreliable_reason: str = "") -> Record:
     """The status and note of one measured case (``record`` carries the figure and its spread); how its kernels
     differ from the entry's, when they do, travels in ``extra[KERNEL_CHANGE]``."""
-    decided = _decide(record, entry, config, context, findings, unreliable_reason)
     change = describe_change(entry.kernels, record.kernels) if entry is not None else ""
+    decided = _decide(record, entry, config, context, findings, unreliable_reason, change)
     if change and change != SAME_KERNELS:
         decided = replace(decided, extra={**decided.extra, KERNEL_CHANGE: change})
     return decided
@@ -177,7 +177,8 @@ def with_profile_hint(record: Record) -> Record:
 
 
 def _decide(record: Record, entry: Entry | None, config: GateConfig, context: Context,
-            findings: Sequence[str], unreliable_reason: str) -> Record:
+            findings: Sequence[str], unreliable_reason: str, kernels: str) -> Record:
+    """``kernels``: how the case's kernels compare with the entry's (``describe_change``), for the note."""
     note = record.note
     if not valid_figure(record.value):
         return replace(record, status=Status.ERROR, note=_join(
@@ -218,7 +219,6 @@ def _decide(record: Record, entry: Entry | None, config: GateConfig, context: Co
             "chance (another process, throttling?)", note))
     versions = f"versions changed since the baseline: {', '.join(context.version_changes)}" \
         if context.version_changes else ""
-    kernels = describe_change(entry.kernels, record.kernels)
     if result.status == Status.REGRESSED:
         return replace(base, status=Status.REGRESSED, note=_join(
             f"{100 * -result.delta:.1f} % below baseline (tolerance {100 * result.tolerance:.1f} %)", kernels,

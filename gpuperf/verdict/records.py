@@ -66,14 +66,6 @@ class Record:
         data["kernels"] = [kernel.to_dict() for kernel in self.kernels]
         return data
 
-    @property
-    def launch_overhead_s(self) -> float | None:
-        """Event-timed minus kernel time per call: launch gaps that event timing counts and the kernel records
-        do not."""
-        if self.event_median_s is None or self.median_s is None:
-            return None
-        return self.event_median_s - self.median_s
-
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Record:
         known = {f.name for f in fields(cls)}
