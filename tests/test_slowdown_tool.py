@@ -1,10 +1,16 @@
-"""tools/slowdown.py's shapes: the reduction grows by the fraction asked, the output (and so the grid) does not."""
+"""tools/slowdown.py: the reduction grows by the fraction asked, the output (and so the grid) does not; end to end
+through pytest with stand-ins for the CuPy-backed ``kernels`` modules."""
 
 from __future__ import annotations
+
+import os
+from pathlib import Path
 
 import pytest
 
 from tools.slowdown import gemm_shapes, gemv_shapes, longer
+
+pytest_plugins = ["pytester"]
 
 
 def test_the_reduction_grows_by_the_fraction_in_whole_aligned_steps() -> None:
@@ -18,3 +24,71 @@ def test_a_gemv_reads_a_longer_reduction_into_the_same_output(trans: bool, expec
 
 def test_a_gemm_keeps_its_output_and_lengthens_k() -> None:
     assert gemm_shapes(4096, 4096, 4096, 0.05) == ((4096, 4304), (4304, 4096))
+
+
+CONFTEST = '''
+import sys, types
+
+calls = []
+
+
+class Flags:
+    f_contiguous = True
+
+
+class FakeArray:
+    flags = Flags()
+
+    def __init__(self, shape):
+        self.shape = tuple(shape)
+        self.ndim = len(self.shape)
+
+
+def gemv(handle, a, x, y, *, dtype="fp32", trans=False, **scalars):
+    calls.append(("gemv", a.shape, x.shape, y.shape, trans))
+
+
+def gemm(handle, a, b, c, *, dtype="fp32", trans_a=False, trans_b=False, **scalars):
+    calls.append(("gemm", a.shape, b.shape, c.shape, trans_a or trans_b))
+
+
+cublas = types.ModuleType("kernels.cublas")
+cublas.gemv, cublas.gemm, cublas.calls, cublas.FakeArray = gemv, gemm, calls, FakeArray
+operands = types.ModuleType("kernels.operands")
+operands.random_operand = lambda rng, shape, dtype, order="C": FakeArray(shape)
+kernels = types.ModuleType("kernels")
+kernels.cublas, kernels.operands = cublas, operands
+sys.modules.update({"kernels": kernels, "kernels.cublas": cublas, "kernels.operands": operands})
+'''
+
+TEST = '''
+from kernels import cublas
+
+
+def test_calls():
+    a, x, y = cublas.FakeArray((4096, 1024)), cublas.FakeArray((1024,)), cublas.FakeArray((4096,))
+    cublas.gemv(0, a, x, y, dtype="fp32", trans=False)
+    cublas.gemv(0, a, x, y, dtype="fp32", trans=False)  # the longer operands are made once per operand set
+    a2, b2, c2 = cublas.FakeArray((4096, 4096)), cublas.FakeArray((4096, 4096)), cublas.FakeArray((4096, 4096))
+    cublas.gemm(0, a2, b2, c2, dtype="fp16")
+    cublas.gemm(0, a2, b2, c2, dtype="fp16", trans_a=True)  # transposed: left as it is
+    assert cublas.calls == [("gemv", (4096, 1080), (1080,), (4096,), False),
+                            ("gemv", (4096, 1080), (1080,), (4096,), False),
+                            ("gemm", (4096, 4304), (4304, 4096), (4096, 4096), False),
+                            ("gemm", (4096, 4096), (4096, 4096), (4096, 4096), True)]
+'''
+
+
+@pytest.mark.parametrize(("fraction", "passes"), [("0.05", True), ("0", False)])
+def test_the_plugin_lengthens_the_reduction_of_the_calls_a_test_makes(pytester: pytest.Pytester,
+                                                                      monkeypatch: pytest.MonkeyPatch,
+                                                                      fraction: str, passes: bool) -> None:
+    """Through pytest with ``-p tools.slowdown``: with GPUPERF_SLOWDOWN set, the test's own cublas calls reach
+    cuBLAS with longer K; unset (0), nothing changes and the same assertions fail."""
+    monkeypatch.setenv("GPUPERF_SLOWDOWN", fraction)
+    repo = str(Path(__file__).resolve().parent.parent)
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(p for p in (repo, os.environ.get("PYTHONPATH", "")) if p))
+    pytester.makeconftest(CONFTEST)
+    pytester.makepyfile(test_slow=TEST)
+    result = pytester.runpytest_subprocess("-p", "tools.slowdown", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1) if passes else result.assert_outcomes(failed=1)
