@@ -64,11 +64,12 @@ def run_info_from(device: Mapping[str, Any], flush_modes: Sequence[str]) -> RunI
 
 
 class GpuPool:
-    """One ``GpuContext``, flush buffer and cuBLAS handle per device, created on first use."""
+    """One ``GpuContext``, flush buffer, measuring stream and cuBLAS handle per device, created on first use."""
 
     def __init__(self) -> None:
         self.contexts: dict[int, GpuContext] = {}
         self.flush_buffers: dict[int, Any] = {}
+        self.streams: dict[int, Any] = {}
         self.handles: dict[int, int] = {}
 
     def context(self, index: int) -> GpuContext:
@@ -104,6 +105,18 @@ class GpuPool:
             with ctx.device:
                 self.flush_buffers[ctx.index] = FlushBuffer(ctx.info.l2_bytes)
         return self.flush_buffers[ctx.index]
+
+    def stream(self, ctx: GpuContext) -> Any:
+        """The device's one non-blocking stream that every test runs on. One, not one per test: on the H200 the
+        same split-K SGEMV call measured 8.58 µs on the first stream a process created and 9.12 µs (+6 %) on
+        any later one (cuBLAS's reduction kernel overlaps the GEMV's tail on the first, starts 0.29 µs after
+        it on the others), so a case's figure depended on how many tests had run before it."""
+        if ctx.index not in self.streams:
+            import cupy
+
+            with ctx.device:
+                self.streams[ctx.index] = cupy.cuda.Stream(non_blocking=True)
+        return self.streams[ctx.index]
 
     def tracer(self) -> Any:
         """The process's kernel tracer (``cupti_trace.KernelTracer``), or ``None`` where CUPTI cannot trace."""

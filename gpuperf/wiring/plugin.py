@@ -259,11 +259,10 @@ def gpu(request: pytest.FixtureRequest, gpu_index: int) -> Iterator[Any]:
 
 
 @pytest.fixture
-def stream(gpu: Any) -> Iterator[Any]:
-    """A non-blocking stream, current for the whole test."""
-    import cupy
-
-    test_stream = cupy.cuda.Stream(non_blocking=True)
+def stream(request: pytest.FixtureRequest, gpu: Any) -> Iterator[Any]:
+    """The device's measuring stream (``GpuPool.stream``: the same one for every test), current for the whole
+    test and drained after it."""
+    test_stream = request.config.stash[POOL].stream(gpu)
     with test_stream:
         yield test_stream
     test_stream.synchronize()
