@@ -104,7 +104,12 @@ class SgemmConfig:
 @dataclass(frozen=True)
 class WarpSgemmConfig:
     """A build of warp_sgemm.cu's warp-tiled core: block tile, K per stage, stages, warp grid, lanes along a warp
-    tile's rows (4 or 8; 32 / lanes_m along its columns) and the blocks per SM its registers must allow."""
+    tile's rows (4 or 8; 32 / lanes_m along its columns) and the blocks per SM its registers must allow; and the
+    third-round options, off by default and passed (and named) only when set: ``a_kmajor`` (``WT_A_KMAJOR``: A
+    k-contiguous in shared memory, copied with cp.async like B), ``fast`` (``WT_FAST``: the K-tiles inside the
+    matrices without edge guards), ``pipe`` (``WT_PIPE``: the barrier and the next K-tile's first fragment reads
+    before the last step's FFMAs) and ``swizzle`` (``WT_SWIZZLE``: blocks walk groups of that many tile-rows
+    column by column; the 2-D kernels only)."""
 
     bm: int
     bn: int
@@ -114,6 +119,10 @@ class WarpSgemmConfig:
     warps_n: int
     lanes_m: int
     min_blocks: int
+    a_kmajor: bool = False
+    fast: bool = False
+    pipe: bool = False
+    swizzle: int = 0
 
     source = "warp_sgemm.cu"
     kernel = "warp_sgemm"
@@ -121,14 +130,18 @@ class WarpSgemmConfig:
 
     @property
     def defines(self) -> tuple[tuple[str, str], ...]:
+        options = ((("WT_A_KMAJOR", "1"),) if self.a_kmajor else ()) + ((("WT_FAST", "1"),) if self.fast else ()) + (
+            (("WT_PIPE", "1"),) if self.pipe else ()) + ((("WT_SWIZZLE", str(self.swizzle)),) if self.swizzle else ())
         return (("WT_BM", str(self.bm)), ("WT_BN", str(self.bn)), ("WT_BK", str(self.bk)),
                 ("WT_STAGES", str(self.stages)), ("WT_WARPS_M", str(self.warps_m)), ("WT_WARPS_N", str(self.warps_n)),
-                ("WT_LANES_M", str(self.lanes_m)), ("WT_MIN_BLOCKS", str(self.min_blocks)))
+                ("WT_LANES_M", str(self.lanes_m)), ("WT_MIN_BLOCKS", str(self.min_blocks)), *options)
 
     @property
     def shared_bytes(self) -> int:
-        """The ring: per stage a transposed, padded A tile (bk x (bm + 4)) and a B tile (bk x bn), floats."""
-        return self.stages * self.bk * (self.bm + WT_A_PAD + self.bn) * 4
+        """The ring: per stage an A tile, transposed and padded (bk x (bm + 4)) or with ``a_kmajor`` k-contiguous and
+        padded (bm x (bk + 4)), and a B tile (bk x bn), floats."""
+        a_tile = self.bm * (self.bk + WT_A_PAD) if self.a_kmajor else self.bk * (self.bm + WT_A_PAD)
+        return self.stages * (a_tile + self.bk * self.bn) * 4
 
     @property
     def tile(self) -> tuple[int, int]:
@@ -145,11 +158,16 @@ class WarpSgemmConfig:
 
     @classmethod
     def named(cls, bm: int, bn: int, bk: int, stages: int, warps_m: int, warps_n: int, lanes_m: int,
-              min_blocks: int) -> tuple[str, WarpSgemmConfig]:
-        """``("wt<bm>x<bn>-t<rows>x<cols>-bk<bk>-s<stages>", config)``: the table entry, named by its geometry."""
-        build = cls(bm, bn, bk, stages, warps_m, warps_n, lanes_m, min_blocks)
+              min_blocks: int, *, a_kmajor: bool = False, fast: bool = False, pipe: bool = False,
+              swizzle: int = 0
+              ) -> tuple[str, WarpSgemmConfig]:
+        """``("wt<bm>x<bn>-t<rows>x<cols>-bk<bk>-s<stages>[-ak][-fast][-pipe][-sw<G>]", config)``: the table entry,
+        named by its geometry and the options it sets."""
+        build = cls(bm, bn, bk, stages, warps_m, warps_n, lanes_m, min_blocks, a_kmajor, fast, pipe, swizzle)
         rows, cols = build.thread_tile
-        return f"wt{bm}x{bn}-t{rows}x{cols}-bk{bk}-s{stages}", build
+        options = ("-ak" if a_kmajor else "") + ("-fast" if fast else "") + ("-pipe" if pipe else "") + (
+            f"-sw{swizzle}" if swizzle else "")
+        return f"wt{bm}x{bn}-t{rows}x{cols}-bk{bk}-s{stages}{options}", build
 
 
 @dataclass(frozen=True)
@@ -210,10 +228,12 @@ class RegisterTileClass:
         return max(m, n) <= self.tile and k <= REG_MAX_K and REG_MIN_FILL * m * n >= self.tile**2
 
 
-#: Builds of the optimised SGEMM core (also the batched tiled kernel's). ``SGEMM_DEFAULT`` is what the suite
-#: runs; the others are there to be timed against it on a GPU (``config=``), so the winner can become the default.
+#: Builds of the optimised SGEMM core (also the batched tiled kernel's). ``SGEMM_DEFAULT`` and
+#: ``BATCHED_TILED_DEFAULT`` are what the suite runs; the others are there to be timed against it on a GPU (``config=``), so the winner can become the default.
 #: The "wt..." entries are warp_sgemm.cu's warp-tiled core (``t<rows>x<cols>``: C per thread): 128-thread blocks of
-#: 16 x 8 per thread, two per SM; 256-thread blocks of 16 x 8 (one per SM) or 8 x 8 (two per SM).
+#: 16 x 8 per thread, two per SM; 256-thread blocks of 16 x 8 (one per SM) or 8 x 8 (two per SM). The third-round
+#: entries try cuBLAS's K step (BK = 8) and the core's options (``-ak``, ``-fast``, ``-pipe``, ``-sw<G>``; see
+#: ``WarpSgemmConfig``).
 SGEMM_CONFIGS: dict[str, SgemmConfig | WarpSgemmConfig] = {
     "bk16-s3": SgemmConfig(16, 3),
     "bk16-s2": SgemmConfig(16, 2),
@@ -230,8 +250,26 @@ SGEMM_CONFIGS: dict[str, SgemmConfig | WarpSgemmConfig] = {
         (256, 128, 16, 3, 4, 2, 4, 1),
         (128, 128, 16, 3, 4, 2, 4, 2),
     )),
+    **dict(WarpSgemmConfig.named(*geometry, **options) for *geometry, options in (
+        # third round: bm, bn, bk, stages, warps_m, warps_n, lanes_m, min_blocks, options
+        (128, 256, 8, 3, 2, 4, 4, 1, {}),
+        (256, 128, 8, 3, 4, 2, 4, 1, {}),
+        (128, 128, 8, 3, 2, 2, 4, 2, {}),
+        (128, 128, 8, 3, 4, 2, 4, 2, {}),
+        (128, 256, 16, 3, 2, 4, 4, 1, {"fast": True}),
+        (128, 256, 16, 3, 2, 4, 4, 1, {"fast": True, "pipe": True}),
+        (128, 256, 8, 4, 2, 4, 4, 1, {"fast": True, "pipe": True}),
+        (128, 256, 8, 3, 2, 4, 4, 1, {"a_kmajor": True, "fast": True}),
+        (128, 256, 16, 3, 2, 4, 4, 1, {"fast": True, "swizzle": 16}),
+        (128, 128, 16, 3, 4, 2, 4, 2, {"fast": True}),
+    )),
 }
-SGEMM_DEFAULT = "bk16-s3"
+#: The builds the suite runs (issue 15's third round, timed against every other build and cuBLAS on H200
+#: GPU-a54defe9, docs/custom-kernels.md): the 2-D SGEMM at 4096³ 0.955× cuBLAS (``bk16-s3``, the first default,
+#: 0.823×); the batched tiled path at 1024×256³ 0.923× with 128 × 128 tiles, which also fit the 128³ class
+#: (the 128 × 256 build reached 0.949× at 256³ but would leave half of every 128-wide tile empty at 128³).
+SGEMM_DEFAULT = "wt128x256-t16x8-bk16-s3-fast-pipe"
+BATCHED_TILED_DEFAULT = "wt128x128-t8x8-bk16-s3-fast"
 #: Builds of the mma.sync HGEMM: block tile, warps, stages. 64 x 64 warp tiles except ``128x128w8``.
 MMA_CONFIGS: dict[str, MmaConfig] = {
     "128x256-s3": MmaConfig(128, 256, 2, 4, 3, 1),
@@ -416,9 +454,10 @@ def _config(table: dict[str, Any], name: str, what: str) -> Any:
 
 def plan_optimized(a: Any, b: Any, c: Any, alpha: float = 1.0, beta: float = 0.0,
                    config: str = SGEMM_DEFAULT) -> LaunchPlan:
-    """128x128 tiles, 8x8 per thread, a ``config`` (``SGEMM_CONFIGS``) ring of K-tiles in dynamic shared
-    memory; float4 and 16-byte cp.async when every operand is 16-byte aligned, else scalar. A "wt..." config
-    runs warp_sgemm.cu's warp-tiled kernel instead, with its own block tile and threads."""
+    """The ``config`` build (``SGEMM_CONFIGS``; by default ``SGEMM_DEFAULT``, warp_sgemm.cu's warp-tiled kernel with
+    its block tile and threads; the plain ``bk…`` builds run optimized_sgemm.cu's 128x128 tiles, 8x8 per thread): a
+    ring of K-tiles in dynamic shared memory; float4 and 16-byte cp.async when every operand is 16-byte aligned,
+    else scalar."""
     build = _config(SGEMM_CONFIGS, config, "optimized_sgemm")
     tile_m, tile_n = build.tile
     operands, grid, args = _plan_2d(build.kernel, a, b, c, alpha, beta, _FP32, tile_m, tile_n)
@@ -566,7 +605,7 @@ def _batched_defines(classes: tuple[RegisterTileClass, ...], build: SgemmConfig 
 
 
 def plan_batched(a: Any, b: Any, c: Any, alpha: float = 1.0, beta: float = 0.0, path: str | None = None,
-                 config: str = SGEMM_DEFAULT, mats: int | None = None) -> list[LaunchPlan]:
+                 config: str = BATCHED_TILED_DEFAULT, mats: int | None = None) -> list[LaunchPlan]:
     """``C[i] = alpha·A[i]·B[i] + beta·C[i]`` for a strided stack (3-D arrays; a batch stride of 0 shares
     one matrix) or pointer arrays (``PointerBatch``); the forms can be mixed per operand.
 

@@ -35,6 +35,7 @@ from kernels.custom_plan import (
     REG_CLASSES,
     SGEMM_CONFIGS,
     SGEMM_DEFAULT,
+    BATCHED_TILED_DEFAULT,
     KernelArgumentError,
     LaunchPlan,
     PointerBatch,
@@ -75,6 +76,14 @@ def _defines(source: str) -> dict[str, str]:
     """``#define NAME value`` of a .cu file and its includes (comments dropped)."""
     found = re.findall(r"^\s*#\s*define\s+(\w+)[ \t]+(.+?)\s*(?://.*)?$", _text(source), re.M)
     return {name: value for name, value in found}
+
+#: The kernel the 2-D SGEMM default runs (``warp_sgemm`` or ``optimized_sgemm``), and the tiled batched path's.
+DEFAULT_SGEMM_KERNEL = SGEMM_CONFIGS[SGEMM_DEFAULT].kernel
+
+
+def _batched_kernel(path: str) -> str:
+    """The kernel-name stem a default batched plan of ``path`` launches."""
+    return SGEMM_CONFIGS[BATCHED_TILED_DEFAULT].batched_kernel if path == "tiled" else f"batched_sgemm_{path}"
 
 
 def _define(source: str, name: str, overrides: tuple[tuple[str, str], ...] = ()) -> int:
@@ -175,9 +184,8 @@ def kernel_shared_bytes(plan: LaunchPlan, k: int) -> int:
     if plan.kernel.startswith(("optimized_sgemm", "batched_sgemm_tiled")):  # As[STAGES][BK][BM + APAD], Bs[..][BK][BN]
         return 4 * _define(src, "OPT_STAGES", d) * _define(src, "OPT_BK", d) * (
             _define(src, "OPT_BM") + _define(src, "OPT_APAD") + _define(src, "OPT_BN"))
-    if plan.kernel.startswith(("warp_sgemm", "batched_sgemm_wtiled")):  # As[STAGES][BK][BM + APAD], Bs[..][BK][BN]
-        return 4 * _define(src, "WT_STAGES", d) * _define(src, "WT_BK", d) * (
-            _define(src, "WT_BM", d) + _define(src, "WT_APAD") + _define(src, "WT_BN", d))
+    if plan.kernel.startswith(("warp_sgemm", "batched_sgemm_wtiled")):  # STAGES x (A tile + B tile), the source's sizes
+        return 4 * _define(src, "WT_STAGES", d) * (_define(src, "WT_A_STAGE", d) + _define(src, "WT_B_STAGE", d))
     if plan.kernel.startswith("mma_hgemm"):  # halves: STAGES x (A_STAGE + B_STAGE)
         return 2 * _define(src, "MMA_STAGES", d) * (_define(src, "MMA_A_STAGE", d) + _define(src, "MMA_B_STAGE", d))
     if plan.kernel.startswith("batched_sgemm_reg"):  # per matrix: A TILE x KP, B KP x TILE floats
@@ -259,10 +267,24 @@ def _block_outputs(plan: LaunchPlan) -> Iterator[tuple[slice, slice, slice]]:
         return
     tile_m, tile_n = _block_tile(plan)
     offset = int(args.get("batch_offset", 0))  # the batched tiled kernel: product batch_offset + blockIdx.z
+    group = _define(plan.source, "WT_SWIZZLE", plan.defines) if plan.kernel.startswith("warp_sgemm") else 0
     for by in range(gy):
         for bx in range(gx):  # rows and columns past M, N are skipped by the kernels' bounds checks
-            yield (slice(offset, offset + gz), slice(by * tile_m, min((by + 1) * tile_m, m)),
-                   slice(bx * tile_n, min((bx + 1) * tile_n, n)))
+            ty, tx = swizzled_tile(bx, by, gx, gy, group)
+            yield (slice(offset, offset + gz), slice(ty * tile_m, min((ty + 1) * tile_m, m)),
+                   slice(tx * tile_n, min((tx + 1) * tile_n, n)))
+
+
+def swizzled_tile(bx: int, by: int, gx: int, gy: int, group: int) -> tuple[int, int]:
+    """(row tile, column tile) block (bx, by) of a gx x gy grid computes: warp_sgemm.cu's wt_tile_origin. With
+    WT_SWIZZLE = group > 1 the linear id by * gx + bx walks ``group`` tile-rows down a column, then the next column;
+    the last group of rows may be shorter."""
+    if group <= 1:
+        return by, bx
+    first = by // group * group
+    rows = min(group, gy - first)
+    local = (by - first) * gx + bx
+    return first + local % rows, local // rows
 
 
 def assert_writes_each_output_once(plans: list[LaunchPlan], batch: int, m: int, n: int) -> None:
@@ -315,9 +337,9 @@ def test_geometry_matches_the_kernel_sources() -> None:
     assert custom_plan.OPT_THREADS == _define("optimized_sgemm.cu", "OPT_THREADS")
     assert custom_plan.OPT_A_PAD == _define("optimized_sgemm.cu", "OPT_APAD")
     assert custom_plan.WT_A_PAD == _define("warp_sgemm.cu", "WT_APAD")
-    default_sgemm = SGEMM_CONFIGS[SGEMM_DEFAULT]
-    assert (default_sgemm.bk, default_sgemm.stages) == (_define("optimized_sgemm.cu", "OPT_BK"),
-                                                        _define("optimized_sgemm.cu", "OPT_STAGES"))
+    plain_build = SGEMM_CONFIGS["bk16-s3"]  # what optimized_sgemm.cu compiles to without -D
+    assert (plain_build.bk, plain_build.stages) == (_define("optimized_sgemm.cu", "OPT_BK"),
+                                                    _define("optimized_sgemm.cu", "OPT_STAGES"))
     assert custom_plan.MMA_BK == _define("mma_hgemm.cu", "MMA_BK")
     default_mma = MMA_CONFIGS[MMA_DEFAULT]
     assert default_mma.defines == tuple((name, str(_define("mma_hgemm.cu", name))) for name, _ in default_mma.defines)
@@ -425,7 +447,7 @@ def test_batched_plan_runs_the_kernel_of_its_path(shape: tuple[int, int, int, in
     plans = plan_batched(*batched_operands(batch, m, n, k))
     path = batched_path(m, n, k, batch)
     for plan in plans:
-        assert plan.kernel.startswith(f"batched_sgemm_{path}_")
+        assert plan.kernel.startswith(f"{_batched_kernel(path)}_")
         assert plan.shared_mem == kernel_shared_bytes(plan, k)
         assert plan.shared_mem <= (SMEM_LIMIT if path == "small" else 227 * 1024)
     if path == "tiled":
@@ -436,7 +458,7 @@ def test_batched_plan_runs_the_kernel_of_its_path(shape: tuple[int, int, int, in
     else:
         [plan] = plans
         assert int(_bind(plan)["batch"]) == batch
-    default_defines = (*(d for c in REG_CLASSES for d in c.defines), *SGEMM_CONFIGS[SGEMM_DEFAULT].defines)
+    default_defines = (*(d for c in REG_CLASSES for d in c.defines), *SGEMM_CONFIGS[BATCHED_TILED_DEFAULT].defines)
     assert all(p.defines == default_defines for p in plans), "every default path shares one module"
 
 
@@ -481,7 +503,7 @@ def test_batched_plan_forced_path(path: str, shape: tuple[int, int, int, int]) -
         return
     plans = plan_batched(*operands, path=path)
     for plan in plans:
-        assert plan.kernel.startswith(f"batched_sgemm_{path}_")
+        assert plan.kernel.startswith(f"{_batched_kernel(path)}_")
         assert_block_fits_kernel(plan)
         assert plan.shared_mem == kernel_shared_bytes(plan, k)
     assert_writes_each_output_once(plans, batch, m, n)
@@ -511,6 +533,10 @@ def test_batched_tiled_plan_builds_the_sgemm_config() -> None:
         assert_writes_each_output_once(plans, 3, 129, 127)
 
 
+#: WarpSgemmConfig's options and the warp_sgemm.cu defines they set.
+WT_OPTIONS = {"a_kmajor": "WT_A_KMAJOR", "fast": "WT_FAST", "pipe": "WT_PIPE", "swizzle": "WT_SWIZZLE"}
+
+
 @pytest.mark.parametrize("name", [n for n, b in SGEMM_CONFIGS.items() if isinstance(b, WarpSgemmConfig)])
 def test_warp_sgemm_builds_satisfy_the_kernels_layout(name: str) -> None:
     """What warp_sgemm.cu's static_asserts demand of a build (whole float4 quads per thread, loaders that cover
@@ -521,20 +547,87 @@ def test_warp_sgemm_builds_satisfy_the_kernels_layout(name: str) -> None:
     d = build.defines
     assert build.tile == (_define("warp_sgemm.cu", "WT_BM", d), _define("warp_sgemm.cu", "WT_BN", d))
     assert build.threads == _define("warp_sgemm.cu", "WT_THREADS", d) <= 1024
-    assert WarpSgemmConfig.named(*(int(v) for _, v in d))[0] == name
+    geometry, options = d[:8], dict(d[8:])
+    assert set(options) <= set(WT_OPTIONS.values()) and len(options) == len(d) - 8
+    named = WarpSgemmConfig.named(*(int(v) for _, v in geometry), a_kmajor=options.get("WT_A_KMAJOR") == "1",
+                                  fast=options.get("WT_FAST") == "1", pipe=options.get("WT_PIPE") == "1",
+                                  swizzle=int(options.get("WT_SWIZZLE", 0)))
+    assert named == (name, build)
     lanes_n = 32 // build.lanes_m
     rows, cols = build.thread_tile
     assert build.lanes_m in (4, 8) and rows % 4 == 0 and cols % 4 == 0
     assert rows * build.lanes_m * build.warps_m == build.bm and cols * lanes_n * build.warps_n == build.bn
     warps, kb = build.warps_m * build.warps_n, build.bk // 8
-    assert build.bk % 8 == 0 and build.bm % 32 == 0 and warps % kb == 0 and build.stages >= 2
-    a_loads, a_row_step = build.bm * build.bk // (4 * build.threads), 16 * warps // kb
-    assert a_loads >= 1 and a_loads * a_row_step == build.bm
+    assert build.bk % 8 == 0 and build.bm % 32 == 0 and build.stages >= 2
+    if build.a_kmajor:  # one 16-byte k chunk per copy, CH = bk / 4 threads per row
+        chunks = build.bk // 4
+        assert build.threads % chunks == 0 and (build.bm * chunks) % build.threads == 0 and not build.pipe
+        fragments = 2 * 4 * cols + 4  # B of two 4-k chunks, one row of A
+    else:  # 16 rows x 8 k per warp and load
+        a_loads, a_row_step = build.bm * build.bk // (4 * build.threads), 16 * warps // kb
+        assert warps % kb == 0 and a_loads >= 1 and a_loads * a_row_step == build.bm
+        fragments = 2 * (rows + cols)  # two fragment sets
+    assert 0 <= build.swizzle <= 64 and build.swizzle != 1
     b_chunks = build.bn // 4
     assert build.threads % b_chunks == 0 and (build.bk * b_chunks // build.threads) * (build.threads // b_chunks) == build.bk
     assert build.min_blocks * (build.shared_bytes + 1024) <= 228 * 1024
-    registers = rows * cols + 2 * (rows + cols)  # accumulators and two fragment sets, before addresses
+    registers = rows * cols + fragments  # accumulators and fragments, before addresses
     assert registers < min(255, 65536 // (build.min_blocks * build.threads))
+
+
+def test_warp_sgemm_options_are_off_by_default() -> None:
+    """A build without options passes none of their defines and keeps its round-2 name, and the source's defaults
+    for them are off: the builds timed before the options existed compile as they did."""
+    for define in WT_OPTIONS.values():
+        assert _define("warp_sgemm.cu", define) == 0
+    name, build = WarpSgemmConfig.named(128, 256, 16, 3, 2, 4, 4, 1)
+    assert name == "wt128x256-t16x8-bk16-s3" and SGEMM_CONFIGS[name] == build
+    assert [key for key, _ in build.defines] == ["WT_BM", "WT_BN", "WT_BK", "WT_STAGES", "WT_WARPS_M", "WT_WARPS_N",
+                                                  "WT_LANES_M", "WT_MIN_BLOCKS"]
+    assert build.shared_bytes == 3 * 16 * (128 + 4 + 256) * 4
+
+
+@pytest.mark.parametrize(("options", "suffix", "extra"), [
+    ({"a_kmajor": True}, "-ak", (("WT_A_KMAJOR", "1"),)),
+    ({"fast": True}, "-fast", (("WT_FAST", "1"),)),
+    ({"fast": True, "pipe": True}, "-fast-pipe", (("WT_FAST", "1"), ("WT_PIPE", "1"))),
+    ({"swizzle": 16}, "-sw16", (("WT_SWIZZLE", "16"),)),
+    ({"a_kmajor": True, "fast": True, "swizzle": 8}, "-ak-fast-sw8",
+     (("WT_A_KMAJOR", "1"), ("WT_FAST", "1"), ("WT_SWIZZLE", "8"))),
+])
+def test_warp_sgemm_options_name_defines_and_shared_bytes(options: dict[str, Any], suffix: str,
+                                                           extra: tuple[tuple[str, str], ...]) -> None:
+    """An option appears in the name and the defines only when set; the ring is the source's layout (A k-major:
+    bm x (bk + 4) floats per stage instead of bk x (bm + 4))."""
+    name, build = WarpSgemmConfig.named(128, 256, 8, 3, 2, 4, 4, 1, **options)
+    plain_name, plain = WarpSgemmConfig.named(128, 256, 8, 3, 2, 4, 4, 1)
+    assert name == plain_name + suffix and build.defines == plain.defines + extra
+    a_tile = 128 * (8 + 4) if options.get("a_kmajor") else 8 * (128 + 4)
+    assert build.shared_bytes == 3 * (a_tile + 8 * 256) * 4
+    plan = LaunchPlan("warp_sgemm.cu", "warp_sgemm_vec4", (1, 1, 1), (256, 1, 1), (), build.shared_bytes, build.defines)
+    assert kernel_shared_bytes(plan, 100) == build.shared_bytes
+
+
+@pytest.mark.parametrize("group", [2, 3, 8, 16, 64])
+def test_swizzle_walks_every_tile_once_in_groups_of_rows(group: int) -> None:
+    """wt_tile_origin's order, block id by block id (x fastest): groups of ``group`` tile-rows (the last may be
+    shorter), each walked column by column, every row of the group within a column: a bijection of the grid."""
+    for gx, gy in ((1, 1), (16, 32), (3, 18), (5, 7), (7, 65), (1, 100), (40, 2)):
+        seen = [swizzled_tile(i % gx, i // gx, gx, gy, group) for i in range(gx * gy)]
+        expected = [(first + r, c) for first in range(0, gy, group) for c in range(gx)
+                    for r in range(min(group, gy - first))]
+        assert seen == expected
+        assert sorted(seen) == [(y, x) for y in range(gy) for x in range(gx)]
+
+
+def test_swizzled_builds_write_each_output_once() -> None:
+    for name, build in SGEMM_CONFIGS.items():
+        if not (isinstance(build, WarpSgemmConfig) and build.swizzle):
+            continue
+        for m, n, k in ((1, 1, 1), (4096, 4096, 64), (2181, 520, 24), (130, 3000, 7)):
+            plan = plan_optimized(*gemm_operands(m, n, k), config=name)
+            assert ("WT_SWIZZLE", str(build.swizzle)) in plan.defines
+            assert_writes_each_output_once([plan], 1, m, n)
 
 
 @pytest.mark.parametrize("name", list(MMA_CONFIGS))
@@ -655,7 +748,7 @@ def _aligned_gemm(m: int, n: int, k: int, dtype: str, lane: int, operand: str, l
 @pytest.mark.parametrize("operand", ["A", "B", "C"])
 @pytest.mark.parametrize("layout", list(_gemm_layouts("float32", 4)))
 @pytest.mark.parametrize(("planner", "dtype", "lane", "vector", "scalar"), [
-    (plan_optimized, "float32", 4, "optimized_sgemm_vec4", "optimized_sgemm_scalar"),
+    (plan_optimized, "float32", 4, f"{DEFAULT_SGEMM_KERNEL}_vec4", f"{DEFAULT_SGEMM_KERNEL}_scalar"),
     (plan_wmma, "float16", 8, "wmma_hgemm_vec8", "wmma_hgemm_scalar"),
     (plan_mma, "float16", 8, "mma_hgemm_vec8", "mma_hgemm_scalar"),
 ])
@@ -747,7 +840,7 @@ def test_the_gpu_suite_runs_both_paths() -> None:
             b = matrix(k, n, ld=ld(n, variant["pad"]), dtype=dtype, base=2 * BASE)
             c = matrix(m, n, ld=ld(n, variant["pad"]), dtype=dtype, base=3 * BASE)
             kernels.add(planner(a, b, c).kernel)
-    assert kernels == {"optimized_sgemm_vec4", "optimized_sgemm_scalar", "wmma_hgemm_vec8", "wmma_hgemm_scalar",
+    assert kernels == {f"{DEFAULT_SGEMM_KERNEL}_vec4", f"{DEFAULT_SGEMM_KERNEL}_scalar", "wmma_hgemm_vec8", "wmma_hgemm_scalar",
                        "mma_hgemm_vec8", "mma_hgemm_scalar"}
 
 
@@ -800,7 +893,7 @@ def _gemm_error_cases() -> list[Any]:
         pytest.param(plan_naive, (matrix(65535 * 16 + 1, 1), matrix(1, 1), matrix(65535 * 16 + 1, 1)), {},
                      r"naive_sgemm: grid \(1, 65536, 1\) exceeds CUDA's limits", id="grid-y"),
         pytest.param(plan_optimized, (matrix(65535 * 128 + 1, 1), matrix(1, 1), matrix(65535 * 128 + 1, 1)), {},
-                     r"optimized_sgemm: grid \(1, 65536, 1\) exceeds", id="grid-y-128"),
+                     rf"{DEFAULT_SGEMM_KERNEL}: grid \(1, 65536, 1\) exceeds", id="grid-y-128"),
         pytest.param(plan_mma, fp32, {}, r"A: dtype float32 but this kernel takes float16", id="mma-dtype"),
         pytest.param(plan_mma, (matrix(65535 * 128 + 1, 1, dtype="float16"), matrix(1, 1, dtype="float16"),
                                 matrix(65535 * 128 + 1, 1, dtype="float16")), {},

@@ -10,7 +10,8 @@ while the host enqueues [L2 flush, start event, call, end event], so no host gap
 buffer of 2 x L2 (a read: a memset would leave dirty lines). Median of SAMPLES calls after WARMUP. Every variant
 is compiled up front, in parallel. A variant that fails (compile, launch, wrong output) is recorded with its error
 and the run goes on; the defaults of every case run first, the alternatives after, and once BUDGET_S seconds
-have passed the remaining ones are recorded as skipped.
+have passed the remaining ones are recorded as skipped. PROBE_VARIANTS=default times the defaults only
+(with the first SGEMM default, ``bk16-s3``, for comparison).
 """
 
 from __future__ import annotations
@@ -79,10 +80,16 @@ class Case:
         return 2.0 * batch * m * n * k
 
 
-def _sgemm_variants(prefix: str = "") -> list[tuple[str, dict[str, Any]]]:
+def _sgemm_variants() -> list[tuple[str, dict[str, Any]]]:
     default = custom_plan.SGEMM_DEFAULT
-    names = [default, *(n for n in custom_plan.SGEMM_CONFIGS if n != default)]
-    return [(f"{prefix}{n}", {"config": n} if not prefix else {"path": "tiled", "config": n}) for n in names]
+    return [(n, {"config": n}) for n in [default, *(n for n in custom_plan.SGEMM_CONFIGS if n != default)]]
+
+
+def _batched_tiled_variants() -> list[tuple[str, dict[str, Any]]]:
+    """The suite's default plan first, then every other build on the tiled path."""
+    default = custom_plan.BATCHED_TILED_DEFAULT
+    return [(f"default (tiled {default})", {}),
+            *((f"tiled {n}", {"path": "tiled", "config": n}) for n in custom_plan.SGEMM_CONFIGS if n != default)]
 
 
 def _mma_variants() -> list[tuple[str, dict[str, Any]]]:
@@ -98,12 +105,18 @@ CASES = [
           ("small (issue-5 kernel)", {"path": "small"})]),
     Case("batched 4096x64^3", "batched", (4096, 64, 64, 64), "fp32", 1.0,
          [("default", {}), ("reg64-mats2", {"path": "reg64", "mats": 2}), ("tiled", {"path": "tiled"})]),
-    Case("batched 512x128^3", "batched", (512, 128, 128, 128), "fp32", 1.0, _sgemm_variants("tiled ")),
-    Case("batched 1024x256^3", "batched", (1024, 256, 256, 256), "fp32", 0.9, _sgemm_variants("tiled ")),
+    Case("batched 512x128^3", "batched", (512, 128, 128, 128), "fp32", 1.0, _batched_tiled_variants()),
+    Case("batched 1024x256^3", "batched", (1024, 256, 256, 256), "fp32", 0.9, _batched_tiled_variants()),
     Case("WMMA FP16 4096^3", "wmma", (1, 4096, 4096, 4096), "fp16", 0.25, [("wmma (seed reference)", {})]),
     Case("mma.sync FP16 4096^3", "mma", (1, 4096, 4096, 4096), "fp16", 0.5, _mma_variants()),
     Case("optimized SGEMM 4096^3", "optimized", (1, 4096, 4096, 4096), "fp32", 0.9, _sgemm_variants()),
 ]
+
+#: The SGEMM build that was the default before issue 15's third round: kept next to the defaults for comparison.
+FIRST_DEFAULT = "bk16-s3"
+if os.environ.get("PROBE_VARIANTS") == "default":  # the issue's table: each case's default (and the first one)
+    for _case in CASES:
+        _case.variants[1:] = [v for v in _case.variants[1:] if v[1].get("config") == FIRST_DEFAULT]
 
 
 class Timer:

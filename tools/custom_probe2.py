@@ -1,19 +1,23 @@
-"""Issue 15 second device probe: the new builds (warp-tiled SGEMM "wt..." configs, their batched tiled kernels, the
-new mma.sync configs) checked against float64, then every build of the three rows still short of target timed
-against cuBLAS in the same run.
+"""Issue 15 third device probe (round 3; it keeps probe 2's file, log and JSON format): the third-round SGEMM builds
+(cuBLAS's K step BK = 8 and warp_sgemm.cu's options -ak, -fast, -pipe, -sw<G>; their batched tiled kernels) checked
+against float64, then timed against cuBLAS with the current defaults and the best second-round builds in the same run.
 
 Usage, from the repo root on the GPU machine:  python3 tools/custom_probe2.py OUT_DIR   (or tools/custom_probe2.sh)
 
 (1) Compile every module once, in parallel threads (NVRTC releases the GIL).
-(2) Correctness of every NEW build on fresh random data: per shape one operand set (shared by that kind's builds),
-    a float64 reference and magnitude computed on the GPU, the suite's bound (gpuperf.suite.accuracy.tolerance:
-    1e-5 for fp32, 2·(2⁻¹¹ + k·2⁻²⁴) for fp16) checked on every element, NaN-poisoned C when beta = 0, the padding
-    of C checked untouched. Shapes: 127x129x65, 1000x3000x2000, 4096x4096x4095 (scalar kernels: odd lda), a padded
-    vector case with partial tiles, alpha/beta, a misaligned start; batched 3x257x255x129, 4x256x256x256 with beta,
-    2x1000x300x200.
-(3) Timing as tools/custom_probe.py (hold, L2 flush by reading 2 x L2, events, median of 30): optimized SGEMM 4096^3,
-    batched 1024x256^3 (tiled path) and mma.sync FP16 4096^3, every build of each (old ones included), cuBLAS in the
-    same run. Defaults first, then the new builds, then the old alternatives; none starts past PROBE_BUDGET_S.
+(2) Correctness of every THIRD-ROUND build on fresh random data (the defaults and the second-round builds were checked
+    on the GPU by the suite and probe 2): per shape one operand set (shared by that kind's builds), a float64
+    reference and magnitude computed on the GPU, the suite's bound (gpuperf.suite.accuracy.tolerance: 1e-5 for fp32)
+    checked on every element, NaN-poisoned C when beta = 0, the padding of C checked untouched. Shapes: 127x129x65,
+    1000x3000x2000, 4096x4096x4095 (K not a multiple of any BK: the guard-free K-tiles, then the guarded tail),
+    a padded vector case with partial tiles, alpha/beta, a misaligned start (the scalar kernels); batched
+    3x257x255x129, 4x256x256x256 with beta, 2x1000x300x200. A swizzled build (-sw<G>) only reorders the 2-D grid: its
+    batched kernel is its unswizzled twin's, so it is checked and timed as SGEMM only.
+(3) Timing as tools/custom_probe.py (hold, L2 flush by reading 2 x L2, events, median of 30): optimized SGEMM 4096^3
+    (the default, wt128x256-t16x8-bk16-s3 and wt128x128-t16x8-bk32-s3 of round 2, then every third-round build),
+    batched 1024x256^3 on the tiled path (the default, wt128x128-t8x8-bk16-s3 and wt128x256-t16x8-bk16-s3, then every
+    third-round build) and mma.sync FP16 4096^3 (the default only), cuBLAS in the same run; none starts past
+    PROBE_BUDGET_S.
 Every failure (planning, compile, launch, wrong output) is recorded with its error and the run goes on. Writes
 OUT_DIR/custom_probe2.json after every row and prints the best build per case at the end.
 """
@@ -43,27 +47,40 @@ from kernels.operands import random_operand  # noqa: E402
 
 START = p1.START
 BUDGET_S = float(os.environ.get("PROBE_BUDGET_S", "88"))
-#: The builds the first probe timed; everything else in the tables is new.
-OLD_SGEMM = {"bk16-s3", "bk16-s2", "bk16-s4", "bk8-s2", "bk8-s3"}
-OLD_MMA = {"128x256-s3", "128x256-s4", "256x128-s3", "128x128-s4", "128x128w8-s4"}
+#: The SGEMM builds of the first two probes (already checked on the GPU); every other SGEMM_CONFIGS entry is new.
+ROUND1_SGEMM = {"bk16-s3", "bk16-s2", "bk16-s4", "bk8-s2", "bk8-s3"}
+ROUND2_SGEMM = {"wt128x128-t16x8-bk16-s3", "wt128x128-t16x8-bk16-s4", "wt128x128-t16x8-bk32-s3",
+                "wt128x128-t8x16-bk16-s3", "wt128x256-t16x8-bk16-s3", "wt256x128-t16x8-bk16-s3",
+                "wt128x128-t8x8-bk16-s3"}
+OLD_SGEMM = ROUND1_SGEMM | ROUND2_SGEMM
+#: The best second-round builds of each case (probe 2), timed again next to the new ones.
+BEST2_SGEMM = ["wt128x256-t16x8-bk16-s3", "wt128x128-t16x8-bk32-s3"]
+BEST2_BATCHED = ["wt128x128-t8x8-bk16-s3", "wt128x256-t16x8-bk16-s3"]
 NEW_SGEMM = [n for n in custom_plan.SGEMM_CONFIGS if n not in OLD_SGEMM]
-NEW_MMA = [n for n in custom_plan.MMA_CONFIGS if n not in OLD_MMA]
 
 
-def _ordered(default: str, table: dict[str, Any], old: set[str]) -> list[str]:
-    """Default first, then the new builds, then the old alternatives."""
-    return [default, *(n for n in table if n not in old and n != default), *(n for n in table if n in old and n != default)]
+def _swizzled(name: str) -> bool:
+    build = custom_plan.SGEMM_CONFIGS[name]
+    return isinstance(build, custom_plan.WarpSgemmConfig) and build.swizzle > 0
 
 
-SGEMM_ORDER = _ordered(custom_plan.SGEMM_DEFAULT, custom_plan.SGEMM_CONFIGS, OLD_SGEMM)
-MMA_ORDER = _ordered(custom_plan.MMA_DEFAULT, custom_plan.MMA_CONFIGS, OLD_MMA)
+#: The new builds whose batched tiled kernel differs from another's (a swizzle only reorders the 2-D grid).
+NEW_BATCHED = [n for n in NEW_SGEMM if not _swizzled(n)]
+#: No mma build is new in this round: the default is timed as a reference only.
+NEW_MMA: list[str] = []
+OLD_MMA = set(custom_plan.MMA_CONFIGS)
+SGEMM_ORDER = list(dict.fromkeys([custom_plan.SGEMM_DEFAULT, "bk16-s3", *BEST2_SGEMM, *NEW_SGEMM]))
+BATCHED_ORDER = list(dict.fromkeys([custom_plan.BATCHED_TILED_DEFAULT, "bk16-s3", *BEST2_BATCHED, *NEW_BATCHED]))
 CASES = [
     p1.Case("optimized SGEMM 4096^3", "optimized", (1, 4096, 4096, 4096), "fp32", 0.9,
             [(n, {"config": n}) for n in SGEMM_ORDER]),
     p1.Case("batched 1024x256^3", "batched", (1024, 256, 256, 256), "fp32", 0.9,
-            [(f"tiled {n}", {"path": "tiled", "config": n}) for n in SGEMM_ORDER]),
-    p1.Case("mma.sync FP16 4096^3", "mma", (1, 4096, 4096, 4096), "fp16", 0.5, [(n, {"config": n}) for n in MMA_ORDER]),
+            [(f"tiled {n}", {"path": "tiled", "config": n}) for n in BATCHED_ORDER]),
+    p1.Case("mma.sync FP16 4096^3", "mma", (1, 4096, 4096, 4096), "fp16", 0.5,
+            [(custom_plan.MMA_DEFAULT, {"config": custom_plan.MMA_DEFAULT})]),
 ]
+#: The builds checked for correctness, per check kind.
+NEW = {"optimized": NEW_SGEMM, "batched": NEW_BATCHED, "mma": NEW_MMA}
 
 # (label, batch, m, n, k, options): pad = extra leading-dimension elements of (A, B, C); offset = every matrix starts
 # one element into its buffer (misaligned: the scalar kernels).
@@ -178,9 +195,8 @@ def _compile(cases: list[p1.Case], checks: list[Check]) -> dict[tuple[str, str, 
                     wanted[(plan.source, plan.kernel, plan.defines)] = plan
             except Exception as exc:  # noqa: BLE001
                 case.compile_errors[label] = f"planning: {type(exc).__name__}: {exc}"[:500]
-    new = {"optimized": NEW_SGEMM, "batched": NEW_SGEMM, "mma": NEW_MMA}
     for check in checks:
-        for config in new[check.kind]:
+        for config in NEW[check.kind]:
             try:
                 for plan in check.plans(config):
                     wanted[(plan.source, plan.kernel, plan.defines)] = plan
@@ -228,7 +244,8 @@ def main() -> int:
     header = {"device": props["name"].decode(), "cc": device.compute_capability, "cupy": cupy.__version__,
               "cuda_runtime": cupy.cuda.runtime.runtimeGetVersion(), "samples": p1.SAMPLES, "warmup": p1.WARMUP,
               "flush": "read 2 x L2 before each call", "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-              "new_sgemm": NEW_SGEMM, "new_mma": NEW_MMA}
+              "new_sgemm": NEW_SGEMM, "new_batched": NEW_BATCHED, "new_mma": NEW_MMA,
+              "round2_sgemm": BEST2_SGEMM, "round2_batched": BEST2_BATCHED}
     print(f"probe2: {header}", flush=True)
     payload: dict[str, Any] = {**header, "correctness": [], "rows": []}
 
@@ -247,6 +264,8 @@ def main() -> int:
             case.operands = p1._operands(case, rng)
         checks: list[Check] = []
         for kind, specs in CHECKS.items():
+            if not NEW[kind]:  # nothing new of this kind to check: no operands, no reference
+                continue
             for label, batch, m, n, k, options in specs:
                 try:
                     checks.append(Check(kind, label, batch, m, n, k, options, rng))
@@ -258,10 +277,9 @@ def main() -> int:
         write()
 
         # (2) correctness of the new builds
-        new = {"optimized": NEW_SGEMM, "batched": NEW_SGEMM, "mma": NEW_MMA}
         verdict: dict[tuple[str, str], str] = {}  # (kind, config) -> "ok" or the first failure
         for kind in ("optimized", "batched", "mma"):
-            for config in new[kind]:
+            for config in NEW[kind]:
                 lines = []
                 for check in (c for c in checks if c.kind == kind):
                     try:
@@ -275,7 +293,7 @@ def main() -> int:
                     lines.append(result["status"] == "ok")
                 verdict.setdefault((kind, config), "ok")
                 status = verdict[(kind, config)]
-                print(f"check {kind:9s} {config:26s} {sum(lines)}/{len(lines)} ok"
+                print(f"check {kind:9s} {config:36s} {sum(lines)}/{len(lines)} ok"
                       + ("" if status == "ok" else f"  FIRST FAILURE {status[:220]}"), flush=True)
                 write()
         for c in checks:  # free the references before timing
@@ -291,8 +309,8 @@ def main() -> int:
             row: dict[str, Any] = {"case": case.name, "variant": label, "config": config, "default": index == 0,
                                    "new": config not in (OLD_MMA if case.kind == "mma" else OLD_SGEMM),
                                    "options": options, "target": case.target}
-            check_kind = "batched" if case.kind == "batched" else case.kind
-            row["check"] = verdict.get((check_kind, config), "ok (checked by the suite's correctness tests / probe 1)")
+            row["check"] = verdict.get((case.kind, config),
+                                       "ok (checked on the GPU before: the suite's correctness tests, probes 1 and 2)")
             payload["rows"].append(row)
             if time.monotonic() - START > BUDGET_S:
                 row["error"] = f"skipped: past the {BUDGET_S:.0f} s budget"
@@ -332,7 +350,7 @@ def main() -> int:
         best = max(done, key=lambda r: r["ratio"])
         top3 = ", ".join(f"{r['config']} {r['ratio']:.3f}x" for r in sorted(done, key=lambda r: -r["ratio"])[:3])
         default_text = f"default {default['config']} {default['ratio']:.3f}x" if default else "default not measured"
-        print(f"  {case.name:24s} best {best['config']:26s} {best['ratio']:.3f}x ({best['custom_tflops']:.1f} vs "
+        print(f"  {case.name:24s} best {best['config']:36s} {best['ratio']:.3f}x ({best['custom_tflops']:.1f} vs "
               f"{best['cublas_tflops']:.1f} TFLOPS, target {case.target}) | {default_text} | top: {top3}")
         summary.append({"case": case.name, "best": best["config"], "ratio": best["ratio"],
                         "custom_tflops": best["custom_tflops"], "cublas_tflops": best["cublas_tflops"],

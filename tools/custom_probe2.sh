@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Issue 15 second device run (H200): tools/custom_probe2.py checks every NEW build (warp-tiled SGEMM "wt..."
-# configs, their batched tiled kernels, the new mma configs) against float64 on fresh random data, then times the
-# SGEMM 4096^3, batched 1024x256^3 and mma 4096^3 rows for every build (old ones included) against cuBLAS in the
-# same run. From the repo root:  OUT=/path/to/out bash tools/custom_probe2.sh
+# Issue 15 third device run (H200; probe 2's script, file names and output format): tools/custom_probe2.py checks
+# every THIRD-ROUND SGEMM build (BK = 8 builds, warp_sgemm.cu's -ak / -fast / -pipe / -sw<G> options; their batched
+# tiled kernels) against float64 on fresh random data, then times SGEMM 4096^3 and batched 1024x256^3 for the
+# defaults, the best second-round builds and every third-round build, and the mma 4096^3 default, against cuBLAS in
+# the same run. From the repo root:  OUT=/path/to/out bash tools/custom_probe2.sh
 # Writes $OUT/custom_probe2.log and $OUT/custom_probe2.json; at most 100 s (no build starts after PROBE_BUDGET_S,
 # a failing build is recorded with its error and the probe goes on).
 set -u
