@@ -77,6 +77,8 @@ def _defines(source: str) -> dict[str, str]:
     found = re.findall(r"^\s*#\s*define\s+(\w+)[ \t]+(.+?)\s*(?://.*)?$", _text(source), re.M)
     return {name: value for name, value in found}
 
+#: The mma build that mma_hgemm.cu compiles to without any -D (the first default).
+PLAIN_MMA = "128x128-s4"
 #: The kernel the 2-D SGEMM default runs (``warp_sgemm`` or ``optimized_sgemm``), and the tiled batched path's.
 DEFAULT_SGEMM_KERNEL = SGEMM_CONFIGS[SGEMM_DEFAULT].kernel
 
@@ -341,8 +343,8 @@ def test_geometry_matches_the_kernel_sources() -> None:
     assert (plain_build.bk, plain_build.stages) == (_define("optimized_sgemm.cu", "OPT_BK"),
                                                     _define("optimized_sgemm.cu", "OPT_STAGES"))
     assert custom_plan.MMA_BK == _define("mma_hgemm.cu", "MMA_BK")
-    default_mma = MMA_CONFIGS[MMA_DEFAULT]
-    assert default_mma.defines == tuple((name, str(_define("mma_hgemm.cu", name))) for name, _ in default_mma.defines)
+    plain_mma = MMA_CONFIGS[PLAIN_MMA]
+    assert plain_mma.defines == tuple((name, str(_define("mma_hgemm.cu", name))) for name, _ in plain_mma.defines)
     assert custom_plan.REG_THREAD_ROWS == _define("batched_sgemm.cu", "BR_THREAD_ROWS")
     assert custom_plan.REG_THREAD_COLS == _define("batched_sgemm.cu", "BR_THREAD_COLS")
     assert custom_plan.REG_MAX_K == _define("batched_sgemm.cu", "BR_MAX_K")
@@ -630,11 +632,23 @@ def test_swizzled_builds_write_each_output_once() -> None:
             assert_writes_each_output_once([plan], 1, m, n)
 
 
+def _mma_name(build: custom_plan.MmaConfig) -> str:
+    """The MMA_CONFIGS naming convention: ``<bm>x<bn>[w<warps>][-k64]-s<stages>[-pipe][-fast]`` (``w`` only when the
+    warp tile is not 64 x 64)."""
+    warps = build.warps_m * build.warps_n
+    tile64 = build.bm // build.warps_m == 64 and build.bn // build.warps_n == 64
+    return (f"{build.bm}x{build.bn}" + ("" if tile64 else f"w{warps}") + (f"-k{build.bk}" if build.bk != 32 else "")
+            + f"-s{build.stages}" + ("-pipe" if build.pipe else "") + ("-fast" if build.fast else ""))
+
+
 @pytest.mark.parametrize("name", list(MMA_CONFIGS))
 def test_mma_builds_satisfy_the_kernels_layout(name: str) -> None:
-    """mma_hgemm.cu's static_asserts, the blocks per SM a build promises, and that MMA_BK / MMA_PIPE are
-    passed only when they differ from the source's defaults (so the default build's defines never change)."""
+    """mma_hgemm.cu's static_asserts, the blocks per SM a build promises, the table's naming convention, and that
+    MMA_BK / MMA_PIPE / MMA_FAST are passed only when they differ from the source's defaults (so the default
+    build's defines never change)."""
     build = MMA_CONFIGS[name]
+    assert name == _mma_name(build)
+    assert not (build.fast and build.pipe)  # MMA_FAST is the plain loop's (a static_assert)
     assert build.bk in (32, 64) and build.stages >= 2
     threads, a_chunks, b_chunks = build.threads, build.bk // 8, build.bn // 8
     assert (build.bm * a_chunks) % threads == 0 and (build.bk * b_chunks) % threads == 0
@@ -644,6 +658,38 @@ def test_mma_builds_satisfy_the_kernels_layout(name: str) -> None:
     names = [key for key, _ in build.defines]
     assert ("MMA_BK" in names) == (build.bk != _define("mma_hgemm.cu", "MMA_BK"))
     assert ("MMA_PIPE" in names) == (build.pipe != bool(_define("mma_hgemm.cu", "MMA_PIPE")))
+    assert ("MMA_FAST" in names) == (build.fast != bool(_define("mma_hgemm.cu", "MMA_FAST")))
+
+
+def test_mma_fast_option_is_off_by_default_and_named() -> None:
+    """MMA_FAST is 0 in the source and off in MmaConfig: a build without it (the plain 128x128-s4 among them) passes no
+    MMA_FAST, and its defines are those it had before the option; ``fast`` adds ("MMA_FAST", "1") last, keeps the
+    kernel, threads and shared memory, and names the build ``...-fast``."""
+    assert _define("mma_hgemm.cu", "MMA_FAST") == 0
+    assert custom_plan.MmaConfig(128, 128, 2, 2, 4, 2).fast is False
+    default = MMA_CONFIGS[PLAIN_MMA]
+    assert not default.fast and default.defines == (
+        ("MMA_BM", "128"), ("MMA_BN", "128"), ("MMA_WARPS_M", "2"), ("MMA_WARPS_N", "2"), ("MMA_STAGES", "4"),
+        ("MMA_MIN_BLOCKS", "2"))
+    fast = MMA_CONFIGS["128x128-s4-fast"]
+    assert fast == custom_plan.MmaConfig(128, 128, 2, 2, 4, 2, fast=True)
+    assert fast.defines == (*default.defines, ("MMA_FAST", "1"))
+    assert (fast.threads, fast.shared_bytes) == (default.threads, default.shared_bytes)
+    k64 = custom_plan.MmaConfig(128, 128, 2, 2, 3, 2, bk=64, fast=True)
+    assert k64.defines[-2:] == (("MMA_BK", "64"), ("MMA_FAST", "1")) and _mma_name(k64) == "128x128-k64-s3-fast"
+    assert {n for n, b in MMA_CONFIGS.items() if b.fast} >= {"128x128-s4-fast"}
+    for name, build in MMA_CONFIGS.items():
+        assert name.endswith("-fast") == build.fast
+    for shape in ((1, 1, 1), (4096, 4096, 4096), (130, 260, 36)):
+        for misaligned in (False, True):
+            a, b, c = gemm_operands(*shape, "float16")
+            if misaligned:
+                a = matrix(shape[0], shape[2], dtype="float16", ld=shape[2] + 1)
+            plain, quick = (plan_mma(a, b, c, config=n) for n in (PLAIN_MMA, "128x128-s4-fast"))
+            assert (quick.kernel, quick.grid, quick.block, quick.shared_mem, quick.args) == (
+                plain.kernel, plain.grid, plain.block, plain.shared_mem, plain.args)
+            assert quick.defines == (*plain.defines, ("MMA_FAST", "1"))
+            assert not misaligned or quick.kernel == "mma_hgemm_scalar"
 
 
 def test_batch_chunks_split_at_the_grid_z_limit() -> None:
