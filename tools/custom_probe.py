@@ -12,17 +12,24 @@ is compiled up front, in parallel. A variant that fails (compile, launch, wrong 
 and the run goes on; the defaults of every case run first, the alternatives after, and once BUDGET_S seconds
 have passed the remaining ones are recorded as skipped. PROBE_VARIANTS=default times the defaults only
 (with the first SGEMM default, ``bk16-s3``, for comparison).
+
+Probes 2 and 3 (tools/custom_probe2.py, tools/custom_probe3.py) import this module as ``p1`` and share its pieces:
+``Timer``, ``Case``, ``compile_variants`` / ``compile_modules``, the correctness ``Check``, ``run_header``,
+``measuring`` and ``write_json``.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import statistics
 import sys
 import time
 import traceback
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -32,6 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import cupy  # noqa: E402
 import numpy as np  # noqa: E402
 
+from gpuperf.suite.accuracy import tolerance  # noqa: E402
 from kernels import cublas, custom, custom_plan  # noqa: E402
 from kernels.operands import random_operand, to_host  # noqa: E402
 
@@ -199,59 +207,238 @@ def _plans(case: Case, options: dict[str, Any]) -> list[Any]:
     return planned if isinstance(planned, list) else [planned]
 
 
-def _compile_all(cases: list[Case]) -> None:
-    """Plan every variant, then build each distinct module once, in parallel threads (NVRTC runs without
-    the GIL); a variant whose planning or build fails keeps its error in ``case.compile_errors``."""
-    planned: dict[tuple[str, str], list[Any]] = {}
-    for case in cases:
-        for label, options in case.variants:
-            try:
-                planned[(case.name, label)] = _plans(case, options)
-            except Exception as exc:  # noqa: BLE001 - recorded, the probe goes on
-                case.compile_errors[label] = f"planning: {type(exc).__name__}: {exc}"[:500]
-    unique = {(p.source, p.kernel, p.defines): p for plans in planned.values() for p in plans}
+def plan_variants(case: Case) -> dict[str, list[Any]]:
+    """Each variant's launch plans on the case's operands; a variant whose planning fails is left out, with its
+    error in ``case.compile_errors``."""
+    planned: dict[str, list[Any]] = {}
+    for label, options in case.variants:
+        try:
+            planned[label] = _plans(case, options)
+        except Exception as exc:  # noqa: BLE001 - recorded, the probe goes on
+            case.compile_errors[label] = f"planning: {type(exc).__name__}: {exc}"[:500]
+    return planned
 
-    def build(plan: Any) -> str | None:
+
+def compile_modules(plans: Iterable[Any]) -> int:
+    """Build the module of every plan once, in parallel threads (NVRTC runs without the GIL): one NVRTC compile per
+    (source, defines), which every kernel of that file shares. A failed build is left to the per-kernel step: the
+    kernel's ``custom.get_kernel`` raises its error again. Returns the number of modules."""
+    modules: dict[tuple[str, Any], Any] = {}
+    for plan in plans:
+        modules.setdefault((plan.source, plan.defines), plan)
+
+    def build(plan: Any) -> None:
         try:
             custom.get_kernel(plan)
-            return None
-        except Exception as exc:  # noqa: BLE001
-            return f"compile {plan.source} {plan.defines}: {type(exc).__name__}: {exc}"[:800]
+        except Exception:  # noqa: BLE001 - each kernel's own error is taken afterwards
+            pass
 
-    with ThreadPoolExecutor(max_workers=8) as pool:
-        errors: dict[tuple[str, str, Any], str | None] = dict(zip(unique, pool.map(build, unique.values())))
+    with ThreadPoolExecutor(max_workers=min(32, os.cpu_count() or 8)) as pool:
+        list(pool.map(build, modules.values()))
+    return len(modules)
+
+
+def compile_variants(cases: Sequence[Case], error_head: Callable[[Any], str], more_plans: Iterable[Any] = ()
+                     ) -> tuple[int, int, int]:
+    """Plan every variant of ``cases``, build every module those plans and ``more_plans`` (a probe's correctness
+    checks) need (``compile_modules``), then give each variant its launcher in ``case.launchers``, or its error in
+    ``case.compile_errors``: its planning's, or its first failing kernel's ``"{error_head(plan)}: {type}: {error}"``.
+    Returns the numbers of modules, kernels and variants planned."""
+    planned = {(case.name, label): plans for case in cases for label, plans in plan_variants(case).items()}
+    wanted = {(p.source, p.kernel, p.defines): p for plans in planned.values() for p in plans}
+    wanted.update({(p.source, p.kernel, p.defines): p for p in more_plans})
+    modules = compile_modules(wanted.values())
+    errors: dict[tuple[str, str, Any], str | None] = {}
+    for key, plan in wanted.items():
+        try:
+            custom.get_kernel(plan)
+            errors[key] = None
+        except Exception as exc:  # noqa: BLE001
+            errors[key] = f"{error_head(plan)}: {type(exc).__name__}: {exc}"[:800]
     for case in cases:
         for label, options in case.variants:
-            plans = planned.get((case.name, label), [])
-            failed = [e for e in (errors[(p.source, p.kernel, p.defines)] for p in plans) if e is not None]
+            if (case.name, label) not in planned:  # its planning failed: that error is recorded
+                continue
+            failed = [e for e in (errors[(p.source, p.kernel, p.defines)] for p in planned[(case.name, label)]) if e]
             if failed:
                 case.compile_errors[label] = failed[0]
-            elif label not in case.compile_errors:
+            else:
                 case.launchers[label] = custom.launcher(case.kind, **options)
-    print(f"probe: built {len(unique)} kernels for {len(planned)} variants in {time.monotonic() - START:.1f} s",
-          flush=True)
+    return modules, len(wanted), len(planned)
 
 
-def main() -> int:
-    out_dir = Path(sys.argv[1] if len(sys.argv) > 1 else ".")
-    out_dir.mkdir(parents=True, exist_ok=True)
+def _compile_all(cases: list[Case]) -> None:
+    """Plan and build every variant (``compile_variants``); a variant whose planning or build fails keeps its error
+    in ``case.compile_errors``."""
+    _, kernels, variants = compile_variants(cases, lambda plan: f"compile {plan.source} {plan.defines}")
+    print(f"probe: built {kernels} kernels for {variants} variants in {time.monotonic() - START:.1f} s", flush=True)
+
+
+def _check_buffer(rng: np.random.Generator, batch: int, rows: int, cols: int, dtype: str, pad: int, offset: bool,
+                  nan: bool) -> tuple[Any, Any]:
+    """(whole buffer, matrix view): random values (NaN when ``nan``) in the matrix, NaN in the padding and before an
+    offset start."""
+    shape = (batch, rows, cols) if batch > 1 else (rows, cols)
+    lead = 1 if offset else 0
+    wide = (*shape[:-1], lead + cols + pad)
+    buf = random_operand(rng, wide, dtype)
+    if buf.base is not None:  # random_operand may return a view; keep a plain buffer
+        buf = buf.copy()
+    nanv = cupy.asarray(np.nan, dtype=buf.dtype)
+    view = buf[..., lead:lead + cols]
+    buf[..., :lead] = nanv
+    buf[..., lead + cols:] = nanv
+    if nan:
+        view[...] = nanv
+    return buf, view
+
+
+class Check:
+    """A correctness check of probes 2 and 3: one shape's operands and float64 reference, shared by every build of
+    its kind ("optimized", "batched": the tiled path, "mma") that it checks.
+
+    ``options``: alpha, beta (C NaN-poisoned when beta = 0), pad = extra leading-dimension elements of (A, B, C),
+    holding NaN (a read past K or N shows; a write into C's padding is counted), offset = every matrix starts one
+    element into its buffer (misaligned: the scalar kernels). The bound is the suite's
+    (gpuperf.suite.accuracy.tolerance), on every element."""
+
+    def __init__(self, kind: str, label: str, batch: int, m: int, n: int, k: int, options: dict[str, Any],
+                 rng: np.random.Generator) -> None:
+        self.kind, self.label = kind, label
+        self.dtype = "fp16" if kind == "mma" else "fp32"
+        self.alpha = float(options.get("alpha", 1.0))
+        self.beta = float(options.get("beta", 0.0))
+        pad = options.get("pad", (0, 0, 0))
+        offset = bool(options.get("offset", False))
+        _, self.a = _check_buffer(rng, batch, m, k, self.dtype, pad[0], offset, False)
+        _, self.b = _check_buffer(rng, batch, k, n, self.dtype, pad[1], offset, False)
+        self.c_buf, self.c = _check_buffer(rng, batch, m, n, self.dtype, pad[2], offset, self.beta == 0.0)
+        self.c0 = self.c.copy()
+        self.c_buf0 = self.c_buf.copy()
+        a64, b64 = self.a.astype(cupy.float64), self.b.astype(cupy.float64)
+        self.ref = self.alpha * cupy.matmul(a64, b64)
+        self.mag = abs(self.alpha) * cupy.matmul(cupy.abs(a64), cupy.abs(b64))
+        if self.beta != 0.0:
+            c064 = self.c0.astype(cupy.float64)
+            self.ref += self.beta * c064
+            self.mag += abs(self.beta) * cupy.abs(c064)
+        self.bound = tolerance(self.dtype, k) * self.mag
+        del a64, b64
+
+    def plans(self, config: str) -> list[Any]:
+        if self.kind == "batched":
+            return custom_plan.plan_batched(self.a, self.b, self.c, self.alpha, self.beta, path="tiled", config=config)
+        planner = custom_plan.plan_mma if self.kind == "mma" else custom_plan.plan_optimized
+        return [planner(self.a, self.b, self.c, self.alpha, self.beta, config=config)]
+
+    def run(self, config: str) -> dict[str, Any]:
+        """The ``config`` build's result: check, kernel, max_err_over_bound and status ("ok", "WRONG: ..."), or
+        check, status ("ERROR ...") and traceback when it fails to plan or launch."""
+        try:
+            return self._run(config)
+        except Exception as exc:  # noqa: BLE001 - a failing build never stops the probe
+            return {"check": self.label, "status": f"ERROR {type(exc).__name__}: {exc}"[:500],
+                    "traceback": traceback.format_exc()[-1200:]}
+
+    def _run(self, config: str) -> dict[str, Any]:
+        self.c_buf[...] = self.c_buf0  # the original C (or NaN) and NaN padding
+        plans = self.plans(config)
+        custom.launch_all(plans)
+        cupy.cuda.get_current_stream().synchronize()
+        got = self.c.astype(cupy.float64)
+        err = cupy.abs(got - self.ref)
+        bad = ~(err <= self.bound)  # NaN (unwritten, or read past an edge) counts as bad
+        nbad = int(bad.sum())
+        outside = cupy.ones(self.c_buf.shape, dtype=bool)
+        lead = self.c.data.ptr - self.c_buf.data.ptr  # bytes: 0, or one element for the misaligned case
+        outside[..., lead // self.c.itemsize:lead // self.c.itemsize + self.c.shape[-1]] = False
+        before, after = self.c_buf0[outside], self.c_buf[outside]
+        touched = int((~((before == after) | (cupy.isnan(before) & cupy.isnan(after)))).sum())
+        ratio = float(cupy.max(cupy.where(self.bound > 0, err / cupy.where(self.bound > 0, self.bound, 1), 0)))
+        result: dict[str, Any] = {"check": self.label, "kernel": plans[0].kernel, "max_err_over_bound": ratio}
+        if nbad or touched:
+            worst = tuple(int(i) for i in cupy.unravel_index(int(cupy.argmax(cupy.where(bad, err, -1))), err.shape))
+            result["status"] = (f"WRONG: {nbad} of {err.size} outside the bound (NaN: "
+                                f"{int(cupy.isnan(got).sum())}), {touched} padding elements written; worst at {worst}")
+        else:
+            result["status"] = "ok"
+        return result
+
+
+def check_plans(checks: Sequence[Check], configs: Callable[[Check], Sequence[str]]) -> list[Any]:
+    """The plans of every check's builds (``configs(check)``), to compile with the timed ones; a build whose planning
+    fails is left out (its check reports the error)."""
+    plans: list[Any] = []
+    for check in checks:
+        for config in configs(check):
+            try:
+                plans += check.plans(config)
+            except Exception:  # noqa: BLE001 - reported when the check runs
+                pass
+    return plans
+
+
+def run_checks(checks: Sequence[Check], config: str) -> tuple[list[dict[str, Any]], str]:
+    """The ``config`` build's result on every check (``Check.run``), and its verdict: "ok", or the first failure
+    as "{check}: {status}"."""
+    results = [check.run(config) for check in checks]
+    failures = (f"{check.label}: {r['status']}" for check, r in zip(checks, results) if r["status"] != "ok")
+    return results, next(failures, "ok")
+
+
+def release(checks: list[Check]) -> None:
+    """Drop the checks, their float64 references first, and free CuPy's memory pool (before timing)."""
+    for c in checks:
+        del c.ref, c.mag, c.bound
+    checks.clear()
+    cupy.get_default_memory_pool().free_all_blocks()
+
+
+def run_header(rounds: int | None = None, **extra: Any) -> dict[str, Any]:
+    """A probe run's JSON header (and first log line): the device, CuPy and the CUDA runtime, the timing settings
+    (``rounds`` with them, for a probe that times in rounds), the start time, then ``extra``."""
     device = cupy.cuda.Device()
     props = cupy.cuda.runtime.getDeviceProperties(device.id)
-    header = {"device": props["name"].decode(), "cc": device.compute_capability, "cupy": cupy.__version__,
-              "cuda_runtime": cupy.cuda.runtime.runtimeGetVersion(), "samples": SAMPLES, "warmup": WARMUP,
-              "flush": "read 2 x L2 before each call", "started": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
-    print(f"probe: {header}", flush=True)
-    rows: list[dict[str, Any]] = []
-    rng = np.random.default_rng(15)
+    timing = {"samples": SAMPLES, "warmup": WARMUP, **({} if rounds is None else {"rounds": rounds})}
+    return {"device": props["name"].decode(), "cc": device.compute_capability, "cupy": cupy.__version__,
+            "cuda_runtime": cupy.cuda.runtime.runtimeGetVersion(), **timing, "flush": "read 2 x L2 before each call",
+            "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), **extra}
+
+
+@contextmanager
+def measuring() -> Iterator[tuple[int, Timer]]:
+    """A non-blocking stream, current inside the block, with a cuBLAS handle and a ``Timer`` on it:
+    ``with measuring() as (handle, timer):``."""
     stream = cupy.cuda.Stream(non_blocking=True)
     from cupy_backends.cuda.libs import cublas as cublas_lib
 
     with stream:
         handle = cublas_lib.create()
-        timer = Timer(stream)
+        yield handle, Timer(stream)
+        cublas_lib.destroy(handle)
+
+
+def write_json(path: Path, payload: dict[str, Any]) -> None:
+    """``payload`` as JSON to ``path``, its ``elapsed_s`` set to the seconds since the start (probes write after
+    every step, so a run that is killed keeps what it measured)."""
+    payload["elapsed_s"] = round(time.monotonic() - START, 1)
+    path.write_text(json.dumps(payload, indent=1, default=str))
+
+
+def main() -> int:
+    out_dir = Path(sys.argv[1] if len(sys.argv) > 1 else ".")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    header = run_header()
+    print(f"probe: {header}", flush=True)
+    rows: list[dict[str, Any]] = []
+    payload = {**header, "elapsed_s": 0.0, "rows": rows}  # elapsed_s: set by every write
+    write = functools.partial(write_json, out_dir / "custom_probe.json", payload)
+    rng = np.random.default_rng(15)
+
+    with measuring() as (handle, timer):
         for case in CASES:
             case.operands = _operands(case, rng)
-        stream.synchronize()
+        timer.stream.synchronize()
         _compile_all(CASES)
 
         order = [(case, i) for i in range(max(len(c.variants) for c in CASES)) for case in CASES if i < len(case.variants)]
@@ -285,8 +472,7 @@ def main() -> int:
                 row["traceback"] = traceback.format_exc()[-1500:]
             row.update(cublas_fields(case, row))
             _print_row(row)
-            _write(out_dir, header, rows)
-        cublas_lib.destroy(handle)
+            write()
 
     print("\nprobe: best variant per case (ratio = custom / cuBLAS)")
     for case in CASES:
@@ -299,7 +485,7 @@ def main() -> int:
         default_text = f"default {default['ratio']:.3f}x" if default else "default failed"
         print(f"  {case.name:26s} best {best['variant']:24s} {best['ratio']:.3f}x (target {case.target}) | "
               f"{default_text}")
-    _write(out_dir, header, rows)
+    write()
     print(f"probe: {time.monotonic() - START:.1f} s, wrote {out_dir / 'custom_probe.json'}")
     return 0
 
@@ -332,11 +518,6 @@ def _print_row(row: dict[str, Any]) -> None:
     cublas_tf = f"{row['cublas_tflops']:8.2f}" if "cublas_tflops" in row else "       -"
     print(f"{row['case']:26s} {row['variant']:24s} custom {row['custom_tflops']:8.2f} cuBLAS {cublas_tf} TFLOPS "
           f"ratio {ratio:>7s} (target {row['target']}) check {row['check'][:60]} | {row.get('note', '')}", flush=True)
-
-
-def _write(out_dir: Path, header: dict[str, Any], rows: list[dict[str, Any]]) -> None:
-    payload = {**header, "elapsed_s": round(time.monotonic() - START, 1), "rows": rows}
-    (out_dir / "custom_probe.json").write_text(json.dumps(payload, indent=1, default=str))
 
 
 if __name__ == "__main__":

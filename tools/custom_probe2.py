@@ -24,12 +24,11 @@ OUT_DIR/custom_probe2.json after every row and prints the best build per case at
 
 from __future__ import annotations
 
-import json
+import functools
 import os
 import sys
 import time
 import traceback
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -37,13 +36,10 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 
-import cupy  # noqa: E402
 import numpy as np  # noqa: E402
 
-import custom_probe as p1  # noqa: E402  (tools/custom_probe.py: Timer, Case, cuBLAS calls, row printing)
-from gpuperf.suite.accuracy import tolerance  # noqa: E402
-from kernels import custom, custom_plan  # noqa: E402
-from kernels.operands import random_operand  # noqa: E402
+import custom_probe as p1  # noqa: E402  (tools/custom_probe.py: Timer, Case, Check, compiling, cuBLAS calls, rows)
+from kernels import custom_plan  # noqa: E402
 
 START = p1.START
 BUDGET_S = float(os.environ.get("PROBE_BUDGET_S", "88"))
@@ -109,169 +105,36 @@ CHECKS: dict[str, list[tuple[str, int, int, int, int, dict[str, Any]]]] = {
 }
 
 
-def _buffer(rng: np.random.Generator, batch: int, rows: int, cols: int, dtype: str, pad: int, offset: bool,
-            nan: bool) -> tuple[Any, Any]:
-    """(whole buffer, matrix view): random values (NaN when ``nan``) in the matrix, NaN in the padding and before an
-    offset start."""
-    shape = (batch, rows, cols) if batch > 1 else (rows, cols)
-    lead = 1 if offset else 0
-    wide = (*shape[:-1], lead + cols + pad)
-    buf = random_operand(rng, wide, dtype)
-    if buf.base is not None:  # random_operand may return a view; keep a plain buffer
-        buf = buf.copy()
-    nanv = cupy.asarray(np.nan, dtype=buf.dtype)
-    view = buf[..., lead:lead + cols]
-    buf[..., :lead] = nanv
-    buf[..., lead + cols:] = nanv
-    if nan:
-        view[...] = nanv
-    return buf, view
-
-
-class Check:
-    """One shape's operands and float64 reference, shared by every build of its kind."""
-
-    def __init__(self, kind: str, label: str, batch: int, m: int, n: int, k: int, options: dict[str, Any],
-                 rng: np.random.Generator) -> None:
-        self.kind, self.label = kind, label
-        self.dtype = "fp16" if kind == "mma" else "fp32"
-        self.alpha = float(options.get("alpha", 1.0))
-        self.beta = float(options.get("beta", 0.0))
-        pad = options.get("pad", (0, 0, 0))
-        offset = bool(options.get("offset", False))
-        _, self.a = _buffer(rng, batch, m, k, self.dtype, pad[0], offset, False)
-        _, self.b = _buffer(rng, batch, k, n, self.dtype, pad[1], offset, False)
-        self.c_buf, self.c = _buffer(rng, batch, m, n, self.dtype, pad[2], offset, self.beta == 0.0)
-        self.c0 = self.c.copy()
-        self.c_buf0 = self.c_buf.copy()
-        a64, b64 = self.a.astype(cupy.float64), self.b.astype(cupy.float64)
-        self.ref = self.alpha * cupy.matmul(a64, b64)
-        self.mag = abs(self.alpha) * cupy.matmul(cupy.abs(a64), cupy.abs(b64))
-        if self.beta != 0.0:
-            c064 = self.c0.astype(cupy.float64)
-            self.ref += self.beta * c064
-            self.mag += abs(self.beta) * cupy.abs(c064)
-        self.bound = tolerance(self.dtype, k) * self.mag
-        del a64, b64
-
-    def plans(self, config: str) -> list[Any]:
-        if self.kind == "batched":
-            return custom_plan.plan_batched(self.a, self.b, self.c, self.alpha, self.beta, path="tiled", config=config)
-        planner = custom_plan.plan_mma if self.kind == "mma" else custom_plan.plan_optimized
-        return [planner(self.a, self.b, self.c, self.alpha, self.beta, config=config)]
-
-    def run(self, config: str) -> dict[str, Any]:
-        self.c_buf[...] = self.c_buf0  # the original C (or NaN) and NaN padding
-        plans = self.plans(config)
-        custom.launch_all(plans)
-        cupy.cuda.get_current_stream().synchronize()
-        got = self.c.astype(cupy.float64)
-        err = cupy.abs(got - self.ref)
-        bad = ~(err <= self.bound)  # NaN (unwritten, or read past an edge) counts as bad
-        nbad = int(bad.sum())
-        outside = cupy.ones(self.c_buf.shape, dtype=bool)
-        lead = self.c.data.ptr - self.c_buf.data.ptr  # bytes: 0, or one element for the misaligned case
-        outside[..., lead // self.c.itemsize:lead // self.c.itemsize + self.c.shape[-1]] = False
-        before, after = self.c_buf0[outside], self.c_buf[outside]
-        touched = int((~((before == after) | (cupy.isnan(before) & cupy.isnan(after)))).sum())
-        ratio = float(cupy.max(cupy.where(self.bound > 0, err / cupy.where(self.bound > 0, self.bound, 1), 0)))
-        result: dict[str, Any] = {"check": self.label, "kernel": plans[0].kernel, "max_err_over_bound": ratio}
-        if nbad or touched:
-            worst = tuple(int(i) for i in cupy.unravel_index(int(cupy.argmax(cupy.where(bad, err, -1))), err.shape))
-            result["status"] = (f"WRONG: {nbad} of {err.size} outside the bound (NaN: "
-                                f"{int(cupy.isnan(got).sum())}), {touched} padding elements written; worst at {worst}")
-        else:
-            result["status"] = "ok"
-        return result
-
-
-def _compile(cases: list[p1.Case], checks: list[Check]) -> dict[tuple[str, str, Any], str | None]:
-    """Build every module the timing and the checks need, once, in parallel; return each kernel's error or None."""
-    wanted: dict[tuple[str, str, Any], Any] = {}
-    for case in cases:
-        for label, options in case.variants:
-            try:
-                for plan in p1._plans(case, options):
-                    wanted[(plan.source, plan.kernel, plan.defines)] = plan
-            except Exception as exc:  # noqa: BLE001
-                case.compile_errors[label] = f"planning: {type(exc).__name__}: {exc}"[:500]
-    for check in checks:
-        for config in NEW[check.kind]:
-            try:
-                for plan in check.plans(config):
-                    wanted[(plan.source, plan.kernel, plan.defines)] = plan
-            except Exception:  # noqa: BLE001 - reported when the check runs
-                pass
-    # one thread per module: the vec and scalar kernels of a module share one NVRTC compile
-    modules: dict[tuple[str, Any], Any] = {}
-    for (source, _, defines), plan in wanted.items():
-        modules.setdefault((source, defines), plan)
-
-    def build(plan: Any) -> None:
-        try:
-            custom.get_kernel(plan)
-        except Exception:  # noqa: BLE001 - each kernel's own error is taken below
-            pass
-
-    with ThreadPoolExecutor(max_workers=min(32, os.cpu_count() or 8)) as pool:
-        list(pool.map(build, modules.values()))
-    errors: dict[tuple[str, str, Any], str | None] = {}
-    for key, plan in wanted.items():
-        try:
-            custom.get_kernel(plan)
-            errors[key] = None
-        except Exception as exc:  # noqa: BLE001
-            errors[key] = f"compile {plan.source} {plan.kernel} {plan.defines}: {type(exc).__name__}: {exc}"[:800]
-    for case in cases:
-        for label, options in case.variants:
-            if label in case.compile_errors:
-                continue
-            failed = [errors[(p.source, p.kernel, p.defines)] for p in p1._plans(case, options)]
-            failed = [e for e in failed if e]
-            if failed:
-                case.compile_errors[label] = failed[0]
-            else:
-                case.launchers[label] = custom.launcher(case.kind, **options)
-    print(f"probe2: built {len(modules)} modules ({len(wanted)} kernels) in {time.monotonic() - START:.1f} s", flush=True)
-    return errors
+def _compile(cases: list[p1.Case], checks: list[p1.Check]) -> None:
+    """Build every module the timing and the checks need, once, in parallel; record each variant's error or launcher."""
+    modules, kernels, _ = p1.compile_variants(cases, lambda plan: f"compile {plan.source} {plan.kernel} {plan.defines}",
+                                              p1.check_plans(checks, lambda check: NEW[check.kind]))
+    print(f"probe2: built {modules} modules ({kernels} kernels) in {time.monotonic() - START:.1f} s", flush=True)
 
 
 def main() -> int:
     out_dir = Path(sys.argv[1] if len(sys.argv) > 1 else ".")
     out_dir.mkdir(parents=True, exist_ok=True)
-    device = cupy.cuda.Device()
-    props = cupy.cuda.runtime.getDeviceProperties(device.id)
-    header = {"device": props["name"].decode(), "cc": device.compute_capability, "cupy": cupy.__version__,
-              "cuda_runtime": cupy.cuda.runtime.runtimeGetVersion(), "samples": p1.SAMPLES, "warmup": p1.WARMUP,
-              "flush": "read 2 x L2 before each call", "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-              "new_sgemm": NEW_SGEMM, "new_batched": NEW_BATCHED, "new_mma": NEW_MMA,
-              "round2_sgemm": BEST2_SGEMM, "round2_batched": BEST2_BATCHED}
+    header = p1.run_header(new_sgemm=NEW_SGEMM, new_batched=NEW_BATCHED, new_mma=NEW_MMA, round2_sgemm=BEST2_SGEMM,
+                           round2_batched=BEST2_BATCHED)
     print(f"probe2: {header}", flush=True)
     payload: dict[str, Any] = {**header, "correctness": [], "rows": []}
-
-    def write() -> None:
-        payload["elapsed_s"] = round(time.monotonic() - START, 1)
-        (out_dir / "custom_probe2.json").write_text(json.dumps(payload, indent=1, default=str))
-
+    write = functools.partial(p1.write_json, out_dir / "custom_probe2.json", payload)
     rng = np.random.default_rng(152)
-    stream = cupy.cuda.Stream(non_blocking=True)
-    from cupy_backends.cuda.libs import cublas as cublas_lib
 
-    with stream:
-        handle = cublas_lib.create()
-        timer = p1.Timer(stream)
+    with p1.measuring() as (handle, timer):
         for case in CASES:
             case.operands = p1._operands(case, rng)
-        checks: list[Check] = []
+        checks: list[p1.Check] = []
         for kind, specs in CHECKS.items():
             if not NEW[kind]:  # nothing new of this kind to check: no operands, no reference
                 continue
             for label, batch, m, n, k, options in specs:
                 try:
-                    checks.append(Check(kind, label, batch, m, n, k, options, rng))
+                    checks.append(p1.Check(kind, label, batch, m, n, k, options, rng))
                 except Exception as exc:  # noqa: BLE001
                     payload["correctness"].append({"kind": kind, "check": label, "status": f"SETUP ERROR: {exc}"[:400]})
-        stream.synchronize()
+        timer.stream.synchronize()
         print(f"probe2: operands and float64 references ready in {time.monotonic() - START:.1f} s", flush=True)
         _compile(CASES, checks)
         write()
@@ -280,26 +143,14 @@ def main() -> int:
         verdict: dict[tuple[str, str], str] = {}  # (kind, config) -> "ok" or the first failure
         for kind in ("optimized", "batched", "mma"):
             for config in NEW[kind]:
-                lines = []
-                for check in (c for c in checks if c.kind == kind):
-                    try:
-                        result = check.run(config)
-                    except Exception as exc:  # noqa: BLE001
-                        result = {"check": check.label, "status": f"ERROR {type(exc).__name__}: {exc}"[:500],
-                                  "traceback": traceback.format_exc()[-1200:]}
-                    payload["correctness"].append({"kind": kind, "config": config, **result})
-                    if result["status"] != "ok" and (kind, config) not in verdict:
-                        verdict[(kind, config)] = f"{check.label}: {result['status']}"
-                    lines.append(result["status"] == "ok")
-                verdict.setdefault((kind, config), "ok")
-                status = verdict[(kind, config)]
-                print(f"check {kind:9s} {config:36s} {sum(lines)}/{len(lines)} ok"
+                results, status = p1.run_checks([c for c in checks if c.kind == kind], config)
+                payload["correctness"] += [{"kind": kind, "config": config, **result} for result in results]
+                verdict[(kind, config)] = status
+                passed = sum(result["status"] == "ok" for result in results)
+                print(f"check {kind:9s} {config:36s} {passed}/{len(results)} ok"
                       + ("" if status == "ok" else f"  FIRST FAILURE {status[:220]}"), flush=True)
                 write()
-        for c in checks:  # free the references before timing
-            del c.ref, c.mag, c.bound
-        checks.clear()
-        cupy.get_default_memory_pool().free_all_blocks()
+        p1.release(checks)  # free the references before timing
 
         # (3) timing
         order = [(case, i) for i in range(max(len(c.variants) for c in CASES)) for case in CASES if i < len(case.variants)]
@@ -337,7 +188,6 @@ def main() -> int:
             row.update(p1.cublas_fields(case, row))
             p1._print_row(row)
             write()
-        cublas_lib.destroy(handle)
 
     print("\nprobe2: best build per case (ratio = cuBLAS time / custom time; only builds whose check passed)")
     summary = []

@@ -24,13 +24,11 @@ OUT_DIR/custom_probe3.json after every step and prints the best build at the end
 from __future__ import annotations
 
 import dataclasses
-import json
+import functools
 import os
 import statistics
 import sys
 import time
-import traceback
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -38,13 +36,10 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 
-import cupy  # noqa: E402
 import numpy as np  # noqa: E402
 
-import custom_probe as p1  # noqa: E402  (tools/custom_probe.py: Timer, Case, cuBLAS calls, resource fields)
-from gpuperf.suite.accuracy import tolerance  # noqa: E402
-from kernels import custom, custom_plan  # noqa: E402
-from kernels.operands import random_operand  # noqa: E402
+import custom_probe as p1  # noqa: E402  (tools/custom_probe.py: Timer, Case, Check, compiling, cuBLAS calls, rows)
+from kernels import custom_plan  # noqa: E402
 
 START = p1.START
 BUDGET_S = float(os.environ.get("PROBE_BUDGET_S", "50"))
@@ -82,146 +77,32 @@ CHECKS: list[tuple[str, int, int, int, dict[str, Any]]] = [
 ]
 
 
-def _buffer(rng: np.random.Generator, rows: int, cols: int, pad: int, offset: bool, nan: bool) -> tuple[Any, Any]:
-    """(whole buffer, matrix view), FP16: random values (NaN when ``nan``) in the matrix, NaN in the padding and
-    before an offset start."""
-    lead = 1 if offset else 0
-    buf = random_operand(rng, (rows, lead + cols + pad), "fp16")
-    if buf.base is not None:  # random_operand may return a view; keep a plain buffer
-        buf = buf.copy()
-    nanv = cupy.asarray(np.nan, dtype=buf.dtype)
-    view = buf[:, lead:lead + cols]
-    buf[:, :lead] = nanv
-    buf[:, lead + cols:] = nanv
-    if nan:
-        view[...] = nanv
-    return buf, view
-
-
-class Check:
-    """One shape's operands and float64 reference, shared by every build."""
-
-    def __init__(self, label: str, m: int, n: int, k: int, options: dict[str, Any], rng: np.random.Generator) -> None:
-        self.label = label
-        self.alpha = float(options.get("alpha", 1.0))
-        self.beta = float(options.get("beta", 0.0))
-        pad = options.get("pad", (0, 0, 0))
-        offset = bool(options.get("offset", False))
-        _, self.a = _buffer(rng, m, k, pad[0], offset, False)
-        _, self.b = _buffer(rng, k, n, pad[1], offset, False)
-        self.c_buf, self.c = _buffer(rng, m, n, pad[2], offset, self.beta == 0.0)
-        self.c_buf0 = self.c_buf.copy()
-        a64, b64 = self.a.astype(cupy.float64), self.b.astype(cupy.float64)
-        self.ref = self.alpha * cupy.matmul(a64, b64)
-        self.mag = abs(self.alpha) * cupy.matmul(cupy.abs(a64), cupy.abs(b64))
-        if self.beta != 0.0:
-            c064 = self.c.astype(cupy.float64)
-            self.ref += self.beta * c064
-            self.mag += abs(self.beta) * cupy.abs(c064)
-        self.bound = tolerance("fp16", k) * self.mag
-        del a64, b64
-
-    def plan(self, config: str) -> Any:
-        return custom_plan.plan_mma(self.a, self.b, self.c, self.alpha, self.beta, config=config)
-
-    def run(self, config: str) -> dict[str, Any]:
-        self.c_buf[...] = self.c_buf0  # the original C (or NaN) and NaN padding
-        plan = self.plan(config)
-        custom.launch(plan)
-        cupy.cuda.get_current_stream().synchronize()
-        got = self.c.astype(cupy.float64)
-        err = cupy.abs(got - self.ref)
-        bad = ~(err <= self.bound)  # NaN (unwritten, or read past an edge) counts as bad
-        nbad = int(bad.sum())
-        outside = cupy.ones(self.c_buf.shape, dtype=bool)
-        lead = (self.c.data.ptr - self.c_buf.data.ptr) // self.c.itemsize  # 0, or 1 for the misaligned case
-        outside[:, lead:lead + self.c.shape[1]] = False
-        before, after = self.c_buf0[outside], self.c_buf[outside]
-        touched = int((~((before == after) | (cupy.isnan(before) & cupy.isnan(after)))).sum())
-        ratio = float(cupy.max(cupy.where(self.bound > 0, err / cupy.where(self.bound > 0, self.bound, 1), 0)))
-        result: dict[str, Any] = {"check": self.label, "kernel": plan.kernel, "max_err_over_bound": ratio}
-        if nbad or touched:
-            worst = tuple(int(i) for i in cupy.unravel_index(int(cupy.argmax(cupy.where(bad, err, -1))), err.shape))
-            result["status"] = (f"WRONG: {nbad} of {err.size} outside the bound (NaN: {int(cupy.isnan(got).sum())}), "
-                                f"{touched} padding elements written; worst at {worst}")
-        else:
-            result["status"] = "ok"
-        return result
-
-
-def _compile(checks: list[Check]) -> None:
+def _compile(checks: list[p1.Check]) -> None:
     """Build every module the timing and the checks need, once, in parallel; record each variant's error or launcher."""
-    wanted: dict[tuple[str, str, Any], Any] = {}
-    for label, options in CASE.variants:
-        try:
-            for plan in p1._plans(CASE, options):
-                wanted[(plan.source, plan.kernel, plan.defines)] = plan
-        except Exception as exc:  # noqa: BLE001
-            CASE.compile_errors[label] = f"planning: {type(exc).__name__}: {exc}"[:500]
-    for check in checks:
-        for config in CHECKED:
-            try:
-                plan = check.plan(config)
-                wanted[(plan.source, plan.kernel, plan.defines)] = plan
-            except Exception:  # noqa: BLE001 - reported when the check runs
-                pass
-    modules: dict[tuple[str, Any], Any] = {}  # the vec8 and scalar kernels of a module share one NVRTC compile
-    for (source, _, defines), plan in wanted.items():
-        modules.setdefault((source, defines), plan)
-
-    def build(plan: Any) -> None:
-        try:
-            custom.get_kernel(plan)
-        except Exception:  # noqa: BLE001 - each kernel's own error is taken below
-            pass
-
-    with ThreadPoolExecutor(max_workers=min(16, os.cpu_count() or 8)) as pool:
-        list(pool.map(build, modules.values()))
-    for label, options in CASE.variants:
-        if label in CASE.compile_errors:
-            continue
-        try:
-            for plan in p1._plans(CASE, options):
-                custom.get_kernel(plan)
-            CASE.launchers[label] = custom.launcher(CASE.kind, **options)
-        except Exception as exc:  # noqa: BLE001
-            CASE.compile_errors[label] = f"compile: {type(exc).__name__}: {exc}"[:800]
-    print(f"probe3: built {len(modules)} modules ({len(wanted)} kernels) in {time.monotonic() - START:.1f} s",
-          flush=True)
+    checked = p1.check_plans(checks, lambda check: CHECKED)
+    modules, kernels, _ = p1.compile_variants([CASE], lambda plan: "compile", checked)
+    print(f"probe3: built {modules} modules ({kernels} kernels) in {time.monotonic() - START:.1f} s", flush=True)
 
 
 def main() -> int:
     out_dir = Path(sys.argv[1] if len(sys.argv) > 1 else ".")
     out_dir.mkdir(parents=True, exist_ok=True)
-    device = cupy.cuda.Device()
-    props = cupy.cuda.runtime.getDeviceProperties(device.id)
-    header = {"device": props["name"].decode(), "cc": device.compute_capability, "cupy": cupy.__version__,
-              "cuda_runtime": cupy.cuda.runtime.runtimeGetVersion(), "samples": p1.SAMPLES, "warmup": p1.WARMUP,
-              "rounds": ROUNDS, "flush": "read 2 x L2 before each call",
-              "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "default": DEFAULT, "new_mma": NEW_MMA,
-              "twins": TWINS, "builds": {n: dict(custom_plan.MMA_CONFIGS[n].defines) for n in TIMED}}
+    header = p1.run_header(rounds=ROUNDS, default=DEFAULT, new_mma=NEW_MMA, twins=TWINS,
+                           builds={n: dict(custom_plan.MMA_CONFIGS[n].defines) for n in TIMED})
     print(f"probe3: {header}", flush=True)
     payload: dict[str, Any] = {**header, "correctness": [], "rounds_ms": [], "rows": []}
-
-    def write() -> None:
-        payload["elapsed_s"] = round(time.monotonic() - START, 1)
-        (out_dir / "custom_probe3.json").write_text(json.dumps(payload, indent=1, default=str))
-
+    write = functools.partial(p1.write_json, out_dir / "custom_probe3.json", payload)
     rng = np.random.default_rng(153)
-    stream = cupy.cuda.Stream(non_blocking=True)
-    from cupy_backends.cuda.libs import cublas as cublas_lib
 
-    with stream:
-        handle = cublas_lib.create()
-        timer = p1.Timer(stream)
+    with p1.measuring() as (handle, timer):
         CASE.operands = p1._operands(CASE, rng)
-        checks: list[Check] = []
+        checks: list[p1.Check] = []
         for label, m, n, k, options in CHECKS:
             try:
-                checks.append(Check(label, m, n, k, options, rng))
+                checks.append(p1.Check("mma", label, 1, m, n, k, options, rng))
             except Exception as exc:  # noqa: BLE001
                 payload["correctness"].append({"check": label, "status": f"SETUP ERROR: {exc}"[:400]})
-        stream.synchronize()
+        timer.stream.synchronize()
         print(f"probe3: operands and float64 references ready in {time.monotonic() - START:.1f} s", flush=True)
         _compile(checks)
         write()
@@ -229,27 +110,14 @@ def main() -> int:
         # (2) correctness
         verdict: dict[str, str] = {}  # config -> "ok" or the first failure
         for config in CHECKED:
-            passed = 0
-            for check in checks:
-                try:
-                    result = check.run(config)
-                except Exception as exc:  # noqa: BLE001
-                    result = {"check": check.label, "status": f"ERROR {type(exc).__name__}: {exc}"[:500],
-                              "traceback": traceback.format_exc()[-1200:]}
-                payload["correctness"].append({"config": config, **result})
-                passed += result["status"] == "ok"
-                if result["status"] != "ok" and config not in verdict:
-                    verdict[config] = f"{check.label}: {result['status']}"
-            verdict.setdefault(config, "ok")
-            worst = max((r.get("max_err_over_bound", 0.0) for r in payload["correctness"] if r.get("config") == config),
-                        default=0.0)
+            results, verdict[config] = p1.run_checks(checks, config)
+            payload["correctness"] += [{"config": config, **result} for result in results]
+            passed = sum(result["status"] == "ok" for result in results)
+            worst = max((result.get("max_err_over_bound", 0.0) for result in results), default=0.0)
             print(f"check {config:24s} {passed}/{len(checks)} ok (max err/bound {worst:.3f})"
                   + ("" if verdict[config] == "ok" else f"  FIRST FAILURE {verdict[config][:220]}"), flush=True)
             write()
-        for c in checks:  # free the references before timing
-            del c.ref, c.mag, c.bound
-        checks.clear()
-        cupy.get_default_memory_pool().free_all_blocks()
+        p1.release(checks)  # free the references before timing
 
         # (3) timing: ROUNDS rounds, the order rotated, cuBLAS in every round
         labels = [label for label, _ in CASE.variants]
@@ -281,7 +149,6 @@ def main() -> int:
             line = " ".join(f"{k}={v:.4f}" for k, v in measured.items())
             print(f"probe3: round {r}: {line}", flush=True)
             write()
-        cublas_lib.destroy(handle)
 
     cublas_ms = statistics.median(times["cuBLAS"]) if times["cuBLAS"] else None
     rows = []
