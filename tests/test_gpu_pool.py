@@ -12,6 +12,8 @@ import pytest
 
 from gpuperf.wiring.fixtures import GpuPool
 
+pytest_plugins = ["pytester"]
+
 
 class _Stream:
     made: list[_Stream] = []
@@ -69,3 +71,94 @@ def test_each_device_has_its_own_stream(fake_cupy: list[_Stream]) -> None:
 def test_no_stream_is_made_before_a_test_asks(fake_cupy: list[_Stream]) -> None:
     pool = GpuPool()
     assert fake_cupy == [] and pool.streams == {}
+
+
+STREAM_CONFTEST = '''
+import sys
+import types
+
+import pytest
+
+from gpuperf.wiring.fixtures import GpuPool
+from gpuperf.wiring.plugin import POOL
+
+pytest_plugins = ["gpuperf.wiring.plugin"]
+
+
+class Stream:
+    made = []
+
+    def __init__(self, non_blocking=False):
+        self.non_blocking = non_blocking
+        self.synchronized = 0
+        Stream.made.append(self)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return None
+
+    def synchronize(self):
+        self.synchronized += 1
+
+
+class Device:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return None
+
+
+cupy = types.ModuleType("cupy")
+cupy.cuda = types.SimpleNamespace(Stream=Stream)
+sys.modules["cupy"] = cupy
+
+
+class Pool(GpuPool):
+    """The real per-device cache, on one stand-in device."""
+
+    def devices(self):
+        return [(0, "Fake GPU")]
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_configure(config):
+    config.stash[POOL] = Pool()
+
+
+@pytest.fixture
+def gpu():
+    return types.SimpleNamespace(index=0, device=Device())
+'''
+
+STREAM_TESTS = '''
+import cupy
+
+seen = []
+
+
+def test_first(stream):
+    seen.append(stream)
+
+
+def test_second(stream):
+    seen.append(stream)
+
+
+def test_third(stream):
+    seen.append(stream)
+    assert seen[0] is seen[1] is seen[2], "every test must get the same measuring stream"
+    assert len(cupy.cuda.Stream.made) == 1 and seen[0].non_blocking
+    assert seen[0].synchronized == 2, "the stream is drained after each test"
+'''
+
+
+def test_every_test_runs_on_the_one_measuring_stream(pytester: pytest.Pytester) -> None:
+    """Through pytest: the plugin's ``stream`` fixture hands three tests the same stream, made once by the pool
+    and drained after each test."""
+    pytester.makeconftest(STREAM_CONFTEST)
+    pytester.makepyfile(test_streams=STREAM_TESTS)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-q")
+    result.assert_outcomes(passed=3)
