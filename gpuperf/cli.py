@@ -1,4 +1,5 @@
-"""``python -m gpuperf``: ``device``, ``compare A B``, ``baseline diff|check|seal|drop``, ``plot`` and ``readme``.
+"""``python -m gpuperf``: ``device``, ``compare A B``, ``baseline diff|check|seal|drop``, ``plot``, ``readme``,
+``history ingest|show|changes`` (``cli_history.py``) and ``bisect`` (``bisect.py``).
 
 Argument parsing and thin commands: each reads its inputs, calls the pure modules (``diff``, ``report``,
 ``table``, ``gate``) and prints. Each command prints what it did; an error prints one line naming the cause
@@ -15,11 +16,16 @@ from datetime import datetime, timezone
 from collections.abc import Sequence
 from pathlib import Path
 
+from gpuperf.bisect import BisectError, add_bisect_command
+from gpuperf.cli_history import add_history_commands
 from gpuperf.measure.device import DeviceInfo, query_device
 from gpuperf.measure.peaks import DevicePeaks, device_peaks
 from gpuperf.output import diff, report
 from gpuperf.output.results import RESULTS_JSON, ResultsError, load_figures, load_run
 from gpuperf.output.table import peaks_line
+from gpuperf.store.history import HistoryError
+from gpuperf.store.history_rows import HistoryInputError
+from gpuperf.store.history_schema import SchemaError
 from gpuperf.verdict.baseline import (BaselineError, BaselineFile, Integrity, drop_entries, load_baseline,
                                       seal_baseline, update_baseline, version_changes)
 from gpuperf.verdict.check import baseline_header
@@ -394,6 +400,8 @@ def build_parser() -> argparse.ArgumentParser:
     section.add_argument("--readme", default="README.md", help="the README to rewrite (default README.md)")
     section.add_argument("--images", nargs="*", default=[], metavar="PNG", help="plots to show, as README paths")
     section.set_defaults(func=cmd_readme)
+    add_history_commands(commands)
+    add_bisect_command(commands)
     return parser
 
 
@@ -401,6 +409,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return int(args.func(args))
-    except (CliError, ResultsError, BaselineError, FleetError) as exc:
+    except (CliError, ResultsError, BaselineError, FleetError, HistoryError, SchemaError, HistoryInputError,
+            BisectError) as exc:
         print(f"gpuperf: error: {exc}", file=sys.stderr)
         return EXIT_ERROR
