@@ -1,0 +1,1 @@
+"""Persistent formats: every file gpuperf reads back or keeps, behind one reader and one atomic writer each."""
