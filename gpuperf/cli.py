@@ -20,7 +20,7 @@ from gpuperf.measure.peaks import DevicePeaks, device_peaks
 from gpuperf.output import diff, report
 from gpuperf.output.results import RESULTS_JSON, ResultsError, load_figures, load_run
 from gpuperf.output.table import peaks_line
-from gpuperf.verdict.baseline import (BaselineError, BaselineFile, Integrity, drop_entries, load_baseline,
+from gpuperf.store.baseline import (BaselineError, BaselineFile, Integrity, drop_entries, load_baseline,
                                       seal_baseline, update_baseline, version_changes)
 from gpuperf.verdict.check import baseline_header
 from gpuperf.verdict.fleet import FleetError, Run, entries_from_runs, fleet_spread

@@ -16,12 +16,12 @@ import pytest
 from gpuperf import cli
 
 from gpuperf.output import diff, results
-from gpuperf.verdict.baseline import Entry, dump_baseline, load_baseline
+from gpuperf.store.baseline import Entry, dump_baseline, load_baseline
 from gpuperf.cli import main
 from gpuperf.measure.device import DeviceInfo, NoGpuError
 from gpuperf.verdict.check import entry_from_record
 from gpuperf.verdict.gate import Context, GateConfig, decide
-from gpuperf.verdict.records import Record, RunInfo
+from gpuperf.store.records import Record, RunInfo
 from gpuperf.vocabulary import Metric, Status
 
 REPO = Path(__file__).resolve().parent.parent

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from gpuperf.output.readme import END, START, ReadmeError, replace_section, results_section
-from gpuperf.verdict.records import Record, RunInfo
+from gpuperf.store.records import Record, RunInfo
 
 RUN = RunInfo(gpu_name="Fake GPU", gpu_slug="fake-gpu", compute_capability="9.0", driver="580.1", cuda_runtime="13.0",
               cublas="13.1.0", cupy="14.2.0", sm_clock_max_mhz=1980, mem_clock_mhz=3201, flush_modes=("cold",),

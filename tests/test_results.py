@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from gpuperf.output import results
-from gpuperf.verdict.baseline import Entry, dump_baseline
+from gpuperf.store.baseline import Entry, dump_baseline
 from gpuperf.verdict.check import entry_from_record
-from gpuperf.verdict.records import Record, RunInfo
+from gpuperf.store.records import Record, RunInfo
 from gpuperf.vocabulary import Status
 
 PEAKS = {"memory_gbps": 1000.0, "compute_tflops": {"fp32": 50.0, "tf32": 400.0, "fp16": 800.0}}

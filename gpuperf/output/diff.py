@@ -15,10 +15,10 @@ from dataclasses import dataclass, replace
 from typing import TypeVar
 
 from gpuperf.measure.kernel_records import kernel_change
-from gpuperf.verdict.baseline import Change, Entry
+from gpuperf.store.baseline import Change, Entry
 from gpuperf.verdict.gate import (Context, GateConfig, decide, is_noisy, status_rank, valid_figure,
                                   with_profile_hint)
-from gpuperf.verdict.records import Record
+from gpuperf.store.records import Record
 from gpuperf.vocabulary import Status
 
 ADDED = "added"

@@ -25,10 +25,10 @@ from pathlib import Path
 from typing import Any
 
 from gpuperf.output import table
-from gpuperf.verdict.baseline import VERSION_KEYS, BaselineFile, Entry, load_baseline
+from gpuperf.store.baseline import VERSION_KEYS, BaselineFile, Entry, load_baseline
 from gpuperf.verdict.check import entry_from_record
 from gpuperf.verdict.gate import FLAGGED, valid_figure
-from gpuperf.verdict.records import Record, RunInfo
+from gpuperf.store.records import Record, RunInfo
 from gpuperf.output.table import Column
 from gpuperf.vocabulary import Family, Status
 

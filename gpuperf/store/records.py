@@ -10,7 +10,7 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from gpuperf.measure.kernel_records import Kernel
-from gpuperf.verdict.baseline import VERSION_KEYS
+from gpuperf.store.baseline import VERSION_KEYS
 from gpuperf.vocabulary import Status
 
 
