@@ -18,7 +18,8 @@ from pathlib import Path
 from gpuperf.measure.device import DeviceInfo, query_device
 from gpuperf.measure.peaks import DevicePeaks, device_peaks
 from gpuperf.output import diff, report
-from gpuperf.output.results import RESULTS_JSON, ResultsError, load_figures, load_run
+from gpuperf.output.results import load_figures
+from gpuperf.store.results import RESULTS_JSON, ResultsError, load_run
 from gpuperf.output.table import peaks_line
 from gpuperf.store.baseline import (BaselineError, BaselineFile, Integrity, drop_entries, load_baseline,
                                       seal_baseline, update_baseline, version_changes)
@@ -236,9 +237,9 @@ def cmd_plot(args: argparse.Namespace) -> int:
 
 
 def cmd_readme(args: argparse.Namespace) -> int:
-    from gpuperf.output import readme, results
+    from gpuperf.output import readme
 
-    run, records = results.load_run(Path(args.results))
+    run, records = load_run(Path(args.results))
     readme_path = Path(args.readme)
     try:
         text = readme_path.read_text()
