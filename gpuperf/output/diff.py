@@ -110,10 +110,11 @@ def judge(record: Record, entry: Entry, config: GateConfig, context: Context) ->
 
 
 def compare_runs(a: Mapping[str, Entry], b: Mapping[str, Record], config: GateConfig,
-                 version_changes: Sequence[str] = ()) -> list[DiffRow]:
+                 version_changes: Sequence[str] = (), record_command: str = Context.record_command) -> list[DiffRow]:
     """Every case of B judged against A's figure (``judge``), and the cases only one side has; problems
-    first (``gate.STATUS_ORDER``), then the one-sided cases, each group by case id."""
-    context = Context(version_changes=tuple(version_changes))
+    first (``gate.STATUS_ORDER``), then the one-sided cases, each group by case id. ``record_command`` is what
+    an IMPROVED row suggests (re-recording a baseline A, or recording one from run B)."""
+    context = Context(version_changes=tuple(version_changes), record_command=record_command)
     rows = []
     for case, entry, record in pair_cases(a, b):
         if record is None and entry is not None:

@@ -128,6 +128,13 @@ class Figures:
         return str(self.baseline.header.get("gpu", "")) if self.baseline is not None else ""
 
     @property
+    def gpu_slug(self) -> str:
+        """The GPU model the figures were measured on (``nvidia-h200``), ``""`` when the file does not say."""
+        if self.run is not None:
+            return self.run.gpu_slug
+        return str(self.baseline.header.get("slug", "")) if self.baseline is not None else ""
+
+    @property
     def peaks(self) -> dict[str, Any] | None:
         if self.run is not None:
             peaks = self.run.extra.get("peaks")

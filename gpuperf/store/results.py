@@ -233,22 +233,16 @@ def load_run(path: str | Path) -> tuple[RunInfo, list[Record]]:
     return parse_run(path, text)
 
 
-def run_identity(run: RunInfo) -> tuple[str, str]:
-    """What tells one run from another: the GPU it ran on (its UUID, else its model) and when it started."""
-    uuid = run.extra.get("uuid")
-    return str(uuid or run.gpu_slug), run.started
-
-
-def refuse_repeated_runs(runs: Sequence[tuple[str, RunInfo]]) -> None:
+def refuse_repeated_runs(runs: Sequence[tuple[str, RunInfo, Sequence[Record]]]) -> None:
     """Runs to be combined or compared must be distinct: the same run given twice (one file twice, or a copy
-    of it) is refused, naming both. ``runs`` pairs how each was given with its header."""
-    seen: dict[tuple[str, str], str] = {}
-    for given, run in runs:
-        identity = run_identity(run)
-        if identity in seen and identity[1]:
-            raise ResultsError(f"{seen[identity]} and {given} are the same run (GPU {identity[0]}, started "
-                               f"{identity[1]}): each run counts once; pass each run's results once")
-        seen[identity] = given
+    of it: the same header and the same records) is refused, naming both. Each run is given as how it was
+    named, its header and its records."""
+    for index, (given, run, records) in enumerate(runs):
+        for earlier, earlier_run, earlier_records in runs[:index]:
+            if run == earlier_run and list(records) == list(earlier_records):
+                raise ResultsError(f"{earlier} and {given} are the same run (GPU {run.gpu_name or run.gpu_slug}, "
+                                   f"started {run.started or '?'}): each run counts once; pass each run's "
+                                   "results once")
 
 
 # --- helpers -------------------------------------------------------------------------------------------

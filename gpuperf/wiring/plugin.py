@@ -18,7 +18,8 @@ import pytest
 
 from gpuperf.output import report
 from gpuperf.verdict.accounting import CollectedTests, SelectedCase, account, merge_collected, stale_entries
-from gpuperf.wiring.argtypes import flush_modes, fraction, gpu_selection, non_negative_float, positive_float, positive_int
+from gpuperf.wiring.argtypes import (existing_folder, flush_modes, fraction, gpu_selection, non_negative_float,
+                                     positive_float, positive_int)
 from gpuperf.store.baseline import BaselineError, baseline_path, update_baseline
 from gpuperf.verdict.check import CaseIdentity, baseline_header
 from gpuperf.measure.device import NoGpuError, device_count
@@ -74,7 +75,7 @@ def add_options(addoption: Callable[..., Any]) -> None:
               help="stop before measuring if the driver, CUDA or cuBLAS version differs from the baseline header")
     addoption("--gpu", type=gpu_selection, default="0",
               help="GPU index, comma list or 'all' (one case per device); with -n, workers are pinned round-robin")
-    addoption("--baseline-dir", default=None, help="directory of <gpu-slug>.yaml files (default <rootdir>/baselines)")
+    addoption("--baseline-dir", type=existing_folder, default=None, help="directory of <gpu-slug>.yaml files (default <rootdir>/baselines)")
     addoption("--results-dir", default=None,
               help="where results/<timestamp>/ is written (default <rootdir>/results); 'none' disables")
     addoption("--run-slow", action="store_true", help="include cases marked slow")
