@@ -27,7 +27,7 @@ from gpuperf.store.history import History, describe, resolve_target
 from gpuperf.store.history_rows import KIND_BISECT, PROVENANCE, HistoryInputError, Provenance, read_results_document
 from gpuperf.verdict import gate
 from gpuperf.verdict.check import entry_from_record
-from gpuperf.verdict.records import Record
+from gpuperf.store.records import Record
 from gpuperf.vocabulary import Status
 from gpuperf.wiring.argtypes import fraction
 

@@ -20,9 +20,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 from gpuperf.measure.kernel_records import Kernel
-from gpuperf.verdict.baseline import SHAPE_SIZES, Entry
+from gpuperf.store.baseline import SHAPE_SIZES, Entry
 from gpuperf.verdict.gate import valid_figure
-from gpuperf.verdict.records import Record, RunInfo
+from gpuperf.store.records import Record, RunInfo
 from gpuperf.vocabulary import Status
 
 #: Records that are a clean measurement of the case (what a baseline may be built from): a verdict, or a
