@@ -86,7 +86,7 @@ def measure(tree: Path, case: str, scratch: Path, command: str | None) -> tuple[
         tail = (done.stdout + done.stderr).strip().splitlines()[-1:] or ["no output"]
         return None, f"no results.json (exit {done.returncode}: {tail[0][:200]})"
     try:
-        return read_results_document(found[-1]), ""
+        return read_results_document(found[-1])[0], ""
     except HistoryInputError as exc:
         return None, str(exc)
 
