@@ -10,6 +10,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from gpuperf.store.history import History, HistoryError, resolve_target
 from gpuperf.verdict import history_changes
 from gpuperf.verdict.changepoints import DEFAULT_MIN_SEGMENT
@@ -95,6 +97,8 @@ def describe_change(change: Change, unit: str = "") -> str:
         parts.append(f"versions changed: {change.versions_changed}")
     if change.kernels_changed:
         parts.append(f"kernels changed: {change.kernels_changed}")
+    if change.host_changed:
+        parts.append(f"host changed: {_short_host(change.before.host)} → {_short_host(change.after.host)}")
     return "; ".join(parts)
 
 
@@ -109,13 +113,28 @@ def _with_kernels(history: History, changes: Sequence[Change]) -> list[Change]:
     return annotated
 
 
+def _starts(groups: Sequence[tuple[str, str, int]]) -> list[int]:
+    starts, total = [], 0
+    for _, _, count in groups:
+        starts.append(total)
+        total += count
+    return starts
+
+
+def _concat(parts: list[np.ndarray], like: np.ndarray) -> np.ndarray:
+    return np.concatenate(parts) if parts else like[:0]
+
+
 def cmd_changes(args: argparse.Namespace) -> int:
     with open_from(args) as history:
         runs = history.runs(gpu=args.gpu, since=args.since)
-        rows = history.values()
+        groups, pks, values = history.series_columns()
         if args.case:
-            rows = [row for row in rows if args.case in row[0]]
-        grouped = history_changes.series(rows, runs)
+            selected = [(start, group) for start, group in zip(_starts(groups), groups) if args.case in group[0]]
+            groups = [group for _, group in selected]
+            pks = _concat([pks[start:start + group[2]] for start, group in selected], pks)
+            values = _concat([values[start:start + group[2]] for start, group in selected], values)
+        grouped = history_changes.series_from_columns(groups, pks, values, runs)
         changes = _with_kernels(history, history_changes.find_changes(grouped, runs))
     for change in changes:
         key = change.key

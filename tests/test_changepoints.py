@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from gpuperf.verdict.changepoints import ChangePoint, Settings, change_points
-from gpuperf.verdict.history_changes import RunSummary, SeriesKey, find_changes, recent_slowdowns, series
+from gpuperf.verdict.history_changes import ALL_HOSTS, RunSummary, SeriesKey, find_changes, recent_slowdowns, series
 
 
 def _noisy(levels: list[tuple[int, float]], noise: float, seed: int) -> np.ndarray:
@@ -69,6 +69,19 @@ def test_series_are_split_by_host_and_method_and_leave_out_unjudged_figures() ->
     assert grouped[SeriesKey("h200", "GPU-a", "case", "cupti-cold")] == [(1, 51.0), (3, 53.0), (5, 55.0), (7, 57.0)]
     assert grouped[SeriesKey("h200", "GPU-b", "case", "cupti-cold")] == [(2, 52.0), (4, 54.0), (6, 56.0), (8, 58.0)]
     assert grouped[SeriesKey("h200", "GPU-a", "case", "cold-flush")] == [(5, 40.0)]
+
+
+def test_hosts_that_agree_make_one_series() -> None:
+    runs = {pk: _run(pk, host="GPU-a" if pk % 2 else "GPU-b") for pk in range(1, 9)}
+    grouped = series([("case", "m", pk, 50.0 + 0.1 * (pk % 3), "PASS") for pk in runs], runs)
+    assert list(grouped) == [SeriesKey("h200", ALL_HOSTS, "case", "m")] and len(grouped[list(grouped)[0]]) == 8
+
+
+def test_a_short_series_is_held_to_the_same_false_rate_per_run() -> None:
+    settings = Settings()
+    assert settings.alpha_for(6) == pytest.approx(6 * settings.false_rate) and settings.alpha_for(10_000) == 0.05
+    total = sum(len(change_points(_noisy([(8, 50.0)], 0.01, seed))) for seed in range(1000))
+    assert total <= 8  # ≤ 1 per 1,000 runs
 
 
 def test_a_change_names_its_runs_versions_and_how_recent_it_is() -> None:

@@ -17,13 +17,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
 from gpuperf.store import history_rows
 from gpuperf.store.history_rows import HistoryInputError
-from gpuperf.store.history_schema import RECORDS, RUNS, SCHEMA_VERSION, SchemaError, migrate, recorded_version
-from gpuperf.verdict.history_changes import RunSummary
+from gpuperf.store.history_schema import (RECORDS, RUNS, SCHEMA_VERSION, SERIES_COLUMNS, SchemaError, migrate,
+                                          recorded_version)
+from gpuperf.verdict.history_changes import LEFT_OUT, RunSummary
 
 #: Environment variable naming the history when ``--history`` is not given.
 HISTORY_ENV = "GPUPERF_HISTORY"
@@ -235,16 +237,31 @@ class History:
 
     def values(self, run_pks: Sequence[int] | None = None,
                case: str | None = None) -> list[tuple[str, str, int, float | None, str]]:
-        """``(case_id, method, run_pk, value, status)`` of the records, optionally of one case or some runs."""
-        query = sa.select(RECORDS.c.case_id, RECORDS.c.method, RECORDS.c.run_pk, RECORDS.c.value, RECORDS.c.status)
+        """``(case_id, method, run_pk, value, status)`` of the records, optionally of one case or some runs,
+        grouped by case and method."""
+        query = sa.select(*(RECORDS.c[name] for name in SERIES_COLUMNS)).order_by(RECORDS.c.case_id, RECORDS.c.method)
         if case is not None:
             query = query.where(RECORDS.c.case_id == case)
         with self.reading() as connection:
-            rows = connection.execute(query).all()
+            rows = _fetch(connection, query)
         if run_pks is not None:
             wanted = set(run_pks)
             rows = [row for row in rows if row[2] in wanted]
         return [(row[0], row[1], row[2], row[3], row[4]) for row in rows]
+
+    def series_columns(self) -> tuple[list[tuple[str, str, int]], np.ndarray, np.ndarray]:
+        """The judged figures as columns for ``history_changes.series_from_columns``: ``(case_id, method,
+        count)`` per group, then every group's run pks and values, in group order."""
+        judged = sa.and_(RECORDS.c.status.not_in(sorted(LEFT_OUT)), RECORDS.c.value > 0)
+        key = (RECORDS.c.case_id, RECORDS.c.method)
+        groups = sa.select(*key, sa.func.count()).where(judged).group_by(*key).order_by(*key)
+        figures = sa.select(RECORDS.c.run_pk, RECORDS.c.value).where(judged).order_by(*key)
+        with self.reading() as connection:
+            counted = [(str(case), str(method or ""), int(count)) for case, method, count in _fetch(connection, groups)]
+            rows = _fetch(connection, figures)
+        pks = np.fromiter((row[0] for row in rows), dtype=np.int64, count=len(rows))
+        values = np.fromiter((row[1] for row in rows), dtype=float, count=len(rows))
+        return counted, pks, values
 
     def kernels(self, case: str, run_pks: Sequence[int]) -> dict[int, str]:
         """The kernels each of those runs' record of ``case`` names (``name + name``)."""
@@ -265,6 +282,21 @@ class History:
         with self.reading() as connection:
             text = connection.execute(query).scalar()
         return None if text is None else dict(json.loads(text))
+
+
+def _fetch(connection: sa.Connection, query: sa.Select[Any]) -> list[Any]:
+    """All rows of ``query`` through the driver's cursor: a million rows as SQLAlchemy rows would take seconds
+    more. The statement is still SQLAlchemy's, compiled for the engine at hand."""
+    compiled = query.compile(dialect=connection.dialect, compile_kwargs={"render_postcompile": True})
+    parameters: Any = compiled.params
+    if compiled.positiontup is not None:  # a positional paramstyle (SQLite's "?")
+        parameters = tuple(compiled.params[name] for name in compiled.positiontup)
+    cursor = connection.connection.cursor()
+    try:
+        cursor.execute(str(compiled), parameters)
+        return list(cursor.fetchall())
+    finally:
+        cursor.close()
 
 
 def _reason(exc: BaseException) -> str:

@@ -17,9 +17,14 @@ from collections.abc import Callable
 import sqlalchemy as sa
 
 #: The schema this code reads and writes.
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 METADATA = sa.MetaData()
+
+#: The columns ``history changes`` reads from every record: an index holding all of them answers it without
+#: reading the records' JSON (a covering index), which is what keeps it fast over a million records.
+SERIES_COLUMNS = ("case_id", "method", "run_pk", "value", "status")
+SERIES_INDEX = "records_series"
 
 VERSION_TABLE = sa.Table("schema_version", METADATA, sa.Column("version", sa.Integer, nullable=False))
 
@@ -69,7 +74,7 @@ RECORDS = sa.Table(
     sa.Column("sm_clock_mhz", sa.Float),
     sa.Column("value_at_max_clock", sa.Float),
     sa.Column("data", sa.Text, nullable=False),
-    sa.Index("records_case_run", "case_id", "run_pk"),
+    sa.Index(SERIES_INDEX, *SERIES_COLUMNS),
     sa.Index("records_run", "run_pk"),
 )
 
@@ -124,8 +129,14 @@ def _add_clock_figures(connection: sa.Connection) -> None:
         connection.execute(sa.text(f"ALTER TABLE records ADD COLUMN {name} FLOAT"))
 
 
+def _index_series(connection: sa.Connection) -> None:
+    """Version 3: the covering index of the series, in place of the (case, run) index it extends."""
+    connection.execute(sa.text("DROP INDEX records_case_run"))
+    connection.execute(sa.text(f"CREATE INDEX {SERIES_INDEX} ON records ({', '.join(SERIES_COLUMNS)})"))
+
+
 #: ``MIGRATIONS[n - 1]`` takes a database from version ``n - 1`` to ``n``.
-MIGRATIONS: tuple[Callable[[sa.Connection], None], ...] = (_create_v1, _add_clock_figures)
+MIGRATIONS: tuple[Callable[[sa.Connection], None], ...] = (_create_v1, _add_clock_figures, _index_series)
 
 
 def recorded_version(connection: sa.Connection) -> int:

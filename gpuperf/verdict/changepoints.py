@@ -3,8 +3,8 @@
 The method (chosen against PELT and a sliding-window test on synthetic and real series, ``docs/history.md``)
 is binary segmentation with a two-sample t-test, as Apache Otava does it: the split of a segment that
 maximises the t statistic of the two sides' means is a candidate; it stands when the test's p-value, made
-conservative for having picked the best of all splits (Bonferroni over them), is below ``alpha`` and the two
-means differ by at least ``min_size``; both sides are then searched again. A second pass re-tests each change
+conservative for having picked the best of all splits (Bonferroni over them), is below ``alpha`` (tightened for a
+short segment, ``Settings.alpha_for``) and the two means differ by at least ``min_size``; both sides are then searched again. A second pass re-tests each change
 point against only its neighbouring segments and drops those that no longer pass (one strong step first found
 as two weak ones, say), until none is dropped.
 
@@ -25,6 +25,9 @@ from scipy import stats
 #: false change points in stationary noise at ≤ 0.05 per 1,000 runs and finds none on the committed fleet
 #: series, while 1e-3 misses a third more of the 3 % steps in 2 % noise.
 DEFAULT_ALPHA = 0.05
+#: Change points allowed per run of stationary noise: a segment of n runs is tested at min(alpha, n × this), so
+#: a short series (a few runs of a new host) is held to the same false-alarm rate per run as a long one.
+DEFAULT_FALSE_RATE = 2e-4
 #: Smaller steps are not reported: below the gate's own tolerance by a wide margin, and below what hosts of
 #: one model drift by between runs of unchanged code.
 DEFAULT_MIN_SIZE = 0.015
@@ -52,6 +55,11 @@ class Settings:
     alpha: float = DEFAULT_ALPHA
     min_size: float = DEFAULT_MIN_SIZE
     min_segment: int = DEFAULT_MIN_SEGMENT
+    false_rate: float = DEFAULT_FALSE_RATE
+
+    def alpha_for(self, runs: int) -> float:
+        """The significance a segment of ``runs`` runs is tested at."""
+        return min(self.alpha, self.false_rate * runs)
 
     def __post_init__(self) -> None:
         if not 0 < self.alpha < 1:
@@ -89,7 +97,7 @@ def _significant(x: np.ndarray, split: int, t: float, splits: int, settings: Set
         return None
     p = float(2 * stats.t.sf(t, len(x) - 2)) if math.isfinite(t) else 0.0
     corrected = min(1.0, p * max(splits, 1))
-    return corrected if corrected < settings.alpha else None
+    return corrected if corrected < settings.alpha_for(len(x)) else None
 
 
 def _segment(x: np.ndarray, start: int, settings: Settings, found: dict[int, float]) -> None:

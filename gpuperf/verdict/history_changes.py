@@ -1,7 +1,8 @@
 """From the history's figures to change points that a person can act on. Pure.
 
-A series is one case measured by one method on one GPU model and host (hosts of one model differ by more than
-runs on one host do, so their figures are never mixed), in run order. Figures the gate could not judge
+A series is one case measured by one method on one GPU model, in run order, over all its hosts, unless the hosts
+differ: when the medians of two hosts' figures are ``host_split`` or more apart (hosts of one model can differ by
+more than runs on one host do), each host is a series of its own. Figures the gate could not judge
 (``ERROR``, ``UNRELIABLE``, ``ANOMALY``) are left out. Each change point is told with its size, the last run
 before it and the first after it (dates, commits), and whether the versions or the kernels changed there.
 """
@@ -9,11 +10,17 @@ before it and the first after it (dates, commits), and whether the versions or t
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from itertools import groupby
+from dataclasses import dataclass, replace
 
-from gpuperf.verdict.changepoints import ChangePoint, Settings, change_points
+import numpy as np
+
+from gpuperf.verdict.changepoints import DEFAULT_MIN_SIZE, ChangePoint, Settings, change_points
 from gpuperf.verdict.gate import valid_figure
 from gpuperf.vocabulary import Status
+
+#: The ``host`` of a series pooled over every host of its GPU model.
+ALL_HOSTS = "all hosts"
 
 #: Figures that say more about the machine or the measurement than about the kernel.
 LEFT_OUT = frozenset({Status.ERROR, Status.UNRELIABLE, Status.ANOMALY})
@@ -68,25 +75,75 @@ class Change:
     kernels_changed: str  # "A → B", or ""
 
     @property
+    def host_changed(self) -> bool:
+        """The runs on either side ran on different hosts (in a series pooled over its hosts)."""
+        return self.before.host != self.after.host
+
+    @property
     def slowdown(self) -> bool:
         return self.point.relative < 0
 
 
-def series(rows: Iterable[tuple[str, str, int, float | None, str]],
-           runs: Mapping[int, RunSummary]) -> dict[SeriesKey, list[tuple[int, float]]]:
+def _split_by_host(key: SeriesKey, pks: np.ndarray, values: np.ndarray, hosts: np.ndarray,
+                   host_names: Sequence[str], host_split: float) -> dict[SeriesKey, list[tuple[int, float]]]:
+    """One series over all hosts, or one per host when two hosts' medians are ``host_split`` or more apart."""
+    present = np.unique(hosts)
+    if len(present) == 1:
+        return {replace(key, host=host_names[present[0]]): list(zip(pks.tolist(), values.tolist()))}
+    medians = [float(np.median(values[hosts == host])) for host in present]
+    if max(medians) / min(medians) - 1 < host_split:
+        return {key: list(zip(pks.tolist(), values.tolist()))}
+    return {replace(key, host=host_names[host]): list(zip(pks[hosts == host].tolist(), values[hosts == host].tolist()))
+            for host in present}
+
+
+def series(rows: Iterable[tuple[str, str, int, float | None, str]], runs: Mapping[int, RunSummary],
+           host_split: float = DEFAULT_MIN_SIZE) -> dict[SeriesKey, list[tuple[int, float]]]:
     """``(case_id, method, run_pk, value, status)`` rows → ``(run_pk, value)`` per series, in run order (the
     order of ``runs``); rows of runs not in ``runs`` are left out (another GPU, before ``--since``)."""
-    order = {pk: position for position, pk in enumerate(runs)}
+    kept = sorted(((case_id, method or "", run_pk, float(value)) for case_id, method, run_pk, value, status in rows
+                   if status not in LEFT_OUT and value is not None and valid_figure(value)),
+                  key=lambda row: (row[0], row[1]))
+    groups = [(case_id, method, len(list(group))) for (case_id, method), group
+              in groupby(kept, key=lambda row: (row[0], row[1]))]
+    return series_from_columns(groups, np.asarray([row[2] for row in kept], dtype=np.int64),
+                               np.asarray([row[3] for row in kept], dtype=float), runs, host_split)
+
+
+def series_from_columns(groups: Sequence[tuple[str, str, int]], pks: np.ndarray, values: np.ndarray,
+                        runs: Mapping[int, RunSummary],
+                        host_split: float = DEFAULT_MIN_SIZE) -> dict[SeriesKey, list[tuple[int, float]]]:
+    """``series`` from judged figures as columns: ``(case_id, method, count)`` per group, and the groups' run
+    pks and values one after the other (what ``History.series_columns`` reads, a million rows in a second)."""
+    size = max([*runs, int(pks.max()) if len(pks) else 0]) + 1
+    order = np.full(size, -1, dtype=np.int64)
+    host_of = np.zeros(size, dtype=np.int64)
+    slug_of = np.zeros(size, dtype=np.int64)
+    host_names: list[str] = []
+    slug_names: list[str] = []
+    for position, (pk, run) in enumerate(runs.items()):
+        order[pk] = position
+        host_of[pk] = _index(host_names, run.host)
+        slug_of[pk] = _index(slug_names, run.gpu_slug)
     grouped: dict[SeriesKey, list[tuple[int, float]]] = {}
-    for case_id, method, run_pk, value, status in rows:
-        run = runs.get(run_pk)
-        if run is None or status in LEFT_OUT or value is None or not valid_figure(value):
-            continue
-        key = SeriesKey(run.gpu_slug, run.host, case_id, method or "")
-        grouped.setdefault(key, []).append((run_pk, value))
-    for points in grouped.values():
-        points.sort(key=lambda point: order[point[0]])
+    start = 0
+    for case_id, method, count in groups:
+        group_pks, group_values = pks[start:start + count], values[start:start + count]
+        start += count
+        selected = order[group_pks] >= 0
+        ranked = np.argsort(order[group_pks[selected]], kind="stable")
+        in_order, figures = group_pks[selected][ranked], group_values[selected][ranked]
+        for slug in np.unique(slug_of[in_order]):
+            mine = slug_of[in_order] == slug
+            grouped.update(_split_by_host(SeriesKey(slug_names[slug], ALL_HOSTS, case_id, method), in_order[mine],
+                                          figures[mine], host_of[in_order[mine]], host_names, host_split))
     return grouped
+
+
+def _index(names: list[str], name: str) -> int:
+    if name not in names:
+        names.append(name)
+    return names.index(name)
 
 
 def version_change(before: RunSummary, after: RunSummary) -> str:
