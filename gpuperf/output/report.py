@@ -16,8 +16,9 @@ from gpuperf.verdict.records import Record, RunInfo
 from gpuperf.output.table import Column
 
 #: The end-of-session table: every record column but the README's short case and the unit (the metric says it).
-TABLE_COLUMNS: tuple[Column[Record], ...] = (table.CASE, table.METRIC, table.MEASURED, table.SPREAD, table.BASELINE,
-                                             table.DELTA, table.PEAK, table.STATUS, table.NOTE)
+TABLE_COLUMNS: tuple[Column[Record], ...] = (table.CASE, table.METRIC, table.MEASURED, table.SPREAD, table.CLOCK,
+                                             table.AT_MAX_CLOCK, table.BASELINE, table.DELTA, table.PEAK, table.STATUS,
+                                             table.NOTE)
 
 
 def header_lines(run: RunInfo) -> list[str]:
