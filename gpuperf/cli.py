@@ -23,6 +23,7 @@ from gpuperf.output.table import peaks_line
 from gpuperf.verdict.baseline import (BaselineError, BaselineFile, Integrity, drop_entries, load_baseline,
                                       seal_baseline, update_baseline, version_changes)
 from gpuperf.verdict.check import baseline_header
+from gpuperf.verdict.false_alarms import false_alarms
 from gpuperf.verdict.fleet import FleetError, Run, entries_from_runs, fleet_spread, with_clock_figures
 from gpuperf.verdict.gate import DEFAULT_NOISE_K, DEFAULT_TOLERANCE, GateConfig
 from gpuperf.wiring.argtypes import fraction, non_negative_float, non_negative_int
@@ -291,7 +292,16 @@ def cmd_baseline_from_runs(args: argparse.Namespace) -> int:
 
 def cmd_fleet(args: argparse.Namespace) -> int:
     runs = _runs(args.runs)
+    baseline = None
+    if args.baseline:
+        loaded = load_baseline(Path(args.baseline))
+        if loaded is None:
+            raise CliError(f"{args.baseline}: no such baseline file; pass a baselines/<gpu>.yaml")
+        baseline = loaded.entries
     print(report.format_fleet(runs, fleet_spread(runs), markdown=args.markdown))
+    cases, selection = false_alarms(runs, baseline, GateConfig())
+    print()
+    print(report.format_false_alarms(cases, selection, markdown=args.markdown))
     return EXIT_OK
 
 
@@ -394,6 +404,8 @@ def build_parser() -> argparse.ArgumentParser:
                     "widest relative range of one host's runs), widest host-to-host first.")
     fleet.add_argument("runs", nargs="+", metavar="RUN", help="[LABEL=]results.json or results directory")
     fleet.add_argument("--markdown", action="store_true", help="a Markdown table (docs/fleet.md)")
+    fleet.add_argument("--baseline", metavar="FILE",
+                       help="also judge every run against this baselines/<gpu>.yaml (the false-alarm rate there)")
     fleet.set_defaults(func=cmd_fleet)
 
     section = commands.add_parser("readme", help="rewrite the README's generated results section from a run")

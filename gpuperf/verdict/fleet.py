@@ -191,6 +191,15 @@ class CaseSpread:
     median: float
     host_spread: float  # relative range of the per-host medians
     run_spread: float  # the largest relative range of one host's runs (0 when no host ran it twice)
+    #: The same two for the figure at max clock (cycles per call), over the runs that recorded it.
+    host_spread_at_max_clock: float | None = None
+    run_spread_at_max_clock: float | None = None
+
+
+def _spreads(by_host: Mapping[str, Sequence[float]]) -> tuple[float, float]:
+    """(relative range of the per-host medians, the largest relative range of one host's runs)."""
+    host_medians = [statistics.median(values) for values in by_host.values()]
+    return relative_range(host_medians), max((relative_range(values) for values in by_host.values()), default=0.0)
 
 
 def fleet_spread(runs: Sequence[Run]) -> list[CaseSpread]:
@@ -205,14 +214,18 @@ def fleet_spread(runs: Sequence[Run]) -> list[CaseSpread]:
             continue
         method = _majority_method(clean)
         by_host: dict[str, list[float]] = {}
+        free_by_host: dict[str, list[float]] = {}
         for record in _majority_kernels_runs([record for record in clean if record.method == method]):
             by_host.setdefault(hosts[id(record)], []).append(record.value)
+            if valid_figure(record.value_at_max_clock):
+                free_by_host.setdefault(hosts[id(record)], []).append(float(record.value_at_max_clock or 0.0))
         if not by_host:
             continue
         values = [value for host in by_host.values() for value in host]
-        host_medians = [statistics.median(host) for host in by_host.values()]
+        host_spread, run_spread = _spreads(by_host)
+        free_host, free_run = _spreads(free_by_host) if free_by_host else (None, None)
         spreads.append(CaseSpread(
             case_id=case, hosts=len(by_host), runs=len(values), median=statistics.median(values),
-            host_spread=relative_range(host_medians),
-            run_spread=max((relative_range(host) for host in by_host.values()), default=0.0)))
+            host_spread=host_spread, run_spread=run_spread, host_spread_at_max_clock=free_host,
+            run_spread_at_max_clock=free_run))
     return sorted(spreads, key=lambda s: (-s.host_spread, s.case_id))
