@@ -9,12 +9,15 @@ case fails as it would fail its test in the gate.
 from __future__ import annotations
 
 import argparse
+import importlib.metadata
 import json
+import os
 import sys
 from datetime import datetime, timezone
 from collections.abc import Sequence
 from pathlib import Path
 
+import gpuperf
 from gpuperf.measure.device import DeviceInfo, query_device
 from gpuperf.measure.peaks import DevicePeaks, device_peaks
 from gpuperf.output import diff, report
@@ -244,8 +247,9 @@ def cmd_readme(args: argparse.Namespace) -> int:
     try:
         text = readme_path.read_text()
     except FileNotFoundError as exc:
-        raise CliError(f"{readme_path} does not exist: pass --readme PATH") from exc
-    section = readme.results_section(run, records, args.images, str(args.results))
+        raise CliError(f"{readme_path} does not exist: pass --page PATH") from exc
+    images = [os.path.relpath(image, readme_path.parent) for image in args.images]  # as links from the page
+    section = readme.results_section(run, records, images, str(args.results))
     try:
         readme_path.write_text(readme.replace_section(text, section))
     except readme.ReadmeError as exc:
@@ -257,6 +261,7 @@ def cmd_readme(args: argparse.Namespace) -> int:
 # --- entry point ---------------------------------------------------------------------------------------
 
 FIGURES = "a baselines/*.yaml, a results.json or a results/<timestamp>/ directory"
+RESULTS_PAGE = "docs/results-h200.md"
 
 
 def _runs(specs: Sequence[str]) -> list[Run]:
@@ -305,10 +310,24 @@ def cmd_fleet(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def package_version() -> str:
+    """The installed distribution's version, else (an uninstalled checkout) ``gpuperf.__version__``."""
+    try:
+        return importlib.metadata.version("gpuperf")
+    except importlib.metadata.PackageNotFoundError:
+        return gpuperf.__version__
+
+
+def _prog() -> str:
+    """How the user called us: the ``gpuperf`` console script, or ``python -m gpuperf``."""
+    return "gpuperf" if Path(sys.argv[0]).name == "gpuperf" else "python -m gpuperf"
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m gpuperf",
+    parser = argparse.ArgumentParser(prog=_prog(),
                                      description="gpuperf: GPU identity and peaks, run comparisons, baseline "
                                                  "files, plots.")
+    parser.add_argument("--version", action="version", version=f"gpuperf {package_version()}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     device = commands.add_parser("device", help="GPU identity, versions, clocks and theoretical peaks")
@@ -408,10 +427,12 @@ def build_parser() -> argparse.ArgumentParser:
                        help="also judge every run against this baselines/<gpu>.yaml (the false-alarm rate there)")
     fleet.set_defaults(func=cmd_fleet)
 
-    section = commands.add_parser("readme", help="rewrite the README's generated results section from a run")
+    section = commands.add_parser("readme", help="rewrite a results page's generated section from a run")
     section.add_argument("results", metavar="RESULTS", help="results/<timestamp>/ or its results.json")
-    section.add_argument("--readme", default="README.md", help="the README to rewrite (default README.md)")
-    section.add_argument("--images", nargs="*", default=[], metavar="PNG", help="plots to show, as README paths")
+    section.add_argument("--page", "--readme", dest="readme", default=RESULTS_PAGE, metavar="PAGE",
+                         help=f"the Markdown page to rewrite (default {RESULTS_PAGE})")
+    section.add_argument("--images", nargs="*", default=[], metavar="PNG",
+                         help="plots to show, as paths from here (the page links them relative to itself)")
     section.set_defaults(func=cmd_readme)
     return parser
 

@@ -17,7 +17,22 @@ import yaml
 
 from gpuperf.suite.case_schema import SHAPE_KINDS, TABLES, VALUE, Names, Schema, ShapeKind
 
-CASES_DIR = Path(__file__).resolve().parents[2] / "perf_tests" / "cases"
+#: Where a project keeps its case tables, relative to its root, unless its pytest ini says otherwise
+#: (``gpuperf_cases``, read by the plugin, which points ``load_cases`` there with ``use_cases_dir``).
+DEFAULT_CASES_DIR = "perf_tests/cases"
+_cases_dir: Path | None = None
+
+
+def use_cases_dir(directory: Path | None) -> Path | None:
+    """Make ``directory`` where ``load_cases`` looks by default; returns the previous one (None: the default)."""
+    global _cases_dir
+    previous, _cases_dir = _cases_dir, directory
+    return previous
+
+
+def cases_dir() -> Path:
+    """The case tables of the running session, else ``perf_tests/cases`` under the working directory."""
+    return _cases_dir if _cases_dir is not None else Path.cwd() / DEFAULT_CASES_DIR
 
 
 @dataclass(frozen=True, order=True)
@@ -186,14 +201,14 @@ def _shown(path: Path) -> str:
         return str(path)
 
 
-def load_cases(family: str, directory: Path = CASES_DIR) -> dict[str, Any]:
-    """Load ``<directory>/<family>.yaml``, checked against its schema (``gpuperf.suite.case_schema.TABLES``); its
+def load_cases(family: str, directory: Path | None = None) -> dict[str, Any]:
+    """Load ``<directory>/<family>.yaml`` (by default ``cases_dir()``), checked against its schema (``gpuperf.suite.case_schema.TABLES``); its
     shape strings become shape objects of the kind the schema names.
 
     Test modules call this at import time, so a malformed table is a collection error naming the file, the
     entry and the fix.
     """
-    path = directory / f"{family}.yaml"
+    path = (cases_dir() if directory is None else directory) / f"{family}.yaml"
     shown = _shown(path)
     try:
         data = yaml.safe_load(path.read_text())
