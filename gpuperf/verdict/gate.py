@@ -53,8 +53,8 @@ NOISY = "noisy"
 #: How far below the GPU's maximum SM clock a case's calls may run (now, or when its entry was recorded) and
 #: still be judged on time. Beyond it the case ran at the power limit: its time is a property of the host's
 #: power state as much as of the kernel, so it is judged on cycles per call (``Basis``). Set from the H200
-#: fleet (docs/fleet.md, "Judged on cycles"): cases that never reach the power limit ran within 0.3 % of
-#: 1980 MHz, every power-capped GEMM 8–40 % below it.
+#: runs (docs/clock.md, "The rule"): the FP32 cases that never reach the power limit ran within 1.4 % of
+#: 1980 MHz, the power-capped GEMMs 8–32 % below it.
 CLOCK_MOVED = 0.02
 
 
@@ -302,6 +302,8 @@ def _recorded(record: Record, entry: Entry | None, config: GateConfig, context: 
     """``--update-baselines``: an entry is written only if its own spread fits under the cap."""
     delta = 100 * (record.value - entry.value) / entry.value if entry else None
     spread = record.rel_iqr or 0.0
+    if record.clock_bound and valid_figure(record.value_at_max_clock) and record.cycles_rel_iqr is not None:
+        spread = min(spread, record.cycles_rel_iqr)  # such a case is judged on cycles whenever its clock moves
     if config.noise_k * spread > config.cap:
         return replace(record, status=Status.NOT_RECORDED, baseline=entry.value if entry else None,
                        delta_pct=delta, note=_join(
