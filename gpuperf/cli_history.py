@@ -20,6 +20,8 @@ from gpuperf.wiring.argtypes import positive_int
 
 EXIT_OK = 0
 EXIT_FOUND = 1
+TARGET_HELP = ("a SQLite file, sqlite:///PATH or postgresql://… (default $GPUPERF_HISTORY, else "
+               "results/history.sqlite)")
 #: ``history changes --last``: runs of a series in which a slowdown's first run must lie to fail the check.
 DEFAULT_LAST = 5
 
@@ -34,7 +36,7 @@ def open_from(args: argparse.Namespace) -> History:
 
 def cmd_ingest(args: argparse.Namespace) -> int:
     with open_from(args) as history:
-        report = history.ingest([Path(path) for path in args.paths])
+        report = history.ingest([Path(path) for path in args.paths], exclude=args.exclude)
     for path in report.added:
         print(f"added {path}")
     for path in report.present:
@@ -149,22 +151,25 @@ def cmd_changes(args: argparse.Namespace) -> int:
 def add_history_commands(commands: Any) -> None:
     """``history`` and its subcommands, on the CLI's subparsers."""
     history = commands.add_parser("history", help="every run's figures over time: ingest, show, changes")
-    history.add_argument("--history", metavar="TARGET",
-                         help="a SQLite file, sqlite:///PATH or postgresql://… (default $GPUPERF_HISTORY, else "
-                              "results/history.sqlite)")
+    history.add_argument("--history", metavar="TARGET", help=TARGET_HELP)
+    target = argparse.ArgumentParser(add_help=False)
+    target.add_argument("--history", metavar="TARGET", default=argparse.SUPPRESS, help=TARGET_HELP)
     sub = history.add_subparsers(dest="history_command", required=True, metavar="COMMAND")
-    ingest = sub.add_parser("ingest", help="backfill from results.json files and folders of them",
+    ingest = sub.add_parser("ingest", parents=[target], help="backfill from results.json files and folders of them",
                             description="Adds each results file named or found under a folder (results/, "
                                         "docs/fleet/); a run already present is left alone. Exits 1 when a file "
                                         "was refused (it is named with the reason); the others are still added.")
     ingest.add_argument("paths", nargs="+", metavar="PATH")
+    ingest.add_argument("--exclude", action="append", default=[], metavar="GLOB",
+                        help="leave out files whose name matches GLOB (e.g. '*-slow-*'); may be repeated")
     ingest.set_defaults(func=cmd_ingest)
-    show = sub.add_parser("show", help="one case's series: run, date, host, commit, versions, value, status")
+    show = sub.add_parser("show", parents=[target],
+                          help="one case's series: run, date, host, commit, versions, value, status")
     show.add_argument("case", metavar="CASE", help="a case id, or a part of one that names a single case")
     _filters(show)
     show.set_defaults(func=cmd_show)
     changes = sub.add_parser(
-        "changes", help="change points per case, GPU model and host; exit 1 on a recent slowdown",
+        "changes", parents=[target], help="change points per case, GPU model and host; exit 1 on a recent slowdown",
         description="Per series (a case, its method, a GPU model and host, in run order) the change points "
                     "(binary segmentation with a t-test, docs/history.md), with their size, the runs and commits "
                     "between which they happened and whether versions or kernels changed there. Exits 1 when a "

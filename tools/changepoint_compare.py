@@ -42,10 +42,11 @@ MIN_SEGMENT = changepoints.DEFAULT_MIN_SEGMENT
 
 
 def committed_fleet_files(root: Path) -> list[Path]:
-    """Every committed results file of unchanged code: the fleet's runs and the README's run, not the planted
-    ``*-slow-*`` slowdowns."""
-    files = sorted((root / "docs" / "fleet").rglob("*.json")) + [root / "docs" / "h200" / "results.json"]
-    return [path for path in files if "-slow-" not in path.name]
+    """Every committed results file of unchanged code (``find docs/fleet docs/h200 -name '*.json' ! -name
+    '*-slow-*' ! -name '*-clock-check.json'``): the fleet's runs and the README's run, not the planted slowdowns
+    (nor the clock check, which is not a results file)."""
+    files = sorted([*(root / "docs" / "fleet").rglob("*.json"), *(root / "docs" / "h200").rglob("*.json")])
+    return [path for path in files if "-slow-" not in path.name and not path.name.endswith("-clock-check.json")]
 
 
 def committed_fleet_series(root: Path) -> dict[history_changes.SeriesKey, list[float]]:

@@ -9,6 +9,7 @@ already present (same run id) is a no-op, also when two processes append it at o
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import os
 from collections.abc import Iterator, Sequence
@@ -208,11 +209,14 @@ class History:
             connection.execute(sa.insert(RECORDS), [{**record, "run_pk": pk} for record in records])
         return True
 
-    def ingest(self, paths: Sequence[Path], batch: int = INGEST_BATCH) -> IngestReport:
-        """Backfill from results files and folders of them; a file that is not one is refused, named."""
+    def ingest(self, paths: Sequence[Path], batch: int = INGEST_BATCH, exclude: Sequence[str] = ()) -> IngestReport:
+        """Backfill from results files and folders of them, but those whose name matches an ``exclude`` glob; a
+        file that is not a results file is refused, named."""
         report = IngestReport([], [], [])
         pending: list[tuple[dict[str, Any], str, str | None]] = []
-        for path in [*history_rows.results_files(paths), None]:
+        files = [path for path in history_rows.results_files(paths)
+                 if not any(fnmatch.fnmatch(path.name, pattern) for pattern in exclude)]
+        for path in [*files, None]:
             if path is not None:
                 try:
                     document, text = history_rows.read_results_document(path)
