@@ -19,7 +19,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
 
 #: Per-test significance after the correction for the choice of split. Measured (docs/history.md): 0.05 keeps
 #: false change points in stationary noise at ≤ 0.05 per 1,000 runs and finds none on the committed fleet
@@ -95,6 +94,10 @@ def _significant(x: np.ndarray, split: int, t: float, splits: int, settings: Set
     left, right = x[:split], x[split:]
     if abs(right.mean() - left.mean()) < settings.min_size:
         return None
+    # Imported here: scipy.stats takes about a second to import, and a suite run's append loads this module
+    # without ever testing a split.
+    from scipy import stats
+
     p = float(2 * stats.t.sf(t, len(x) - 2)) if math.isfinite(t) else 0.0
     corrected = min(1.0, p * max(splits, 1))
     return corrected if corrected < settings.alpha_for(len(x)) else None
