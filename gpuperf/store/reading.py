@@ -139,10 +139,11 @@ def read_text(path: Path, max_bytes: int, what: str, fix: str) -> str:
 class _Refused(yaml.YAMLError):
     """An event no gpuperf file holds (an anchor, an alias, nesting too deep), with its line."""
 
-    def __init__(self, problem: str, line: int) -> None:
+    def __init__(self, problem: str, line: int, fix: str = "write the value out in full") -> None:
         super().__init__(problem)
         self.problem = problem
         self.line = line
+        self.fix = fix
 
 
 class _StrictComposer(Composer):
@@ -164,7 +165,8 @@ class _StrictComposer(Composer):
         self._depth += 1
         try:
             if self._depth > MAX_DEPTH:
-                raise _Refused(f"nesting deeper than {MAX_DEPTH} levels, which no gpuperf file needs", line)
+                raise _Refused(f"nesting deeper than {MAX_DEPTH} levels, which no gpuperf file needs", line,
+                               "pass the right file")
             return super().compose_node(parent, index)
         finally:
             self._depth -= 1
@@ -233,7 +235,7 @@ def load_yaml(path: Path, text: str, fix: str) -> Any:
     try:
         return loader.get_single_data()
     except _Refused as exc:
-        raise InputError(f"{path}: line {exc.line} holds {exc.problem}; write the value out in full") from None
+        raise InputError(f"{path}: line {exc.line} holds {exc.problem}; {exc.fix}") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
