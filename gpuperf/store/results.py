@@ -42,7 +42,7 @@ NEEDS_FIGURE = frozenset({Status.PASS, Status.IMPROVED, Status.REGRESSED, Status
 _RERUN = "re-run the suite (pytest perf_tests) or restore the file"
 
 
-class ResultsError(ValueError):
+class ResultsError(InputError):
     """A results file that is missing or cannot be used; the message names the file, the entry and the fix."""
 
 

@@ -74,7 +74,7 @@ _SHAPE_BY_SIZES: dict[int, ShapeKind] = {kind.sizes: kind for kind in SHAPE_KIND
 _WHOLE_NUMBER = re.compile(r"-?[0-9]+")
 
 
-class CaseTableError(ValueError):
+class CaseTableError(InputError):
     """A case table in ``perf_tests/cases`` is malformed."""
 
 
