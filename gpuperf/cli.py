@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import errno
+import importlib.metadata
 import json
 import os
 import sys
@@ -19,6 +20,7 @@ from datetime import datetime, timezone
 from collections.abc import Sequence
 from pathlib import Path
 
+import gpuperf
 from gpuperf.measure.device import DeviceInfo, query_device
 from gpuperf.measure.peaks import DevicePeaks, device_peaks
 from gpuperf.output import diff, report
@@ -31,7 +33,8 @@ from gpuperf.output.table import peaks_line
 from gpuperf.store.baseline import (BaselineError, BaselineFile, Integrity, drop_entries, load_baseline,
                                       seal_baseline, update_baseline, version_changes)
 from gpuperf.verdict.check import baseline_header
-from gpuperf.verdict.fleet import FleetError, Run, entries_from_runs, fleet_spread
+from gpuperf.verdict.false_alarms import false_alarms
+from gpuperf.verdict.fleet import FleetError, Run, entries_from_runs, fleet_spread, with_clock_figures
 from gpuperf.verdict.gate import DEFAULT_NOISE_K, DEFAULT_TOLERANCE, GateConfig
 from gpuperf.wiring.argtypes import fraction, non_negative_float, non_negative_int
 
@@ -283,14 +286,14 @@ def cmd_readme(args: argparse.Namespace) -> int:
     try:
         text = read_text(readme_path, README_LIMIT, "a README", "pass --readme PATH")
     except FileNotFoundError as exc:
-        raise CliError(f"{readme_path} does not exist: pass --readme PATH") from exc
+        raise CliError(f"{readme_path} does not exist: pass --page PATH") from exc
     except InputError as exc:
         raise CliError(str(exc)) from None
-    missing = [image for image in args.images if not (readme_path.parent / image).is_file()]
+    missing = [image for image in args.images if not Path(image).is_file()]
     if missing:
-        raise CliError(f"{', '.join(missing)}: no such image beside {readme_path} (--images are paths relative to "
-                       "the README); make them with python -m gpuperf plot, or fix the path")
-    section = readme.results_section(run, records, args.images, str(args.results))
+        raise CliError(f"{', '.join(missing)}: no such image; make it with python -m gpuperf plot, or fix the path")
+    images = [os.path.relpath(image, readme_path.parent) for image in args.images]  # as links from the page
+    section = readme.results_section(run, records, images, str(args.results))
     try:
         write_atomically(readme_path, readme.replace_section(text, section))
     except readme.ReadmeError as exc:
@@ -302,6 +305,7 @@ def cmd_readme(args: argparse.Namespace) -> int:
 # --- entry point ---------------------------------------------------------------------------------------
 
 FIGURES = "a baselines/*.yaml, a results.json or a results/<timestamp>/ directory"
+RESULTS_PAGE = "docs/results-h200.md"
 ALLOW_OTHER_GPU = ("compare figures of two GPU models (refused otherwise: the deltas would measure the "
                    "hardware); the header then says so")
 
@@ -320,13 +324,17 @@ def _runs(specs: Sequence[str]) -> list[Run]:
 
 def cmd_baseline_from_runs(args: argparse.Namespace) -> int:
     runs = _runs(args.runs)
-    entries = entries_from_runs(runs)
+    path = Path(args.file)
+    if args.add_clock_figures:
+        existing = load_baseline(path)
+        entries = with_clock_figures(existing.entries if existing else {}, runs)
+    else:
+        entries = entries_from_runs(runs)
     if not entries:
         raise CliError("no case was measured cleanly in any of the runs: nothing to record")
     newest = runs[-1]
     recorded = datetime.now(timezone.utc).isoformat(timespec="seconds")
     header = baseline_header(newest.info, [r for run in runs for r in run.records.values()], recorded)
-    path = Path(args.file)
     changes = update_baseline(path, header, entries)
     hosts = len({run.host for run in runs})
     print(f"{path}: {len(entries)} entries from {len(runs)} runs on {hosts} GPU{'s' if hosts != 1 else ''} "
@@ -337,14 +345,37 @@ def cmd_baseline_from_runs(args: argparse.Namespace) -> int:
 
 def cmd_fleet(args: argparse.Namespace) -> int:
     runs = _runs(args.runs)
+    baseline = None
+    if args.baseline:
+        loaded = load_baseline(Path(args.baseline))
+        if loaded is None:
+            raise CliError(f"{args.baseline}: no such baseline file; pass a baselines/<gpu>.yaml")
+        baseline = loaded.entries
     print(report.format_fleet(runs, fleet_spread(runs), markdown=args.markdown))
+    cases, selection = false_alarms(runs, baseline, GateConfig())
+    print()
+    print(report.format_false_alarms(cases, selection, markdown=args.markdown))
     return EXIT_OK
 
 
+def package_version() -> str:
+    """The installed distribution's version, else (an uninstalled checkout) ``gpuperf.__version__``."""
+    try:
+        return importlib.metadata.version("gpuperf")
+    except importlib.metadata.PackageNotFoundError:
+        return gpuperf.__version__
+
+
+def _prog() -> str:
+    """How the user called us: the ``gpuperf`` console script, or ``python -m gpuperf``."""
+    return "gpuperf" if Path(sys.argv[0]).name == "gpuperf" else "python -m gpuperf"
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m gpuperf",
+    parser = argparse.ArgumentParser(prog=_prog(),
                                      description="gpuperf: GPU identity and peaks, run comparisons, baseline "
                                                  "files, plots.")
+    parser.add_argument("--version", action="version", version=f"gpuperf {package_version()}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     device = commands.add_parser("device", help="GPU identity, versions, clocks and theoretical peaks")
@@ -423,6 +454,9 @@ def build_parser() -> argparse.ArgumentParser:
                     "entries and hand-set tolerances are kept.")
     from_runs.add_argument("file", metavar="FILE", help="the baselines/<gpu>.yaml to write")
     from_runs.add_argument("runs", nargs="+", metavar="RUN", help="[LABEL=]results.json or results directory")
+    from_runs.add_argument("--add-clock-figures", action="store_true",
+                           help="keep the time figures of the entries FILE has and add to each its figure at max "
+                                "clock (cycles per call) from the runs; cases FILE lacks get whole entries")
     from_runs.set_defaults(func=cmd_baseline_from_runs)
 
     plot = commands.add_parser("plot", help="throughput and roofline PNGs from a run or a baseline")
@@ -439,12 +473,16 @@ def build_parser() -> argparse.ArgumentParser:
                     "widest relative range of one host's runs), widest host-to-host first.")
     fleet.add_argument("runs", nargs="+", metavar="RUN", help="[LABEL=]results.json or results directory")
     fleet.add_argument("--markdown", action="store_true", help="a Markdown table (docs/fleet.md)")
+    fleet.add_argument("--baseline", metavar="FILE",
+                       help="also judge every run against this baselines/<gpu>.yaml (the false-alarm rate there)")
     fleet.set_defaults(func=cmd_fleet)
 
-    section = commands.add_parser("readme", help="rewrite the README's generated results section from a run")
+    section = commands.add_parser("readme", help="rewrite a results page's generated section from a run")
     section.add_argument("results", metavar="RESULTS", help="results/<timestamp>/ or its results.json")
-    section.add_argument("--readme", default="README.md", help="the README to rewrite (default README.md)")
-    section.add_argument("--images", nargs="*", default=[], metavar="PNG", help="plots to show, as README paths")
+    section.add_argument("--page", "--readme", dest="readme", default=RESULTS_PAGE, metavar="PAGE",
+                         help=f"the Markdown page to rewrite (default {RESULTS_PAGE})")
+    section.add_argument("--images", nargs="*", default=[], metavar="PNG",
+                         help="plots to show, as paths from here (the page links them relative to itself)")
     section.set_defaults(func=cmd_readme)
     return parser
 

@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from gpuperf.suite.case_schema import TABLES
-from gpuperf.suite.cases import CASES_DIR, BatchedShape, CaseTableError, GemmShape, GemvShape, load_cases, parse_shape
+from gpuperf.suite.cases import BatchedShape, CaseTableError, GemmShape, GemvShape, load_cases, parse_shape, cases_dir
 from gpuperf.vocabulary import Precision
 
 pytest_plugins = ["pytester"]
@@ -131,13 +131,13 @@ def _by_size_count(value: Any) -> Any:
 
 
 def test_every_table_file_has_a_schema_and_every_schema_a_file() -> None:
-    assert set(TABLES) == {path.stem for path in CASES_DIR.glob("*.yaml")}
+    assert set(TABLES) == {path.stem for path in cases_dir().glob("*.yaml")}
 
 
 @pytest.mark.parametrize("family", sorted(TABLES))
 def test_real_tables_load_the_same_shapes_as_before_schemas(family: str) -> None:
     """Same objects (dataclass equality also compares the class), hence the same test ids."""
-    raw = yaml.safe_load((CASES_DIR / f"{family}.yaml").read_text())
+    raw = yaml.safe_load((cases_dir() / f"{family}.yaml").read_text())
     assert load_cases(family) == _by_size_count(raw)
 
 

@@ -1,4 +1,4 @@
-"""The generated README results section."""
+"""The generated results section of a page (docs/results-h200.md)."""
 
 from __future__ import annotations
 
@@ -54,11 +54,12 @@ def test_cli_rewrites_the_section_from_a_results_file(tmp_path) -> None:
     write_run(run_dir, RUN, [record("test_gemv[16384x16384-cold]", "gemv", 3916.4, "GB/s", 81.35)])
     readme = tmp_path / "README.md"
     readme.write_text(f"# x\n{START}\n{END}\n")
-    assert main(["readme", str(run_dir), "--readme", str(readme), "--images", "docs/a.png"]) == 1  # no such PNG
+    image = str(tmp_path / "docs" / "a.png")
+    assert main(["readme", str(run_dir), "--readme", str(readme), "--images", image]) == 1  # no such PNG yet
     (tmp_path / "docs").mkdir()
     (tmp_path / "docs" / "a.png").write_bytes(b"\x89PNG")
-    assert main(["readme", str(run_dir), "--readme", str(readme), "--images", "docs/a.png"]) == 0
+    assert main(["readme", str(run_dir), "--readme", str(readme), "--images", image]) == 0
     text = readme.read_text()
-    assert "3916" in text and "![a.png](docs/a.png)" in text and text.startswith("# x\n")
+    assert "3916" in text and "![a.png](docs/a.png)" in text and text.startswith("# x\n")  # linked from the page
     readme.write_text("no markers")
     assert main(["readme", str(run_dir), "--readme", str(readme)]) == 1

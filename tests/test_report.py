@@ -4,6 +4,8 @@ old → new rows shared by ``baseline diff``, ``--update-baselines`` and ``compa
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import math
 from typing import Any
 
@@ -53,10 +55,10 @@ def test_header_lines_show_peaks_when_known() -> None:
 def test_table_has_the_header_columns() -> None:
     text = format_table([record("a", Status.PASS)])
     header = text.splitlines()[0].split()
-    assert [c.title for c in TABLE_COLUMNS] == ["case", "metric", "measured", "spread %", "baseline", "Δ %",
-                                                "% peak", "status", "note"]
-    assert header == ["case", "metric", "measured", "spread", "%", "baseline", "Δ", "%", "%", "peak", "status",
-                      "note"]
+    assert [c.title for c in TABLE_COLUMNS] == ["case", "metric", "measured", "spread %", "MHz", "@max clk",
+                                                "baseline", "Δ %", "% peak", "status", "note"]
+    assert header == ["case", "metric", "measured", "spread", "%", "MHz", "@max", "clk", "baseline", "Δ", "%", "%",
+                      "peak", "status", "note"]
     assert set(text.splitlines()[1]) <= {"-", " "}
 
 
@@ -76,15 +78,22 @@ def test_row_formatting_of_numbers_and_delta() -> None:
                rel_iqr=0.00456, note="9.8 % below baseline")
     line = rows(format_table([r]))[0]
     cells = line.split()
-    assert cells[:8] == ["case", "TFLOPS", "45.12", "0.46", "50.00", "-9.8", "67.4", "REGRESSED"]
+    assert cells[:10] == ["case", "TFLOPS", "45.12", "0.46", "–", "–", "50.00", "-9.8", "67.4", "REGRESSED"]
     assert line.endswith("9.8 % below baseline")
 
 
 def test_positive_delta_has_a_plus_and_missing_values_a_dash() -> None:
     improved = rows(format_table([record("c", Status.IMPROVED, baseline=40.0, delta_pct=25.0)]))[0].split()
-    assert improved[5] == "+25.0"
+    assert improved[7] == "+25.0"
     missing = rows(format_table([record("c", Status.NO_BASELINE)]))[0].split()
-    assert missing[3:7] == ["–", "–", "–", "–"]  # spread, baseline, Δ %, % peak
+    assert missing[3:9] == ["–", "–", "–", "–", "–", "–"]  # spread, MHz, @max clk, baseline, Δ %, % peak
+
+
+def test_a_case_judged_on_cycles_shows_its_clock_and_starred_figure_at_max_clock() -> None:
+    r = replace(record("case", Status.PASS, value=600.0, baseline=640.0, delta_pct=-0.4), call_clock_mhz=1412.6,
+                value_at_max_clock=840.0, judged_on="cycles")
+    cells = rows(format_table([r]))[0].split()
+    assert cells[4:6] == ["1413", "840.0*"]
 
 
 def test_columns_are_aligned() -> None:

@@ -10,14 +10,16 @@ from gpuperf.output import table
 from gpuperf.verdict.accounting import GpuAccount
 from gpuperf.store.baseline import Change
 from gpuperf.output.diff import DiffRow, changes_rows
+from gpuperf.verdict.false_alarms import CaseAlarms, SelectionAlarms
 from gpuperf.verdict.fleet import CaseSpread, Run
 from gpuperf.verdict.gate import KERNEL_CHANGE
 from gpuperf.store.records import Record, RunInfo
 from gpuperf.output.table import Column
 
 #: The end-of-session table: every record column but the README's short case and the unit (the metric says it).
-TABLE_COLUMNS: tuple[Column[Record], ...] = (table.CASE, table.METRIC, table.MEASURED, table.SPREAD, table.BASELINE,
-                                             table.DELTA, table.PEAK, table.STATUS, table.NOTE)
+TABLE_COLUMNS: tuple[Column[Record], ...] = (table.CASE, table.METRIC, table.MEASURED, table.SPREAD, table.CLOCK,
+                                             table.AT_MAX_CLOCK, table.BASELINE, table.DELTA, table.PEAK, table.STATUS,
+                                             table.NOTE)
 
 
 def header_lines(run: RunInfo) -> list[str]:
@@ -162,7 +164,44 @@ FLEET_COLUMNS: tuple[Column[CaseSpread], ...] = (
     Column("median", "right", lambda s: table.format_number(s.median)),
     Column("host to host %", "right", lambda s: _percent_cell(s.host_spread)),
     Column("run to run %", "right", lambda s: _percent_cell(s.run_spread)),
+    Column("host to host @max clk %", "right", lambda s: _optional_percent(s.host_spread_at_max_clock)),
 )
+
+
+def _optional_percent(fraction: float | None) -> str:
+    return table.MISSING if fraction is None else _percent_cell(fraction)
+
+
+ALARM_COLUMNS: tuple[Column[CaseAlarms], ...] = (
+    Column("case", "left", lambda c: table.short_case(c.case_id),
+           lambda c: table.code_span(table.short_case(c.case_id))),
+    Column("judged on", "left", lambda c: c.basis or table.MISSING),
+    Column("run pairs", "right", lambda c: str(c.pairs)),
+    Column("false alarms", "right", lambda c: f"{c.pair_alarms} ({100 * c.pair_rate:.1f} %)"),
+    Column("vs baseline", "right", lambda c: f"{c.baseline_alarms} of {c.baseline_runs}" if c.baseline_runs
+           else table.MISSING),
+    Column("catches ≥ %", "right", lambda c: _optional_percent(c.catches)),
+)
+
+
+def format_false_alarms(cases: Sequence[CaseAlarms], selection: SelectionAlarms, markdown: bool = False) -> str:
+    """The selection's A/A false-alarm rate, then per case, most alarming first."""
+    against = (f"; against the baseline {selection.red_runs} of {selection.baseline_runs} runs red "
+               f"({100 * selection.baseline_rate:.1f} %)" if selection.baseline_runs else "")
+    caught = [c.catches for c in cases if c.catches is not None]
+    lines = [f"false alarms over {selection.pairs} ordered run pairs ({selection.cases} cases, each run judged "
+             f"against each other run as its baseline, single tries): {selection.red_pairs} pairs red "
+             f"({100 * selection.pair_rate:.1f} %){against}",
+             f"smallest slowdown caught in every judgement: median case {100 * _median(caught):.1f} %, "
+             f"widest {100 * max(caught, default=0.0):.1f} %" if caught else "no case was judged"]
+    render = table.render_markdown if markdown else table.render_text
+    return "\n".join([*lines, "", render(ALARM_COLUMNS, cases)])
+
+
+def _median(values: Sequence[float]) -> float:
+    ordered = sorted(values)
+    middle = len(ordered) // 2
+    return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2 if ordered else 0.0
 
 
 def format_fleet(runs: Sequence[Run], spreads: Sequence[CaseSpread], markdown: bool = False) -> str:

@@ -33,8 +33,8 @@ STEP_SUMMARY_ENV = "GITHUB_STEP_SUMMARY"
 STEP_SUMMARY_LIMIT = 1_000_000
 
 #: The columns of summary.md's tables: the terminal's but the spread (the Markdown shows icons instead).
-TABLE_COLUMNS: tuple[Column[Record], ...] = (table.CASE, table.METRIC, table.MEASURED, table.BASELINE, table.DELTA,
-                                             table.PEAK, table.STATUS, table.NOTE)
+TABLE_COLUMNS: tuple[Column[Record], ...] = (table.CASE, table.METRIC, table.MEASURED, table.CLOCK, table.AT_MAX_CLOCK,
+                                             table.BASELINE, table.DELTA, table.PEAK, table.STATUS, table.NOTE)
 
 
 @dataclass(frozen=True)

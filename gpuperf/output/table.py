@@ -142,6 +142,12 @@ class Column(Generic[Row]):
                        markdown=None if markdown is None else lambda row: clip(markdown(row), width))
 
 
+def _at_max_clock(record: Record) -> str:
+    if record.value_at_max_clock is None:
+        return MISSING
+    return format_number(record.value_at_max_clock) + ("*" if record.judged_on == "cycles" else "")
+
+
 def short_case(case_id: str) -> str:
     """``perf_tests/test_gemm.py::test_gemm_perf[fp32-4096x4096x4096-cold]`` → ``test_gemm_perf[…]``."""
     return case_id.split("::", 1)[-1]
@@ -162,6 +168,11 @@ SPREAD: Column[Record] = Column("spread %", "right", lambda r: format_spread(r.r
 BASELINE: Column[Record] = Column("baseline", "right", lambda r: format_number(r.baseline))
 DELTA: Column[Record] = Column("Δ %", "right", lambda r: format_delta(r.delta_pct))
 PEAK: Column[Record] = Column("% peak", "right", lambda r: format_percent(r.pct_of_peak))
+#: The SM clock the calls ran at (from the GPU's counters) and the figure their cycles give at max clock; ``*``
+#: marks the figure the verdict compared when it was judged on cycles.
+CLOCK: Column[Record] = Column("MHz", "right", lambda r: format_number(r.call_clock_mhz, 4) if r.call_clock_mhz
+                               else MISSING)
+AT_MAX_CLOCK: Column[Record] = Column("@max clk", "right", lambda r: _at_max_clock(r))
 STATUS: Column[Record] = Column("status", "left", lambda r: r.status, lambda r: status_with_icon(r.status))
 NOTE: Column[Record] = Column("note", "left", lambda r: r.note)
 

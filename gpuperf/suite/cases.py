@@ -17,7 +17,22 @@ from typing import Any, Union
 from gpuperf.store.reading import MIB, InputError, load_yaml, read_text
 from gpuperf.suite.case_schema import SHAPE_KINDS, TABLES, VALUE, Names, Ref, Schema, ShapeKind
 
-CASES_DIR = Path(__file__).resolve().parents[2] / "perf_tests" / "cases"
+#: Where a project keeps its case tables, relative to its root, unless its pytest ini says otherwise
+#: (``gpuperf_cases``, read by the plugin, which points ``load_cases`` there with ``use_cases_dir``).
+DEFAULT_CASES_DIR = "perf_tests/cases"
+_cases_dir: Path | None = None
+
+
+def use_cases_dir(directory: Path | None) -> Path | None:
+    """Make ``directory`` where ``load_cases`` looks by default; returns the previous one (None: the default)."""
+    global _cases_dir
+    previous, _cases_dir = _cases_dir, directory
+    return previous
+
+
+def cases_dir() -> Path:
+    """The case tables of the running session, else ``perf_tests/cases`` under the working directory."""
+    return _cases_dir if _cases_dir is not None else Path.cwd() / DEFAULT_CASES_DIR
 #: A case table is a few kilobytes; a larger file is not one.
 CASE_TABLE_LIMIT = 1 * MIB
 FIX = "fix the table (git diff shows what changed)"
@@ -241,14 +256,14 @@ def _shown(path: Path) -> str:
         return str(path)
 
 
-def load_cases(family: str, directory: Path = CASES_DIR) -> dict[str, Any]:
-    """Load ``<directory>/<family>.yaml``, checked against its schema (``gpuperf.suite.case_schema.TABLES``); its
+def load_cases(family: str, directory: Path | None = None) -> dict[str, Any]:
+    """Load ``<directory>/<family>.yaml`` (by default ``cases_dir()``), checked against its schema (``gpuperf.suite.case_schema.TABLES``); its
     shape strings become shape objects of the kind the schema names.
 
     Test modules call this at import time, so a malformed table is a collection error naming the file, the
     entry and the fix.
     """
-    path = directory / f"{family}.yaml"
+    path = (cases_dir() if directory is None else directory) / f"{family}.yaml"
     shown = _shown(path)
     try:
         data = load_yaml(Path(shown), read_text(path, CASE_TABLE_LIMIT, "a case table", FIX), FIX)

@@ -1,7 +1,9 @@
 """The pytest plugin: options, hooks and fixtures. It wires; the modules it imports decide.
 
-Loaded by the root ``conftest.py`` (``pytest_plugins``) or with ``-p gpuperf.wiring.plugin``. Nothing here imports
-CuPy at import time, so ``pytest --help`` and the CPU tests work without it.
+Installed, it loads in every pytest session through the ``pytest11`` entry point named after this module (so a
+``pytest_plugins = ["gpuperf.wiring.plugin"]`` or ``-p gpuperf.wiring.plugin`` of an uninstalled checkout finds it
+already there). It stays inert in a session that collects no test using its fixtures: no header, no files, no GPU
+or NVML query. Nothing here imports CuPy at import time, so ``pytest --help`` and the CPU tests work without it.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from gpuperf.store.records import Record, RunInfo
 from gpuperf.measure.measurement import DEFAULT_MIN_SAMPLE_S
 from gpuperf.wiring.session import MISSING_POLICIES, UNRELIABLE_POLICIES, Options, SessionState
 from gpuperf.measure.stats import StoppingRule
+from gpuperf.suite.cases import DEFAULT_CASES_DIR, use_cases_dir
 from gpuperf.vocabulary import MARKERS, Family, Flush
 
 STATE = pytest.StashKey[SessionState]()
@@ -42,6 +45,11 @@ RECORD_PROPERTY = "gpuperf_record"
 RUN_PROPERTY = "gpuperf_run"
 CASE_PROPERTY = "gpuperf_case"  # on every selected perf test: its case id and GPU, for the accounting
 COLLECTED_OUTPUT = "gpuperf_collected"  # an xdist worker's CollectedTests, sent to the controller
+PREVIOUS_CASES_DIR = pytest.StashKey["Path | None"]()
+#: The fixtures that make a test one of the suite's: only such tests are deselected as slow, or have their
+#: out-of-memory error rewritten, so the plugin leaves every other test of a repository as it is.
+SUITE_FIXTURES = frozenset({"gpu", "gpu_index", "stream", "cublas_handle", "flush_mode", "measure", "perf"})
+DEFAULT_BASELINES_DIR = "baselines"
 
 
 # -- options (their value types are in argtypes.py: a bad value fails at start-up) ---------------------------
@@ -75,7 +83,9 @@ def add_options(addoption: Callable[..., Any]) -> None:
               help="stop before measuring if the driver, CUDA or cuBLAS version differs from the baseline header")
     addoption("--gpu", type=gpu_selection, default="0",
               help="GPU index, comma list or 'all' (one case per device); with -n, workers are pinned round-robin")
-    addoption("--baseline-dir", type=existing_folder, default=None, help="directory of <gpu-slug>.yaml files (default <rootdir>/baselines)")
+    addoption("--baseline-dir", type=existing_folder, default=None,
+              help="directory of <gpu-slug>.yaml files (default: the gpuperf_baselines ini key, baselines, under the "
+                   "rootdir)")
     addoption("--results-dir", default=None,
               help="where results/<timestamp>/ is written (default <rootdir>/results); 'none' disables")
     addoption("--run-slow", action="store_true", help="include cases marked slow")
@@ -96,6 +106,12 @@ def add_options(addoption: Callable[..., Any]) -> None:
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     add_options(parser.getgroup("gpuperf", "GPU performance regression (gpuperf)").addoption)
+    parser.addini("gpuperf_cases", default=DEFAULT_CASES_DIR,
+                  help=f"directory of the case tables (<family>.yaml), relative to the rootdir (default "
+                       f"{DEFAULT_CASES_DIR})")
+    parser.addini("gpuperf_baselines", default=DEFAULT_BASELINES_DIR,
+                  help=f"directory of the <gpu-slug>.yaml baselines, relative to the rootdir (default "
+                       f"{DEFAULT_BASELINES_DIR}); --baseline-dir wins")
 
 
 def _options(config: pytest.Config) -> Options:
@@ -115,7 +131,8 @@ def _options(config: pytest.Config) -> Options:
         raise pytest.UsageError(f"gpuperf options: {exc}") from exc
     return Options(
         gate=gate, rule=rule, update=get("--update-baselines"), missing=missing, on_unreliable=get("--on-unreliable"),
-        baseline_dir=Path(get("--baseline-dir") or root / "baselines"), flush_modes=modes, gpus=get("--gpu"),
+        baseline_dir=Path(get("--baseline-dir") or root / config.getini("gpuperf_baselines")), flush_modes=modes,
+        gpus=get("--gpu"),
         warmup_calls=get("--warmup"), warmup_time_s=get("--warmup-time"),
         min_sample_s=get("--min-sample-time"),
         results_dir=None if results == "none" else Path(results or root / "results"),
@@ -170,21 +187,42 @@ def _is_worker(config: pytest.Config) -> bool:
     return hasattr(config, "workerinput")
 
 
+def _uses_suite(item: pytest.Item) -> bool:
+    return not SUITE_FIXTURES.isdisjoint(getattr(item, "fixturenames", ()))
+
+
+def _keeps_baselines(config: pytest.Config) -> bool:
+    """Whether this project is a gpuperf suite although nothing tells yet (a perf file skipped at collection, an
+    xdist controller that sees only ids): ``--gate`` was given or its baseline directory exists. A repository
+    that merely has gpuperf installed, even under ``$CI``, is then left alone."""
+    return bool(config.getoption("--gate")) or config.stash[STATE].options.baseline_dir.is_dir()
+
+
 def pytest_configure(config: pytest.Config) -> None:
     for name, text in MARKERS.items():
         config.addinivalue_line("markers", f"{name}: {text}")
     config.stash[STATE] = SessionState(_options(config))
     config.stash[POOL] = GpuPool()
+    config.stash[PREVIOUS_CASES_DIR] = use_cases_dir(config.rootpath / config.getini("gpuperf_cases"))
     config.pluginmanager.register(SessionHooks(config), "gpuperf-session")
     workerinput = getattr(config, "workerinput", None)
     if workerinput is not None:
         _pin_worker(config, str(workerinput["workerid"]))
-    elif not getattr(config.option, "help", False) and not config.option.collectonly:
+    elif not getattr(config.option, "help", False) and not config.option.collectonly and (
+            config.getoption("--results-dir") is not None or _keeps_baselines(config)):
         _check_results_dir(config.stash[STATE].options.results_dir)
 
 
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if PREVIOUS_CASES_DIR in config.stash:
+        use_cases_dir(config.stash[PREVIOUS_CASES_DIR])
+
+
 def _pin_worker(config: pytest.Config, workerid: str) -> None:
-    """Give this xdist worker one GPU through CUDA_VISIBLE_DEVICES, before CUDA starts here."""
+    """Give this xdist worker one GPU through CUDA_VISIBLE_DEVICES, before CUDA starts here. Under the default
+    ``--gpu 0`` every worker measures on device 0 anyway, so the environment is left as it is."""
+    if config.stash[STATE].options.gpus == "0":
+        return
     try:
         index, visible = pin(config.stash[STATE].options.gpus, worker_number(workerid), nvml_device_count,
                              os.environ.get("CUDA_VISIBLE_DEVICES"))
@@ -223,11 +261,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if config.getoption("--run-slow") or "slow" in markexpr:
         keep, dropped = items, []
     else:
-        keep = [item for item in items if item.get_closest_marker("slow") is None]
-        dropped = [item for item in items if item.get_closest_marker("slow") is not None]
+        keep = [item for item in items if item.get_closest_marker("slow") is None or not _uses_suite(item)]
+        dropped = [item for item in items if item.get_closest_marker("slow") is not None and _uses_suite(item)]
     if "trigger" not in markexpr:
-        dropped += [item for item in keep if item.get_closest_marker("trigger") is not None]
-        keep = [item for item in keep if item.get_closest_marker("trigger") is None]
+        dropped += [item for item in keep if item.get_closest_marker("trigger") is not None and _uses_suite(item)]
+        keep = [item for item in keep if item.get_closest_marker("trigger") is None or not _uses_suite(item)]
     if dropped:
         config.hook.pytest_deselected(items=dropped)
         items[:] = keep
@@ -383,7 +421,7 @@ def pytest_runtest_makereport(item: pytest.Item,
                               call: pytest.CallInfo[None]) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     """A test that asked for more device memory than there is gets one clear line, not a traceback."""
     report = yield
-    if call.excinfo is not None and call.excinfo.typename == "OutOfMemoryError":
+    if call.excinfo is not None and call.excinfo.typename == "OutOfMemoryError" and _uses_suite(item):
         report.longrepr = (f"shape too large for device memory: {call.excinfo.value}; use a smaller shape "
                            "in perf_tests/cases/*.yaml, mark the case slow, or run it on a larger GPU")
     return report
@@ -463,7 +501,8 @@ class SessionHooks:
 
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
         """A perf test file skipped at collection (no CuPy, say) measures nothing: remember why."""
-        if report.skipped and report.nodeid.endswith(".py") and self._in_suite(report.nodeid):
+        if report.skipped and report.nodeid.endswith(".py") and self._in_suite(report.nodeid) \
+                and _keeps_baselines(self.config):
             self.skipped_files[report.nodeid] = _skip_reason(report)  # type: ignore[arg-type]
 
     def _in_suite(self, nodeid: str) -> bool:
@@ -506,7 +545,7 @@ class SessionHooks:
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
         """xdist controller: the workers have collected; announce the devices before they measure."""
-        if ids and not self.started:
+        if ids and not self.started and _keeps_baselines(self.config):
             try:
                 indices = _selected_gpus(self.state.options.gpus)
             except NoGpuError as exc:

@@ -1,0 +1,137 @@
+"""The gate's false-alarm rate, measured from repeated runs of unchanged code (A/A), and the smallest slowdown
+it would catch. Pure: runs are ``fleet.Run`` read from real runs' results files.
+
+Two ways of asking "would the gate have gone red with nothing changed?":
+
+- **Run against run.** For every ordered pair (A, B) of runs, each case of B is judged against an entry made
+  from A's record (``check.entry_from_record``: A's figure, spreads, clock and kernels, as ``--update-baselines``
+  would record them from that one run) by ``gate.decide`` itself, the rule and nothing like it. A single run
+  as the baseline is the harshest reference there is: its band knows no other host.
+- **Run against the baseline.** Each run judged against the committed entry, as the gate judges it.
+
+An *alarm* is a verdict that turns the gate red: ``REGRESSED``, or ``UNRELIABLE`` because too noisy (gate mode
+fails on a case without a verdict). The suite confirms a regression by measuring again before it stands; a
+results file holds one figure per case, so these rates count single tries and bound the gate's from above.
+
+The smallest slowdown a judgement catches: a case judged with figure ``v`` against reference ``r`` and band
+``t`` fails once its figure drops to ``r · (1 − t)``, so a slowdown ``s`` is caught when ``s > 1 − r (1 − t) / v``.
+The case's figure is the largest of those over all its judgements: a slowdown that size fails on every host
+pair and against the baseline, whatever the host's luck.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+
+from gpuperf.store.baseline import Entry
+from gpuperf.verdict.check import entry_from_record
+from gpuperf.verdict.fleet import Run, check_compatible, usable
+from gpuperf.verdict.gate import Context, GateConfig, decide, is_noisy
+from gpuperf.store.records import Record
+from gpuperf.vocabulary import Status
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """One case of one run judged against one reference."""
+
+    alarm: bool
+    catches: float | None  # the smallest slowdown this judgement would fail; None without a verdict
+    basis: str
+
+
+@dataclass(frozen=True)
+class CaseAlarms:
+    """One case over every judgement: how often it raised an alarm, and the slowdown it always catches."""
+
+    case_id: str
+    pairs: int
+    pair_alarms: int
+    baseline_runs: int
+    baseline_alarms: int
+    catches: float | None
+    basis: str  # how most of its judgements compared ("time" or "cycles")
+
+    @property
+    def pair_rate(self) -> float:
+        return self.pair_alarms / self.pairs if self.pairs else 0.0
+
+    @property
+    def baseline_rate(self) -> float:
+        return self.baseline_alarms / self.baseline_runs if self.baseline_runs else 0.0
+
+
+@dataclass(frozen=True)
+class SelectionAlarms:
+    """The whole selection: in how many run pairs (and runs against the baseline) at least one case raised an
+    alarm, which is the rate at which the gate of an unchanged tree goes red."""
+
+    cases: int
+    pairs: int
+    red_pairs: int
+    baseline_runs: int
+    red_runs: int
+
+    @property
+    def pair_rate(self) -> float:
+        return self.red_pairs / self.pairs if self.pairs else 0.0
+
+    @property
+    def baseline_rate(self) -> float:
+        return self.red_runs / self.baseline_runs if self.baseline_runs else 0.0
+
+
+def judge(record: Record, entry: Entry, config: GateConfig) -> Judgement:
+    """``record`` judged against ``entry`` by the gate's own rule, as a fresh measurement."""
+    fresh = replace(record, status=Status.PASS, note="", baseline=None, delta_pct=None, tolerance=None,
+                    judged_on="")
+    decided = decide(fresh, entry, config, Context())
+    alarm = decided.status in Status.FAILING or is_noisy(decided)
+    catches = None
+    if decided.delta_pct is not None and decided.tolerance is not None and not is_noisy(decided):
+        catches = max(0.0, 1.0 - (1.0 - decided.tolerance) / (1.0 + decided.delta_pct / 100.0))
+    return Judgement(alarm=alarm, catches=catches, basis=decided.judged_on)
+
+
+def false_alarms(runs: Sequence[Run], baseline: Mapping[str, Entry] | None,
+                 config: GateConfig) -> tuple[list[CaseAlarms], SelectionAlarms]:
+    """Per case and for the selection: the A/A alarms over every ordered pair of runs and, with a baseline, of
+    every run against it. Only clean records take part (``fleet.usable``): a throttled try is not a figure."""
+    check_compatible(runs)
+    clean = [{case: record for case, record in run.records.items() if usable(record)} for run in runs]
+    cases = sorted({case for records in clean for case in records})
+    red_pairs: set[tuple[int, int]] = set()
+    red_runs: set[int] = set()
+    results = []
+    for case in cases:
+        pair_judgements: list[Judgement] = []
+        for a, reference in enumerate(clean):
+            for b, judged in enumerate(clean):
+                if a != b and case in reference and case in judged:
+                    verdict = judge(judged[case], entry_from_record(reference[case]), config)
+                    pair_judgements.append(verdict)
+                    if verdict.alarm:
+                        red_pairs.add((a, b))
+        baseline_judgements: list[Judgement] = []
+        entry = baseline.get(case) if baseline is not None else None
+        if entry is not None:
+            for index, records in enumerate(clean):
+                if case in records:
+                    verdict = judge(records[case], entry, config)
+                    baseline_judgements.append(verdict)
+                    if verdict.alarm:
+                        red_runs.add(index)
+        every = pair_judgements + baseline_judgements
+        caught = [j.catches for j in every if j.catches is not None]
+        bases = Counter(j.basis for j in every if j.basis)
+        results.append(CaseAlarms(
+            case_id=case, pairs=len(pair_judgements), pair_alarms=sum(j.alarm for j in pair_judgements),
+            baseline_runs=len(baseline_judgements), baseline_alarms=sum(j.alarm for j in baseline_judgements),
+            catches=max(caught) if caught else None, basis=bases.most_common(1)[0][0] if bases else ""))
+    pairs = len(runs) * (len(runs) - 1)
+    selection = SelectionAlarms(cases=len(cases), pairs=pairs, red_pairs=len(red_pairs),
+                                baseline_runs=len(runs) if baseline is not None else 0, red_runs=len(red_runs))
+    ordered = sorted(results, key=lambda c: (-(c.pair_rate + c.baseline_rate), -(c.catches or 0.0), c.case_id))
+    return ordered, selection

@@ -1,0 +1,156 @@
+"""The committed evidence of the clock-figure baseline, reproduced from the committed files by the commands the
+docs give: ``baseline from-runs --add-clock-figures`` over ``docs/fleet/clock/`` writes the committed figures at
+max clock again; every ``docs/fleet/validation/`` run passes ``compare`` against ``baselines/nvidia-h200.yaml``
+with no regression and nothing unreliable; ``fleet --baseline`` counts no false alarm there; and the slowdown
+runs are caught at 5 % (on cycles, same kernels) and pass at 2 %."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gpuperf.cli import main
+from gpuperf.store.baseline import load_baseline
+
+REPO = Path(__file__).resolve().parent.parent
+BASELINE = REPO / "baselines" / "nvidia-h200.yaml"
+CLOCK_RUNS = sorted((REPO / "docs" / "fleet" / "clock").glob("*-rec?.json"))
+VALIDATION = sorted((REPO / "docs" / "fleet" / "validation").glob("*.json"))
+SLOWDOWN = REPO / "docs" / "fleet" / "slowdown"
+STATUS = re.compile(r"\s(PASS|IMPROVED|REGRESSED|UNRELIABLE|ERROR|ANOMALY|NOT_COMPARABLE|only in A|only in B)(?:\s|$)")
+
+
+def test_the_evidence_is_there() -> None:
+    assert BASELINE.is_file()
+    assert len(CLOCK_RUNS) >= 2, "docs/fleet/clock/*-rec?.json: the runs the figures at max clock come from"
+    assert VALIDATION, "docs/fleet/validation/*.json: the gate runs that validate the committed baseline"
+    assert sorted(SLOWDOWN.glob("*-slow-0.05.json")) and sorted(SLOWDOWN.glob("*-slow-0.02.json"))
+
+
+def test_the_committed_figures_at_max_clock_are_reproduced_from_the_committed_runs(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    committed = load_baseline(BASELINE)
+    assert committed is not None
+    with_clock = {case: e.at_max_clock for case, e in committed.entries.items() if e.at_max_clock is not None}
+    assert len(with_clock) >= 6  # at least the six power-capped GEMMs
+    copy = tmp_path / "nvidia-h200.yaml"
+    shutil.copyfile(BASELINE, copy)
+    assert main(["baseline", "from-runs", str(copy), *map(str, CLOCK_RUNS), "--add-clock-figures"]) == 0
+    out = capsys.readouterr().out
+    assert f"from {len(CLOCK_RUNS)} runs" in out
+    rewritten = load_baseline(copy)
+    assert rewritten is not None
+    assert set(rewritten.entries) == set(committed.entries)
+    changed = [case for case, entry in rewritten.entries.items()
+               if entry.at_max_clock != committed.entries[case].at_max_clock]
+    assert changed == [], f"figures at max clock not reproduced by from-runs --add-clock-figures: {changed}"
+    others = [case for case, entry in rewritten.entries.items() if entry != committed.entries[case]]
+    assert others == [], f"entries changed by from-runs --add-clock-figures: {others}"
+    assert main(["baseline", "check", str(copy)]) == 0
+
+
+@pytest.mark.parametrize("results", VALIDATION, ids=lambda path: path.name)
+def test_every_validation_run_passes_the_committed_baseline(results: Path) -> None:
+    """``python -m gpuperf compare baselines/nvidia-h200.yaml FILE``, as the docs cite it: exit 0, no REGRESSED and
+    no UNRELIABLE row, and every entry of the baseline compared (a validation run is a full default run)."""
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    done = subprocess.run([sys.executable, "-m", "gpuperf", "compare", str(BASELINE), str(results)], cwd=REPO,
+                          env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    lines = done.stdout.splitlines()
+    bad = [line for line in lines if re.search(r"\s(REGRESSED|UNRELIABLE)(\s|$)", line)]
+    assert bad == [], "\n".join(bad)
+    statuses = [match.group(1) for line in lines[1:-1] if (match := STATUS.search(line))]
+    assert set(statuses) <= {"PASS", "IMPROVED", "only in B"}, sorted(set(statuses))
+    committed = load_baseline(BASELINE)
+    assert committed is not None
+    entries = len(committed.entries)
+    assert statuses.count("PASS") + statuses.count("IMPROVED") == entries, lines[-1]
+    assert lines[-1].startswith(f"{entries} compared: "), lines[-1]
+    assert "regressed" not in lines[-1] and "unreliable" not in lines[-1] and "only in A" not in lines[-1]
+
+
+def test_the_fleet_of_validation_runs_has_no_false_alarm_against_the_baseline(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    runs = len(VALIDATION)
+    assert main(["fleet", *map(str, VALIDATION), "--baseline", str(BASELINE)]) == 0
+    out = capsys.readouterr().out
+    assert f"false alarms over {runs * (runs - 1)} ordered run pairs" in out
+    assert f"against the baseline 0 of {runs} runs red (0.0 %)" in out
+    table = out[out.index("false alarms over"):]
+    assert re.search(r"\bcycles\b", table), "no case judged on cycles in the false-alarm table"
+
+
+def compare_lines(results: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, list[str]]:
+    code = main(["compare", str(BASELINE), str(results)])
+    return code, capsys.readouterr().out.splitlines()
+
+
+@pytest.mark.parametrize("results", sorted(SLOWDOWN.glob("*-slow-0.05.json")), ids=lambda path: path.name)
+def test_a_five_percent_slowdown_is_caught_on_cycles(results: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, lines = compare_lines(results, capsys)
+    assert code == 1
+    compared = [line for line in lines if STATUS.search(line) and "only in A" not in line]
+    assert len(compared) >= 5 and all(" REGRESSED " in line for line in compared), "\n".join(compared)
+    assert all("at max clock" in line and "judged on cycles" in line and "same kernels" in line
+               for line in compared), "\n".join(compared)
+    for case in ("tf32-nn-4096x4096x4096", "fp64-nn-4096x4096x4096", "fp16-nn-8192x8192x8192"):
+        assert any(case in line for line in compared), case
+
+
+@pytest.mark.parametrize("results", sorted(SLOWDOWN.glob("*-slow-0.02.json")), ids=lambda path: path.name)
+def test_a_two_percent_slowdown_passes(results: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, lines = compare_lines(results, capsys)
+    assert code == 0
+    compared = [line for line in lines if STATUS.search(line) and "only in A" not in line]
+    assert len(compared) >= 5 and all(STATUS.search(line).group(1) == "PASS" for line in compared), \
+        "\n".join(compared)
+
+
+# -- docs/clock.md's check against independent clocks, from its committed file ----------------------------
+
+CLOCK_DOC = REPO / "docs" / "clock.md"
+CLOCK_CHECK = REPO / "docs" / "fleet" / "clock" / "5d7d9cff-clock-check.json"
+
+
+def clock_check_cases() -> dict[str, dict[str, Any]]:
+    import json
+
+    return {str(case["case"]): case for case in json.loads(CLOCK_CHECK.read_text())}
+
+
+def doc_case(label: str) -> str:
+    """``FP16 8192³`` → ``fp16 8192x8192x8192``, as the check file names its cases."""
+    precision, size = label.split()
+    return f"{precision.lower()} {'x'.join([size.rstrip('³')] * 3)}"
+
+
+def test_the_time_and_cycles_spreads_in_the_docs_are_the_committed_check_s() -> None:
+    rows = re.findall(r"^\| (\w+ \d+³)(?: \(not capped\))? \| ([\d.]+) % \| ([\d.]+) % \| (\d+) MHz \|$",
+                      CLOCK_DOC.read_text(), flags=re.MULTILINE)
+    cases = clock_check_cases()
+    assert len(rows) == len(cases) == 6
+    for label, time_iqr, cycles_iqr, clock in rows:
+        case = cases[doc_case(label)]
+        assert f"{100 * float(case['time_rel_iqr']):.2f}" == time_iqr, label
+        assert f"{100 * float(case['cycles_rel_iqr']):.2f}" == cycles_iqr, label
+        assert f"{float(case['stamped_clock_mhz']):.0f}" == clock, label
+
+
+def test_the_nsight_compute_cycles_in_the_docs_are_the_committed_check_s() -> None:
+    rows = re.findall(r"^\| (\w+ \d+³) GEMM, Nsight Compute[^|]*\| ([\d,]+) cycles \| ([\d,]+) \| ([−+-][\d.]+) % \|$",
+                      CLOCK_DOC.read_text(), flags=re.MULTILINE)
+    cases = clock_check_cases()
+    assert len(rows) == 2
+    for label, suite, ncu, delta in rows:
+        case = cases[doc_case(label)]
+        suite_cycles, ncu_cycles = float(case["cycles_per_call"]), float(case["ncu"]["cycles"])
+        assert f"{suite_cycles:,.0f}" == suite and f"{ncu_cycles:,.0f}" == ncu, label
+        assert f"{100 * (suite_cycles / ncu_cycles - 1):+.2f}".replace("-", "−") == delta, label

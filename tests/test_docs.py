@@ -1,0 +1,263 @@
+"""The README and the guide pages tell the truth: their links lead somewhere, the commands they show parse, the
+README's two commands are the ones CI and a GPU machine need, and the generated pages are not stale."""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import re
+import shlex
+import shutil
+import sys
+import tomllib
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from gpuperf.cli import build_parser, main
+
+pytest_plugins = ["pytester"]
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), *sorted((ROOT / "examples").glob("*/README.md"))]
+FENCE = re.compile(r"^ *```(\w*)\n(.*?)^ *```", re.M | re.S)
+SHELL = {"bash", "sh", "shell", "console"}
+LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)\)")
+SPAN = re.compile(r"`([^`]+)`")
+CLI = ("python -m gpuperf", "python3 -m gpuperf", "gpuperf")
+PYTEST = ("python -m pytest", "python3 -m pytest", "pytest")
+
+
+def _shown(path: Path) -> str:
+    return str(path.relative_to(ROOT))
+
+
+def _prose(text: str) -> str:
+    """``text`` without its fenced blocks (their links and spans are code, not Markdown)."""
+    return FENCE.sub("", text)
+
+
+def _slug(heading: str) -> str:
+    """GitHub's anchor of a heading."""
+    text = re.sub(r"[^\w\- ]", "", heading.strip().lower())
+    return text.replace(" ", "-")
+
+
+def _anchors(page: Path) -> set[str]:
+    return {_slug(line.lstrip("#")) for line in _prose(page.read_text()).splitlines() if line.startswith("#")}
+
+
+def _links() -> Iterator[tuple[Path, str]]:
+    for page in PAGES:
+        for target in LINK.findall(_prose(page.read_text())):
+            if not re.match(r"[a-z]+:", target):
+                yield page, target
+
+
+def test_readme_is_short_and_narrow() -> None:
+    lines = (ROOT / "README.md").read_text().splitlines()
+    assert len(lines) <= 150
+    assert [n for n, line in enumerate(lines, 1) if len(line) > 120] == []
+
+
+@pytest.mark.parametrize("page, target", list(_links()), ids=lambda value: str(value).rsplit("/", 1)[-1])
+def test_every_relative_link_exists(page: Path, target: str) -> None:
+    path, _, anchor = target.partition("#")
+    resolved = (page.parent / path).resolve() if path else page
+    assert resolved.exists(), f"{_shown(page)} links {target!r}, which does not exist"
+    if anchor and resolved.suffix == ".md":
+        assert anchor in _anchors(resolved), f"{_shown(page)} links {target!r}: no such heading there"
+
+
+def _commands(text: str) -> Iterator[tuple[str, bool]]:
+    """Every command a page shows, and whether it is a whole command line: each line of its shell blocks (split at
+    ``&&``, ``;`` and ``|``; whole), and each code span of its prose (it may only name a command, as in "run
+    ``python -m gpuperf compare``"). The callers keep those that start with ``python -m gpuperf`` or ``pytest``."""
+    for language, block in FENCE.findall(text):
+        if language in SHELL:
+            for line in block.replace("\\\n", " ").splitlines():
+                lexer = shlex.shlex(line.strip(), posix=True, punctuation_chars="&|;")
+                lexer.whitespace_split = True
+                lexer.commenters = "#"
+                tokens, step = list(lexer), []
+                for token in [*tokens, "&&"]:
+                    if token in ("&&", "||", "|", ";", "&"):
+                        if step:
+                            yield shlex.join(step), True
+                        step = []
+                    else:
+                        step.append(token)
+    for span in SPAN.findall(_prose(text)):
+        yield " ".join(span.split()), False
+
+
+def _argv(command: str, prefixes: tuple[str, ...]) -> list[str] | None:
+    for prefix in prefixes:
+        if command == prefix or command.startswith(prefix + " "):
+            return shlex.split(command[len(prefix):])
+    return None
+
+
+def _shown_commands(prefixes: tuple[str, ...]) -> list[tuple[str, list[str], bool]]:
+    found = []
+    for page in PAGES:
+        for command, whole in _commands(page.read_text()):
+            argv = _argv(command, prefixes)
+            if argv is not None:
+                found.append((f"{_shown(page)}: {command}", argv, whole))
+    return found
+
+
+def _named_cli_command_exists(argv: list[str]) -> str:
+    """Why ``argv`` names no command or option of ``python -m gpuperf`` ("" when each one it names exists)."""
+    parser, words = build_parser(), list(argv)
+    while words:
+        word = words.pop(0)
+        commands = next((a for a in parser._actions if isinstance(a, argparse._SubParsersAction)), None)
+        if word.startswith("-"):
+            if word.split("=", 1)[0] not in parser._option_string_actions:
+                return f"{parser.prog} has no option {word}"
+        elif commands is not None:
+            if word not in commands.choices:
+                return f"{parser.prog} has no command {word!r}"
+            parser = commands.choices[word]
+    return ""
+
+
+def test_the_pages_show_commands_of_both_kinds() -> None:
+    """The extraction itself works: it finds the README's commands, so the two tests below check something."""
+    assert len(_shown_commands(CLI)) >= 20 and len(_shown_commands(PYTEST)) >= 20
+
+
+@pytest.mark.parametrize("shown, argv, whole", _shown_commands(CLI), ids=lambda value: str(value)[:80])
+def test_every_gpuperf_command_shown_parses(shown: str, argv: list[str], whole: bool,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    """A command line in a shell block parses as it stands; one named in prose names commands and options that
+    exist."""
+    assert _named_cli_command_exists(argv) == "", shown
+    if whole:
+        try:
+            build_parser().parse_args(argv)
+        except SystemExit as exc:
+            assert exc.code == 0, f"{shown}: {capsys.readouterr().err.strip()}"
+
+
+@pytest.mark.parametrize("shown, argv, whole", _shown_commands(PYTEST), ids=lambda value: str(value)[:80])
+def test_every_pytest_command_shown_parses(shown: str, argv: list[str], whole: bool, pytester: pytest.Pytester) -> None:
+    """Parsed by pytest itself with the plugin loaded: an option that does not exist (or a bad value) fails."""
+    try:
+        pytester.parseconfig("-p", "gpuperf.wiring.plugin", *argv)
+    except pytest.UsageError as exc:
+        pytest.fail(f"{shown}: {exc}")
+
+
+def test_a_wrong_option_in_a_page_would_be_caught(pytester: pytest.Pytester) -> None:
+    with pytest.raises(pytest.UsageError):
+        pytester.parseconfig("-p", "gpuperf.wiring.plugin", "perf_tests", "--update-baseline")
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["baseline", "dif", "a", "b"])
+    assert _named_cli_command_exists(["baseline", "dif"]) == "python -m gpuperf baseline has no command 'dif'"
+    assert _named_cli_command_exists(["compare", "--tolerence"]) == "python -m gpuperf compare has no option --tolerence"
+
+
+# --- the README's two commands ---------------------------------------------------------------------------
+
+def _two_commands() -> tuple[str, str]:
+    """The shell blocks under the README's "The two commands", verbatim: the GPU one, then the CPU one."""
+    text = (ROOT / "README.md").read_text()
+    section = text.split("\n## The two commands\n", 1)[1].split("\n## ", 1)[0]
+    blocks = [block.strip() for language, block in FENCE.findall(section) if language in SHELL]
+    assert len(blocks) == 2 and all("\n" not in block for block in blocks), blocks
+    return blocks[0], blocks[1]
+
+
+def _steps(command: str) -> list[list[str]]:
+    return [shlex.split(step) for step in command.split("&&")]
+
+
+def _extras(requirement: str) -> set[str]:
+    """The extras ``.[a,b]`` installs, following the extras that name others (``gpu = ["gpuperf[...]"]``)."""
+    declared = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    match = re.fullmatch(r"\.\[([\w,-]+)\]", requirement)
+    assert match, f"{requirement!r} is not .[extras]"
+    todo, seen = match.group(1).split(","), set()
+    while todo:
+        extra = todo.pop()
+        assert extra in declared, f"no extra {extra!r} in pyproject.toml"
+        seen.add(extra)
+        for dependency in declared[extra]:
+            nested = re.fullmatch(r"gpuperf\[([\w,-]+)\]", dependency)
+            todo += [name for name in (nested.group(1).split(",") if nested else []) if name not in seen]
+    return seen
+
+
+def _needed_extras() -> set[str]:
+    """Every extra a perf test or a kernel tells the user to install when it skips for a missing package."""
+    sources = [*ROOT.glob("perf_tests/*.py"), *ROOT.glob("kernels/*.py")]
+    return {extra for path in sources for group in re.findall(r"pip install -e '\.\[([\w,-]+)\]'", path.read_text())
+            for extra in group.split(",")}
+
+
+def test_the_gpu_command_installs_every_extra_the_default_cases_need() -> None:
+    gpu, _ = _two_commands()
+    install, run = _steps(gpu)
+    assert install[:5] == ["python3", "-m", "pip", "install", "-e"]
+    needed = _needed_extras()
+    assert {"cuda13", "cublaslt"} <= needed  # what the skip hints name today: the check has teeth
+    assert needed <= _extras(install[5])
+    assert run == ["python3", "-m", "pytest", "perf_tests"] and (ROOT / "perf_tests").is_dir()
+
+
+def test_the_cpu_command_is_what_ci_runs() -> None:
+    _, cpu = _two_commands()
+    ci = [shlex.split(line) for line in (ROOT / ".ci" / "run").read_text().splitlines()
+          if line.strip() and not line.lstrip().startswith("#")]
+    for step in _steps(cpu):
+        assert any(line[:len(step)] == step for line in ci), f".ci/run does not run {shlex.join(step)!r}"
+    assert _steps(cpu)[-1] == ["python3", "-m", "pytest", "tests"]
+
+
+# --- generated pages --------------------------------------------------------------------------------------
+
+def _options_tool() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("options_reference", ROOT / "tools" / "options_reference.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclass looks its module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_options_reference_is_generated_from_the_real_options() -> None:
+    tool = _options_tool()
+    text = tool.page()
+    assert (ROOT / "docs" / "options.md").read_text() == text, "stale: run python tools/options_reference.py"
+    for option in ("--update-baselines", "--gate", "--no-flush", "--min-sample-time", "gpuperf_cases", "--version"):
+        assert f"`{option}`" in text
+    assert "### `python -m gpuperf baseline from-runs`" in text
+
+
+def test_the_options_check_fails_on_a_stale_page(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tool = _options_tool()
+    stale = tmp_path / "options.md"
+    stale.write_text(tool.page().replace("`--gate`", "`--gait`"))
+    monkeypatch.setattr(tool, "PAGE", stale)
+    monkeypatch.setattr(tool, "ROOT", tmp_path)
+    assert tool.main(["--check"]) == 1
+    assert tool.main([]) == 0 and tool.main(["--check"]) == 0
+
+
+def test_the_h200_results_page_is_what_the_readme_command_makes_of_the_committed_run(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The command the page shows, run on the committed results in a copy of the tree, rewrites the page to
+    exactly what is committed: no figure on it is typed."""
+    (tmp_path / "docs" / "h200").mkdir(parents=True)
+    committed = (ROOT / "docs" / "results-h200.md").read_text()
+    shutil.copy(ROOT / "docs" / "h200" / "results.json", tmp_path / "docs" / "h200" / "results.json")
+    (tmp_path / "docs" / "results-h200.md").write_text(committed.replace("| ✅ PASS |", "| typed |"))
+    images = sorted(f"docs/h200/{png.name}" for png in (ROOT / "docs" / "h200").glob("*.png"))
+    monkeypatch.chdir(tmp_path)
+    assert main(["readme", "docs/h200/results.json", "--images", *images]) == 0  # the default page
+    assert (tmp_path / "docs" / "results-h200.md").read_text() == committed

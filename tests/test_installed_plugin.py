@@ -1,0 +1,270 @@
+"""gpuperf as another repository sees it once installed: the plugin loads through its ``pytest11`` entry point, does
+nothing in a session without perf tests, finds the project's own case tables and baselines, and runs
+``examples/own-kernels``.
+
+"Installed" is simulated without touching the interpreter: a ``gpuperf-<version>.dist-info`` whose
+``entry_points.txt`` is made from ``pyproject.toml``'s own ``pytest11`` table, on the ``PYTHONPATH`` of a pytest
+subprocess. (Where CI has really installed the package, both distributions declare the same entry point and pytest
+registers it once.)
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from test_plugin import CONFTEST, GEMM_S, GEMV_S, TESTS
+
+pytest_plugins = ["pytester"]
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLE = ROOT / "examples" / "own-kernels"
+VERSION = "9.9.9"
+
+#: A conftest that only watches: every import of a CUDA package and every NVML start-up, printed at the end.
+SPY = '''
+import sys
+
+QUERIES = []
+
+
+class _Spy:
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in ("cupy", "cupy_backends", "cupti", "cuda", "nvmath"):
+            QUERIES.append(name.split(".")[0])
+        return None
+
+
+sys.meta_path.insert(0, _Spy())
+try:
+    import pynvml
+
+    _init = pynvml.nvmlInit
+
+    def _spied_init(*args, **kwargs):
+        QUERIES.append("nvmlInit")
+        return _init(*args, **kwargs)
+
+    pynvml.nvmlInit = _spied_init
+except ImportError:
+    pass
+
+
+def pytest_unconfigure(config):
+    print(f"GPU QUERIES: {sorted(set(QUERIES))}")
+'''
+
+PLAIN_TESTS = '''
+import os
+
+import pytest
+
+
+class OutOfMemoryError(Exception):
+    pass
+
+
+def test_plain():
+    assert "CUDA_VISIBLE_DEVICES" not in os.environ
+
+
+@pytest.mark.slow
+def test_marked_slow():
+    pass
+
+
+@pytest.mark.trigger
+def test_marked_trigger():
+    pass
+
+
+def test_raises_its_own_oom():
+    raise OutOfMemoryError("the project's own out-of-memory error")
+'''
+
+
+def _site(tmp: Path) -> Path:
+    """A directory holding an installed-looking ``gpuperf`` distribution with the package's real entry points."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    entry_points = project["entry-points"]["pytest11"]
+    assert entry_points, "pyproject.toml declares no pytest11 entry point"
+    dist = tmp / "site" / f"gpuperf-{VERSION}.dist-info"
+    dist.mkdir(parents=True)
+    (dist / "METADATA").write_text(f"Metadata-Version: 2.1\nName: gpuperf\nVersion: {VERSION}\n")
+    (dist / "entry_points.txt").write_text(
+        "[pytest11]\n" + "".join(f"{name} = {target}\n" for name, target in entry_points.items()))
+    return dist.parent
+
+
+@pytest.fixture
+def installed(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory
+              ) -> pytest.Pytester:
+    """A pytester project in which gpuperf is "installed" (no conftest loads the plugin), outside CI."""
+    site = _site(tmp_path_factory.mktemp("installed"))
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(site), str(ROOT)]))
+    for name in ("CI", "GITHUB_STEP_SUMMARY", "CUDA_VISIBLE_DEVICES", "PYTEST_DISABLE_PLUGIN_AUTOLOAD",
+                 "PYTEST_ADDOPTS"):
+        monkeypatch.delenv(name, raising=False)
+    return pytester
+
+
+def _files(root: Path) -> set[str]:
+    """What lies in a pytester project, less pytester's own files (its runs' base temps and captured output)."""
+    return {str(path.relative_to(root)) for path in root.rglob("*")
+            if "__pycache__" not in path.parts and not path.relative_to(root).parts[0].startswith(
+                ("runpytest-", "stdout", "stderr"))}
+
+
+def test_the_entry_point_gives_a_repository_the_fixtures_without_a_conftest(installed: pytest.Pytester) -> None:
+    installed.makepyfile(test_uses_rng="def test_rng(rng):\n    assert 0 <= rng.random() < 1\n")
+    result = installed.runpytest_subprocess("-p", "no:cacheprovider", "--fixtures")
+    result.stdout.fnmatch_lines(["*perf*", "*measure*"])
+    ran = installed.runpytest_subprocess("-p", "no:cacheprovider")
+    ran.assert_outcomes(passed=1)
+    blocked = installed.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:gpuperf.wiring.plugin")
+    blocked.stdout.fnmatch_lines(["*fixture 'rng' not found*"])
+
+
+def test_a_checkout_that_also_names_the_plugin_registers_it_once(installed: pytest.Pytester) -> None:
+    installed.makeconftest('pytest_plugins = ["gpuperf.wiring.plugin"]\n')
+    installed.makepyfile(test_uses_rng="def test_rng(rng):\n    assert 0 <= rng.random() < 1\n")
+    result = installed.runpytest_subprocess("-p", "no:cacheprovider", "-p", "gpuperf.wiring.plugin")
+    result.assert_outcomes(passed=1)
+    assert "already registered" not in result.stdout.str() + result.stderr.str()
+
+
+@pytest.mark.parametrize("xdist", [False, True])
+def test_a_session_with_no_perf_test_is_left_alone_even_under_ci(installed: pytest.Pytester,
+                                                                  monkeypatch: pytest.MonkeyPatch,
+                                                                  xdist: bool) -> None:
+    """Same outcomes as without the plugin; no gpuperf line, no file, no GPU or NVML query, no pinning."""
+    monkeypatch.setenv("CI", "true")
+    installed.makeini("[pytest]\ntestpaths = tests\n")
+    installed.makeconftest(SPY)
+    (installed.path / "tests").mkdir()
+    (installed.path / "tests" / "test_plain.py").write_text(PLAIN_TESTS)
+    (installed.path / "tests" / "test_skipped.py").write_text('import pytest\npytest.importorskip("no_such_module")\n')
+    args = ["-p", "no:cacheprovider", "-rs", *(["-n", "2"] if xdist else [])]
+    without = installed.runpytest_subprocess(*args, "-p", "no:gpuperf.wiring.plugin")
+    before = _files(installed.path)
+    result = installed.runpytest_subprocess(*args)
+    outcomes = {"passed": 3, "failed": 1, "skipped": 1}
+    without.assert_outcomes(**outcomes)
+    result.assert_outcomes(**outcomes)
+    assert result.ret == without.ret == pytest.ExitCode.TESTS_FAILED
+    assert [line for line in result.outlines if "gpuperf" in line and not line.startswith("plugins:")] == []
+    assert "the project's own out-of-memory error" in result.stdout.str()  # its error, not the suite's advice
+    result.stdout.fnmatch_lines(["GPU QUERIES: []"])
+    assert _files(installed.path) == before
+
+
+def test_the_spy_sees_a_gpu_query(installed: pytest.Pytester) -> None:
+    """The check above can fail: a test that asks for a GPU makes the plugin look for one."""
+    installed.makeconftest(SPY)
+    installed.makepyfile(test_gpu="def test_gpu(gpu):\n    pass\n")
+    result = installed.runpytest_subprocess("-p", "no:cacheprovider", "--results-dir", "none")
+    assert "GPU QUERIES: []" not in result.stdout.str()
+    result.stdout.fnmatch_lines(["GPU QUERIES: [[]*'*'*[]]"])
+
+
+def test_version_comes_from_the_package_metadata(installed: pytest.Pytester) -> None:
+    shown = subprocess.run([sys.executable, "-m", "gpuperf", "--version"], capture_output=True, text=True,
+                           check=True, cwd=installed.path)
+    assert shown.stdout.strip() == f"gpuperf {VERSION}"
+
+
+def test_version_falls_back_to_the_checkout_s(monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib.metadata
+
+    import gpuperf
+    from gpuperf.cli import package_version
+
+    def not_installed(name: str) -> str:
+        raise importlib.metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(importlib.metadata, "version", not_installed)
+    assert package_version() == gpuperf.__version__
+
+
+def test_usage_names_the_console_script_when_called_so(monkeypatch: pytest.MonkeyPatch) -> None:
+    from gpuperf.cli import build_parser
+
+    monkeypatch.setattr(sys, "argv", ["/venv/bin/gpuperf", "--help"])
+    assert build_parser().format_usage().startswith("usage: gpuperf ")
+    monkeypatch.setattr(sys, "argv", [str(ROOT / "gpuperf" / "__main__.py"), "--help"])
+    assert build_parser().format_usage().startswith("usage: python -m gpuperf ")
+
+
+# --- the project's own layout: ini keys -------------------------------------------------------------------
+
+def test_baselines_go_where_the_ini_key_says(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("CI", raising=False)
+    pytester.makeini("[pytest]\ngpuperf_baselines = store/baselines\n")
+    pytester.makeconftest(CONFTEST)
+    pytester.makepyfile(test_perf=TESTS)
+    (pytester.path / "timings.json").write_text(f'{{"gemv": {GEMV_S}, "gemm": {GEMM_S}, "slow": {GEMM_S}}}')
+    pytester.runpytest("-p", "no:cacheprovider", "--results-dir", "none", "--update-baselines").assert_outcomes(
+        passed=2, deselected=1)
+    assert (pytester.path / "store" / "baselines" / "fake-gpu.yaml").is_file()
+    assert not (pytester.path / "baselines").exists()
+    again = pytester.runpytest("-p", "no:cacheprovider", "--results-dir", "none", "--gate")
+    again.assert_outcomes(passed=2, deselected=1)
+
+
+def test_case_tables_come_from_the_ini_key_under_the_rootdir(pytester: pytest.Pytester) -> None:
+    pytester.makeini("[pytest]\ngpuperf_cases = tables\n")
+    pytester.makeconftest('pytest_plugins = ["gpuperf.wiring.plugin"]\n')
+    (pytester.path / "tables").mkdir()
+    (pytester.path / "tables" / "gemv.yaml").write_text("perf:\n  - dtypes: [fp32]\n    ops: [N]\n"
+                                                        "    shapes: [123x456]\n")
+    (pytester.path / "sub").mkdir()
+    (pytester.path / "sub" / "test_table.py").write_text(
+        "import pytest\nfrom gpuperf.suite.cases import load_cases\n"
+        "SHAPES = load_cases('gemv')['perf'][0]['shapes']\n"
+        "@pytest.mark.parametrize('shape', SHAPES, ids=str)\ndef test_shape(shape):\n    pass\n")
+    result = pytester.runpytest("-p", "no:cacheprovider", "--collect-only", "-q", "sub")
+    result.stdout.fnmatch_lines(["sub/test_table.py::test_shape[[]123x456[]]"])
+    missing = pytester.runpytest("-p", "no:cacheprovider", "--collect-only", "-q", "-o", "gpuperf_cases=nowhere", "sub")
+    missing.stdout.fnmatch_lines(["*nowhere/gemv.yaml: case table not found*"])
+
+
+# --- examples/own-kernels -----------------------------------------------------------------------------------
+
+@pytest.fixture
+def example(installed: pytest.Pytester) -> pytest.Pytester:
+    """A copy of examples/own-kernels, as its own repository with gpuperf installed."""
+    shutil.copytree(EXAMPLE, installed.path, dirs_exist_ok=True, ignore=shutil.ignore_patterns("__pycache__",
+                                                                                                 "results"))
+    return installed
+
+
+def test_the_example_collects_its_own_table_with_the_installed_plugin(example: pytest.Pytester) -> None:
+    result = example.runpytest_subprocess("-p", "no:cacheprovider", "--collect-only", "-q")
+    result.stdout.fnmatch_lines([
+        "perf_tests/test_own_sgemm.py::test_own_sgemm_matches_float64[[]33x17x65[]]",
+        "perf_tests/test_own_sgemm.py::test_own_sgemm_matches_float64[[]127x129x31[]]",
+        "perf_tests/test_own_sgemm.py::test_own_sgemm_matches_float64[[]1x1x1[]]",
+        "perf_tests/test_own_sgemm.py::test_own_sgemm_perf[[]2048x2048x2048-cold[]]",
+        "perf_tests/test_own_sgemm.py::test_own_sgemm_perf[[]4096x1024x2048-cold[]]",
+        "5 tests collected*",
+    ])
+    table = example.path / "cases" / "gemm.yaml"
+    table.write_text(table.read_text().replace("4096x1024x2048", "512x256x128"))
+    changed = example.runpytest_subprocess("-p", "no:cacheprovider", "--collect-only", "-q")
+    changed.stdout.fnmatch_lines(["*test_own_sgemm_perf[[]512x256x128-cold[]]", "5 tests collected*"])
+
+
+@pytest.mark.skipif(shutil.which("nvidia-smi") is not None, reason="a GPU machine measures instead of skipping")
+def test_the_example_skips_its_gpu_tests_with_a_reason_on_the_cpu(example: pytest.Pytester) -> None:
+    result = example.runpytest_subprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(skipped=5)
+    assert result.ret == pytest.ExitCode.OK
+    result.stdout.fnmatch_lines(["SKIPPED [[]3[]] perf_tests/test_own_sgemm.py:*: no GPU: CuPy is not importable*",
+                                 "SKIPPED [[]2[]] perf_tests/test_own_sgemm.py:*: no GPU: CuPy is not importable*"])
+    assert not (example.path / "results").exists()  # nothing was measured, so no results directory
