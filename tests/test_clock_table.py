@@ -12,7 +12,8 @@ from typing import Any
 from gpuperf.measure.kernel_records import Kernel
 from gpuperf.output import table
 from gpuperf.output.report import format_table
-from gpuperf.output.results import load_run, results_csv_text, summary_markdown, write_run
+from gpuperf.output.results import summary_markdown, write_run
+from gpuperf.store.results import load_run, results_csv_text
 from gpuperf.store.records import Record, RunInfo
 from gpuperf.vocabulary import Status
 

@@ -147,7 +147,7 @@ HOSTILE = [
     Hostile("plot --out onto an existing file", _copy("taken.png", BASELINE),
             ["plot", str(BASELINE), "--out", "taken.png"], 1),
     Hostile("readme --images naming a missing file", _text("README.md", "x"),
-            ["readme", str(RUN), "--images", "nosuch.png"], 1),
+            ["readme", str(RUN), "--page", "README.md", "--images", "nosuch.png"], 1),
     Hostile("an unknown path tf33 in gemm.yaml", _table(lambda t: t.replace("- paths: [tf32]", "- paths: [tf33]", 1)),
             LOAD_GEMM, 1),
     Hostile("perf: [] in gemm.yaml", _table(lambda t: t[:t.index("\nperf:")] + "\nperf: []\n" + t[t.index("\nslow:"):]),
