@@ -101,6 +101,9 @@ def _sizes(text: str) -> list[int]:
         raise CaseTableError(f"{text!r} has an empty size (a stray 'x')")
     if bad is not None:
         raise CaseTableError(f"{text!r} has the size {bad!r}, which is not a whole number")
+    huge = next((part for part in parts if len(part.lstrip("-")) > 18), None)
+    if huge is not None:
+        raise CaseTableError(f"{reprlib.repr(text)} has a size of {len(huge)} digits, larger than any matrix")
     return [int(part) for part in parts]
 
 
