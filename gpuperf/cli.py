@@ -295,6 +295,9 @@ def cmd_readme(args: argparse.Namespace) -> int:
         raise CliError(f"{readme_path} does not exist: pass --page PATH") from exc
     except InputError as exc:
         raise CliError(str(exc)) from None
+    missing = [image for image in args.images if not Path(image).is_file()]
+    if missing:
+        raise CliError(f"{', '.join(missing)}: no such image; make it with python -m gpuperf plot, or fix the path")
     images = [os.path.relpath(image, readme_path.parent) for image in args.images]  # as links from the page
     section = readme.results_section(run, records, images, str(args.results))
     try:
@@ -308,9 +311,9 @@ def cmd_readme(args: argparse.Namespace) -> int:
 # --- entry point ---------------------------------------------------------------------------------------
 
 FIGURES = "a baselines/*.yaml, a results.json or a results/<timestamp>/ directory"
+RESULTS_PAGE = "docs/results-h200.md"
 ALLOW_OTHER_GPU = ("compare figures of two GPU models (refused otherwise: the deltas would measure the "
                    "hardware); the header then says so")
-RESULTS_PAGE = "docs/results-h200.md"
 
 
 def _runs(specs: Sequence[str]) -> list[Run]:

@@ -551,3 +551,13 @@ def test_baseline_drop_refuses_a_name_that_is_not_an_entry(good: Path, capsys: p
     assert main(["baseline", "drop", str(good), GEMV + "x"]) == 1
     assert "no entry" in capsys.readouterr().err
     assert good.read_bytes() == before
+
+
+def test_an_improved_row_of_two_runs_suggests_recording_from_b_not_update_baselines(
+        runs: tuple[Path, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    """A is a run, not a baseline: there is no baseline to update, so the hint names baseline from-runs with B."""
+    main(["compare", *map(str, runs)])
+    improved = [line for line in capsys.readouterr().out.splitlines() if "IMPROVED" in line]
+    assert len(improved) == 1
+    assert f"python -m gpuperf baseline from-runs baselines/synthetic-gpu.yaml {runs[1]}" in improved[0]
+    assert "--update-baselines" not in improved[0]

@@ -207,3 +207,22 @@ def test_a_failing_nvml_query_degrades_to_unknown(monkeypatch: pytest.MonkeyPatc
     assert nvml.ok
     method, unknown = GETTERS[call]
     assert getattr(nvml, method)() == unknown
+
+
+def test_without_a_driver_the_reason_says_so_not_driver_version_insufficient(monkeypatch: pytest.MonkeyPatch) -> None:
+    """CUDA's runtime answers "CUDA driver version is insufficient" when there is no driver at all."""
+    from gpuperf.measure import device
+
+    def no_devices() -> int:
+        raise RuntimeError("cudaErrorInsufficientDriver: CUDA driver version is insufficient for CUDA runtime version")
+
+    fake = types.SimpleNamespace(cuda=types.SimpleNamespace(runtime=types.SimpleNamespace(getDeviceCount=no_devices)))
+    monkeypatch.setattr(device, "_import_cupy", lambda: fake)
+    monkeypatch.setattr(device, "driver_installed", lambda: False)
+    with pytest.raises(device.NoGpuError) as info:
+        device.device_count()
+    assert str(info.value) == ("no NVIDIA driver is installed (libcuda.so.1 cannot be loaded): this machine has no "
+                               "NVIDIA GPU or driver")
+    monkeypatch.setattr(device, "driver_installed", lambda: True)
+    with pytest.raises(device.NoGpuError, match="driver version is insufficient"):
+        device.device_count()

@@ -54,7 +54,11 @@ def test_cli_rewrites_the_section_from_a_results_file(tmp_path) -> None:
     write_run(run_dir, RUN, [record("test_gemv[16384x16384-cold]", "gemv", 3916.4, "GB/s", 81.35)])
     readme = tmp_path / "README.md"
     readme.write_text(f"# x\n{START}\n{END}\n")
-    assert main(["readme", str(run_dir), "--readme", str(readme), "--images", str(tmp_path / "docs" / "a.png")]) == 0
+    image = str(tmp_path / "docs" / "a.png")
+    assert main(["readme", str(run_dir), "--readme", str(readme), "--images", image]) == 1  # no such PNG yet
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "a.png").write_bytes(b"\x89PNG")
+    assert main(["readme", str(run_dir), "--readme", str(readme), "--images", image]) == 0
     text = readme.read_text()
     assert "3916" in text and "![a.png](docs/a.png)" in text and text.startswith("# x\n")  # linked from the page
     readme.write_text("no markers")

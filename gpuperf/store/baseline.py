@@ -85,7 +85,7 @@ _RESULTS_KEYS = frozenset({"run", "records"})
 _SHA256_HEX = re.compile(r"[0-9a-f]{64}")
 
 
-class BaselineError(ValueError):
+class BaselineError(InputError):
     """A baseline file that cannot be used; the message names the file, the entry and the fix."""
 
 

@@ -47,8 +47,22 @@ MIB = 2**20
 MAX_DEPTH = 32
 
 
+#: No gpuperf figure or count is anywhere near 2**64; a larger integer cannot even become a float.
+MAX_INTEGER = 2**64
+#: A message longer than this (a huge value quoted in it) keeps its start and its end, where the fix is.
+MAX_MESSAGE = 1000
+
+
 class InputError(ValueError):
-    """A file that cannot be read as what it should be; the message names the file, the cause and the fix."""
+    """A file that cannot be read as what it should be; the message names the file, the cause and the fix.
+
+    Every loader's own error derives from it, so a message quoting a huge hostile value stays one line of
+    bounded length (its middle cut out) whichever loader raises it."""
+
+    def __init__(self, message: str) -> None:
+        if len(message) > MAX_MESSAGE:
+            message = f"{message[:MAX_MESSAGE * 2 // 3]} … {message[-MAX_MESSAGE // 3:]}"
+        super().__init__(message)
 
 
 class DuplicateKeyError(InputError):
@@ -139,10 +153,20 @@ def read_text(path: Path, max_bytes: int, what: str, fix: str) -> str:
 class _Refused(yaml.YAMLError):
     """An event no gpuperf file holds (an anchor, an alias, nesting too deep), with its line."""
 
-    def __init__(self, problem: str, line: int) -> None:
+    def __init__(self, problem: str, line: int, fix: str = "write the value out in full") -> None:
         super().__init__(problem)
         self.problem = problem
         self.line = line
+        self.fix = fix
+
+
+_MAX_DIGITS = 4000  # Python converts at most 4,300 digits; the value bound below does the rest
+
+
+def _bounded(value: int) -> int:
+    if abs(value) > MAX_INTEGER:
+        raise ValueError(f"an integer of {len(str(abs(value)))} digits, larger than any figure or count")
+    return value
 
 
 class _StrictComposer(Composer):
@@ -164,7 +188,8 @@ class _StrictComposer(Composer):
         self._depth += 1
         try:
             if self._depth > MAX_DEPTH:
-                raise _Refused(f"nesting deeper than {MAX_DEPTH} levels, which no gpuperf file needs", line)
+                raise _Refused(f"nesting deeper than {MAX_DEPTH} levels, which no gpuperf file needs", line,
+                               "pass the right file")
             return super().compose_node(parent, index)
         finally:
             self._depth -= 1
@@ -180,6 +205,11 @@ class _UniqueKeyConstructor(SafeConstructor):
     def __init__(self) -> None:
         super().__init__()
         self._locations: dict[int, tuple[str, ...]] = {}
+
+    def construct_yaml_int(self, node: Node) -> int:
+        if len(str(node.value)) > _MAX_DIGITS:
+            raise ValueError(f"an integer of {len(str(node.value))} digits, larger than any figure or count")
+        return _bounded(super().construct_yaml_int(node))  # type: ignore[arg-type]
 
     def construct_mapping(self, node: MappingNode, deep: bool = False) -> dict[Hashable, Any]:
         location = self._locations.get(id(node), ())
@@ -197,6 +227,9 @@ class _UniqueKeyConstructor(SafeConstructor):
             self._locations[id(value_node)] = (*location, str(key))
         return super().construct_mapping(node, deep=deep)
 
+
+_UniqueKeyConstructor.add_constructor(  # type: ignore[type-var]
+    "tag:yaml.org,2002:int", _UniqueKeyConstructor.construct_yaml_int)
 
 if yaml.__with_libyaml__:
     from yaml.cyaml import CParser  # type: ignore[attr-defined]
@@ -233,7 +266,7 @@ def load_yaml(path: Path, text: str, fix: str) -> Any:
     try:
         return loader.get_single_data()
     except _Refused as exc:
-        raise InputError(f"{path}: line {exc.line} holds {exc.problem}; write the value out in full") from None
+        raise InputError(f"{path}: line {exc.line} holds {exc.problem}; {exc.fix}") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
@@ -260,6 +293,12 @@ def _first_line(exc: BaseException) -> str:
 
 
 # --- JSON ----------------------------------------------------------------------------------------------
+
+
+def _json_int(digits: str) -> int:
+    if len(digits) > _MAX_DIGITS:
+        raise ValueError(f"an integer of {len(digits)} digits, larger than any figure or count")
+    return _bounded(int(digits))
 
 
 def _refuse_constant(name: str) -> Any:
@@ -292,7 +331,8 @@ def load_json(path: Path, text: str, fix: str) -> Any:
     """The JSON value in ``text``: strict (no ``NaN``, no repeated key, at most ``MAX_DEPTH`` levels); YAML
     text is named as such, a cut-short file as cut short."""
     try:
-        data = json.loads(text, parse_constant=_refuse_constant, object_pairs_hook=_unique_pairs)
+        data = json.loads(text, parse_constant=_refuse_constant, object_pairs_hook=_unique_pairs,
+                          parse_int=_json_int)
     except json.JSONDecodeError as exc:
         stripped = text.lstrip()
         if stripped and not stripped.startswith(("{", "[")):

@@ -42,7 +42,7 @@ NEEDS_FIGURE = frozenset({Status.PASS, Status.IMPROVED, Status.REGRESSED, Status
 _RERUN = "re-run the suite (pytest perf_tests) or restore the file"
 
 
-class ResultsError(ValueError):
+class ResultsError(InputError):
     """A results file that is missing or cannot be used; the message names the file, the entry and the fix."""
 
 
@@ -121,6 +121,7 @@ _TYPE_CHECKS: dict[str, tuple[Callable[[Any], bool], str]] = {
     "float | None": (lambda v: v is None or _number(v), "a finite number or null"),
     "int | None": (lambda v: v is None or _whole(v), "a whole number or null"),
     "bool": (lambda v: isinstance(v, bool), "true or false"),
+    "bool | None": (lambda v: v is None or isinstance(v, bool), "true, false or null"),
     "tuple[str, ...]": (lambda v: v is None or _texts(v), "a list of texts"),
     "tuple[int, int] | None": (lambda v: v is None or isinstance(v, list) and len(v) == 2 and all(map(_whole, v)),
                                "two whole numbers or null"),

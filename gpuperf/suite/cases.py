@@ -89,7 +89,7 @@ _SHAPE_BY_SIZES: dict[int, ShapeKind] = {kind.sizes: kind for kind in SHAPE_KIND
 _WHOLE_NUMBER = re.compile(r"-?[0-9]+")
 
 
-class CaseTableError(ValueError):
+class CaseTableError(InputError):
     """A case table in ``perf_tests/cases`` is malformed."""
 
 
@@ -101,6 +101,9 @@ def _sizes(text: str) -> list[int]:
         raise CaseTableError(f"{text!r} has an empty size (a stray 'x')")
     if bad is not None:
         raise CaseTableError(f"{text!r} has the size {bad!r}, which is not a whole number")
+    huge = next((part for part in parts if len(part.lstrip("-")) > 18), None)
+    if huge is not None:
+        raise CaseTableError(f"{reprlib.repr(text)} has a size of {len(huge)} digits, larger than any matrix")
     return [int(part) for part in parts]
 
 
@@ -233,19 +236,25 @@ def _refuse_repeats(items: list[Any], where: str) -> None:
             first[case] = index
 
 
-def _refuse_missing_tables(data: dict[Any, Any], schema: Schema, shown: str) -> None:
-    """Every table the schema names is read by its test module: a missing or empty one is named, not a
-    ``KeyError`` at collection or a suite that silently runs nothing."""
-    if not isinstance(schema, dict):
-        return
-    missing = [key for key in schema if key not in data]
-    if missing:
-        raise CaseTableError(f"{shown}: the table(s) {', '.join(missing)} are missing; the test module reads "
-                             "each of them (see gpuperf/suite/case_schema.py TABLES)")
-    empty = [key for key in schema if data[key] in (None, [], {})]
+class CaseTables(dict[str, Any]):
+    """A loaded case file: its tables by name. Reading a table the file lacks names the file and the table
+    (a project's own table may hold only the tables its tests read) rather than raising a bare ``KeyError``."""
+
+    def __init__(self, shown: str, tables: dict[str, Any]) -> None:
+        super().__init__(tables)
+        self.shown = shown
+
+    def __missing__(self, key: str) -> Any:
+        raise CaseTableError(f"{self.shown}: has no table {key!r}, which the test module reads; add it (see "
+                             "gpuperf/suite/case_schema.py TABLES for what it holds)")
+
+
+def _refuse_empty_tables(data: dict[Any, Any], shown: str) -> None:
+    """A table that is there but empty would run no case, silently."""
+    empty = [str(key) for key, value in data.items() if value in (None, [], {})]
     if empty:
         raise CaseTableError(f"{shown}: the table(s) {', '.join(empty)} are empty: they would run no case; "
-                             "list the cases, or remove the tests that read them")
+                             "list the cases, or remove the table and the tests that read it")
 
 
 def _shown(path: Path) -> str:
@@ -281,5 +290,5 @@ def load_cases(family: str, directory: Path | None = None) -> dict[str, Any]:
         checked: dict[str, Any] = _checked(data, schema, "", data)
     except CaseTableError as exc:
         raise CaseTableError(f"{shown}: {exc}") from None
-    _refuse_missing_tables(checked, schema, shown)
-    return checked
+    _refuse_empty_tables(checked, shown)
+    return CaseTables(shown, checked)

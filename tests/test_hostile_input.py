@@ -1,0 +1,252 @@
+"""The hostile inputs of ``docs/hostile-input.md``, each run for real (``python -m gpuperf`` in a subprocess
+under a 1.5 GiB address-space limit, in a scratch folder so the paths in the messages are short), and the
+page checked against what they get: the page cannot drift from the code.
+
+Regenerate the page after changing a message: ``python3 tests/test_hostile_input.py``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+PAGE = REPO / "docs" / "hostile-input.md"
+BASELINE = REPO / "baselines" / "nvidia-h200.yaml"
+RUN = REPO / "docs" / "fleet" / "1e941103-1.json"
+OTHER_RUN = REPO / "docs" / "fleet" / "1e941103-2.json"
+MAX_SECONDS = 5.0
+ADDRESS_SPACE = 3 << 29  # 1.5 GiB: Python and NumPy's own mappings leave the 1 GiB target for the input
+
+
+def _run_data() -> dict:  # type: ignore[type-arg]
+    return json.loads(RUN.read_text())
+
+
+def _write_json(path: str, data: object) -> Callable[[Path], None]:
+    return lambda d: (d / path).write_text(json.dumps(data))
+
+
+def _text(path: str, text: str | bytes) -> Callable[[Path], None]:
+    def make(d: Path) -> None:
+        (d / path).parent.mkdir(parents=True, exist_ok=True)
+        (d / path).write_bytes(text if isinstance(text, bytes) else text.encode())
+    return make
+
+
+def _copy(path: str, source: Path, edit: Callable[[str], str] = lambda t: t) -> Callable[[Path], None]:
+    return _text(path, edit(source.read_text()))
+
+
+def _alias_bomb(d: Path) -> None:
+    levels = "".join(f"  l{i}: &l{i} [{', '.join(['*l' + str(i - 1)] * 9)}]\n" for i in range(1, 10))
+    (d / "bomb.yaml").write_text(f"schema: 1\nheader:\n  l0: &l0 [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n"
+                                 f"{levels}entries: {{}}\n")
+
+
+def _deep(d: Path) -> None:
+    (d / "deep.yaml").write_text("schema: 1\nheader: " + "{a: " * 5000 + "1" + "}" * 5000 + "\n")
+
+
+def _fifo(d: Path) -> None:
+    os.mkfifo(d / "fifo.yaml")
+
+
+def _zero(d: Path) -> None:
+    (d / "zero.yaml").symlink_to("/dev/zero")
+
+
+def _big(d: Path) -> None:
+    text = BASELINE.read_text()
+    (d / "big.yaml").write_text(text + "# padding\n" * (3 * 2**20 // 10))
+
+
+def _twice(d: Path) -> None:
+    data = _run_data()
+    doubled = dict(data["records"][0], value=data["records"][0]["value"] / 2)
+    (d / "twice.json").write_text(json.dumps({**data, "records": [*data["records"], doubled]}))
+
+
+def _field(name: str, value: object) -> Callable[[Path], None]:
+    def make(d: Path) -> None:
+        data = _run_data()
+        data["records"][0][name] = value
+        (d / "bad.json").write_text(json.dumps(data, allow_nan=True))
+    return make
+
+
+def _other_gpu(d: Path) -> None:
+    data = _run_data()
+    data["run"].update(gpu_name="NVIDIA A100-SXM4-80GB", gpu_slug="nvidia-a100-sxm4-80gb")
+    data["run"]["extra"]["uuid"] = "GPU-a100"
+    (d / "a100.json").write_text(json.dumps(data))
+
+
+def _lock_blocked(d: Path) -> None:
+    (d / "b").mkdir()
+    (d / "b" / "nvidia-h200.yaml").write_text(BASELINE.read_text())
+    (d / "b" / "nvidia-h200.yaml.lock").mkdir()
+
+
+def _table(edit: Callable[[str], str]) -> Callable[[Path], None]:
+    return _text("cases/gemm.yaml", edit((REPO / "perf_tests" / "cases" / "gemm.yaml").read_text()))
+
+
+LOAD_GEMM = [sys.executable, "-c", "import sys; from pathlib import Path; from gpuperf.suite.cases import "
+             "CaseTableError, load_cases\ntry:\n    load_cases('gemm', Path('cases'))\nexcept CaseTableError as e:\n"
+             "    sys.exit(f'collection error: {e}')"]
+
+
+@dataclass(frozen=True)
+class Hostile:
+    what: str
+    make: Callable[[Path], None]
+    command: list[str]
+    exit_code: int
+
+
+HOSTILE = [
+    Hostile("billion-laughs alias bomb in a baseline header", _alias_bomb, ["baseline", "check", "bomb.yaml"], 1),
+    Hostile("5,000 nested mappings", _deep, ["baseline", "check", "deep.yaml"], 1),
+    Hostile("100,000 nested JSON arrays", _text("deep.json", "[" * 100000 + "]" * 100000), ["fleet", "deep.json"], 1),
+    Hostile("a baseline that is a link to /dev/zero", _zero, ["baseline", "check", "zero.yaml"], 1),
+    Hostile("a FIFO given as a baseline", _fifo, ["baseline", "check", "fifo.yaml"], 1),
+    Hostile("a baseline over the size limit (a 100k-entry file is 87 MB)", _big, ["baseline", "check", "big.yaml"], 1),
+    Hostile("a baseline with a UTF-8 byte-order mark", _text("bom.yaml", b"\xef\xbb\xbf" + BASELINE.read_bytes()),
+            ["baseline", "check", "bom.yaml"], 1),
+    Hostile("a results file given to baseline check", _copy("run.json", RUN), ["baseline", "check", "run.json"], 1),
+    Hostile("a baseline given to fleet", _copy("b.yaml", BASELINE), ["fleet", "b.yaml"], 1),
+    Hostile("a BOM-prefixed results file", _text("bom.json", b"\xef\xbb\xbf" + RUN.read_bytes()), ["fleet", "bom.json"],
+            1),
+    Hostile("a results file cut short", _text("cut.json", RUN.read_text()[:5000]), ["compare", "cut.json", "cut.json"], 1),
+    Hostile("a case recorded twice (the second at half the value)", _twice, ["compare", str(RUN), "twice.json"], 1),
+    Hostile("the same run twice", lambda d: None, ["baseline", "from-runs", "new.yaml", str(RUN), str(RUN)], 1),
+    Hostile("a string figure", _field("value", "46.6"), ["compare", str(RUN), "bad.json"], 1),
+    Hostile("NaN as a figure", _field("value", float("nan")), ["baseline", "diff", str(RUN), "bad.json"], 1),
+    Hostile("a figure of 1e999 (inf)", _copy("bad.json", RUN, lambda t: t.replace('"value": 4', '"value": 1e999, "x": 4', 1)),
+            ["readme", "bad.json"], 1),
+    Hostile("an UPDATED record without a figure (null)", _field("value", None), ["readme", "bad.json"], 1),
+    Hostile("results schema 99", _write_json("s.json", {**_run_data(), "schema": 99}), ["compare", "s.json", str(RUN)],
+            1),
+    Hostile("a run header missing its fields", _write_json("h.json", {**_run_data(), "run": {"gpu_name": "x"}}),
+            ["fleet", "h.json"], 1),
+    Hostile("an A100 run compared with an H200 run", _other_gpu, ["compare", "a100.json", str(RUN)], 1),
+    Hostile("the same, with --allow-other-gpu (header line shown)", _other_gpu,
+            ["compare", "a100.json", str(OTHER_RUN), "--allow-other-gpu"], 0),
+    Hostile("a folder given to baseline drop", lambda d: (d / "dir.yaml").mkdir(),
+            ["baseline", "drop", "dir.yaml", "x"], 1),
+    Hostile("the .lock cannot be created (a folder stands there)", _lock_blocked,
+            ["baseline", "drop", "b/nvidia-h200.yaml", "x"], 1),
+    Hostile("plot --out onto an existing file", _copy("taken.png", BASELINE),
+            ["plot", str(BASELINE), "--out", "taken.png"], 1),
+    Hostile("readme --images naming a missing file", _text("README.md", "x"),
+            ["readme", str(RUN), "--page", "README.md", "--images", "nosuch.png"], 1),
+    Hostile("an unknown path tf33 in gemm.yaml", _table(lambda t: t.replace("- paths: [tf32]", "- paths: [tf33]", 1)),
+            LOAD_GEMM, 1),
+    Hostile("perf: [] in gemm.yaml", _table(lambda t: t[:t.index("\nperf:")] + "\nperf: []\n" + t[t.index("\nslow:"):]),
+            LOAD_GEMM, 1),
+    Hostile("a shape twice in a case table", _table(lambda t: t.replace("shapes: [512x512x512,",
+                                                                        "shapes: [512x512x512, 512x512x512,", 1)),
+            LOAD_GEMM, 1),
+    Hostile("invalid YAML in a case table", _table(lambda t: t.replace("perf:", "perf: [", 1)), LOAD_GEMM, 1),
+]
+
+
+def _limited() -> None:
+    resource.setrlimit(resource.RLIMIT_AS, (ADDRESS_SPACE, ADDRESS_SPACE))
+
+
+def run_hostile(case: Hostile, directory: Path) -> tuple[int, str, float]:
+    """Exit code, stderr and CPU seconds of ``case`` run for real in ``directory``."""
+    case.make(directory)
+    argv = case.command if case.command[0] == sys.executable else [sys.executable, "-m", "gpuperf", *case.command]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    done = subprocess.run(argv, cwd=directory, capture_output=True, text=True, timeout=60, preexec_fn=_limited,
+                          env={**os.environ, "PYTHONPATH": str(REPO)}, check=False)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+    if case.command[:2] == ["baseline", "check"]:
+        shown = done.stdout  # the file's own line; stderr only counts the files that failed
+    elif case.exit_code:
+        shown = done.stderr
+    else:
+        shown = next((line for line in done.stdout.splitlines() if "GPU models" in line), "")
+    return done.returncode, shown.strip().replace(str(REPO) + "/", ""), cpu
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def render(rows: list[tuple[Hostile, int, str]]) -> str:
+    lines = ["# Hostile and damaged input: what each gets", "",
+             "Generated by `python3 tests/test_hostile_input.py` and checked by `tests/test_hostile_input.py`, "
+             "which runs every row for real (`python -m gpuperf`, or the case-table loader as collection runs it, "
+             "in a subprocess under a 1.5 GiB address-space limit) and fails when the page and the code differ. "
+             "Every row is refused or handled within 5 s of CPU; the fuzz suites (`tests/test_fuzz_*.py`) feed "
+             "thousands of mutated inputs to the same loaders and commands. The limits are in "
+             "`gpuperf/store/reading.py` (no anchors or aliases, nesting depth 32, regular files only, UTF-8 "
+             "without a BOM) and per format: a baseline at most 2 MiB (`store/baseline.py`), a results file "
+             "32 MiB (`store/results.py`), a case table 1 MiB.", "",
+             "| input | command | exit | what it gets |", "| --- | --- | --- | --- |"]
+    for case, code, message in rows:
+        shown = " ".join(part.replace(str(REPO) + "/", "") for part in case.command)
+        if case.command is LOAD_GEMM:
+            shown = "pytest perf_tests (collecting cases/gemm.yaml)"
+        lines.append(f"| {_cell(case.what)} | `{_cell(shown)}` | {code} | {_cell(message)} |")
+    return "\n".join(lines) + "\n"
+
+
+def generate(scratch: Path) -> tuple[str, list[tuple[str, float]]]:
+    rows, cpu = [], []
+    for index, case in enumerate(HOSTILE):
+        directory = scratch / f"case{index}"
+        directory.mkdir()
+        code, message, seconds = run_hostile(case, directory)
+        rows.append((case, code, message))
+        cpu.append((case.what, seconds))
+    return render(rows), cpu
+
+
+def test_every_hostile_input_gets_what_the_page_says(tmp_path: Path) -> None:
+    page, cpu = generate(tmp_path)
+    for line in page.splitlines()[6:]:
+        assert "Traceback" not in line, line
+    for case, row in zip(HOSTILE, page.splitlines()[6:]):
+        assert f"| {case.exit_code} |" in row, row
+        assert row.split(" | ")[-1].strip(" |"), row  # every row gets a message
+    slow = [(what, seconds) for what, seconds in cpu if seconds > MAX_SECONDS]
+    assert not slow, slow
+    assert PAGE.read_text() == page, "docs/hostile-input.md is out of date: python3 tests/test_hostile_input.py"
+
+
+def test_a_broken_pipe_exits_quietly() -> None:
+    """``python -m gpuperf fleet … | head -1``: the reader goes away, the command stops without a traceback."""
+    runs = sorted(str(p) for p in (REPO / "docs" / "fleet").glob("*.json"))
+    with subprocess.Popen([sys.executable, "-m", "gpuperf", "fleet", *runs], cwd=REPO, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE) as process:
+        assert process.stdout is not None and process.stderr is not None
+        process.stdout.readline()
+        process.stdout.close()
+        stderr = process.stderr.read().decode()
+        code = process.wait(timeout=60)
+    assert stderr == "" and code in (0, 1), (code, stderr)
+
+
+if __name__ == "__main__":
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as scratch:
+        started = time.perf_counter()
+        text, seconds = generate(Path(scratch))
+    PAGE.write_text(text)
+    worst = max(seconds, key=lambda item: item[1])
+    print(f"{PAGE}: {len(HOSTILE)} rows in {time.perf_counter() - started:.1f} s; most CPU: {worst[1]:.2f} s "
+          f"({worst[0]})")
