@@ -36,7 +36,7 @@ from gpuperf.output.table import peaks_line
 from gpuperf.store.history import HistoryError
 from gpuperf.store.history_rows import HistoryInputError
 from gpuperf.store.history_schema import SchemaError
-from gpuperf.store.baseline import (BaselineError, BaselineFile, Integrity, drop_entries, load_baseline,
+from gpuperf.store.baseline import (BaselineError, BaselineFile, Integrity, check_gpu, drop_entries, load_baseline,
                                       seal_baseline, update_baseline, version_changes)
 from gpuperf.verdict.check import baseline_header
 from gpuperf.verdict.false_alarms import false_alarms
@@ -356,6 +356,11 @@ def cmd_fleet(args: argparse.Namespace) -> int:
         loaded = load_baseline(Path(args.baseline))
         if loaded is None:
             raise CliError(f"{args.baseline}: no such baseline file; pass a baselines/<gpu>.yaml")
+        if runs:
+            try:
+                check_gpu(loaded, runs[0].info.gpu_slug)
+            except BaselineError as exc:
+                raise CliError(str(exc)) from None
         baseline = loaded.entries
     print(report.format_fleet(runs, fleet_spread(runs), markdown=args.markdown))
     cases, selection = false_alarms(runs, baseline, GateConfig())
