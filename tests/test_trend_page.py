@@ -11,7 +11,7 @@ from pathlib import Path
 import plotly.graph_objects as go
 import pytest
 
-from gpuperf.output.trend_page import (CASES_DIR, INDEX_HTML, PLOTLY_JS, TrendPageError, case_page_name, sparkline,
+from gpuperf.output.trend_page import (CASES_DIR, INDEX_HTML, PLOTLY_JS, TrendPageError, case_page_name,
                                        write_site)
 
 from trend_synthetic import STEP_CASE, synthetic_trend
@@ -97,8 +97,3 @@ def test_a_file_where_the_site_should_go_is_refused(tmp_path: Path) -> None:
     with pytest.raises(TrendPageError, match="not a directory"):
         write_site(synthetic_trend(cases=1, runs=2), target)
 
-
-def test_sparkline_scales_to_the_series_and_leaves_gaps() -> None:
-    assert sparkline([1.0, 2.0, None, 3.0]) == "▁▅ █"
-    assert sparkline([5.0, 5.0]) == "▁▁"
-    assert sparkline([None]) == ""

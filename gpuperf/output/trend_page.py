@@ -10,10 +10,8 @@ of cases then opens in the time its first screen takes) and applies the filters.
 from __future__ import annotations
 
 import functools
-import hashlib
 import json
 import os
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -25,11 +23,9 @@ import plotly.offline
 
 from gpuperf.output import trend_data
 from gpuperf.output.trend_data import Annotation, CaseSeries, TrendData
+from gpuperf.output.trend_paths import CASES_DIR, INDEX_HTML, PLOTLY_JS, page_name_of
 from gpuperf.output.trend_figures import case_figure, host_colours, small_multiple
 
-INDEX_HTML = "index.html"
-PLOTLY_JS = "plotly.min.js"
-CASES_DIR = "cases"
 #: Files copied verbatim from the templates folder into the site.
 STATIC_FILES = ("trend.css", "trend.js")
 #: How many of a case's latest runs its page lists as a table (the chart shows them all).
@@ -54,10 +50,7 @@ class Site:
 
 
 def case_page_name(series: CaseSeries) -> str:
-    """``cases/<gpu>--<readable id>-<hash>.html``: stable across builds, safe on every file system."""
-    readable = re.sub(r"[^A-Za-z0-9._-]+", "_", series.case_id.split("::")[-1]).strip("_")[:80]
-    digest = hashlib.sha1(series.key.encode("utf-8")).hexdigest()[:10]
-    return f"{CASES_DIR}/{series.gpu_model}--{readable}-{digest}.html"
+    return page_name_of(series.gpu_model, series.case_id)
 
 
 @functools.lru_cache(maxsize=1)
@@ -151,14 +144,3 @@ def _write_atomic(path: Path, text: str) -> None:
     tmp.write_text(text, encoding="utf-8")
     os.replace(tmp, path)
 
-
-def sparkline(values: Sequence[float | None]) -> str:
-    """A text sparkline (``▁▃▅█``) of a series; a missing figure is a space. Scaled to the series' own range."""
-    blocks = "▁▂▃▄▅▆▇█"
-    known = [v for v in values if v is not None]
-    if not known:
-        return ""
-    low, high = min(known), max(known)
-    span = high - low
-    return "".join(" " if v is None else blocks[0 if span == 0 else round((v - low) / span * (len(blocks) - 1))]
-                   for v in values)
