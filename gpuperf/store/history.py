@@ -1,0 +1,274 @@
+"""The history store: every run and its records in SQLite (the default) or PostgreSQL, one code path for both.
+
+A target is ``none`` (no history), a URL (``sqlite:///path``, ``postgresql://…``) or a file path (SQLite).
+SQLite runs in WAL mode with a busy timeout, and every writing transaction starts with ``BEGIN IMMEDIATE``:
+concurrent sessions on one machine queue for the write lock instead of failing half-way. On PostgreSQL a
+migration holds an advisory lock, so two jobs opening a fresh database never both create it. Appending a run
+already present (same run id) is a no-op, also when two processes append it at once.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.exc import IntegrityError, SQLAlchemyError
+
+from gpuperf.store import history_rows
+from gpuperf.store.history_rows import HistoryInputError
+from gpuperf.store.history_schema import RECORDS, RUNS, SchemaError, migrate, recorded_version, SCHEMA_VERSION
+
+#: Environment variable naming the history when ``--history`` is not given.
+HISTORY_ENV = "GPUPERF_HISTORY"
+#: The default SQLite file, relative to the rootdir of the suite.
+DEFAULT_HISTORY = Path("results") / "history.sqlite"
+NONE = "none"
+#: Seconds a writer waits for SQLite's write lock before giving up.
+SQLITE_BUSY_TIMEOUT_S = 60
+#: PostgreSQL advisory lock key held while a database's schema is migrated.
+_MIGRATION_LOCK = 0x67707066
+
+
+class HistoryError(RuntimeError):
+    """The history cannot be opened, read or written; the message names the database and the fix."""
+
+
+def resolve_target(option: str | None, environ: dict[str, str] | os._Environ[str], root: Path) -> str | None:
+    """The history URL from ``--history``, else ``$GPUPERF_HISTORY``, else ``<root>/results/history.sqlite``;
+    ``None`` for ``none``."""
+    value = (option or environ.get(HISTORY_ENV, "") or "").strip()
+    if not value:
+        return sqlite_url(root / DEFAULT_HISTORY)
+    if value.lower() == NONE:
+        return None
+    return to_url(value, root)
+
+
+def sqlite_url(path: Path) -> str:
+    return f"sqlite:///{path}"
+
+
+def to_url(value: str, root: Path) -> str:
+    """A URL as SQLAlchemy takes it (PostgreSQL through psycopg 3), or a file path made a SQLite URL."""
+    if "://" not in value:
+        path = Path(value).expanduser()
+        return sqlite_url(path if path.is_absolute() else root / path)
+    scheme, rest = value.split("://", 1)
+    if scheme in ("postgresql", "postgres"):
+        return f"postgresql+psycopg://{rest}"
+    if scheme in ("sqlite", "postgresql+psycopg"):
+        return value
+    raise HistoryError(f"history {value!r}: unknown database kind {scheme!r}; use a file path, sqlite:///PATH, "
+                       "postgresql://user@host/db, or none")
+
+
+def describe(url: str) -> str:
+    """The URL without its password, for messages."""
+    try:
+        return sa.make_url(url).render_as_string(hide_password=True)
+    except sa.exc.ArgumentError:
+        return url
+
+
+def _sqlite_engine(url: sa.URL) -> sa.Engine:
+    database = url.database or ""
+    if database and database != ":memory:":
+        try:
+            Path(database).parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise HistoryError(f"history {database}: its folder cannot be created ({exc.strerror or exc}); "
+                               "choose a writable path with --history, or --history none") from exc
+    engine = sa.create_engine(url, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_S}, poolclass=sa.pool.NullPool)
+
+    @sa.event.listens_for(engine, "connect")
+    def _configure(dbapi_connection: Any, _record: Any) -> None:
+        dbapi_connection.isolation_level = None  # transactions begin below, not in the driver
+        cursor = dbapi_connection.cursor()
+        cursor.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_S * 1000}")
+        cursor.execute("PRAGMA journal_mode = WAL")
+        cursor.execute("PRAGMA synchronous = NORMAL")
+        cursor.execute("PRAGMA foreign_keys = ON")
+        cursor.close()
+
+    @sa.event.listens_for(engine, "begin")
+    def _begin(connection: sa.Connection) -> None:
+        reading = connection.get_execution_options().get("gpuperf_read", False)
+        connection.exec_driver_sql("BEGIN" if reading else "BEGIN IMMEDIATE")
+
+    return engine
+
+
+def create_engine(url: str) -> sa.Engine:
+    parsed = sa.make_url(url)
+    if parsed.get_backend_name() == "sqlite":
+        return _sqlite_engine(parsed)
+    try:
+        return sa.create_engine(parsed, pool_pre_ping=True)
+    except ImportError as exc:
+        raise HistoryError(f"history {describe(url)}: the PostgreSQL driver is missing ({exc}): "
+                           "pip install 'gpuperf[postgres]'") from exc
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """A run as the questions show it."""
+
+    pk: int
+    run_id: str
+    kind: str
+    started: str
+    gpu_slug: str
+    host: str
+    git_commit: str | None
+    git_dirty: bool | None
+    branch: str | None
+    driver: str | None
+    cuda_runtime: str | None
+    cublas: str | None
+    cupy: str | None
+
+    @property
+    def versions(self) -> str:
+        return " / ".join(value or "?" for value in (self.driver, self.cuda_runtime, self.cublas, self.cupy))
+
+
+_SUMMARY_COLUMNS = [RUNS.c[name] for name in
+                    ("pk", "run_id", "kind", "started", "gpu_slug", "host", "git_commit", "git_dirty", "branch",
+                     "driver", "cuda_runtime", "cublas", "cupy")]
+
+
+@dataclass(frozen=True)
+class IngestReport:
+    added: list[Path]
+    present: list[Path]
+    refused: list[tuple[Path, str]]
+
+
+class History:
+    """One history database, migrated to the current schema when opened."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.where = describe(url)
+        self.engine = create_engine(url)
+        try:
+            self._migrate()
+        except SQLAlchemyError as exc:
+            self.engine.dispose()
+            raise HistoryError(f"history {self.where}: cannot be opened ({_reason(exc)}); check the path or the "
+                               "server, or pass --history none") from exc
+        except SchemaError:
+            self.engine.dispose()
+            raise
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    def __enter__(self) -> History:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+    @contextmanager
+    def reading(self) -> Iterator[sa.Connection]:
+        with self.engine.connect().execution_options(gpuperf_read=True) as connection, connection.begin():
+            yield connection
+
+    def _migrate(self) -> None:
+        with self.reading() as connection:
+            if recorded_version(connection) == SCHEMA_VERSION:
+                return
+        with self.engine.begin() as connection:
+            if connection.dialect.name == "postgresql":
+                connection.execute(sa.select(sa.func.pg_advisory_xact_lock(_MIGRATION_LOCK)))
+            migrate(connection, self.where)
+
+    def append(self, document: dict[str, Any], source: str) -> bool:
+        """Add a run and its records in one transaction; ``False`` when the run was already there."""
+        history_rows.check_document(document, source)
+        run = history_rows.run_row(document, source)
+        records = [history_rows.record_row(record) for record in document["records"]]
+        try:
+            with self.engine.begin() as connection:
+                if connection.execute(sa.select(RUNS.c.pk).where(RUNS.c.run_id == run["run_id"])).first():
+                    return False
+                inserted = connection.execute(sa.insert(RUNS).values(**run)).inserted_primary_key
+                pk = inserted[0] if inserted is not None else None
+                if records:
+                    connection.execute(sa.insert(RECORDS), [{**record, "run_pk": pk} for record in records])
+        except IntegrityError:
+            return False  # another process appended the same run at the same moment
+        except SQLAlchemyError as exc:
+            raise HistoryError(f"history {self.where}: the run from {source} was not appended "
+                               f"({_reason(exc)}); nothing of it was written") from exc
+        return True
+
+    def ingest(self, paths: Sequence[Path]) -> IngestReport:
+        """Backfill from results files and folders of them; a file that is not one is refused, named."""
+        report = IngestReport([], [], [])
+        for path in history_rows.results_files(paths):
+            try:
+                document = history_rows.read_results_document(path)
+            except HistoryInputError as exc:
+                report.refused.append((path, str(exc)))
+                continue
+            (report.added if self.append(document, str(path)) else report.present).append(path)
+        return report
+
+    def runs(self, gpu: str | None = None, since: str | None = None) -> dict[int, RunSummary]:
+        query = sa.select(*_SUMMARY_COLUMNS).order_by(RUNS.c.started, RUNS.c.pk)
+        if gpu:
+            query = query.where(RUNS.c.gpu_slug == gpu)
+        if since:
+            query = query.where(RUNS.c.started >= since)
+        with self.reading() as connection:
+            return {row.pk: RunSummary(**row._asdict()) for row in connection.execute(query)}
+
+    def values(self, run_pks: Sequence[int] | None = None,
+               case: str | None = None) -> list[tuple[str, str, int, float | None, str]]:
+        """``(case_id, method, run_pk, value, status)`` of the records, optionally of one case or some runs."""
+        query = sa.select(RECORDS.c.case_id, RECORDS.c.method, RECORDS.c.run_pk, RECORDS.c.value, RECORDS.c.status)
+        if case is not None:
+            query = query.where(RECORDS.c.case_id == case)
+        with self.reading() as connection:
+            rows = connection.execute(query).all()
+        if run_pks is not None:
+            wanted = set(run_pks)
+            rows = [row for row in rows if row[2] in wanted]
+        return [(row[0], row[1], row[2], row[3], row[4]) for row in rows]
+
+    def kernels(self, case: str, run_pks: Sequence[int]) -> dict[int, str]:
+        """The kernels each of those runs' record of ``case`` names (``name + name``)."""
+        query = sa.select(RECORDS.c.run_pk, RECORDS.c.kernels).where(
+            RECORDS.c.case_id == case, RECORDS.c.run_pk.in_(list(run_pks)))
+        with self.reading() as connection:
+            return {row.run_pk: row.kernels or "" for row in connection.execute(query)}
+
+    def case_ids(self, pattern: str) -> list[str]:
+        """Case ids equal to ``pattern``, else containing it."""
+        with self.reading() as connection:
+            found = [row[0] for row in connection.execute(sa.select(RECORDS.c.case_id).distinct())]
+        exact = [case for case in found if case == pattern]
+        return exact or sorted(case for case in found if pattern in case)
+
+    def record_data(self, case: str, run_pk: int) -> dict[str, Any] | None:
+        query = sa.select(RECORDS.c.data).where(RECORDS.c.case_id == case, RECORDS.c.run_pk == run_pk)
+        with self.reading() as connection:
+            text = connection.execute(query).scalar()
+        return None if text is None else dict(json.loads(text))
+
+
+def _reason(exc: BaseException) -> str:
+    original = getattr(exc, "orig", None)
+    return str(original or exc).strip().splitlines()[0]
+
+
+def open_history(url: str) -> History:
+    return History(url)
