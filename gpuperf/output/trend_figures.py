@@ -27,6 +27,9 @@ CHANGE_POINT_COLOUR = "#d62728"
 ANNOTATION_COLOURS = {"version": "#9467bd", "kernel": "#ff7f0e", "method": "#8c564b"}
 #: Longest kernel or version text drawn on a chart's axis; the case page lists every change in full.
 AXIS_TEXT_CHARS = 60
+#: Up to this many runs a small multiple marks every run (a host that ran once is a dot); past it, each host is
+#: a line only: a path per host draws in a fraction of the time of a marker per run.
+SMALL_MARKER_RUNS = 200
 #: Statuses drawn with their own marker, so the runs that recorded a baseline stand out.
 RECORDING_STATUSES = frozenset({Status.UPDATED, Status.NOT_RECORDED})
 
@@ -98,7 +101,8 @@ def _tooltip(data: TrendData, series: CaseSeries, point: SeriesPoint) -> str:
 
 def _host_traces(data: TrendData, series: CaseSeries, colours: dict[str, str], detailed: bool) -> list[go.Scatter]:
     """The figures, one trace per host so each host has its colour (and its legend entry on the case page):
-    a marker per run on the case page, a line through the host's runs in a small multiple."""
+    a marker per run on the case page, a line through the host's runs (and its markers, see
+    ``SMALL_MARKER_RUNS``) in a small multiple."""
     per_host: dict[str, list[SeriesPoint]] = {}
     for point in series.points:
         if point.value is not None:
@@ -109,8 +113,9 @@ def _host_traces(data: TrendData, series: CaseSeries, colours: dict[str, str], d
         if detailed:
             hover = {"text": [_tooltip(data, series, p) for p in points], "hovertemplate": "%{text}<extra></extra>"}
         style: dict[str, Any] = {"mode": "markers", "marker": {"color": colours[host], "size": 7}}
-        if not detailed:  # a path per host draws in a fraction of the time of a marker per run
-            style = {"mode": "lines", "line": {"color": colours[host], "width": 1.2}}
+        if not detailed:
+            style = {"mode": "lines" if len(series.points) > SMALL_MARKER_RUNS else "lines+markers",
+                     "line": {"color": colours[host], "width": 1.2}, "marker": {"color": colours[host], "size": 4}}
         traces.append(go.Scatter(x=_numbers(data, points), y=_values([p.value for p in points], detailed),
                                  name=host, legendgroup=host, **style, **hover))
     return traces

@@ -1,23 +1,30 @@
 """The trend page's data from the history store: run and record rows → ``TrendData``, change points included.
 
-``trend_from_rows`` is pure (rows as mappings, a change-point finder as a function), so it is tested without a
-database; ``load_trend`` reads the rows from a history database and uses the history's own change-point
-detector, so the page marks exactly the change points ``history changes`` reports. What a card says about a
+``trend_from_rows`` is pure (rows as mappings, change points as found), so it is tested without a database;
+``load_trend`` reads the rows from a history database. What a card says about a
 case (family, precision, shape, kernel label, metric) is read from its latest record's fields.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Mapping, Sequence
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
+import sqlalchemy as sa
+from sqlalchemy.exc import SQLAlchemyError
+
 from gpuperf.output.trend_data import CaseSeries, ChangePoint, SeriesPoint, TrendData, TrendRun
+from gpuperf.output.trend_summary import RecentRuns, SummaryHistory
+from gpuperf.store.history import History, HistoryError, describe
+from gpuperf.store.history_schema import RECORDS, RUNS, SchemaError
+from gpuperf.verdict.records import Record, RunInfo
 from gpuperf.vocabulary import Family
 
-#: ``(values in run order) → indices of the first point of each new level``; the history's detector.
-ChangeFinder = Callable[[Sequence[float]], Sequence[int]]
-
+#: How many runs of a case ``summary.md`` shows: the history's last ones and this run.
+SUMMARY_RUNS = 12
 #: A UUID is shown by its first 8 hex digits, as the fleet docs and results file names name a GPU.
 _UUID_PREFIX = "GPU-"
 
@@ -58,26 +65,12 @@ def _shape(record: Mapping[str, Any]) -> dict[str, int]:
     return {str(k): int(v) for k, v in shape.items() if isinstance(v, int)} if isinstance(shape, Mapping) else {}
 
 
-def _change_points(points: Sequence[SeriesPoint], find: ChangeFinder) -> tuple[ChangePoint, ...]:
-    """The finder's shifts over the series' valid figures, each with the mean level on either side."""
-    valid = [p for p in points if p.value is not None]
-    values = [p.value for p in valid if p.value is not None]
-    starts = sorted(i for i in set(find(values)) if 0 < i < len(values))
-    found = []
-    bounds = [0, *starts, len(values)]
-    for before, start, after in zip(bounds, bounds[1:], bounds[2:]):
-        old = values[before:start]
-        new = values[start:after]
-        found.append(ChangePoint(run_id=valid[start].run_id, before=sum(old) / len(old), after=sum(new) / len(new),
-                                 previous_run_id=valid[start - 1].run_id))
-    return tuple(found)
-
-
 def trend_from_rows(runs: Iterable[Mapping[str, Any]], records: Iterable[Mapping[str, Any]],
-                    find: ChangeFinder | None = None, source: str = "") -> TrendData:
+                    changes: Mapping[tuple[str, str], Sequence[ChangePoint]] | None = None,
+                    source: str = "") -> TrendData:
     """``runs``: rows with ``pk`` and the run columns, in run order; ``records``: rows with ``run_pk``,
     ``case_id``, the figure columns and ``data`` (the results-file record as JSON). One series per GPU model
-    and case; ``find`` marks change points on each (none when it is ``None``)."""
+    and case, with the change points ``changes`` lists for its ``(gpu model, case id)``."""
     trend_runs: list[TrendRun] = []
     by_pk: dict[Any, TrendRun] = {}
     order: dict[Any, int] = {}
@@ -104,5 +97,58 @@ def trend_from_rows(runs: Iterable[Mapping[str, Any]], records: Iterable[Mapping
             precision=str(latest.get("precision") or ""), metric=str(latest.get("metric") or ""),
             unit=str(latest.get("unit") or ""), points=points, shape=_shape(latest),
             kernel=str(latest.get("kernel") or ""),
-            change_points=_change_points(points, find) if find is not None else ()))
+            change_points=tuple((changes or {}).get((model, case_id), ()))))
     return TrendData(runs=tuple(trend_runs), series=tuple(series), source=source)
+
+
+def load_trend(url: str, gpu: str | None = None, since: str | None = None) -> TrendData:
+    """Every run (of GPU model ``gpu``, started at or after ``since``) and its records, from the history at
+    ``url``. ``HistoryError``/``SchemaError`` name the database and the fix when it cannot be read; reading
+    never creates a database."""
+    _require_existing(url)
+    with History(url) as history, history.reading() as connection:
+        query = sa.select(RUNS).order_by(RUNS.c.started, RUNS.c.pk)
+        if gpu:
+            query = query.where(RUNS.c.gpu_slug == gpu)
+        if since:
+            query = query.where(RUNS.c.started >= since)
+        runs = [dict(row._mapping) for row in connection.execute(query)]
+        records_query = sa.select(RECORDS).order_by(RECORDS.c.pk)
+        if gpu or since:
+            records_query = records_query.where(RECORDS.c.run_pk.in_(sa.select(query.subquery().c.pk)))
+        records = [dict(row._mapping) for row in connection.execute(records_query)]
+    return trend_from_rows(runs, records, source=f"the history {describe(url)}")
+
+
+def _require_existing(url: str) -> None:
+    parsed = sa.make_url(url)
+    if parsed.get_backend_name() == "sqlite" and parsed.database not in (None, "", ":memory:") \
+            and not Path(str(parsed.database)).is_file():
+        raise HistoryError(f"history {parsed.database}: no such file; pass --history the database that pytest "
+                           "perf_tests appends to (default results/history.sqlite), or build one with python -m "
+                           "gpuperf history ingest results/")
+
+
+def summary_history(url: str, run: RunInfo, records: Sequence[Record], site: Path,
+                    last: int = SUMMARY_RUNS) -> SummaryHistory | None:
+    """For ``summary.md``: each case's figures in the model's last ``last - 1`` runs of the history, then this
+    run's. ``None`` when the history cannot be read: the session's append reports why, once."""
+    try:
+        _require_existing(url)
+        with History(url) as history, history.reading() as connection:
+            recent = (sa.select(RUNS.c.pk).where(RUNS.c.gpu_slug == run.gpu_slug)
+                      .order_by(RUNS.c.started.desc(), RUNS.c.pk.desc()).limit(max(last - 1, 0)))
+            pks = [row.pk for row in connection.execute(recent)][::-1]
+            rows = connection.execute(sa.select(RECORDS.c.run_pk, RECORDS.c.case_id, RECORDS.c.value)
+                                      .where(RECORDS.c.run_pk.in_(pks))).all() if pks else []
+    except (HistoryError, SchemaError, SQLAlchemyError):
+        return None
+    position = {pk: i for i, pk in enumerate(pks)}
+    past: dict[str, list[float | None]] = {}
+    for row in sorted(rows, key=lambda r: position[r.run_pk]):
+        past.setdefault(str(row.case_id), []).append(row.value)
+    now = {r.case_id: r.value if math.isfinite(r.value) else None for r in records}
+    cases = set(past) | set(now)
+    return SummaryHistory(run.gpu_slug, {case: RecentRuns(tuple(past.get(case, [])) +
+                                                          ((now[case],) if case in now else ()))
+                                         for case in cases}, site)
