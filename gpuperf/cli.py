@@ -11,18 +11,17 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from datetime import datetime, timezone
 from collections.abc import Sequence
 from pathlib import Path
 
+from gpuperf.cli_trend import PageError, add_page_command
 from gpuperf.measure.device import DeviceInfo, query_device
 from gpuperf.measure.peaks import DevicePeaks, device_peaks
 from gpuperf.output import diff, report
 from gpuperf.output.results import RESULTS_JSON, ResultsError, load_figures, load_run
 from gpuperf.output.table import peaks_line
-from gpuperf.output.trend_paths import DEFAULT_SITE
 from gpuperf.verdict.baseline import (BaselineError, BaselineFile, Integrity, drop_entries, load_baseline,
                                       seal_baseline, update_baseline, version_changes)
 from gpuperf.verdict.check import baseline_header
@@ -294,36 +293,6 @@ def cmd_fleet(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-# --- history ---------------------------------------------------------------------------------------------
-
-
-def cmd_history_page(args: argparse.Namespace) -> int:
-    from gpuperf.store.history import HistoryError, resolve_target
-    from gpuperf.store.history_schema import SchemaError
-
-    try:
-        from gpuperf.output.trend_page import TrendPageError, write_site
-        from gpuperf.output.trend_source import load_trend
-    except ImportError as exc:
-        raise CliError(f"the trend page needs plotly and Jinja2 ({exc}): pip install 'gpuperf[page]'") from exc
-    try:
-        url = resolve_target(args.history, os.environ, Path.cwd())
-        if url is None:
-            raise CliError("--history none: there is no history to draw; name a history database")
-        data = load_trend(url, gpu=args.gpu, since=args.since)
-        if not data.runs:
-            raise CliError(f"{data.source} holds no runs{' of ' + args.gpu if args.gpu else ''}"
-                           f"{' since ' + args.since if args.since else ''}; append runs with pytest perf_tests "
-                           "or python -m gpuperf history ingest results/")
-        site = write_site(data, args.out)
-    except (HistoryError, SchemaError, TrendPageError, OSError) as exc:
-        raise CliError(str(exc)) from exc
-    first, last = data.time_range
-    print(f"gpuperf: trend site {site.index}: {len(data.runs)} runs from {first} to {last}, "
-          f"{len(data.series)} case series, {len(data.hosts)} hosts")
-    return EXIT_OK
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m gpuperf",
                                      description="gpuperf: GPU identity and peaks, run comparisons, baseline "
@@ -422,21 +391,11 @@ def build_parser() -> argparse.ArgumentParser:
     fleet.add_argument("--markdown", action="store_true", help="a Markdown table (docs/fleet.md)")
     fleet.set_defaults(func=cmd_fleet)
 
-    history = commands.add_parser("history", help="the history of every run: its trend site")
-    history_commands = history.add_subparsers(dest="history_command", required=True, metavar="COMMAND")
-    page = history_commands.add_parser(
-        "page", help="write the trend site: what needs attention, every case over its runs, filters",
-        description="A static site (index.html, a page per case, plotly.min.js once) that works opened from "
-                    "file:// or served by any static host. docs/trend-page.md describes it.")
-    page.add_argument("--history", default=None,
-                      help="the history: a SQLite file, sqlite:///PATH or postgresql://… (default "
-                           "$GPUPERF_HISTORY, else results/history.sqlite)")
-    page.add_argument("--out", default=str(DEFAULT_SITE), metavar="DIR",
-                      help=f"where the site goes (default {DEFAULT_SITE}); its pages are replaced")
-    page.add_argument("--gpu", default=None, metavar="SLUG", help="only runs of this GPU model (e.g. nvidia-h200)")
-    page.add_argument("--since", default=None, metavar="ISO-DATE",
-                      help="only runs started at or after this time (e.g. 2026-11-01)")
-    page.set_defaults(func=cmd_history_page)
+    history = commands.add_parser("history", help="every run's figures over time: the trend site")
+    history.add_argument("--history", metavar="TARGET",
+                         help="a SQLite file, sqlite:///PATH or postgresql://… (default $GPUPERF_HISTORY, else "
+                              "results/history.sqlite)")
+    add_page_command(history.add_subparsers(dest="history_command", required=True, metavar="COMMAND"))
 
     section = commands.add_parser("readme", help="rewrite the README's generated results section from a run")
     section.add_argument("results", metavar="RESULTS", help="results/<timestamp>/ or its results.json")
@@ -450,6 +409,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return int(args.func(args))
-    except (CliError, ResultsError, BaselineError, FleetError) as exc:
+    except (CliError, ResultsError, BaselineError, FleetError, PageError) as exc:
         print(f"gpuperf: error: {exc}", file=sys.stderr)
         return EXIT_ERROR

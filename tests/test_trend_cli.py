@@ -36,8 +36,8 @@ def _session(project: pytest.Pytester, gemm_s: float, *args: str) -> pytest.RunR
     return project.runpytest("-p", "no:cacheprovider", "--history", "history.sqlite", "--results-dir", "out", *args)
 
 
-def _page(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    code = cli.main(["history", "page", *argv])
+def _page(history: str, argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    code = cli.main(["history", "--history", history, "page", *argv])
     captured = capsys.readouterr()
     return code, captured.out, captured.err
 
@@ -59,8 +59,7 @@ def test_a_slowed_runs_summary_shows_its_last_runs_and_the_page_that_history_pag
     assert f"`{page}`" in row
     assert not page.exists()  # the summary names where the page goes; history page writes it
 
-    code, out, err = _page(["--history", str(project.path / "history.sqlite"),
-                            "--out", str(project.path / DEFAULT_SITE)], capsys)
+    code, out, err = _page(str(project.path / "history.sqlite"), ["--out", str(project.path / DEFAULT_SITE)], capsys)
     assert (code, err) == (0, "")
     assert "3 runs from" in out and "2 case series, 1 hosts" in out
     html = page.read_text(encoding="utf-8")
@@ -70,17 +69,17 @@ def test_a_slowed_runs_summary_shows_its_last_runs_and_the_page_that_history_pag
 def test_history_page_refuses_a_missing_history_without_creating_it(tmp_path: Path,
                                                                     capsys: pytest.CaptureFixture[str]) -> None:
     missing = tmp_path / "none.sqlite"
-    code, _, err = _page(["--history", str(missing), "--out", str(tmp_path / "site")], capsys)
+    code, _, err = _page(str(missing), ["--out", str(tmp_path / "site")], capsys)
     assert code == 1 and "no such file" in err and "history ingest" in err
     assert not missing.exists() and not (tmp_path / "site").exists()
-    code, _, err = _page(["--history", "none", "--out", str(tmp_path / "site")], capsys)
+    code, _, err = _page("none", ["--out", str(tmp_path / "site")], capsys)
     assert code == 1 and "no history to draw" in err
 
 
 def test_history_page_refuses_an_empty_selection(project: pytest.Pytester, capsys: pytest.CaptureFixture[str]) -> None:
     _session(project, GEMM_S, "--update-baselines").assert_outcomes(passed=2, deselected=1)
-    code, _, err = _page(["--history", str(project.path / "history.sqlite"), "--gpu", "nvidia-b200",
-                          "--out", str(project.path / "site")], capsys)
+    code, _, err = _page(str(project.path / "history.sqlite"), ["--gpu", "nvidia-b200", "--out",
+                                                                str(project.path / "site")], capsys)
     assert code == 1 and "holds no runs of nvidia-b200" in err
 
 

@@ -41,7 +41,7 @@ def build(work: Path) -> Path:
         raise SystemExit("refused: " + "; ".join(f"{path}: {why}" for path, why in report.refused))
     print(f"ingested {len(report.added)} runs ({len(report.present)} already present) into {database}")
     site = work / "site"
-    code = cli.main(["history", "page", "--history", str(database), "--out", str(site)])
+    code = cli.main(["history", "--history", str(database), "page", "--out", str(site)])
     if code:
         raise SystemExit(code)
     return site
