@@ -25,7 +25,7 @@ from gpuperf.output.table import peaks_line
 from gpuperf.verdict.baseline import (BaselineError, BaselineFile, Integrity, drop_entries, load_baseline,
                                       seal_baseline, update_baseline, version_changes)
 from gpuperf.verdict.check import baseline_header
-from gpuperf.verdict.fleet import FleetError, Run, entries_from_runs, fleet_spread
+from gpuperf.verdict.fleet import FleetError, Run, entries_from_runs, fleet_spread, with_clock_figures
 from gpuperf.verdict.gate import DEFAULT_NOISE_K, DEFAULT_TOLERANCE, GateConfig
 from gpuperf.wiring.argtypes import fraction, non_negative_float, non_negative_int
 
@@ -272,13 +272,17 @@ def _runs(specs: Sequence[str]) -> list[Run]:
 
 def cmd_baseline_from_runs(args: argparse.Namespace) -> int:
     runs = _runs(args.runs)
-    entries = entries_from_runs(runs)
+    path = Path(args.file)
+    if args.add_clock_figures:
+        existing = load_baseline(path)
+        entries = with_clock_figures(existing.entries if existing else {}, runs)
+    else:
+        entries = entries_from_runs(runs)
     if not entries:
         raise CliError("no case was measured cleanly in any of the runs: nothing to record")
     newest = runs[-1]
     recorded = datetime.now(timezone.utc).isoformat(timespec="seconds")
     header = baseline_header(newest.info, [r for run in runs for r in run.records.values()], recorded)
-    path = Path(args.file)
     changes = update_baseline(path, header, entries)
     hosts = len({run.host for run in runs})
     print(f"{path}: {len(entries)} entries from {len(runs)} runs on {hosts} GPU{'s' if hosts != 1 else ''} "
@@ -373,6 +377,9 @@ def build_parser() -> argparse.ArgumentParser:
                     "entries and hand-set tolerances are kept.")
     from_runs.add_argument("file", metavar="FILE", help="the baselines/<gpu>.yaml to write")
     from_runs.add_argument("runs", nargs="+", metavar="RUN", help="[LABEL=]results.json or results directory")
+    from_runs.add_argument("--add-clock-figures", action="store_true",
+                           help="keep the time figures of the entries FILE has and add to each its figure at max "
+                                "clock (cycles per call) from the runs; cases FILE lacks get whole entries")
     from_runs.set_defaults(func=cmd_baseline_from_runs)
 
     plot = commands.add_parser("plot", help="throughput and roofline PNGs from a run or a baseline")

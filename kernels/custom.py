@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gpuperf.measure.kernel_records import code_digest, note_code
 from kernels.cuda_headers import MISSING_HEADERS_HINT, find_cuda_include
 from kernels.custom_plan import (
     DEFAULT_DYNAMIC_SMEM_LIMIT,
@@ -193,6 +194,16 @@ def _kernel(source: str, kernel: str, arch: str, defines: tuple[tuple[str, str],
     return _module(source, arch, defines).get_function(kernel)
 
 
+@functools.cache
+def _code(source: str, arch: str, defines: tuple[tuple[str, str], ...]) -> str:
+    """The digest of what is compiled for a plan: the expanded source and every NVRTC option."""
+    return code_digest(load_source(source), *compile_options(source, arch, defines))
+
+
+def code_of(plan: LaunchPlan, arch: str | None = None) -> str:
+    return _code(plan.source, arch or _device_arch(), plan.defines)
+
+
 def get_kernel(plan: LaunchPlan, arch: str | None = None) -> Any:
     """The compiled ``cupy.RawKernel`` of a plan, for the current device (or ``arch``)."""
     return _kernel(plan.source, plan.kernel, arch or _device_arch(), plan.defines)
@@ -237,6 +248,7 @@ def launch(plan: LaunchPlan) -> KernelResources:
     """Enqueue ``plan`` on the current stream (no synchronization) and return its kernel's resources."""
     arch = _device_arch()
     _ready_kernel(plan, arch)(plan.grid, plan.block, plan.args, shared_mem=plan.shared_mem)
+    note_code(plan.kernel, code_of(plan, arch))
     return resources(plan, arch)
 
 
@@ -262,7 +274,7 @@ class Launcher:
     def __init__(self, planner: Callable[..., LaunchPlan | list[LaunchPlan]], **scalars: Any) -> None:
         self._planner = planner
         self._scalars = scalars
-        self._cache: dict[tuple[int, ...], tuple[list[tuple[Any, LaunchPlan]], tuple[Any, ...]]] = {}
+        self._cache: dict[tuple[int, ...], tuple[list[tuple[Any, LaunchPlan, str]], tuple[Any, ...]]] = {}
         self.resources: KernelResources | None = None
 
     def __call__(self, *operands: Any) -> None:
@@ -272,11 +284,12 @@ class Launcher:
             planned = self._planner(*operands, **self._scalars)
             plans = planned if isinstance(planned, list) else [planned]
             arch = _device_arch()
-            entry = ([(_ready_kernel(p, arch), p) for p in plans], operands)
+            entry = ([(_ready_kernel(p, arch), p, code_of(p, arch)) for p in plans], operands)
             self._cache[key] = entry
             self.resources = resources(plans[0], arch)
-        for kernel, plan in entry[0]:
+        for kernel, plan, code in entry[0]:
             kernel(plan.grid, plan.block, plan.args, shared_mem=plan.shared_mem)
+            note_code(plan.kernel, code)
 
 
 def launcher(kind: str, alpha: float = 1.0, beta: float = 0.0, **options: Any) -> Launcher:

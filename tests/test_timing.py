@@ -96,8 +96,6 @@ class SimBackend:
         self.device.log.append("hold")
         return lambda: self.release_ok
 
-    def mark(self, stream: object) -> None:
-        self.device.advance(1e-6, "mark")
 
 
 class SimFlush:
@@ -105,9 +103,12 @@ class SimFlush:
         self.device = device
         self.count = 0
 
-    def enqueue(self, stream: object) -> None:
+    def enqueue(self, stream: object, slot: int | None = None) -> None:
         self.count += 1
         self.device.advance(FLUSH_COST_S, "flush")
+
+    def mark(self, stream: object, slot: int | None = None) -> None:
+        self.device.advance(1e-6, "mark")
 
 
 class SimFlags:
@@ -128,6 +129,9 @@ class SimNvml:
         self.others = others
 
     def sm_clock_mhz(self) -> int:
+        return 1980
+
+    def max_sm_clock_mhz(self) -> int:
         return 1980
 
     def clock_event_mask(self) -> int:

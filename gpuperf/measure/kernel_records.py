@@ -17,6 +17,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import functools
+import hashlib
 import re
 import shlex
 import statistics
@@ -33,6 +34,26 @@ SEPARATOR_KERNELS: frozenset[str] = frozenset({FLUSH_KERNEL, HOLD_KERNEL, MARK_K
 
 Dim3 = tuple[int, int, int]
 SAME_KERNELS = "same kernels"
+CODE_DIGEST_LENGTH = 12
+_CODE_DIGEST = re.compile(f"[0-9a-f]{{{CODE_DIGEST_LENGTH}}}")
+
+#: Kernel name → digest of the code last launched under that name (``note_code``). A launcher of the suite's own
+#: kernels notes it at every launch, so the digest read after a measurement is the one of the build it ran.
+_LAUNCHED_CODE: dict[str, str] = {}
+
+
+def code_digest(*parts: str) -> str:
+    """The digest that identifies compiled code: SHA-256 of its parts (source, compile options), shortened."""
+    return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:CODE_DIGEST_LENGTH]
+
+
+def note_code(name: str, digest: str) -> None:
+    """Record that the kernel called ``name`` (as its records name it) now runs the code of ``digest``."""
+    _LAUNCHED_CODE[name] = digest
+
+
+def launched_code(name: str) -> str:
+    return _LAUNCHED_CODE.get(name, "")
 
 
 @dataclass(frozen=True)
@@ -69,6 +90,9 @@ class Kernel:
     registers: int = 0
     shared_memory: int = 0
     median_us: float | None = None  # its own median duration over the measured calls
+    #: A digest of the code the suite compiled for it (source and defines: ``note_code``); empty for a library's
+    #: kernel. Part of the identity: an edited kernel that keeps its name is another kernel.
+    code: str = ""
 
     @property
     def pattern(self) -> str:
@@ -94,6 +118,8 @@ class Kernel:
         data.update(registers=self.registers, shared_memory=self.shared_memory)
         if self.median_us is not None:
             data["median_us"] = float(f"{self.median_us:.4g}")
+        if self.code:
+            data["code"] = self.code
         return data
 
     @classmethod
@@ -104,10 +130,13 @@ class Kernel:
         median = data.get("median_us")
         if median is not None and (not isinstance(median, (int, float)) or isinstance(median, bool) or median < 0):
             raise ValueError(f"kernel {data['name']!r}: median_us must be a non-negative number, got {median!r}")
+        code = data.get("code", "")
+        if not isinstance(code, str) or not _CODE_DIGEST.fullmatch(code or "0" * CODE_DIGEST_LENGTH):
+            raise ValueError(f"kernel {data['name']!r}: code must be {CODE_DIGEST_LENGTH} hex digits, got {code!r}")
         return cls(name=data["name"], grid=_dim3(data, "grid", 1), block=_dim3(data, "block", 1),
                    cluster=_dim3(data, "cluster", 0), registers=_count(data, "registers"),
                    shared_memory=_count(data, "shared_memory"),
-                   median_us=None if median is None else float(median))
+                   median_us=None if median is None else float(median), code=code)
 
 
 def _dim3(data: Mapping[str, Any], key: str, default: int) -> Dim3:
@@ -265,7 +294,7 @@ def call_kernels(calls: Sequence[Sequence[KernelActivity]]) -> tuple[Kernel, ...
         durations = [call[position].duration_s for call in typical]
         kernels.append(Kernel(name=first.name, grid=first.grid, block=first.block, cluster=first.cluster,
                               registers=first.registers, shared_memory=first.shared_memory,
-                              median_us=statistics.median(durations) * 1e6))
+                              median_us=statistics.median(durations) * 1e6, code=launched_code(first.name)))
     return tuple(kernels)
 
 
@@ -287,6 +316,10 @@ def describe_change(recorded: Sequence[Kernel], measured: Sequence[Kernel]) -> s
         return ""
     if [k.name for k in recorded] != [k.name for k in measured]:
         return f"kernel changed: {_names(recorded)} → {_names(measured)}"
+    edited = [f"{before.name} code {before.code} → {after.code}" for before, after in zip(recorded, measured)
+              if before.code and after.code and before.code != after.code]
+    if edited:
+        return f"kernel changed: {', '.join(edited)} (same name, other code)"
     launches = []
     for before, after in zip(recorded, measured):
         for what, old, new in (("grid", before.grid, after.grid), ("block", before.block, after.block),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -19,6 +20,8 @@ DEFAULT_ROTATE_BELOW_S = 100e-6
 #: 5 ms; short batched and FP16/BF16 GEMMs fell from ~2 % to 0.1–0.3 %. Longer samples of *long* power-capped
 #: GEMMs got noisier instead (TF32 4096³: 3.0 % → 4.9 %), which is why only short calls are rotated.
 DEFAULT_MIN_SAMPLE_S = 5e-3
+#: Calls per traced batch: each adds a kernel record and a clock stamp slot to read back on the host.
+DEFAULT_MAX_TRACED_CALLS = 128
 
 
 class Method:
@@ -59,6 +62,12 @@ class Measurement:
     event_median_s: float | None = None  # a traced measurement's event-timed cross-check, per call
     event_method: str = ""  # how that cross-check was taken
     trace_note: str = ""  # why a measurement with a tracer fell back to its event-timed figure
+    #: Per sample, in step with ``samples_s`` (traced, stamped measurements): the mean SM cycles per call (its
+    #: kernel span × the SM clock it ran at) and the mean SM clock in MHz, both measured on the GPU
+    #: (``sm_clock.py``); NaN where a sample's clock was unknown.
+    cycles_samples: tuple[float, ...] = ()
+    clock_samples_mhz: tuple[float, ...] = ()
+    max_clock_mhz: int | None = None  # the GPU's maximum SM clock (NVML), for the throughput at max clock
 
     def __post_init__(self) -> None:
         if not self.samples_s:
@@ -85,3 +94,29 @@ class Measurement:
     def value(self) -> float:
         """The primary metric (TFLOPS or GB/s) at the median time."""
         return self.work.value(self.median_s)
+
+    @cached_property
+    def cycles_summary(self) -> Summary | None:
+        """The statistics of the per-sample cycles; ``None`` unless at least half the samples have a clock."""
+        finite = [c for c in self.cycles_samples if math.isfinite(c) and c > 0]
+        return summarize(finite) if finite and 2 * len(finite) >= len(self.samples_s) else None
+
+    @property
+    def cycles_per_call(self) -> float | None:
+        """The median SM cycles per call: the call's work in clock cycles, whatever clock the host ran at."""
+        return self.cycles_summary.median if self.cycles_summary else None
+
+    @property
+    def call_clock_mhz(self) -> float | None:
+        """The mean SM clock the calls ran at (from the GPU's counters, not NVML)."""
+        finite = [c for c in self.clock_samples_mhz if math.isfinite(c) and c > 0]
+        return math.fsum(finite) / len(finite) if finite and self.cycles_summary else None
+
+    @property
+    def value_at_max_clock(self) -> float | None:
+        """The primary metric the same cycles would give at the maximum SM clock: the host's power state taken
+        out (for a compute-bound call; a memory-bound one is not clock-bound, and is judged on time)."""
+        cycles = self.cycles_per_call
+        if cycles is None or not self.max_clock_mhz:
+            return None
+        return self.work.value(cycles / (self.max_clock_mhz * 1e6))

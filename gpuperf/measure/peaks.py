@@ -99,6 +99,12 @@ class DevicePeaks:
         except KeyError as exc:
             raise ValueError(f"unknown precision {precision!r}: use one of {Precision.ALL}") from exc
 
+    def ridge(self, precision: str) -> float | None:
+        """The roofline's ridge point for ``precision``: the arithmetic intensity (FLOP per byte) above which a
+        call is bound by the SMs' throughput, and so by their clock, rather than by memory."""
+        compute = self.compute(precision)
+        return compute * 1e3 / self.memory_gbps if compute and self.memory_gbps > 0 else None
+
     def to_dict(self) -> dict[str, object]:
         return {"memory_gbps": round(self.memory_gbps, 1),
                 "compute_tflops": {p: (round(v, 1) if v is not None else None)

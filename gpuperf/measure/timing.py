@@ -36,7 +36,9 @@ from typing import Any
 from gpuperf.measure.clocks import decode, unreliable
 from gpuperf.measure.device import Nvml
 from gpuperf.measure.kernel_records import MARK_KERNEL, Kernel, KernelActivity, call_kernels, span_s, split_calls
-from gpuperf.measure.measurement import DEFAULT_MIN_SAMPLE_S, DEFAULT_ROTATE_BELOW_S, Measurement, Method
+from gpuperf.measure.measurement import (DEFAULT_MAX_TRACED_CALLS, DEFAULT_MIN_SAMPLE_S, DEFAULT_ROTATE_BELOW_S,
+                                         Measurement, Method)
+from gpuperf.measure.sm_clock import STAMP_FIELDS, call_clocks_mhz, call_cycles, group_means
 from gpuperf.measure.metrics import Work
 from gpuperf.measure.stats import StoppingRule, summarize
 from gpuperf.vocabulary import Flush
@@ -51,7 +53,7 @@ class SamplingConfig:
     min_sample_s: float = DEFAULT_MIN_SAMPLE_S  # a rotated sample holds enough calls to last this long
     max_held_calls: int = 256  # calls enqueued behind one hold: the launch queue (~1000 entries) must not fill
     max_rotation_copies: int = 256
-    max_traced_calls: int = 128  # calls per traced batch: each adds a record to read back on the host
+    max_traced_calls: int = DEFAULT_MAX_TRACED_CALLS  # calls per traced batch: each adds a record to read back
     #: GPU time (flushes included) the traced phase samples at least. Kernel spans carry no launch gaps, so a
     #: short kernel's median is precise after a few hundred calls; the median's interval decides the rest.
     traced_min_time_s: float = 0.05
@@ -90,14 +92,7 @@ class CupyBackend:
             self._hold = StreamHold()
         return self._hold.hold(stream)
 
-    def mark(self, stream: Any) -> None:
-        """An empty kernel: the separator between two traced hot calls."""
-        if not hasattr(self, "_mark"):
-            self._mark = self.cupy.RawKernel(_MARK_SOURCE, MARK_KERNEL)
-        self._mark((1,), (1,), (), stream=stream)
 
-
-_MARK_SOURCE = f'extern "C" __global__ void {MARK_KERNEL}() {{}}'
 
 HOLD_TIMEOUT_S = 0.5
 _HOLD_SOURCE = r"""
@@ -137,8 +132,31 @@ class StreamHold:
         return release
 
 
-_FLUSH_SOURCE = r"""
-extern "C" __global__ void gpuperf_flush(const int4* buffer, unsigned long long count, int4* sink) {
+#: Thread 0 of every block of a separator kernel writes one stamp (``sm_clock.STAMP_FIELDS`` words: smid, clock
+#: and time at block start, clock and time at block end) into its launch's slot, when given one (``stamps``
+#: non-null): the per-call SM clock of ``sm_clock.py``.
+_STAMP_SOURCE = r"""
+__device__ __forceinline__ unsigned long long gpuperf_now() {
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+__device__ __forceinline__ void gpuperf_stamp(unsigned long long* stamps, unsigned long long c0,
+                                              unsigned long long t0) {
+    unsigned long long c1 = clock64();
+    unsigned long long t1 = gpuperf_now();
+    unsigned int sm;
+    asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
+    unsigned long long* s = stamps + 5ull * blockIdx.x;
+    s[0] = sm; s[1] = c0; s[2] = t0; s[3] = c1; s[4] = t1;
+}
+"""
+
+_FLUSH_SOURCE = _STAMP_SOURCE + r"""
+extern "C" __global__ void gpuperf_flush(const int4* buffer, unsigned long long count, int4* sink,
+                                         unsigned long long* stamps) {
+    unsigned long long c0 = 0, t0 = 0;
+    if (stamps != 0 && threadIdx.x == 0) { t0 = gpuperf_now(); c0 = clock64(); }
     int4 acc = make_int4(0, 0, 0, 0);
     for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < count;
          i += (unsigned long long)gridDim.x * blockDim.x) {
@@ -146,13 +164,25 @@ extern "C" __global__ void gpuperf_flush(const int4* buffer, unsigned long long 
         acc.x ^= v.x; acc.y ^= v.y; acc.z ^= v.z; acc.w ^= v.w;
     }
     if (acc.x == 0x7fffffff && acc.y == acc.x && acc.z == acc.x && acc.w == acc.x) *sink = acc;
+    if (stamps != 0) {
+        __syncthreads();
+        if (threadIdx.x == 0) gpuperf_stamp(stamps, c0, t0);
+    }
 }
+"""
+
+_MARK_SOURCE = _STAMP_SOURCE + f"""
+extern "C" __global__ void {MARK_KERNEL}(unsigned long long* stamps) {{
+    if (stamps != 0 && threadIdx.x == 0) {{ unsigned long long t0 = gpuperf_now(); gpuperf_stamp(stamps, clock64(), t0); }}
+}}
 """
 
 
 class FlushBuffer:
     """Owns a device buffer of ``2 × L2`` bytes (read from the device) and *reads* it through the L2 on a
-    stream, which evicts whatever the last sample left there.
+    stream, which evicts whatever the last sample left there. It also owns the other separator kernel (the
+    marker between hot calls) and the clock stamps both write (``sm_clock.py``): one slot per separator
+    launch of a traced batch.
 
     Reading rather than overwriting (nvbench's memset) matters: a memset leaves the L2 full of dirty lines,
     and their write-back then competes with the timed call's own traffic, so a memory-bound call looks a
@@ -161,7 +191,7 @@ class FlushBuffer:
     holds zeros, so the kernel's guarded store never happens, but the compiler cannot drop the loads.
     """
 
-    def __init__(self, l2_bytes: int) -> None:
+    def __init__(self, l2_bytes: int, stamp_slots: int = DEFAULT_MAX_TRACED_CALLS + 1) -> None:
         import cupy
 
         if l2_bytes <= 0:
@@ -170,13 +200,39 @@ class FlushBuffer:
         self.buffer = cupy.zeros(self.nbytes, dtype=cupy.uint8)
         self.sink = cupy.zeros(4, dtype=cupy.int32)
         self._kernel = cupy.RawKernel(_FLUSH_SOURCE, "gpuperf_flush")
+        self._mark = cupy.RawKernel(_MARK_SOURCE, MARK_KERNEL)
         device = cupy.cuda.Device()
         self._grid = (4 * int(device.attributes["MultiProcessorCount"]),)
+        self.stamps = cupy.zeros((stamp_slots, self._grid[0], STAMP_FIELDS), dtype=cupy.uint64)
 
-    def enqueue(self, stream: Any) -> None:
+    @property
+    def stamp_slots(self) -> int:
+        return int(self.stamps.shape[0])
+
+    def _stamp_pointer(self, slot: int | None) -> Any:
         import numpy
 
-        self._kernel(self._grid, (256,), (self.buffer, numpy.uint64(self.nbytes // 16), self.sink), stream=stream)
+        if slot is None:
+            return numpy.uint64(0)
+        if not 0 <= slot < self.stamp_slots:
+            raise ValueError(f"stamp slot {slot} outside 0..{self.stamp_slots - 1}")
+        return numpy.uint64(self.stamps.data.ptr + slot * self.stamps.strides[0])
+
+    def enqueue(self, stream: Any, slot: int | None = None) -> None:
+        import numpy
+
+        self._kernel(self._grid, (256,), (self.buffer, numpy.uint64(self.nbytes // 16), self.sink,
+                                          self._stamp_pointer(slot)), stream=stream)
+
+    def mark(self, stream: Any, slot: int | None = None) -> None:
+        """The separator between two traced hot calls: no work, a stamp per block when given a slot."""
+        self._mark(self._grid, (32,), (self._stamp_pointer(slot),), stream=stream)
+
+    def read_stamps(self, separators: int) -> Any:
+        """The stamps of the first ``separators`` slots, on the host (after the stream was synchronised)."""
+        import cupy
+
+        return cupy.asnumpy(self.stamps[:separators])
 
 
 def _array_bytes(operands: Sequence[Any]) -> int:
@@ -208,11 +264,24 @@ class _Sampled:
     discarded: int = 0
     holding: bool = True
     calls_per_sample: int = 1
+    cycles: list[float] = field(default_factory=list)  # per sample, beside ``samples`` (traced phase, stamped)
+    clocks_mhz: list[float] = field(default_factory=list)
 
 
-#: A batch runner: enqueue one batch and return its per-call samples and the GPU time it took, or ``None``
-#: when the batch had to be dropped (the hold timed out: the callable waited on the host).
-BatchRunner = Callable[[bool], "tuple[list[float], float] | None"]
+@dataclass(frozen=True)
+class Batch:
+    """One batch's per-call samples, the GPU time it took, and (traced and stamped) each sample's mean cycles
+    per call and SM clock, in step with ``samples``."""
+
+    samples: list[float]
+    timed_s: float
+    cycles: list[float] = field(default_factory=list)
+    clocks_mhz: list[float] = field(default_factory=list)
+
+
+#: A batch runner: enqueue one batch and return it, or ``None`` when the batch had to be dropped (the hold
+#: timed out: the callable waited on the host).
+BatchRunner = Callable[[bool], "Batch | None"]
 
 
 class Timer:
@@ -274,7 +343,8 @@ class Timer:
             unreliable_reason=traced.unreliable_reason or events.unreliable_reason,
             discarded_samples=events.discarded + traced.discarded,
             event_median_s=summarize(events.samples).median, event_method=event_method, kernels=kernels,
-            **common)  # type: ignore[arg-type]
+            cycles_samples=tuple(traced.cycles), clock_samples_mhz=tuple(traced.clocks_mhz),
+            max_clock_mhz=self.nvml.max_sm_clock_mhz(), **common)  # type: ignore[arg-type]
 
     # -- phases ------------------------------------------------------------------------------------------
 
@@ -330,7 +400,7 @@ class Timer:
         batch = max(1, min(config.max_batch, int(config.batch_time_s / per_sample), config.max_held_calls // calls))
         pairs = [(backend.event(), backend.event()) for _ in range(batch)]
 
-        def run(holding: bool) -> tuple[list[float], float] | None:
+        def run(holding: bool) -> Batch | None:
             release = backend.hold(stream) if holding else None
             for begin, end in pairs:
                 if method == Method.COLD_FLUSH:
@@ -344,30 +414,32 @@ class Timer:
             if not held:
                 return None
             elapsed = [backend.elapsed_s(begin, end) for begin, end in pairs]
-            return [t / calls for t in elapsed], sum(elapsed)
+            return Batch([t / calls for t in elapsed], sum(elapsed))
 
         return run
 
     def _trace(self, fn: Callable[..., Any], operands: Sequence[Any], flush: str, per_call: float, stream: Any,
                holding: bool) -> tuple[_Sampled | None, tuple[Kernel, ...], str]:
         """The traced phase: every call preceded by a separator kernel (the flush when cold, an empty marker
-        when hot), each call's span read from its kernel records. A sample is the mean span of consecutive
-        calls covering ``min_sample_s`` of kernel time (at most a batch): single spans of a short kernel
-        scatter by a few per cent (seen on the H200: 2–6 % IQR), which would widen the gate's band for no
-        reason, while their mean is as steady as a rotated event sample. ``None`` and why, when the records
-        cannot be split into the calls enqueued (the callable launched no kernel, say)."""
-        backend, config, tracer = self.backend, self.config, self.tracer
-        separate = self.flush_buffer.enqueue if flush == Flush.COLD else backend.mark
-        stop = backend.event()
+        when hot), each call's span read from its kernel records, and the SM clock it ran at from the
+        separators' stamps (``sm_clock.py``). A sample is the mean span of consecutive calls covering
+        ``min_sample_s`` of kernel time (at most a batch): single spans of a short kernel scatter by a few per
+        cent (seen on the H200: 2–6 % IQR), which would widen the gate's band for no reason, while their mean
+        is as steady as a rotated event sample. ``None`` and why, when the records cannot be split into the
+        calls enqueued (the callable launched no kernel, say)."""
+        config, tracer = self.config, self.tracer
+        separators = self._separators(flush)
+        stop = self.backend.event()
         calls_seen: list[list[KernelActivity]] = []
         failure: list[str] = []
 
-        def enqueue(count: int, held: bool) -> list[list[KernelActivity]] | None:
-            release = backend.hold(stream) if held else None
-            for _ in range(count):
-                separate(stream)
+        def enqueue(count: int, held: bool) -> tuple[list[list[KernelActivity]], list[float]] | None:
+            stamped = count + 1 <= separators.slots
+            release = self.backend.hold(stream) if held else None
+            for index in range(count):
+                separators.launch(stream, index if stamped else None)
                 fn(*operands)
-            separate(stream)  # closes the last call: a call is what lies between two separators
+            separators.launch(stream, count if stamped else None)  # closes the last call
             stop.record(stream)
             ok = release is None or release()
             stop.synchronize()
@@ -376,31 +448,37 @@ class Timer:
                 return None
             if len(found) != count:
                 failure.append(f"{count} calls enqueued, {len(found)} found in the kernel records")
-                return []
-            return found
+                return [], []
+            clocks = separators.clocks(count + 1) if stamped else []
+            return found, clocks
 
         tracer.start()
         try:
             probe = enqueue(1, False)
-            if not probe:
+            if not probe or not probe[0]:
                 return None, (), failure[0] if failure else "no kernel records for the call"
-            launches = len(probe[0]) + 1
+            launches = len(probe[0][0]) + 1
             count = max(1, min(config.max_held_calls // launches,
                                int(config.batch_time_s / max(per_call, 1e-6)), config.max_traced_calls))
-            group = max(1, min(count, math.ceil(config.min_sample_s / max(span_s(probe[0]), 1e-9) - 1e-6)))
+            group = max(1, min(count, math.ceil(config.min_sample_s / max(span_s(probe[0][0]), 1e-9) - 1e-6)))
             count -= count % group
 
-            def run(held: bool) -> tuple[list[float], float] | None:
-                found = enqueue(count, held)
-                if found is None:
+            def run(held: bool) -> Batch | None:
+                enqueued = enqueue(count, held)
+                if enqueued is None:
                     return None
+                found, clocks = enqueued
                 if not found:
                     raise _TraceMismatch(failure[-1])
                 calls_seen.extend(found)
                 spans = [span_s(call) for call in found]
                 # the batch's GPU time, flushes included, is what the rule's minimum sampling time counts
                 batch_s = (max(a.end_ns for a in found[-1]) - min(a.start_ns for a in found[0])) / 1e9
-                return [statistics.fmean(spans[i:i + group]) for i in range(0, len(spans), group)], batch_s
+                samples = [statistics.fmean(spans[i:i + group]) for i in range(0, len(spans), group)]
+                if not clocks:
+                    return Batch(samples, batch_s)
+                return Batch(samples, batch_s, group_means(call_cycles(spans, clocks), group),
+                             group_means(clocks, group))
 
             try:
                 sampled = self._sample(run, replace(config.rule, min_time_s=config.traced_min_time_s), holding)
@@ -410,6 +488,14 @@ class Timer:
             tracer.stop()
         sampled.calls_per_sample = group
         return sampled, call_kernels(calls_seen), ""
+
+    def _separators(self, flush: str) -> _Separators:
+        """The separator kernel of a traced call, stamping the SM clock where the flush buffer can."""
+        flush_buffer = self.flush_buffer
+        slots = int(getattr(flush_buffer, "stamp_slots", 0))
+        if flush == Flush.COLD:
+            return _Separators(flush_buffer.enqueue, slots, flush_buffer)
+        return _Separators(flush_buffer.mark, slots, flush_buffer)
 
     def _sample(self, run: BatchRunner, rule: StoppingRule, holding: bool) -> _Sampled:
         """Batches until ``rule`` stops, each bracketed by the NVML clock-event and process checks; a batch
@@ -424,7 +510,6 @@ class Timer:
             if batch is None:
                 sampled.holding = False  # the callable waited on the host: drop the batch, continue unheld
                 continue
-            samples, timed = batch
             events = decode(mask_before | self.nvml.clock_event_mask())
             sampled.clock_events.update(events)
             slowed = unreliable(events)
@@ -434,14 +519,33 @@ class Timer:
                          f"other processes on the GPU (pids {', '.join(map(str, others))})")
                 if retries < config.throttle_retries:
                     retries += 1
-                    sampled.discarded += len(samples)
+                    sampled.discarded += len(batch.samples)
                     self.sleep(config.throttle_backoff_s * retries)
                     continue
                 sampled.unreliable_reason = f"{cause} persisted through {retries} re-samplings"
-            sampled.samples.extend(samples)
-            sampled.timed_s += timed
+            sampled.samples.extend(batch.samples)
+            sampled.cycles.extend(batch.cycles)
+            sampled.clocks_mhz.extend(batch.clocks_mhz)
+            sampled.timed_s += batch.timed_s
             sampled.stop_reason = rule.verdict(sampled.samples, sampled.timed_s, self.clock() - wall_start) or ""
         return sampled
+
+
+@dataclass(frozen=True)
+class _Separators:
+    """How a traced batch separates its calls: ``launch(stream, slot)`` enqueues a separator, stamping into
+    ``slot`` when it is not ``None`` (``slots`` of them; 0: no stamps), ``clocks(n)`` reads the first ``n``
+    slots' stamps back as each call's SM clock."""
+
+    enqueue: Callable[[Any, int | None], None]
+    slots: int
+    owner: Any
+
+    def launch(self, stream: Any, slot: int | None) -> None:
+        self.enqueue(stream, slot)
+
+    def clocks(self, separators: int) -> list[float]:
+        return call_clocks_mhz(self.owner.read_stamps(separators))
 
 
 class _TraceMismatch(Exception):

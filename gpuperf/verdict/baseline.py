@@ -66,7 +66,11 @@ ENTRY_REQUIRED = ("metric", "value", "unit")
 ENTRY_DESCRIPTION = ("family", "kernel", "precision", "shape", "flops", "bytes", "kernels")
 #: How many runs an entry's value is the median of, and their relative range (absent: one run).
 ENTRY_RUNS = ("runs", "run_spread")
-ENTRY_OPTIONAL = ("spread", "samples", "flush", "method", *ENTRY_RUNS, *ENTRY_DESCRIPTION, "tolerance")
+#: The figure with the host's power state taken out (``ClockFree``).
+AT_MAX_CLOCK = "at_max_clock"
+AT_MAX_CLOCK_KEYS = ("value", "spread", "run_spread", "cycles", "clock_mhz")
+ENTRY_OPTIONAL = ("spread", "samples", "flush", "method", *ENTRY_RUNS, *ENTRY_DESCRIPTION, AT_MAX_CLOCK,
+                  "tolerance")
 #: The sizes a shape may name (``metrics.Work.shape``).
 SHAPE_SIZES = ("batch", "m", "n", "k")
 HEADER_KEYS = ("gpu", "slug", "compute_capability", "driver", "cuda_runtime", "cublas", "cupy", "recorded",
@@ -90,6 +94,30 @@ def restore_hint(path: Path) -> str:
 
 
 @dataclass(frozen=True)
+class ClockFree:
+    """An entry's figure with the host's power state taken out: the metric its cycles per call give at the
+    GPU's maximum SM clock (``value``), their samples' relative IQR (``spread``) and, recorded from several
+    runs, their relative range (``run_spread``); the median cycles per call and the mean SM clock (MHz) the
+    calls ran at when recorded (a ratio entry has no cycles of its own)."""
+
+    value: float
+    spread: float = 0.0
+    run_spread: float = 0.0
+    cycles: float | None = None
+    clock_mhz: float | None = None
+
+    def to_yaml(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"value": _round(self.value), "spread": _round(self.spread)}
+        if self.run_spread:
+            data["run_spread"] = _round(self.run_spread)
+        if self.cycles is not None:
+            data["cycles"] = _round(self.cycles)
+        if self.clock_mhz is not None:
+            data["clock_mhz"] = _round(self.clock_mhz)
+        return data
+
+
+@dataclass(frozen=True)
 class Entry:
     metric: str
     value: float
@@ -107,6 +135,7 @@ class Entry:
     kernels: tuple[Kernel, ...] = ()  # what one call launched when recorded (traced measurements)
     runs: int = 0  # > 1: the value is the median of this many runs' figures
     run_spread: float = 0.0  # their relative range, (max − min) / median
+    at_max_clock: ClockFree | None = None
     tolerance: float | None = None
 
     def to_yaml(self) -> dict[str, Any]:
@@ -115,6 +144,7 @@ class Entry:
                                 "method": self.method}
         data.update(self.fleet())
         data.update(self.description())
+        data.update(self.clock_free())
         if self.tolerance is not None:
             data["tolerance"] = self.tolerance
         return data
@@ -122,6 +152,10 @@ class Entry:
     def fleet(self) -> dict[str, Any]:
         """``runs`` and ``run_spread`` as the file holds them, for an entry recorded from several runs."""
         return {"runs": self.runs, "run_spread": _round(self.run_spread)} if self.runs > 1 else {}
+
+    def clock_free(self) -> dict[str, Any]:
+        """``at_max_clock`` as the file holds it, when the entry has one."""
+        return {AT_MAX_CLOCK: self.at_max_clock.to_yaml()} if self.at_max_clock is not None else {}
 
     def description(self) -> dict[str, Any]:
         """The descriptive fields that are set, as the file holds them."""
@@ -138,14 +172,18 @@ def _round(value: float) -> float:
 
 def _as_stored(entry: Entry) -> Entry:
     """The entry as the file holds it (rounded), so a digest computed on writing matches one on reading."""
-    return replace(entry, value=_round(entry.value), spread=_round(entry.spread), run_spread=_round(entry.run_spread))
+    clock_free = entry.at_max_clock
+    if clock_free is not None:
+        clock_free = ClockFree(**_clock_free_fields(clock_free.to_yaml()))
+    return replace(entry, value=_round(entry.value), spread=_round(entry.spread), run_spread=_round(entry.run_spread),
+                   at_max_clock=clock_free)
 
 
 def _measured_fields(case: str, entry: Entry) -> list[Any]:
     """One entry's row of the canonical serialisation: every measured field, never ``tolerance``."""
     row: list[Any] = [case, entry.metric, float(entry.value), entry.unit, float(entry.spread),
                       int(entry.samples), entry.flush, entry.method]
-    extra = {**entry.fleet(), **entry.description()}
+    extra = {**entry.fleet(), **entry.description(), **entry.clock_free()}
     return [*row, extra] if extra else row
 
 
@@ -307,7 +345,34 @@ def _entry(path: Path, case: str, raw: Any) -> Entry:
     return Entry(metric=raw["metric"], value=float(value), unit=raw["unit"], spread=float(spread),
                  samples=samples, flush=str(raw.get("flush", "")), method=str(raw.get("method", "")),
                  tolerance=None if tolerance is None else float(tolerance), **_runs(where, path, raw),
-                 **_description(where, path, raw))
+                 **_description(where, path, raw), at_max_clock=_at_max_clock(where, path, raw))
+
+
+def _clock_free_fields(raw: Mapping[str, Any]) -> dict[str, Any]:
+    return {key: (None if raw.get(key) is None else float(raw[key])) if key in ("cycles", "clock_mhz")
+            else float(raw.get(key, 0.0)) for key in AT_MAX_CLOCK_KEYS}
+
+
+def _at_max_clock(where: str, path: Path, raw: Mapping[str, Any]) -> ClockFree | None:
+    """``at_max_clock``: a positive finite value, spreads in [0, 1), positive cycles and clock when given."""
+    if AT_MAX_CLOCK not in raw:
+        return None
+    block = raw[AT_MAX_CLOCK]
+    problem = ""
+    if not isinstance(block, dict) or "value" not in block:
+        problem = "must be a mapping with at least value"
+    elif sorted(set(block) - set(AT_MAX_CLOCK_KEYS)):
+        problem = f"has unknown key(s) {sorted(set(block) - set(AT_MAX_CLOCK_KEYS))}"
+    elif not all(_is_number(v) and math.isfinite(v) for v in block.values()):
+        problem = "holds a figure that is not a finite number"
+    elif block["value"] <= 0 or any(block.get(k, 1) <= 0 for k in ("cycles", "clock_mhz")):
+        problem = "value, cycles and clock_mhz must be positive"
+    elif not all(0 <= block.get(k, 0) < 1 for k in ("spread", "run_spread")):
+        problem = "spread and run_spread must be fractions in [0, 1)"
+    if problem:
+        raise BaselineError(f"{where}: {AT_MAX_CLOCK} {problem} (keys: {', '.join(AT_MAX_CLOCK_KEYS)}), got "
+                            f"{block!r}; {restore_hint(path)}")
+    return ClockFree(**_clock_free_fields(block))
 
 
 def _runs(where: str, path: Path, raw: Mapping[str, Any]) -> dict[str, Any]:

@@ -11,10 +11,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from gpuperf.verdict import anomaly
-from gpuperf.verdict.baseline import SHAPE_SIZES, Entry
+from gpuperf.verdict.baseline import SHAPE_SIZES, ClockFree, Entry
 from gpuperf.verdict.gate import Context, GateConfig, decide, valid_figure
 from gpuperf.measure.measurement import Measurement
-from gpuperf.measure.metrics import gbps, percent_of, tflops
+from gpuperf.measure.metrics import Work, gbps, percent_of, tflops
 from gpuperf.measure.peaks import DevicePeaks
 from gpuperf.verdict.records import Record, RunInfo
 from gpuperf.vocabulary import Flush, Metric, Status
@@ -69,6 +69,10 @@ def case_record(case: CaseIdentity, measurement: Measurement, peaks: DevicePeaks
         reliable=measurement.reliable, gpu=case.gpu, gpu_index=case.gpu_index,
         kernel=measurement.label, precision=work.precision, shape=work.shape,
         kernels=measurement.kernels, event_median_s=measurement.event_median_s,
+        cycles_per_call=measurement.cycles_per_call, call_clock_mhz=measurement.call_clock_mhz,
+        cycles_rel_iqr=measurement.cycles_summary.rel_iqr if measurement.cycles_summary else None,
+        value_at_max_clock=measurement.value_at_max_clock, max_clock_mhz=measurement.max_clock_mhz,
+        clock_bound=clock_bound(work, peaks),
         extra={"stop_reason": measurement.stop_reason, "warmup_calls": measurement.warmup_calls,
                "discarded_samples": measurement.discarded_samples,
                **({"event_method": measurement.event_method} if measurement.event_method else {}),
@@ -77,8 +81,19 @@ def case_record(case: CaseIdentity, measurement: Measurement, peaks: DevicePeaks
     return decide(record, entry, config, context, [str(f) for f in findings], measurement.unreliable_reason)
 
 
+def clock_bound(work: Work, peaks: DevicePeaks | None) -> bool | None:
+    """Whether a call's time follows the SM clock: its arithmetic intensity is at or above the ridge point of
+    its precision's roofline. On the H200 the large GEMMs sit 2-25 times above it and every GEMV, batched or
+    skinny GEMM measured below 0.6 times it, so the line is not a close call (docs/fleet.md)."""
+    ridge = peaks.ridge(work.precision) if peaks else None
+    if ridge is None or not work.bytes:
+        return None
+    return work.arithmetic_intensity >= ridge
+
+
 def ratio_record(case: CaseIdentity, numerator: Measurement, denominator: Measurement, name: str,
-                 entry: Entry | None, config: GateConfig, context: Context) -> Record:
+                 entry: Entry | None, config: GateConfig, context: Context,
+                 peaks: DevicePeaks | None = None) -> Record:
     """``numerator``'s primary metric over ``denominator``'s (e.g. custom kernel ÷ cuBLAS), gated as its own
     entry ``<case id>#<name>``. Both must measure the same kind of metric."""
     if numerator.work.metric != denominator.work.metric:
@@ -95,10 +110,38 @@ def ratio_record(case: CaseIdentity, numerator: Measurement, denominator: Measur
         gpu=case.gpu, gpu_index=case.gpu_index, kernel=_ratio_kernel(numerator.label, denominator.label),
         precision=numerator.work.precision, shape=numerator.work.shape,
         kernels=numerator.kernels + denominator.kernels,
+        call_clock_mhz=_slower_clock(numerator, denominator),
+        value_at_max_clock=_clock_free_ratio(numerator, denominator),
+        cycles_rel_iqr=_cycles_spread(numerator, denominator), max_clock_mhz=numerator.max_clock_mhz,
+        clock_bound=_both_clock_bound(numerator, denominator, peaks),
         extra={"denominator_median_s": denominator.median_s, "ratio_name": name},
     )
     return decide(record, entry, config, replace(context, record_command=record_command(ratio_case)), [],
                   unreliable_reason)
+
+
+def _clock_free_ratio(numerator: Measurement, denominator: Measurement) -> float | None:
+    """The ratio of the two sides' throughputs at max clock: each side's power state taken out."""
+    top, bottom = numerator.value_at_max_clock, denominator.value_at_max_clock
+    if top is None or bottom is None or not valid_figure(bottom):
+        return None
+    return top / bottom
+
+
+def _cycles_spread(numerator: Measurement, denominator: Measurement) -> float | None:
+    top, bottom = numerator.cycles_summary, denominator.cycles_summary
+    return math.hypot(top.rel_iqr, bottom.rel_iqr) if top is not None and bottom is not None else None
+
+
+def _both_clock_bound(numerator: Measurement, denominator: Measurement, peaks: DevicePeaks | None) -> bool | None:
+    sides = [clock_bound(side.work, peaks) for side in (numerator, denominator)]
+    return None if None in sides else all(sides)
+
+
+def _slower_clock(numerator: Measurement, denominator: Measurement) -> float | None:
+    """The lower of the two sides' clocks: the one that says how far the ratio's power state moved."""
+    clocks = [c for c in (numerator.call_clock_mhz, denominator.call_clock_mhz) if c is not None]
+    return min(clocks) if len(clocks) == 2 else None
 
 
 def _ratio_kernel(numerator: str, denominator: str) -> str:
@@ -116,7 +159,16 @@ def entry_from_record(record: Record) -> Entry:
                  samples=record.samples or 0, flush=record.flush, method=record.method, family=record.family,
                  kernel=record.kernel, precision=record.precision,
                  shape=tuple((name, record.shape[name]) for name in SHAPE_SIZES if name in record.shape),
-                 flops=record.flops, bytes=record.bytes, kernels=record.kernels)
+                 flops=record.flops, bytes=record.bytes, kernels=record.kernels, at_max_clock=clock_free(record))
+
+
+def clock_free(record: Record) -> ClockFree | None:
+    """The record's figure at max clock, as a baseline entry holds it; ``None`` when it has none."""
+    if not valid_figure(record.value_at_max_clock):
+        return None
+    assert record.value_at_max_clock is not None
+    return ClockFree(value=record.value_at_max_clock, spread=record.cycles_rel_iqr or 0.0,
+                     cycles=record.cycles_per_call, clock_mhz=record.call_clock_mhz)
 
 
 def baseline_header(run: RunInfo, records: Sequence[Record], recorded: str) -> dict[str, object]:

@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import statistics
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
-from gpuperf.measure.kernel_records import Kernel
-from gpuperf.verdict.baseline import SHAPE_SIZES, Entry
+from gpuperf.measure.kernel_records import SAME_KERNELS, Kernel, describe_change
+from gpuperf.verdict.baseline import SHAPE_SIZES, ClockFree, Entry
+from gpuperf.verdict.check import clock_free
 from gpuperf.verdict.gate import valid_figure
 from gpuperf.verdict.records import Record, RunInfo
 from gpuperf.vocabulary import Status
@@ -82,8 +83,8 @@ def relative_range(values: Sequence[float]) -> float:
     return (max(values) - min(values)) / statistics.median(values) if len(values) > 1 else 0.0
 
 
-def _kernel_signature(record: Record) -> tuple[tuple[str, tuple[tuple[int, int, int], ...]], ...]:
-    return tuple((kernel.name, kernel.launch) for kernel in record.kernels)
+def _kernel_signature(record: Record) -> tuple[tuple[str, tuple[tuple[int, int, int], ...], str], ...]:
+    return tuple((kernel.name, kernel.launch, kernel.code) for kernel in record.kernels)
 
 
 def _majority_kernels_runs(records: Sequence[Record]) -> list[Record]:
@@ -132,9 +133,52 @@ def entries_from_runs(runs: Sequence[Run]) -> dict[str, Entry]:
             method=method, family=described.family, kernel=described.kernel, precision=described.precision,
             shape=tuple((name, described.shape[name]) for name in SHAPE_SIZES if name in described.shape),
             flops=described.flops, bytes=described.bytes, runs=len(chosen), run_spread=relative_range(values),
-            kernels=_median_kernels(chosen),
+            kernels=_median_kernels(chosen), at_max_clock=_median_clock_free(chosen),
         )
     return entries
+
+
+def _median_clock_free(records: Sequence[Record]) -> ClockFree | None:
+    """The median of the runs' figures at max clock, with their median cycles spread and their range; from the
+    runs that have one (``None`` when none has)."""
+    measured = [free for record in records if (free := clock_free(record)) is not None]
+    if not measured:
+        return None
+    values = [free.value for free in measured]
+    cycles = [free.cycles for free in measured if free.cycles is not None]
+    clocks = [free.clock_mhz for free in measured if free.clock_mhz is not None]
+    return ClockFree(value=statistics.median(values), spread=statistics.median(free.spread for free in measured),
+                     run_spread=relative_range(values), cycles=statistics.median(cycles) if cycles else None,
+                     clock_mhz=statistics.median(clocks) if clocks else None)
+
+
+def with_clock_figures(entries: Mapping[str, Entry], runs: Sequence[Run]) -> dict[str, Entry]:
+    """The entries the runs can add a figure at max clock to, with their time figures (value, spreads, runs)
+    as recorded, and the code digests of their kernels from the runs; every case the file lacks as a new
+    entry (``entries_from_runs``). A baseline recorded from many hosts keeps what those hosts showed, and
+    gains what only newer runs measure. Refused for a case whose runs launched other kernels than its entry
+    holds: its time figures would describe another thing, so re-record it."""
+    fresh = entries_from_runs(runs)
+    merged: dict[str, Entry] = {}
+    mismatched = []
+    for case, new in fresh.items():
+        old = entries.get(case)
+        if old is None:
+            merged[case] = new
+            continue
+        if new.at_max_clock is None:
+            continue
+        if old.kernels and describe_change(old.kernels, new.kernels) != SAME_KERNELS:
+            mismatched.append(f"{case} ({describe_change(old.kernels, new.kernels)})")
+            continue
+        kernels = tuple(replace(kept, code=ran.code) for kept, ran in zip(old.kernels, new.kernels)) \
+            if old.kernels else new.kernels
+        merged[case] = replace(old, at_max_clock=new.at_max_clock, kernels=kernels)
+    if mismatched:
+        raise FleetError(f"{len(mismatched)} case(s) launched other kernels than their entries hold, so their "
+                         f"figures cannot be combined: {'; '.join(mismatched)}; re-record them with "
+                         "baseline from-runs (without --add-clock-figures) and a -k selection of those cases")
+    return merged
 
 
 @dataclass(frozen=True)

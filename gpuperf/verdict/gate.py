@@ -50,6 +50,19 @@ FLAGGED = frozenset({Status.UNRELIABLE, Status.NOT_COMPARABLE, Status.NOT_RECORD
                      Status.IMPROVED})
 #: The prefix of an unreliable note that came from the noise rule (so confirmation can tell it apart).
 NOISY = "noisy"
+#: How far below the GPU's maximum SM clock a case's calls may run (now, or when its entry was recorded) and
+#: still be judged on time. Beyond it the case ran at the power limit: its time is a property of the host's
+#: power state as much as of the kernel, so it is judged on cycles per call (``Basis``). Set from the H200
+#: fleet (docs/fleet.md, "Judged on cycles"): cases that never reach the power limit ran within 0.3 % of
+#: 1980 MHz, every power-capped GEMM 8–40 % below it.
+CLOCK_MOVED = 0.02
+
+
+class Basis:
+    """What a verdict compared."""
+
+    TIME = "time"  # the measured figure: time per call
+    CYCLES = "cycles"  # the figure at max clock: cycles per call, the host's clock taken out
 
 
 @dataclass(frozen=True)
@@ -124,14 +137,45 @@ class Comparison:
     tolerance: float
 
 
-def compare(value: float, entry: Entry, config: GateConfig) -> Comparison:
-    """Higher is better for every gated metric (TFLOPS, GB/s, ratios)."""
-    tolerance = effective_tolerance(entry, config)
-    if not valid_figure(value) or not valid_figure(entry.value):
-        return Comparison(Status.ERROR, entry.value, math.nan, tolerance)
-    delta = (value - entry.value) / entry.value
+def compare(value: float, entry: Entry, config: GateConfig, basis: str = Basis.TIME) -> Comparison:
+    """Higher is better for every gated metric (TFLOPS, GB/s, ratios). ``basis`` cycles compares the figures
+    at max clock, with the band their own spreads give."""
+    reference = entry if basis == Basis.TIME else clock_free_entry(entry)
+    tolerance = effective_tolerance(reference, config)
+    if not valid_figure(value) or not valid_figure(reference.value):
+        return Comparison(Status.ERROR, reference.value, math.nan, tolerance)
+    delta = (value - reference.value) / reference.value
     status = Status.REGRESSED if delta < -tolerance else Status.IMPROVED if delta > tolerance else Status.PASS
-    return Comparison(status, entry.value, delta, tolerance)
+    return Comparison(status, reference.value, delta, tolerance)
+
+
+def clock_free_entry(entry: Entry) -> Entry:
+    """The entry as its figure at max clock: that value, and the spreads its cycles were recorded with."""
+    if entry.at_max_clock is None:
+        raise ValueError("the entry has no figure at max clock")
+    free = entry.at_max_clock
+    return replace(entry, value=free.value, spread=free.spread, run_spread=free.run_spread)
+
+
+def clock_drop(clock_mhz: float | None, max_clock_mhz: float | None) -> float:
+    """How far below the maximum a clock ran, as a fraction (0 when either is unknown)."""
+    if not clock_mhz or not max_clock_mhz:
+        return 0.0
+    return max(0.0, 1.0 - clock_mhz / max_clock_mhz)
+
+
+def judge_basis(record: Record, entry: Entry, kernels: str) -> str:
+    """``Basis.CYCLES`` for a clock-bound case (``Record.clock_bound``: compute-bound by the roofline) whose calls
+    ran below the maximum clock (now or when recorded: ``CLOCK_MOVED``), when both sides have a figure at max
+    clock and the kernels are the same (``kernels`` is ``describe_change``'s text); otherwise ``Basis.TIME``.
+    A memory-bound call is not judged on cycles: its time does not follow the SM clock, so its cycles would. A changed kernel is judged on time: a new kernel that burns more power
+    runs at a lower clock, and that is a real slowdown."""
+    if (not record.clock_bound or entry.at_max_clock is None or not valid_figure(record.value_at_max_clock)
+            or kernels != SAME_KERNELS):
+        return Basis.TIME
+    moved = max(clock_drop(record.call_clock_mhz, record.max_clock_mhz),
+                clock_drop(entry.at_max_clock.clock_mhz, record.max_clock_mhz))
+    return Basis.CYCLES if moved > CLOCK_MOVED else Basis.TIME
 
 
 #: ``Record.extra`` key: how the kernels of a case differ from its baseline entry's, when they do.
@@ -205,29 +249,53 @@ def _decide(record: Record, entry: Entry | None, config: GateConfig, context: Co
                f"re-record it with {context.record_command} if the method change is intended")
         return replace(record, status=Status.NOT_COMPARABLE, note=_join(
             f"not comparable: recorded by method {entry.method}, measured by {record.method}; {why}", note))
-    result = compare(record.value, entry, config)
+    basis = judge_basis(record, entry, kernels)
+    judged_value = record.value if basis == Basis.TIME else record.value_at_max_clock
+    result = compare(judged_value or math.nan, entry, config, basis)
     if result.status == Status.ERROR:
         return replace(record, status=Status.ERROR, baseline=entry.value, note=_join(
-            f"baseline value {entry.value!r} is not a positive finite number, so no verdict: restore the "
+            f"baseline value {result.baseline!r} is not a positive finite number, so no verdict: restore the "
             "baseline from version control, then re-record", note))
-    base = replace(record, baseline=result.baseline, delta_pct=100 * result.delta, tolerance=result.tolerance)
+    base = replace(record, baseline=entry.value, delta_pct=100 * result.delta, tolerance=result.tolerance,
+                   judged_on=basis)
     cap = entry_cap(entry, config)
-    if too_noisy(record.rel_iqr, config, cap):
+    spread = record.rel_iqr if basis == Basis.TIME else record.cycles_rel_iqr
+    if too_noisy(spread, config, cap):
         return replace(base, status=Status.UNRELIABLE, reliable=False, note=_join(
-            f"{NOISY}: spread {100 * (record.rel_iqr or 0):.1f} % would need a band above the cap "
-            f"{100 * cap:.1f} %; judged against {100 * result.tolerance:.1f} % it could pass or fail by "
-            "chance (another process, throttling?)", note))
+            f"{NOISY}: {'cycles ' if basis == Basis.CYCLES else ''}spread {100 * (spread or 0):.1f} % would need "
+            f"a band above the cap {100 * cap:.1f} %; judged against {100 * result.tolerance:.1f} % it could "
+            "pass or fail by chance (another process, throttling?)", note))
     versions = f"versions changed since the baseline: {', '.join(context.version_changes)}" \
         if context.version_changes else ""
+    clock = _clock_note(record, entry, result, basis, kernels)
     if result.status == Status.REGRESSED:
         return replace(base, status=Status.REGRESSED, note=_join(
-            f"{100 * -result.delta:.1f} % below baseline (tolerance {100 * result.tolerance:.1f} %)", kernels,
-            versions, note))
+            f"{100 * -result.delta:.1f} % below baseline{' at max clock' if basis == Basis.CYCLES else ''} "
+            f"(tolerance {100 * result.tolerance:.1f} %)", clock, kernels, versions, note))
     if result.status == Status.IMPROVED:
         return replace(base, status=Status.IMPROVED, note=_join(
-            f"improved {100 * result.delta:.1f} % — update the baseline: {context.record_command}", kernels,
-            versions, note))
-    return replace(base, status=Status.PASS)
+            f"improved {100 * result.delta:.1f} %{' at max clock' if basis == Basis.CYCLES else ''} — update "
+            f"the baseline: {context.record_command}", clock, kernels, versions, note))
+    return replace(base, status=Status.PASS, note=_join(clock, note))
+
+
+def _clock_note(record: Record, entry: Entry, result: Comparison, basis: str, kernels: str) -> str:
+    """What the clock did to a case judged on cycles, and why a kernel change was judged on time."""
+    if basis == Basis.TIME:
+        moved = entry.at_max_clock is not None and \
+            clock_drop(record.call_clock_mhz, record.max_clock_mhz) > CLOCK_MOVED
+        if moved and kernels and kernels != SAME_KERNELS:
+            return "judged on time, not cycles: the kernels changed, and a kernel that burns more power is slower"
+        return ""
+    free = entry.at_max_clock
+    assert free is not None
+    time_delta = (record.value - entry.value) / entry.value if valid_figure(entry.value) else math.nan
+    drop = clock_drop(record.call_clock_mhz, record.max_clock_mhz)
+    then = f", {free.clock_mhz:.0f} MHz when recorded" if free.clock_mhz else ""
+    only_clock = "; the time drop is only the clock" if time_delta < -result.tolerance and \
+        result.status != Status.REGRESSED else ""
+    return (f"judged on cycles: host ran at {record.call_clock_mhz or 0:.0f} MHz, {100 * drop:.0f} % below max"
+            f"{then}; time {100 * time_delta:+.1f} %, cycles {100 * result.delta:+.1f} %{only_clock}")
 
 
 def _recorded(record: Record, entry: Entry | None, config: GateConfig, context: Context) -> Record:
@@ -261,10 +329,15 @@ def confirm(first: Record, second: Record) -> Record:
     noisy, throttled, not comparable). With no verdict in either try, the second stands (``UNRELIABLE``).
     """
     judged = [r for r in (first, second) if r.status in (Status.PASS, Status.IMPROVED, Status.REGRESSED)]
-    chosen = max(judged, key=lambda r: r.value) if judged else second
+    chosen = max(judged, key=_standing) if judged else second
     tries = f"re-measured: first {first.value:.4g} {first.unit} ({first.status}), " \
             f"second {second.value:.4g} ({second.status})"
     return replace(chosen, note=_join(chosen.note, tries))
+
+
+def _standing(record: Record) -> float:
+    """How well a try did against its baseline: its judged Δ (time or cycles), else its figure."""
+    return record.delta_pct if record.delta_pct is not None else record.value
 
 
 @dataclass(frozen=True)

@@ -57,6 +57,18 @@ class Record:
     shape: dict[str, int] = field(default_factory=dict)  # {"batch", "m", "n", "k"} as the work was counted
     kernels: tuple[Kernel, ...] = ()  # what one call launched, in order, from the kernel records
     event_median_s: float | None = None  # the event-timed cross-check of a traced figure, per call
+    #: The SM clock the calls ran at and the work in cycles, measured on the GPU (``measure/sm_clock.py``):
+    #: median cycles per call, their samples' relative IQR, the mean SM clock (MHz), and the primary metric
+    #: the same cycles would give at the maximum SM clock (for a ratio: the ratio of those).
+    cycles_per_call: float | None = None
+    cycles_rel_iqr: float | None = None
+    call_clock_mhz: float | None = None
+    value_at_max_clock: float | None = None
+    max_clock_mhz: int | None = None  # the GPU's maximum SM clock, which value_at_max_clock assumes
+    #: Above the roofline's ridge point (for a ratio: both sides), so its time follows the SM clock; ``None``
+    #: when unknown (no peaks). Only such a case can be judged on cycles.
+    clock_bound: bool | None = None
+    judged_on: str = ""  # gate.Basis: what the verdict compared ("time" or "cycles"); empty when not judged
     extra: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:

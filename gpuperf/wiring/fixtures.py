@@ -206,10 +206,10 @@ class Perf:
         ratio_case = replace(self.case, case_id=f"{self.case.case_id}#{name}")
         entry = self.state.entry(self.case.gpu, ratio_case.case_id)
         gate, context = self.state.options.gate, self._context(self.case)
-        record = ratio_record(self.case, numerator, denominator, name, entry, gate, context)
+        record = ratio_record(self.case, numerator, denominator, name, entry, gate, context, self.peaks)
         if needs_confirmation(record):
             again = ratio_record(self.case, self.measure.again(numerator), self.measure.again(denominator), name,
-                                 entry, gate, context)
+                                 entry, gate, context, self.peaks)
             record = confirm(record, again)
         return self._keep(record)
 
