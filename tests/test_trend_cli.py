@@ -89,12 +89,28 @@ def test_the_committed_h200_runs_make_a_site_of_every_case_and_host(tmp_path: Pa
                              "--work", str(tmp_path)], cwd=REPO, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr
     index = (tmp_path / "site" / "index.html").read_text(encoding="utf-8")
-    runs = {json.dumps(json.loads(p.read_text())["run"], sort_keys=True)
-            for p in [*REPO.glob("docs/fleet/**/*.json"), REPO / "docs/h200/results.json"]}
-    assert f"{len(runs)} runs from 2026-11-30T10:44:26+00:00 to 2026-11-30T14:58:49+00:00" in index
-    assert index.count('class="card filterable"') == 123
+    documents = [json.loads(p.read_text()) for p in [*REPO.glob("docs/fleet/**/*.json"), REPO / "docs/h200/results.json"]]
+    documents = [d for d in documents if isinstance(d, dict) and "run" in d and "records" in d]
+    runs = {json.dumps(d, sort_keys=True) for d in documents}  # docs/h200/results.json is also a fleet file
+    started = sorted(d["run"]["started"] for d in documents)
+    cases = {r["case_id"] for d in documents for r in d["records"]}
+    assert f"{len(runs)} runs from {started[0]} to {started[-1]}" in index
+    assert index.count('class="card filterable"') == len(cases)
     for host in ("71d9282a", "1e941103", "eb8d2b84", "3da77131", "bebd79c4", "b2b71e50"):
         assert f"<option>{host}</option>" in index
     custom = (tmp_path / "site" / page_name_of(
         "nvidia-h200", "perf_tests/test_custom.py::test_custom_perf[optimized-4096x4096x4096-cold]")).read_text()
-    assert "kernel optimized_sgemm_vec4 → warp_sgemm_vec4" in custom
+    # docs/trend-page.md: the kernel change and the re-recorded baseline of the custom SGEMM
+    assert "run 37: kernel optimized_sgemm_vec4 → warp_sgemm_vec4" in custom
+    # ... and, under Needs attention, the power-capped GEMMs that failed in their last runs: the five of the 5 %
+    # slowdown run, and TF32 1024³ of a1d8aadb's runs against the one-host baseline
+    attention = index[index.index('<section id="attention">'):index.index('<section id="filters">')]
+    failed = {name: {r["case_id"] for p in REPO.glob(pattern) for r in json.loads(p.read_text())["records"]
+                     if r["status"] == "REGRESSED" and "#" not in r["case_id"]}
+              for name, pattern in (("slowdown", "docs/fleet/slowdown/*-slow-0.05.json"),
+                                    ("clock", "docs/fleet/clock/a1d8aadb-rec*.json"))}
+    listed = set(re.findall(r'<a href="cases/[^"]+">([^<]+)</a>', attention))
+    assert len(failed["slowdown"]) == 5
+    assert failed["clock"] == {"perf_tests/test_gemm.py::test_gemm_perf[tf32-nn-1024x1024x1024-cold]"}
+    assert listed == failed["slowdown"] | failed["clock"]
+    assert attention.count('class="kind kind-REGRESSED"') == 6
