@@ -1,28 +1,41 @@
-"""``python -m gpuperf``: ``device``, ``compare A B``, ``baseline diff|check|seal|drop``, ``plot``, ``history page``
-and ``readme``.
+"""``python -m gpuperf``: ``device``, ``compare A B``, ``baseline diff|check|seal|drop``, ``plot``, ``readme``,
+``history ingest|show|changes|page`` (``cli_history.py``, ``cli_trend.py``) and ``bisect`` (``bisect.py``).
 
 Argument parsing and thin commands: each reads its inputs, calls the pure modules (``diff``, ``report``,
 ``table``, ``gate``) and prints. Each command prints what it did; an error prints one line naming the cause
-and the fix and exits 1 (2 for a malformed command line, as argparse does). ``compare`` also exits 1 when a
-case fails as it would fail its test in the gate.
+and the fix and exits 1 (2 for a malformed command line, as argparse does); so does a file-system error
+(a path that cannot be read or written: ``describe_os_error``), and output cut short by a closed pipe
+(``... | head -1``) ends the command quietly with 1. ``compare`` also exits 1 when a case fails as it would
+fail its test in the gate.
 """
 
 from __future__ import annotations
 
 import argparse
+import errno
 import json
+import os
 import sys
 from datetime import datetime, timezone
 from collections.abc import Sequence
 from pathlib import Path
 
-from gpuperf.cli_trend import PageError, add_page_command
+from gpuperf.bisect import BisectError, add_bisect_command
+from gpuperf.cli_history import add_history_commands
+from gpuperf.cli_trend import PageError
 from gpuperf.measure.device import DeviceInfo, query_device
 from gpuperf.measure.peaks import DevicePeaks, device_peaks
 from gpuperf.output import diff, report
-from gpuperf.output.results import RESULTS_JSON, ResultsError, load_figures, load_run
+from gpuperf.output.results import load_figures
+from gpuperf.output.results import Figures
+from gpuperf.store.atomic import write_atomically
+from gpuperf.store.reading import MIB, InputError, read_text
+from gpuperf.store.results import RESULTS_JSON, ResultsError, load_run, refuse_repeated_runs
 from gpuperf.output.table import peaks_line
-from gpuperf.verdict.baseline import (BaselineError, BaselineFile, Integrity, drop_entries, load_baseline,
+from gpuperf.store.history import HistoryError
+from gpuperf.store.history_rows import HistoryInputError
+from gpuperf.store.history_schema import SchemaError
+from gpuperf.store.baseline import (BaselineError, BaselineFile, Integrity, drop_entries, load_baseline,
                                       seal_baseline, update_baseline, version_changes)
 from gpuperf.verdict.check import baseline_header
 from gpuperf.verdict.fleet import FleetError, Run, entries_from_runs, fleet_spread, with_clock_figures
@@ -31,6 +44,7 @@ from gpuperf.wiring.argtypes import fraction, non_negative_float, non_negative_i
 
 EXIT_OK = 0
 EXIT_ERROR = 1
+README_LIMIT = 8 * MIB
 
 
 class CliError(Exception):
@@ -114,19 +128,24 @@ def cmd_compare(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise CliError(f"{exc}; pass --max-tolerance at least --tolerance") from exc
     a, b = load_figures(args.a), load_figures(args.b)
+    if a.run is not None and b.run is not None:
+        refuse_repeated_runs([(args.a, a.run, list(a.records.values())), (args.b, b.run, list(b.records.values()))])
+    other_gpu = _other_gpu(a, b, args.allow_other_gpu)
     changed = version_changes(a.versions, b.versions)
-    rows = diff.compare_runs(a.entries, b.records, config, changed)
+    rows = diff.compare_runs(a.entries, b.records, config, changed, _record_command(a, args.b))
     a_name, b_name = args.names or (args.a, args.b)
     gate = (f"tolerance {100 * config.tolerance:g} %, noise k {config.noise_k:g}, "
             f"cap {100 * config.cap:g} %")
     summary = report.comparison_summary(rows)
     if args.markdown:
         print(f"**B ({b_name}) against A ({a_name})**: {summary} ({gate})\n")
-        if changed:
-            print(f"Versions differ: {', '.join(changed)}\n")
+        for line in filter(None, (other_gpu, f"Versions differ: {', '.join(changed)}" if changed else "")):
+            print(f"{line}\n")
         print(report.format_diff(rows, markdown=True, old="A", new="B", verdicts=True) if rows else "_no cases_")
     else:
         print(f"B ({b_name}) against A ({a_name}): {gate}")
+        if other_gpu:
+            print(other_gpu)
         if changed:
             print(f"versions differ: {', '.join(changed)}")
         print(report.format_diff(rows, old="A", new="B", verdicts=True) if rows else "no cases")
@@ -134,11 +153,35 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return EXIT_ERROR if diff.failing(rows) else EXIT_OK
 
 
+def _other_gpu(a: Figures, b: Figures, allowed: bool) -> str:
+    """The header line of a comparison across GPU models (``--allow-other-gpu``), ``""`` for one model; a
+    comparison across models that was not asked for is refused: its deltas measure the hardware."""
+    if not a.gpu_slug or not b.gpu_slug or a.gpu_slug == b.gpu_slug:
+        return ""
+    models = f"A is {a.gpu or a.gpu_slug} ({a.gpu_slug}), B is {b.gpu or b.gpu_slug} ({b.gpu_slug})"
+    if not allowed:
+        raise CliError(f"{models}: figures of two GPU models differ by the hardware, not by a change; compare "
+                       "runs of one model, or pass --allow-other-gpu to compare them anyway")
+    return f"GPU models differ ({models}; --allow-other-gpu): the deltas include the hardware's difference"
+
+
+def _record_command(a: Figures, b_path: str) -> str:
+    """What an IMPROVED row of ``compare`` suggests: re-record the baseline A is, or record one from run B."""
+    if a.baseline is not None:
+        return "pytest perf_tests --update-baselines"
+    slug = a.gpu_slug or "<gpu-slug>"
+    return f"python -m gpuperf baseline from-runs baselines/{slug}.yaml {b_path} (if B is the new normal)"
+
+
 def cmd_baseline_diff(args: argparse.Namespace) -> int:
-    rows = diff.diff_entries(load_figures(args.old).entries, load_figures(args.new).entries)
+    old, new = load_figures(args.old), load_figures(args.new)
+    other_gpu = _other_gpu(old, new, args.allow_other_gpu)
+    rows = diff.diff_entries(old.entries, new.entries)
     old_name, new_name = args.names or (args.old, args.new)
     shown = diff.select_rows(rows, args.min_delta)
     summary = report.diff_summary(rows, args.threshold)
+    if other_gpu:
+        print(f"{other_gpu}\n" if args.markdown else other_gpu)
     if args.markdown:
         print(f"**{old_name} → {new_name}**: {summary}\n")
         print(report.format_diff(shown, markdown=True) if shown else "_no differences_")
@@ -228,6 +271,8 @@ def cmd_plot(args: argparse.Namespace) -> int:
         raise CliError(f"{path}: no case carries FLOP/byte counts (ratio entries only, or ids without a "
                        "shape such as 4096x4096x4096), so there is nothing to plot")
     out = Path(args.out) if args.out else default_out
+    if out.exists() and not out.is_dir():
+        raise CliError(f"{out}: already exists and is not a folder; --out names the folder the PNGs go into")
     written = plot_throughput(records, out, gpu=figures.gpu, peaks=figures.peaks)
     written.append(plot_roofline(records, figures.peaks, out, gpu=figures.gpu))
     if figures.peaks is None:
@@ -238,17 +283,23 @@ def cmd_plot(args: argparse.Namespace) -> int:
 
 
 def cmd_readme(args: argparse.Namespace) -> int:
-    from gpuperf.output import readme, results
+    from gpuperf.output import readme
 
-    run, records = results.load_run(Path(args.results))
+    run, records = load_run(Path(args.results))
     readme_path = Path(args.readme)
     try:
-        text = readme_path.read_text()
+        text = read_text(readme_path, README_LIMIT, "a README", "pass --readme PATH")
     except FileNotFoundError as exc:
         raise CliError(f"{readme_path} does not exist: pass --readme PATH") from exc
+    except InputError as exc:
+        raise CliError(str(exc)) from None
+    missing = [image for image in args.images if not (readme_path.parent / image).is_file()]
+    if missing:
+        raise CliError(f"{', '.join(missing)}: no such image beside {readme_path} (--images are paths relative to "
+                       "the README); make them with python -m gpuperf plot, or fix the path")
     section = readme.results_section(run, records, args.images, str(args.results))
     try:
-        readme_path.write_text(readme.replace_section(text, section))
+        write_atomically(readme_path, readme.replace_section(text, section))
     except readme.ReadmeError as exc:
         raise CliError(f"{readme_path}: {exc}") from exc
     print(f"{readme_path}: results section rewritten from {args.results} ({len(records)} cases)")
@@ -258,15 +309,19 @@ def cmd_readme(args: argparse.Namespace) -> int:
 # --- entry point ---------------------------------------------------------------------------------------
 
 FIGURES = "a baselines/*.yaml, a results.json or a results/<timestamp>/ directory"
+ALLOW_OTHER_GPU = ("compare figures of two GPU models (refused otherwise: the deltas would measure the "
+                   "hardware); the header then says so")
 
 
 def _runs(specs: Sequence[str]) -> list[Run]:
     """``[label=]path`` per run: the label names the host when the results file records no GPU UUID."""
-    runs = []
+    runs, given = [], []
     for spec in specs:
         label, _, path = spec.rpartition("=") if "=" in spec else ("", "", spec)
         info, records = load_run(path)
+        given.append((path, info, records))
         runs.append(Run.of(info, records, label or path))
+    refuse_repeated_runs(given)
     return runs
 
 
@@ -327,6 +382,7 @@ def build_parser() -> argparse.ArgumentParser:
                          help="cap on the effective tolerance, whatever the noise (default twice --tolerance)")
     compare.add_argument("--markdown", action="store_true", help="a Markdown table (for a pull-request body)")
     compare.add_argument("--names", nargs=2, metavar=("A", "B"), help="how to call A and B in the output")
+    compare.add_argument("--allow-other-gpu", action="store_true", help=ALLOW_OTHER_GPU)
     compare.set_defaults(func=cmd_compare)
 
     baseline = commands.add_parser("baseline", help="work with baseline files")
@@ -344,6 +400,7 @@ def build_parser() -> argparse.ArgumentParser:
     diff_command.add_argument("--names", nargs=2, metavar=("OLD", "NEW"),
                               help="how to call A and B in the output (e.g. 'baselines/x.yaml@HEAD' for a "
                                    "temporary copy)")
+    diff_command.add_argument("--allow-other-gpu", action="store_true", help=ALLOW_OTHER_GPU)
     diff_command.set_defaults(func=cmd_baseline_diff)
     check = baseline_commands.add_parser(
         "check", help="validate baseline files (CPU only): schema, values, units, duplicate keys, encoding, "
@@ -398,24 +455,59 @@ def build_parser() -> argparse.ArgumentParser:
     fleet.add_argument("--markdown", action="store_true", help="a Markdown table (docs/fleet.md)")
     fleet.set_defaults(func=cmd_fleet)
 
-    history = commands.add_parser("history", help="every run's figures over time: the trend site")
-    history.add_argument("--history", metavar="TARGET",
-                         help="a SQLite file, sqlite:///PATH or postgresql://… (default $GPUPERF_HISTORY, else "
-                              "results/history.sqlite)")
-    add_page_command(history.add_subparsers(dest="history_command", required=True, metavar="COMMAND"))
-
     section = commands.add_parser("readme", help="rewrite the README's generated results section from a run")
     section.add_argument("results", metavar="RESULTS", help="results/<timestamp>/ or its results.json")
     section.add_argument("--readme", default="README.md", help="the README to rewrite (default README.md)")
     section.add_argument("--images", nargs="*", default=[], metavar="PNG", help="plots to show, as README paths")
     section.set_defaults(func=cmd_readme)
+    add_history_commands(commands)
+    add_bisect_command(commands)
     return parser
+
+
+def describe_os_error(exc: OSError) -> str:
+    """One line for a file-system error: the path, the cause and the fix."""
+    path = exc.filename if exc.filename is not None else "?"
+    cause = exc.strerror or type(exc).__name__
+    if str(path).endswith(".lock"):
+        target = str(path).removesuffix(".lock")
+        fix = (f"gpuperf locks {target} by creating this file beside it: make the folder writable, or work on a "
+               "copy in a writable folder")
+    elif isinstance(exc, PermissionError) or exc.errno == errno.EROFS:
+        fix = "make it (and its folder) readable and writable for this user, or work on a copy elsewhere"
+    elif isinstance(exc, IsADirectoryError):
+        fix = "it is a folder: pass a file"
+    elif isinstance(exc, (FileExistsError, NotADirectoryError)):
+        fix = "a file stands where a folder is needed: pass another path, or move that file away"
+    elif isinstance(exc, FileNotFoundError):
+        fix = "check the path (and that its folder exists)"
+    elif exc.errno == errno.ENOSPC:
+        fix = "free some space on that file system and run it again"
+    else:
+        fix = "check the path and its permissions"
+    return f"{path}: {cause}: {fix}"
+
+
+def _quiet_broken_pipe() -> int:
+    """The reader of our output went away (``| head``): stop without a word, as Python's docs advise, pointing
+    stdout at /dev/null so that the interpreter's last flush cannot raise again."""
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except (OSError, ValueError):  # stdout is not a real file (in-process callers)
+        pass
+    return EXIT_ERROR
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return int(args.func(args))
-    except (CliError, ResultsError, BaselineError, FleetError, PageError) as exc:
+    except BrokenPipeError:
+        return _quiet_broken_pipe()
+    except (CliError, ResultsError, BaselineError, FleetError, InputError, HistoryError, SchemaError,
+            HistoryInputError, BisectError, PageError) as exc:
         print(f"gpuperf: error: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    except OSError as exc:
+        print(f"gpuperf: error: {describe_os_error(exc)}", file=sys.stderr)
         return EXIT_ERROR

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from gpuperf.verdict.accounting import CollectedTests, SelectedCase, account, merge_collected, owned_keys, stale_entries
-from gpuperf.verdict.baseline import BaselineFile, Entry
-from gpuperf.verdict.records import Record
+from gpuperf.store.baseline import BaselineFile, Entry
+from gpuperf.store.records import Record
 from gpuperf.vocabulary import Status
 
 GEMM = "perf_tests/test_gemm.py::test_gemm_perf[fp32-nn-4096x4096x4096-cold]"

@@ -1,4 +1,4 @@
-"""``gpuperf.verdict.baseline``: the per-GPU YAML store (SPEC "Baselines", "Bad input and reliability").
+"""``gpuperf.store.baseline``: the per-GPU YAML store (SPEC "Baselines", "Bad input and reliability").
 
 Schema errors must name the file and the entry; damage (truncation, duplicate keys, non-UTF-8 bytes, an edited
 figure, a unit that does not match its metric) must be refused naming the fix; updates must touch only the given cases, stay ordered and deterministic, seal
@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 import yaml
 
-from gpuperf.verdict.baseline import (
+from gpuperf.store.baseline import (
     HEADER_KEYS,
     BaselineError,
     BaselineFile,
@@ -583,12 +583,12 @@ def _crash(*args: Any, **kwargs: Any) -> Any:
     raise OSError(28, "No space left on device")
 
 
-@pytest.mark.parametrize("target", ["yaml.safe_dump", "os.replace", "os.fsync"])
+@pytest.mark.parametrize("target", ["baseline.yaml.safe_dump", "atomic.os.replace", "atomic.os.fsync"])
 def test_crash_mid_update_leaves_the_old_file_byte_identical(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                              target: str) -> None:
     path = write(tmp_path / "nvidia-h200.yaml")
     before = path.read_bytes()
-    monkeypatch.setattr(f"gpuperf.verdict.baseline.{target}", _crash)
+    monkeypatch.setattr(f"gpuperf.store.{target}", _crash)
     with pytest.raises(OSError, match="No space"):
         update_baseline(path, HEADER, {GEMM: entry(1.0), "new-case": entry(2.0)})
     monkeypatch.undo()
@@ -617,7 +617,7 @@ def test_crash_half_way_through_writing_the_text(tmp_path: Path, monkeypatch: py
             self.handle.flush()
             raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr("gpuperf.verdict.baseline.os.fdopen", lambda fd, mode="r": HalfWriter(real_fdopen(fd, mode)))
+    monkeypatch.setattr("gpuperf.store.atomic.os.fdopen", lambda fd, mode="r": HalfWriter(real_fdopen(fd, mode)))
     with pytest.raises(OSError, match="No space"):
         update_baseline(path, HEADER, {GEMM: entry(1.0)})
     monkeypatch.undo()
@@ -633,7 +633,7 @@ def test_interrupt_mid_write_cleans_up_and_propagates(tmp_path: Path, monkeypatc
     def interrupted(fd: int) -> None:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr("gpuperf.verdict.baseline.os.fsync", interrupted)
+    monkeypatch.setattr("gpuperf.store.atomic.os.fsync", interrupted)
     with pytest.raises(KeyboardInterrupt):
         update_baseline(path, HEADER, {GEMM: entry(1.0)})
     monkeypatch.undo()
@@ -642,7 +642,7 @@ def test_interrupt_mid_write_cleans_up_and_propagates(tmp_path: Path, monkeypatc
 
 
 def test_a_new_file_is_not_created_by_a_failed_first_write(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("gpuperf.verdict.baseline.os.replace", _crash)
+    monkeypatch.setattr("gpuperf.store.atomic.os.replace", _crash)
     with pytest.raises(OSError):
         update_baseline(tmp_path / "nvidia-h200.yaml", HEADER, {GEMM: entry(1.0)})
     monkeypatch.undo()

@@ -73,6 +73,9 @@ def test_load_cases_turns_shape_strings_into_the_kind_its_schema_names(tmp_path:
         "perf: {shapes: [1024x256x256x256], methods: [strided-fp16]}\n"
         "gemv_perf: {shared: [1024x1024x1x1024]}\n"
         "streams: {count: 4, shapes: ['100000X8X8X8']}\n"
+        "loop: {default: [], slow: [64x8x8x8]}\n"
+        "gemv_perf_slow: {shared: [64x1024x1x1024]}\n"
+        "variable_size: {perf: [{name: mixed, groups: [2x8x8x8, 1x16x16x16]}]}\n"
     )
     cases = load_cases("batched", directory=tmp_path)
     assert cases["correctness"] == {"batches": [1, 3], "shapes": [GemmShape(7, 5, 3)], "methods": ["strided-fp32"]}
@@ -174,8 +177,13 @@ def _load_error(tables: Path, family: str, text: str) -> str:
     return str(info.value)
 
 
+#: The rest of a gemm table: every table its test module reads must be there.
+GEMM_REST = ("paths:\n  fp32: {dtype: fp32, work: fp32}\ncorrectness: {paths: [fp32], shapes: [7x5x3]}\n"
+             "slow:\n  - paths: [fp32]\n    trans: [nn]\n    shapes: [8192x8192x8192]\n")
+
+
 def _gemm_perf(shapes: str) -> str:
-    return f"perf:\n  - paths: [fp32]\n    trans: [nn]\n    shapes: [{shapes}]\n"
+    return f"{GEMM_REST}perf:\n  - paths: [fp32]\n    trans: [nn]\n    shapes: [{shapes}]\n"
 
 
 @pytest.mark.parametrize(("shapes", "expected"), [
@@ -194,7 +202,7 @@ def test_a_bad_gemm_shape_names_table_entry_and_fix(tables: Path, shapes: str, e
 
 
 def test_an_unknown_key_names_the_allowed_ones(tables: Path) -> None:
-    text = "perf:\n  - paths: [fp32]\n    trans: [nn]\n    shapez: [4096x4096x4096]\n"
+    text = GEMM_REST + "perf:\n  - paths: [fp32]\n    trans: [nn]\n    shapez: [4096x4096x4096]\n"
     assert _load_error(tables, "gemm", text) == (
         "perf_tests/cases/gemm.yaml: perf[0].shapez: unknown key 'shapez' (did you mean 'shapes'?); "
         "the keys allowed here are paths, trans, shapes")

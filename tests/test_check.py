@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from fakes import PEAKS
 
-from gpuperf.verdict.baseline import Entry
+from gpuperf.store.baseline import Entry
 from gpuperf.verdict.check import (
     CaseIdentity,
     context_for,

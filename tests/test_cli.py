@@ -16,12 +16,12 @@ import pytest
 from gpuperf import cli
 
 from gpuperf.output import diff, results
-from gpuperf.verdict.baseline import Entry, dump_baseline, load_baseline
+from gpuperf.store.baseline import Entry, dump_baseline, load_baseline
 from gpuperf.cli import main
 from gpuperf.measure.device import DeviceInfo, NoGpuError
 from gpuperf.verdict.check import entry_from_record
 from gpuperf.verdict.gate import Context, GateConfig, decide
-from gpuperf.verdict.records import Record, RunInfo
+from gpuperf.store.records import Record, RunInfo
 from gpuperf.vocabulary import Metric, Status
 
 REPO = Path(__file__).resolve().parent.parent
@@ -318,8 +318,9 @@ def test_python_dash_m_compare(runs: tuple[Path, Path]) -> None:
     assert "REGRESSED" in done.stdout and done.stdout.splitlines()[-1].startswith("4 compared: 1 regressed")
     same = subprocess.run([sys.executable, "-m", "gpuperf", "compare", str(runs[0]), str(runs[0])],
                           cwd=REPO, capture_output=True, text=True, check=False)
-    assert same.returncode == 0, same.stderr
-    assert same.stdout.splitlines()[-1] == "5 compared: 5 pass; 1 only in B"
+    assert same.returncode == 1 and same.stdout == ""  # a run against itself would pass every case by construction
+    assert same.stderr == (f"gpuperf: error: {runs[0]} and {runs[0]} are the same run (GPU Synthetic GPU, started "
+                           "2026-01-01T00:00:00+00:00): each run counts once; pass each run's results once\n")
 
 
 def test_plot_a_baseline_writes_pngs_beside_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -11,10 +11,10 @@ import pytest
 
 from gpuperf.cli import main
 from gpuperf.output.results import write_run
-from gpuperf.verdict.baseline import Entry, load_baseline
+from gpuperf.store.baseline import Entry, load_baseline
 from gpuperf.verdict.fleet import FleetError, Run, entries_from_runs, fleet_spread
 from gpuperf.verdict.gate import GateConfig, effective_tolerance
-from gpuperf.verdict.records import Record, RunInfo
+from gpuperf.store.records import Record, RunInfo
 from gpuperf.vocabulary import Status
 
 CASE = "perf_tests/test_gemm.py::test_gemm_perf[fp32-nn-4096x4096x4096-cold]"

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from gpuperf.verdict.accounting import GpuAccount, Unmeasured
-from gpuperf.verdict.baseline import Entry
+from gpuperf.store.baseline import Entry
 from gpuperf.verdict.gate import (
     STATUS_ORDER,
     Context,
@@ -30,7 +30,7 @@ from gpuperf.verdict.gate import (
     run_failures,
     too_noisy,
 )
-from gpuperf.verdict.records import Record
+from gpuperf.store.records import Record
 from gpuperf.vocabulary import Status
 
 CASE = "perf_tests/test_gemm.py::test_gemm_perf[fp32-nn-4096x4096x4096-cold]"

@@ -14,13 +14,13 @@ from typing import Any
 import pytest
 from fakes import PEAKS
 
-from gpuperf.verdict.baseline import BaselineError, Entry, dump_baseline
+from gpuperf.store.baseline import BaselineError, Entry, dump_baseline
 from gpuperf.verdict.gate import GateConfig
 from gpuperf.verdict.check import CaseIdentity
 from gpuperf.wiring.fixtures import Perf, case_id_of
 from gpuperf.measure.measurement import Measurement, Method
 from gpuperf.measure.metrics import Work, gemm_work
-from gpuperf.verdict.records import Record, RunInfo
+from gpuperf.store.records import Record, RunInfo
 from gpuperf.verdict.check import baseline_header
 from gpuperf.wiring.session import Options, SessionState
 from gpuperf.vocabulary import Metric, Status

@@ -13,7 +13,7 @@ import pytest
 
 from gpuperf.output import plot
 from gpuperf.measure.metrics import gemm_work, gemv_work
-from gpuperf.verdict.records import Record
+from gpuperf.store.records import Record
 from gpuperf.vocabulary import Status
 
 PEAKS: dict[str, Any] = {"memory_gbps": 1000.0,

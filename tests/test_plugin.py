@@ -513,7 +513,7 @@ def test_fail_on_version_change_stops_before_measuring(project: pytest.Pytester)
 
 def test_the_gate_band_is_capped(project: pytest.Pytester) -> None:
     data = recorded(project)
-    from gpuperf.verdict.baseline import Entry, dump_baseline
+    from gpuperf.store.baseline import Entry, dump_baseline
 
     entries = {case: Entry(**{**fields, "spread": 0.3}) for case, fields in data["entries"].items()}
     header = {key: value for key, value in data["header"].items() if key != "integrity"}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from gpuperf.output.readme import END, START, ReadmeError, replace_section, results_section
-from gpuperf.verdict.records import Record, RunInfo
+from gpuperf.store.records import Record, RunInfo
 
 RUN = RunInfo(gpu_name="Fake GPU", gpu_slug="fake-gpu", compute_capability="9.0", driver="580.1", cuda_runtime="13.0",
               cublas="13.1.0", cupy="14.2.0", sm_clock_max_mhz=1980, mem_clock_mhz=3201, flush_modes=("cold",),
@@ -54,6 +54,9 @@ def test_cli_rewrites_the_section_from_a_results_file(tmp_path) -> None:
     write_run(run_dir, RUN, [record("test_gemv[16384x16384-cold]", "gemv", 3916.4, "GB/s", 81.35)])
     readme = tmp_path / "README.md"
     readme.write_text(f"# x\n{START}\n{END}\n")
+    assert main(["readme", str(run_dir), "--readme", str(readme), "--images", "docs/a.png"]) == 1  # no such PNG
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "a.png").write_bytes(b"\x89PNG")
     assert main(["readme", str(run_dir), "--readme", str(readme), "--images", "docs/a.png"]) == 0
     text = readme.read_text()
     assert "3916" in text and "![a.png](docs/a.png)" in text and text.startswith("# x\n")

@@ -1,4 +1,4 @@
-"""``gpuperf.verdict.records``: ``Record`` and ``RunInfo`` travel as plain dicts (xdist, results files) and back."""
+"""``gpuperf.store.records``: ``Record`` and ``RunInfo`` travel as plain dicts (xdist, results files) and back."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from dataclasses import FrozenInstanceError, fields
 
 import pytest
 
-from gpuperf.verdict.records import Record, RunInfo
+from gpuperf.store.records import Record, RunInfo
 from gpuperf.vocabulary import Status
 
 FULL = Record(

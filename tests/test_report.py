@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 
 from gpuperf.output import diff, table
-from gpuperf.verdict.baseline import Change, Entry
+from gpuperf.store.baseline import Change, Entry
 from gpuperf.verdict.gate import FLAGGED, STATUS_ORDER
-from gpuperf.verdict.records import Record, RunInfo
+from gpuperf.store.records import Record, RunInfo
 from gpuperf.output.report import (TABLE_COLUMNS, comparison_summary, diff_summary, format_changes, format_diff, format_table,
                             header_lines, status_counts)
 from gpuperf.vocabulary import Status

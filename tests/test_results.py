@@ -14,9 +14,10 @@ from pathlib import Path
 import pytest
 
 from gpuperf.output import results
-from gpuperf.verdict.baseline import Entry, dump_baseline
+from gpuperf.store import results as results_format
+from gpuperf.store.baseline import Entry, dump_baseline
 from gpuperf.verdict.check import entry_from_record
-from gpuperf.verdict.records import Record, RunInfo
+from gpuperf.store.records import Record, RunInfo
 from gpuperf.vocabulary import Status
 
 PEAKS = {"memory_gbps": 1000.0, "compute_tflops": {"fp32": 50.0, "tf32": 400.0, "fp16": 800.0}}
@@ -118,7 +119,7 @@ def test_csv_has_one_row_per_record_and_every_parameter_column(tmp_path: Path, r
 
 
 def test_csv_columns_are_stable_whatever_the_record_order(records: list[Record]) -> None:
-    assert results.csv_columns(records) == results.csv_columns(list(reversed(records)))
+    assert results_format.csv_columns(records) == results_format.csv_columns(list(reversed(records)))
 
 
 def test_summary_lists_failures_first_then_flagged_then_all(records: list[Record]) -> None:
@@ -217,7 +218,8 @@ def test_timestamped_dir_defaults_to_results_under_the_working_directory(
     (None, "no such file"),
     ("{not json", "not valid JSON"),
     ('{"records": []}', "'run' and 'records'"),
-    ('{"run": {"gpu_name": "x"}, "records": []}', "lacks a required field"),
+    ('{"schema": 1, "run": {"gpu_name": "x"}, "records": []}', "lacks the field.s. gpu_slug, compute_capability"),
+    ('{"schema": 99, "run": {}, "records": []}', "results schema 99 is not 1"),
 ])
 def test_load_run_errors_name_the_file_and_the_fix(tmp_path: Path, content: str | None, message: str) -> None:
     path = tmp_path / "results.json"

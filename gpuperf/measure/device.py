@@ -7,6 +7,7 @@ fields it would fill are ``None`` and ``DeviceInfo.missing`` says why.
 
 from __future__ import annotations
 
+import ctypes
 import os
 import re
 from dataclasses import asdict, dataclass, field
@@ -86,12 +87,24 @@ def _import_cupy() -> Any:
     return cupy
 
 
+def driver_installed() -> bool:
+    """Whether the NVIDIA driver's CUDA library can be loaded at all."""
+    try:
+        ctypes.CDLL("libcuda.so.1")
+    except OSError:
+        return False
+    return True
+
+
 def device_count() -> int:
     """The number of CUDA devices, or a ``NoGpuError`` naming why there are none."""
     cupy = _import_cupy()
     try:
         count = cupy.cuda.runtime.getDeviceCount()
     except Exception as exc:  # CUDARuntimeError, or a missing libcudart / driver
+        if not driver_installed():  # the runtime then says "driver version is insufficient", which misleads
+            raise NoGpuError("no NVIDIA driver is installed (libcuda.so.1 cannot be loaded): this machine has no "
+                             "NVIDIA GPU or driver") from exc
         raise NoGpuError(f"no CUDA device is usable ({exc}): this machine has no NVIDIA GPU or driver") from exc
     if count < 1:
         raise NoGpuError("the CUDA runtime reports no devices")

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from gpuperf.measure.measurement import Measurement
-from gpuperf.verdict.records import Record
+from gpuperf.store.records import Record
 
 #: Record fields copied to ``extra_info`` (the rest of the record stays in results.json).
 EXTRA_FIELDS = ("case_id", "metric", "value", "unit", "pct_of_peak", "peak", "tflops", "gbps",

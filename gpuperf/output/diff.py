@@ -15,10 +15,10 @@ from dataclasses import dataclass, replace
 from typing import TypeVar
 
 from gpuperf.measure.kernel_records import kernel_change
-from gpuperf.verdict.baseline import Change, Entry
+from gpuperf.store.baseline import Change, Entry
 from gpuperf.verdict.gate import (Context, GateConfig, decide, is_noisy, status_rank, valid_figure,
                                   with_profile_hint)
-from gpuperf.verdict.records import Record
+from gpuperf.store.records import Record
 from gpuperf.vocabulary import Status
 
 ADDED = "added"
@@ -110,10 +110,11 @@ def judge(record: Record, entry: Entry, config: GateConfig, context: Context) ->
 
 
 def compare_runs(a: Mapping[str, Entry], b: Mapping[str, Record], config: GateConfig,
-                 version_changes: Sequence[str] = ()) -> list[DiffRow]:
+                 version_changes: Sequence[str] = (), record_command: str = Context.record_command) -> list[DiffRow]:
     """Every case of B judged against A's figure (``judge``), and the cases only one side has; problems
-    first (``gate.STATUS_ORDER``), then the one-sided cases, each group by case id."""
-    context = Context(version_changes=tuple(version_changes))
+    first (``gate.STATUS_ORDER``), then the one-sided cases, each group by case id. ``record_command`` is what
+    an IMPROVED row suggests (re-recording a baseline A, or recording one from run B)."""
+    context = Context(version_changes=tuple(version_changes), record_command=record_command)
     rows = []
     for case, entry, record in pair_cases(a, b):
         if record is None and entry is not None:

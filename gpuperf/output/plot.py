@@ -23,7 +23,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
-from gpuperf.verdict.records import Record
+from gpuperf.store.records import Record
 from gpuperf.vocabulary import Family, Metric, Precision
 
 DPI = 150
@@ -42,7 +42,7 @@ ASPECT_FACTOR = 4
 
 
 class EntryLike(Protocol):
-    """What a baseline entry offers (``gpuperf.verdict.baseline.Entry``; ``samples``, ``flush``, ``spread`` if there)."""
+    """What a baseline entry offers (``gpuperf.store.baseline.Entry``; ``samples``, ``flush``, ``spread`` if there)."""
 
     @property
     def metric(self) -> str: ...

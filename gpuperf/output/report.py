@@ -8,11 +8,11 @@ from pathlib import Path
 
 from gpuperf.output import table
 from gpuperf.verdict.accounting import GpuAccount
-from gpuperf.verdict.baseline import Change
+from gpuperf.store.baseline import Change
 from gpuperf.output.diff import DiffRow, changes_rows
 from gpuperf.verdict.fleet import CaseSpread, Run
 from gpuperf.verdict.gate import KERNEL_CHANGE
-from gpuperf.verdict.records import Record, RunInfo
+from gpuperf.store.records import Record, RunInfo
 from gpuperf.output.table import Column
 
 #: The end-of-session table: every record column but the README's short case and the unit (the metric says it).

@@ -1,43 +1,34 @@
-"""The files a run leaves behind: ``results.json``, ``results.csv`` and a Markdown summary.
+"""The files a run leaves behind, and the figures ``baseline diff``, ``compare`` and ``plot`` read back.
 
-``results.json`` is the lossless record (``{"run": RunInfo, "records": [Record, ...]}``) that ``load_run``
-reads back; ``load_figures`` is the one reader of a run *or* a baseline file for ``baseline diff``,
-``compare`` and ``plot``. ``results.csv`` is the same data flattened, one row per case, so a
-spreadsheet or pandas can explain a curve a month later without this package. ``summary.md`` is what a
-person reads on a CI job page: the GPU and software header, counts per status, failing cases first.
-
-Non-finite floats are written as JSON ``null`` so the file stays strict JSON for other tools (``jq``,
-JavaScript). Nothing here imports CuPy.
+``write_run`` writes ``results.json`` and ``results.csv`` (their format is ``gpuperf.store.results``) and
+``summary.md``, what a person reads on a CI job page: the GPU and software header, counts per status,
+failing cases first. ``load_figures`` is the one reader of a run *or* a baseline file for ``baseline
+diff``, ``compare`` and ``plot``. Nothing here imports CuPy.
 """
 
 from __future__ import annotations
 
-import csv
-import io
-import json
-import math
 import os
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, fields
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from gpuperf.output import table, trend_summary
 from gpuperf.output.trend_summary import SummaryHistory
-from gpuperf.verdict.baseline import VERSION_KEYS, BaselineFile, Entry, load_baseline
+from gpuperf.store.atomic import write_atomically
+from gpuperf.store.baseline import BaselineFile, Entry, load_baseline, versions_of
+from gpuperf.store.records import Record, RunInfo
+from gpuperf.store.results import RESULTS_JSON, ResultsError, load_run, write_results
 from gpuperf.verdict.check import entry_from_record
 from gpuperf.verdict.gate import FLAGGED, valid_figure
-from gpuperf.verdict.records import Record, RunInfo
 from gpuperf.output.table import Column
 from gpuperf.vocabulary import Family, Status
 
-RESULTS_JSON = "results.json"
-RESULTS_CSV = "results.csv"
 SUMMARY_MD = "summary.md"
 STEP_SUMMARY_ENV = "GITHUB_STEP_SUMMARY"
-SCHEMA = 1
 
 #: GitHub rejects a step summary above 1 MiB; past this the per-family tables are left to the artifact.
 STEP_SUMMARY_LIMIT = 1_000_000
@@ -45,10 +36,6 @@ STEP_SUMMARY_LIMIT = 1_000_000
 #: The columns of summary.md's tables: the terminal's but the spread (the Markdown shows icons instead).
 TABLE_COLUMNS: tuple[Column[Record], ...] = (table.CASE, table.METRIC, table.MEASURED, table.BASELINE, table.DELTA,
                                              table.PEAK, table.STATUS, table.NOTE)
-
-
-class ResultsError(ValueError):
-    """A results file (or, for ``load_figures``, a baseline path) is missing or malformed."""
 
 
 @dataclass(frozen=True)
@@ -93,13 +80,10 @@ def write_run(directory: Path, run: RunInfo, records: Sequence[Record],
     """
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
-    json_path = directory / RESULTS_JSON
-    csv_path = directory / RESULTS_CSV
+    json_path, csv_path = write_results(directory, run, records)
     summary_path = directory / SUMMARY_MD
-    _write_atomic(json_path, results_json_text(run, records))
-    _write_atomic(csv_path, results_csv_text(records, run))
     text = summary_markdown(run, records, results_dir=directory, history=history)
-    _write_atomic(summary_path, text)
+    write_atomically(summary_path, text)
     step = _step_summary_path(os.environ)
     if step is not None:
         write_summary_markdown(_fit_step_summary(text, run, records, directory, history), directory)
@@ -115,77 +99,11 @@ def write_summary_markdown(text: str, directory: Path, environ: Mapping[str, str
     step = _step_summary_path(os.environ if environ is None else environ)
     if step is None:
         target = Path(directory) / SUMMARY_MD
-        _write_atomic(target, text)
+        write_atomically(target, text)
         return target
     with step.open("a", encoding="utf-8") as handle:
         handle.write(text if text.endswith("\n") else text + "\n")
     return step
-
-
-def results_json_text(run: RunInfo, records: Iterable[Record]) -> str:
-    data = {"schema": SCHEMA, "run": run.to_dict(), "records": [record.to_dict() for record in records]}
-    return json.dumps(_strict_json(data), indent=2, allow_nan=False, default=_json_default) + "\n"
-
-
-def results_csv_text(records: Sequence[Record], run: RunInfo | None = None) -> str:
-    """One row per record. Columns: identity, ``param.<name>`` (union over records, sorted), the other
-    record fields in declaration order, ``extra.<name>``, then ``run.<field>`` when ``run`` is given."""
-    rows = [_flatten_record(record) for record in records]
-    run_columns: dict[str, str] = {}
-    if run is not None:
-        run_columns = {f"run.{key}": _cell(value) for key, value in _flatten("", run.to_dict()).items()}
-    columns = csv_columns(records) + list(run_columns)
-    buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=columns, lineterminator="\n")
-    writer.writeheader()
-    for row in rows:
-        writer.writerow({**row, **run_columns})
-    return buffer.getvalue()
-
-
-def csv_columns(records: Sequence[Record]) -> list[str]:
-    """The record columns of ``results.csv`` in their stable order."""
-    params = sorted({name for record in records for name in record.params})
-    extras = sorted({key for record in records for key in _flatten("extra.", record.extra)})
-    head = ["case_id", "nodeid", "family"]
-    rest: list[str] = []
-    for f in fields(Record):
-        if f.name in head or f.name in ("params", "extra"):
-            continue
-        if f.name == "sm_clock_mhz":
-            rest += ["sm_clock_mhz_before", "sm_clock_mhz_after"]
-        else:
-            rest.append(f.name)
-    return head + [f"param.{name}" for name in params] + rest + extras
-
-
-# --- reading -------------------------------------------------------------------------------------------
-
-
-def load_run(path: str | Path) -> tuple[RunInfo, list[Record]]:
-    """Read a ``results.json`` (or a results directory holding one) back into ``RunInfo`` and records."""
-    path = Path(path)
-    if path.is_dir():
-        path = path / RESULTS_JSON
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError as exc:
-        raise ResultsError(f"{path}: no such file; pass a results/<timestamp>/ directory or its "
-                           f"{RESULTS_JSON} written by a pytest perf_tests run") from exc
-    except json.JSONDecodeError as exc:
-        raise ResultsError(f"{path}: not valid JSON ({exc}); the run may have been interrupted while "
-                           "writing it: re-run the suite") from exc
-    if not isinstance(data, dict) or not isinstance(data.get("run"), dict) \
-            or not isinstance(data.get("records"), list):
-        raise ResultsError(f"{path}: expected an object with 'run' and 'records' as written by "
-                           "gpuperf.output.results.write_run; is this a gpuperf results file?")
-    try:
-        run = RunInfo.from_dict(data["run"])
-        records = [Record.from_dict(item) for item in data["records"]]
-    except TypeError as exc:
-        raise ResultsError(f"{path}: a run or record lacks a required field ({exc}); the file was written "
-                           "by another gpuperf version or edited by hand: re-run the suite") from exc
-    return run, records
 
 
 @dataclass(frozen=True)
@@ -212,6 +130,13 @@ class Figures:
         return str(self.baseline.header.get("gpu", "")) if self.baseline is not None else ""
 
     @property
+    def gpu_slug(self) -> str:
+        """The GPU model the figures were measured on (``nvidia-h200``), ``""`` when the file does not say."""
+        if self.run is not None:
+            return self.run.gpu_slug
+        return str(self.baseline.header.get("slug", "")) if self.baseline is not None else ""
+
+    @property
     def peaks(self) -> dict[str, Any] | None:
         if self.run is not None:
             peaks = self.run.extra.get("peaks")
@@ -221,11 +146,10 @@ class Figures:
 
     @property
     def versions(self) -> dict[str, str]:
-        """Driver, CUDA runtime and cuBLAS (``baseline.VERSION_KEYS``) that the figures were measured with."""
+        """Driver, CUDA runtime and cuBLAS (``baseline.versions_of``) that the figures were measured with."""
         if self.run is not None:
             return self.run.versions
-        header = self.baseline.header if self.baseline is not None else {}
-        return {key: str(header[key]) for key in VERSION_KEYS if key in header}
+        return versions_of(self.baseline.header if self.baseline is not None else {})
 
 
 def load_figures(path: str | Path) -> Figures:
@@ -367,66 +291,3 @@ def _fit_step_summary(text: str, run: RunInfo, records: Sequence[Record], direct
 def _step_summary_path(environ: Mapping[str, str]) -> Path | None:
     value = environ.get(STEP_SUMMARY_ENV, "").strip()
     return Path(value) if value else None
-
-
-def _write_atomic(path: Path, text: str) -> None:
-    """Write beside the target and rename, so a reader never sees half a file."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
-
-
-def _flatten_record(record: Record) -> dict[str, str]:
-    row: dict[str, str] = {}
-    for key, value in record.to_dict().items():
-        if key == "params":
-            row.update({f"param.{name}": _cell(v) for name, v in value.items()})
-        elif key == "extra":
-            row.update({name: _cell(v) for name, v in _flatten("extra.", value).items()})
-        elif key == "kernels":
-            row[key] = "; ".join(kernel.describe() for kernel in record.kernels)
-        elif key == "sm_clock_mhz":
-            before, after = value if value else (None, None)
-            row["sm_clock_mhz_before"], row["sm_clock_mhz_after"] = _cell(before), _cell(after)
-        else:
-            row[key] = _cell(value)
-    return row
-
-
-def _flatten(prefix: str, value: Any) -> dict[str, Any]:
-    """Nested dicts → dotted keys (``extra.peaks.memory_gbps``); lists and scalars stay values."""
-    if not isinstance(value, dict):
-        return {prefix.rstrip("."): value}
-    flat: dict[str, Any] = {}
-    for key, item in value.items():
-        flat.update(_flatten(f"{prefix}{key}.", item))
-    return flat
-
-
-def _cell(value: Any) -> str:
-    if value is None:
-        return ""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, float):
-        return repr(value) if math.isfinite(value) else ""
-    if isinstance(value, (list, tuple)):
-        return ";".join(_cell(item) for item in value)
-    return str(value)
-
-
-def _strict_json(value: Any) -> Any:
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {key: _strict_json(item) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_strict_json(item) for item in value]
-    return value
-
-
-def _json_default(value: Any) -> Any:
-    """NumPy scalars and arrays that reach ``Record.extra`` become plain numbers and lists."""
-    if hasattr(value, "tolist"):
-        return _strict_json(value.tolist())
-    return str(value)

@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Generic, Literal, TypeVar
 
 from gpuperf.verdict.gate import status_rank
-from gpuperf.verdict.records import Record
+from gpuperf.store.records import Record
 from gpuperf.vocabulary import Status
 
 #: The cell of a figure that does not exist (no baseline, no peak) or is not a finite number.

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import functools
 import json
-import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -22,6 +21,7 @@ import jinja2
 import plotly.offline
 
 from gpuperf.output import trend_data
+from gpuperf.store.atomic import write_atomically
 from gpuperf.output.trend_data import Annotation, CaseSeries, TrendData
 from gpuperf.output.trend_paths import CASES_DIR, INDEX_HTML, PLOTLY_JS, page_name_of
 from gpuperf.output.trend_figures import case_figure, host_colours, small_multiple
@@ -129,18 +129,11 @@ def write_site(data: TrendData, out: str | Path, now: datetime | None = None) ->
     (out / CASES_DIR).mkdir(parents=True, exist_ok=True)
     colours = host_colours(data.hosts)
     marks = {series.key: trend_data.series_changes(data, series) for series in data.series}
-    _write_atomic(out / PLOTLY_JS, plotly.offline.get_plotlyjs())
+    write_atomically(out / PLOTLY_JS, plotly.offline.get_plotlyjs())
     for name in STATIC_FILES:
-        _write_atomic(out / name, (_TEMPLATES / name).read_text(encoding="utf-8"))
+        write_atomically(out / name, (_TEMPLATES / name).read_text(encoding="utf-8"))
     for series in data.series:
-        _write_atomic(out / case_page_name(series), render_case(data, series, colours, marks, now))
+        write_atomically(out / case_page_name(series), render_case(data, series, colours, marks, now))
     index_html, charts = render_index(data, colours, marks, now)
-    _write_atomic(out / INDEX_HTML, index_html)
+    write_atomically(out / INDEX_HTML, index_html)
     return Site(out, out / INDEX_HTML, len(data.series), charts)
-
-
-def _write_atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
-

@@ -20,7 +20,8 @@ from gpuperf.output.trend_data import CaseSeries, ChangePoint, SeriesPoint, Tren
 from gpuperf.output.trend_summary import RecentRuns, SummaryHistory
 from gpuperf.store.history import History, HistoryError, describe
 from gpuperf.store.history_schema import RECORDS, RUNS, SchemaError
-from gpuperf.verdict.records import Record, RunInfo
+from gpuperf.store.records import Record, RunInfo
+from gpuperf.verdict import history_changes
 from gpuperf.vocabulary import Family
 
 #: How many runs of a case ``summary.md`` shows: the history's last ones and this run.
@@ -106,18 +107,40 @@ def load_trend(url: str, gpu: str | None = None, since: str | None = None) -> Tr
     ``url``. ``HistoryError``/``SchemaError`` name the database and the fix when it cannot be read; reading
     never creates a database."""
     _require_existing(url)
-    with History(url) as history, history.reading() as connection:
-        query = sa.select(RUNS).order_by(RUNS.c.started, RUNS.c.pk)
-        if gpu:
-            query = query.where(RUNS.c.gpu_slug == gpu)
-        if since:
-            query = query.where(RUNS.c.started >= since)
-        runs = [dict(row._mapping) for row in connection.execute(query)]
-        records_query = sa.select(RECORDS).order_by(RECORDS.c.pk)
-        if gpu or since:
-            records_query = records_query.where(RECORDS.c.run_pk.in_(sa.select(query.subquery().c.pk)))
-        records = [dict(row._mapping) for row in connection.execute(records_query)]
-    return trend_from_rows(runs, records, source=f"the history {describe(url)}")
+    with History(url) as history:
+        changes = history_change_points(history, gpu, since)
+        with history.reading() as connection:
+            runs, records = _rows(connection, gpu, since)
+    return trend_from_rows(runs, records, changes, source=f"the history {describe(url)}")
+
+
+def history_change_points(history: History, gpu: str | None = None,
+                          since: str | None = None) -> dict[tuple[str, str], list[ChangePoint]]:
+    """The change points ``history changes`` reports (its series: per case, method, GPU model and host), by
+    ``(gpu model, case id)``: a shift on one host is drawn on the case's chart of every host."""
+    runs = history.runs(gpu=gpu, since=since)
+    found: dict[tuple[str, str], list[ChangePoint]] = {}
+    for change in history_changes.find_changes(history_changes.series(history.values(), runs), runs):
+        key = (change.key.gpu_slug, change.key.case_id)
+        found.setdefault(key, []).append(ChangePoint(run_id=change.after.run_id, before=change.point.before,
+                                                     after=change.point.after, previous_run_id=change.before.run_id))
+    return found
+
+
+def _rows(connection: sa.Connection, gpu: str | None,
+          since: str | None) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Every run of the selection, in run order, and every record of those runs."""
+    query = sa.select(RUNS).order_by(RUNS.c.started, RUNS.c.pk)
+    if gpu:
+        query = query.where(RUNS.c.gpu_slug == gpu)
+    if since:
+        query = query.where(RUNS.c.started >= since)
+    runs = [dict(row._mapping) for row in connection.execute(query)]
+    records_query = sa.select(RECORDS).order_by(RECORDS.c.pk)
+    if gpu or since:
+        records_query = records_query.where(RECORDS.c.run_pk.in_(sa.select(query.subquery().c.pk)))
+    records = [dict(row._mapping) for row in connection.execute(records_query)]
+    return runs, records
 
 
 def _require_existing(url: str) -> None:

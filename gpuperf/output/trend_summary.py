@@ -13,7 +13,7 @@ from pathlib import Path
 
 from gpuperf.output.table import markdown_cell
 from gpuperf.output.trend_paths import INDEX_HTML, page_name_of
-from gpuperf.verdict.records import Record
+from gpuperf.store.records import Record
 from gpuperf.vocabulary import Status
 
 #: Beyond the failing statuses, what counts as changed: a speed-up past the band.

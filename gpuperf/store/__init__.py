@@ -1,1 +1,1 @@
-"""Every persistent format behind one interface: baseline files, results files and the history database."""
+"""Persistent formats: every file gpuperf reads back or keeps, behind one reader and one atomic writer each."""

@@ -22,7 +22,8 @@ from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
 from gpuperf.store import history_rows
 from gpuperf.store.history_rows import HistoryInputError
-from gpuperf.store.history_schema import RECORDS, RUNS, SchemaError, migrate, recorded_version, SCHEMA_VERSION
+from gpuperf.store.history_schema import RECORDS, RUNS, SCHEMA_VERSION, SchemaError, migrate, recorded_version
+from gpuperf.verdict.history_changes import RunSummary
 
 #: Environment variable naming the history when ``--history`` is not given.
 HISTORY_ENV = "GPUPERF_HISTORY"
@@ -113,29 +114,6 @@ def create_engine(url: str) -> sa.Engine:
     except ImportError as exc:
         raise HistoryError(f"history {describe(url)}: the PostgreSQL driver is missing ({exc}): "
                            "pip install 'gpuperf[postgres]'") from exc
-
-
-@dataclass(frozen=True)
-class RunSummary:
-    """A run as the questions show it."""
-
-    pk: int
-    run_id: str
-    kind: str
-    started: str
-    gpu_slug: str
-    host: str
-    git_commit: str | None
-    git_dirty: bool | None
-    branch: str | None
-    driver: str | None
-    cuda_runtime: str | None
-    cublas: str | None
-    cupy: str | None
-
-    @property
-    def versions(self) -> str:
-        return " / ".join(value or "?" for value in (self.driver, self.cuda_runtime, self.cublas, self.cupy))
 
 
 _SUMMARY_COLUMNS = [RUNS.c[name] for name in

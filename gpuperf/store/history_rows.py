@@ -151,14 +151,20 @@ def check_document(document: Any, where: str) -> dict[str, Any]:
 
 
 def read_results_document(path: Path) -> dict[str, Any]:
-    """One ``results.json`` as its document (the one reader of results files for the history)."""
+    """One ``results.json`` as its document, checked by the results format's own reader, with every key kept
+    (the one reader of results files for the history)."""
+    from gpuperf.store.reading import InputError, load_json, read_text
+    from gpuperf.store.results import MAX_RESULTS_BYTES, ResultsError, parse_run
+
+    fix = "re-run the suite to get a complete results file"
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as exc:
-        raise HistoryInputError(f"{path}: cannot be read ({exc})") from exc
-    except json.JSONDecodeError as exc:
-        raise HistoryInputError(f"{path}: not valid JSON ({exc}); the run may have been interrupted while "
-                                "writing it: re-run the suite") from exc
+        text = read_text(path, MAX_RESULTS_BYTES, "a results file", fix)
+        parse_run(path, text)
+        data = load_json(path, text, fix)
+    except OSError as exc:
+        raise HistoryInputError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    except (InputError, ResultsError) as exc:
+        raise HistoryInputError(str(exc)) from None
     return check_document(data, str(path))
 
 

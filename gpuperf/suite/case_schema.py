@@ -8,7 +8,13 @@ A schema is built from:
 - ``"value"``: any other YAML value (names, numbers, flags, pairs), kept as loaded;
 - ``[item]``: a list whose every element matches ``item``;
 - ``{key: schema, ...}``: a mapping that may hold only these keys (each of them optional);
-- ``Names(entry)``: a mapping from names the table chooses (path ids, kernel ids) to entries of ``entry``.
+- ``Names(entry)``: a mapping from names the table chooses (path ids, kernel ids) to entries of ``entry``;
+- ``Ref(table)``: a name that must be a key of the top-level ``Names`` table ``table`` (``tf33`` where the
+  paths are ``tf32``, ... fails at collection instead of in a test).
+
+Every top-level key of a table's schema must be present and not empty (the test module reads each), and
+no list may hold the same item twice, nor two groups of a list expand to the same case: pytest would
+rename the copies ``…_0``/``…_1`` and so re-key their baseline entries.
 
 A new table needs an entry in ``TABLES``; the test module that reads it shows what each key holds.
 """
@@ -28,7 +34,14 @@ class Names:
     entry: Schema
 
 
-Schema = Union[Leaf, list["Schema"], dict[str, "Schema"], Names]
+@dataclass(frozen=True)
+class Ref:
+    """A name defined by the top-level ``Names`` table ``table`` (a path id, a kernel id)."""
+
+    table: str
+
+
+Schema = Union[Leaf, list["Schema"], dict[str, "Schema"], Names, Ref]
 
 
 @dataclass(frozen=True)
@@ -56,7 +69,7 @@ SHAPE_KINDS: dict[str, ShapeKind] = {
 VALUE: Leaf = "value"
 VALUES: Schema = [VALUE]
 
-_GEMM_GROUP: Schema = {"paths": VALUES, "trans": VALUES, "shapes": ["gemm"]}
+_GEMM_GROUP: Schema = {"paths": [Ref("paths")], "trans": VALUES, "shapes": ["gemm"]}
 _GEMV_GROUP: Schema = {"dtypes": VALUES, "ops": VALUES, "shapes": ["gemv"]}
 _BATCHED_GEMV_KINDS: Schema = {"strided": ["batched_gemv"], "shared": ["batched_gemv"], "pointers": ["batched_gemv"]}
 _VARIABLE_SIZE_CASES: Schema = [{"name": VALUE, "groups": ["batched"]}]
@@ -66,7 +79,7 @@ TABLES: dict[str, Schema] = {
     "gemm": {
         "paths": Names({"dtype": VALUE, "math_mode": VALUE, "work": VALUE}),
         "correctness": {
-            "paths": VALUES,
+            "paths": [Ref("paths")],
             "shapes": ["gemm"],
             "transposes": {"trans": VALUES, "shapes": ["gemm"]},
             "layouts": {"orders": VALUES, "trans": VALUES, "shapes": ["gemm"]},
@@ -108,12 +121,12 @@ TABLES: dict[str, Schema] = {
     "custom": {
         "kernels": Names({"planner": VALUE, "tile": VALUE, "dtype": VALUE}),
         "correctness": {
-            "kernels": VALUES,
+            "kernels": [Ref("kernels")],
             "shapes": ["gemm"],
             "variants": Names({"pad": VALUE, "alpha": VALUE, "beta": VALUE}),
         },
         "batched_correctness": {"shapes": ["batched"], "forms": VALUES, "variants": VALUES},
-        "perf": [{"kernel": VALUE, "shape": "gemm", "slow": VALUE}],
+        "perf": [{"kernel": Ref("kernels"), "shape": "gemm", "slow": VALUE}],
         "batched_perf": ["batched"],
     },
     "cublaslt": {

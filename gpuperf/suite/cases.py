@@ -7,17 +7,20 @@ test module only names the table it wants, and checked against the table's schem
 from __future__ import annotations
 
 import difflib
+import itertools
 import re
 import reprlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Union
 
-import yaml
-
-from gpuperf.suite.case_schema import SHAPE_KINDS, TABLES, VALUE, Names, Schema, ShapeKind
+from gpuperf.store.reading import MIB, InputError, load_yaml, read_text
+from gpuperf.suite.case_schema import SHAPE_KINDS, TABLES, VALUE, Names, Ref, Schema, ShapeKind
 
 CASES_DIR = Path(__file__).resolve().parents[2] / "perf_tests" / "cases"
+#: A case table is a few kilobytes; a larger file is not one.
+CASE_TABLE_LIMIT = 1 * MIB
+FIX = "fix the table (git diff shows what changed)"
 
 
 @dataclass(frozen=True, order=True)
@@ -132,6 +135,8 @@ def _describe(schema: Schema) -> str:
         return f"a list (in [ ]){items}"
     if isinstance(schema, Names):
         return "a mapping of names to entries"
+    if isinstance(schema, Ref):
+        return f"a name from {schema.table}"
     if isinstance(schema, dict):
         return f"a mapping with the keys {', '.join(schema)}"
     if schema == VALUE:
@@ -155,27 +160,77 @@ def _join(where: str, key: object) -> str:
     return f"{where}.{key}" if where else str(key)
 
 
-def _checked(value: Any, schema: Schema, where: str) -> Any:
+def _checked(value: Any, schema: Schema, where: str, root: dict[Any, Any]) -> Any:
     """``value`` checked against ``schema``, its shape strings turned into shape objects.
 
-    ``where`` is the key path of ``value`` in its table (``perf[0].shapes[3]``), the start of every error.
+    ``where`` is the key path of ``value`` in its table (``perf[0].shapes[3]``), the start of every error;
+    ``root`` is the whole table, where a ``Ref`` looks its name up.
     """
     if schema == VALUE:
+        return value
+    if isinstance(schema, Ref):
+        names = root.get(schema.table)
+        if not isinstance(names, dict) or not isinstance(value, str) or value not in names:
+            known = list(names) if isinstance(names, dict) else []
+            guess = difflib.get_close_matches(str(value), known, n=1)
+            hint = f" (did you mean {guess[0]!r}?)" if guess else ""
+            raise CaseTableError(f"{where}: {value!r} is not one of the {schema.table} this table defines"
+                                 f"{hint}: {', '.join(map(str, known)) or 'none'}")
         return value
     if isinstance(schema, str):
         return _shape(value, SHAPE_KINDS[schema], where)
     if isinstance(schema, list):
         if not isinstance(value, list):
             raise _mismatch(value, schema, where)
-        return [_checked(item, schema[0], f"{where}[{i}]") for i, item in enumerate(value)]
+        items = [_checked(item, schema[0], f"{where}[{i}]", root) for i, item in enumerate(value)]
+        _refuse_repeats(items, where)
+        return items
     if not isinstance(value, dict):
         raise _mismatch(value, schema, where)
     if isinstance(schema, Names):
-        return {name: _checked(entry, schema.entry, _join(where, name)) for name, entry in value.items()}
+        return {name: _checked(entry, schema.entry, _join(where, name), root) for name, entry in value.items()}
     unknown = next((key for key in value if key not in schema), None)
     if unknown is not None:
         raise _unknown_key(unknown, schema, where)
-    return {key: _checked(item, schema[key], _join(where, key)) for key, item in value.items()}
+    return {key: _checked(item, schema[key], _join(where, key), root) for key, item in value.items()}
+
+
+def _cases_of(item: Any) -> list[str]:
+    """The cases a list item stands for: itself, or for a group (a mapping), every combination of its values
+    (a group's lists multiply: paths × trans × shapes)."""
+    if not isinstance(item, dict):
+        return [repr(item)]
+    axes = [value if isinstance(value, list) else [value] for _, value in sorted(item.items(), key=str)]
+    return [repr(combination) for combination in itertools.product(*axes)]
+
+
+def _refuse_repeats(items: list[Any], where: str) -> None:
+    """No item twice in a list, and no two groups of a list that expand to the same case: pytest would rename
+    the copies ``…_0``/``…_1``, which re-keys their baseline entries."""
+    first: dict[str, int] = {}
+    for index, item in enumerate(items):
+        for case in dict.fromkeys(_cases_of(item)):
+            if case in first:
+                what = str(item) if not isinstance(item, dict) else f"the case {case}"
+                raise CaseTableError(f"{where}[{index}]: {what} is already listed at {where}[{first[case]}]: a "
+                                     "case twice would be renamed _0/_1 by pytest and re-key its baseline "
+                                     "entry; remove one of them")
+            first[case] = index
+
+
+def _refuse_missing_tables(data: dict[Any, Any], schema: Schema, shown: str) -> None:
+    """Every table the schema names is read by its test module: a missing or empty one is named, not a
+    ``KeyError`` at collection or a suite that silently runs nothing."""
+    if not isinstance(schema, dict):
+        return
+    missing = [key for key in schema if key not in data]
+    if missing:
+        raise CaseTableError(f"{shown}: the table(s) {', '.join(missing)} are missing; the test module reads "
+                             "each of them (see gpuperf/suite/case_schema.py TABLES)")
+    empty = [key for key in schema if data[key] in (None, [], {})]
+    if empty:
+        raise CaseTableError(f"{shown}: the table(s) {', '.join(empty)} are empty: they would run no case; "
+                             "list the cases, or remove the tests that read them")
 
 
 def _shown(path: Path) -> str:
@@ -196,11 +251,11 @@ def load_cases(family: str, directory: Path = CASES_DIR) -> dict[str, Any]:
     path = directory / f"{family}.yaml"
     shown = _shown(path)
     try:
-        data = yaml.safe_load(path.read_text())
+        data = load_yaml(Path(shown), read_text(path, CASE_TABLE_LIMIT, "a case table", FIX), FIX)
     except FileNotFoundError as exc:
         raise CaseTableError(f"{shown}: case table not found; create it or fix the family name {family!r}") from exc
-    except yaml.YAMLError as exc:
-        raise CaseTableError(f"{shown}: not valid YAML: {exc}") from exc
+    except InputError as exc:
+        raise CaseTableError(str(exc)) from None
     if not isinstance(data, dict):
         raise CaseTableError(f"{shown}: expected a mapping of table names to lists, got {type(data).__name__}")
     schema = TABLES.get(family)
@@ -208,7 +263,8 @@ def load_cases(family: str, directory: Path = CASES_DIR) -> dict[str, Any]:
         raise CaseTableError(f"{shown}: no schema for the case table {family!r}; describe its keys in "
                              f"gpuperf/suite/case_schema.py TABLES (known tables: {', '.join(sorted(TABLES))})")
     try:
-        checked: dict[str, Any] = _checked(data, schema, "")
+        checked: dict[str, Any] = _checked(data, schema, "", data)
     except CaseTableError as exc:
         raise CaseTableError(f"{shown}: {exc}") from None
+    _refuse_missing_tables(checked, schema, shown)
     return checked

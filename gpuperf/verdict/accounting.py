@@ -14,9 +14,9 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from gpuperf.verdict.baseline import BaselineFile
+from gpuperf.store.baseline import BaselineFile
 from gpuperf.verdict.gate import VERDICTS
-from gpuperf.verdict.records import Record
+from gpuperf.store.records import Record
 
 
 @dataclass(frozen=True)

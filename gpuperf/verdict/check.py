@@ -11,12 +11,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from gpuperf.verdict import anomaly
-from gpuperf.verdict.baseline import SHAPE_SIZES, ClockFree, Entry
+from gpuperf.store.baseline import SHAPE_SIZES, ClockFree, Entry
 from gpuperf.verdict.gate import Context, GateConfig, decide, valid_figure
 from gpuperf.measure.measurement import Measurement
 from gpuperf.measure.metrics import Work, gbps, percent_of, tflops
 from gpuperf.measure.peaks import DevicePeaks
-from gpuperf.verdict.records import Record, RunInfo
+from gpuperf.store.records import Record, RunInfo
 from gpuperf.vocabulary import Flush, Metric, Status
 
 

@@ -20,10 +20,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from gpuperf.measure.kernel_records import SAME_KERNELS, Kernel, describe_change
-from gpuperf.verdict.baseline import SHAPE_SIZES, ClockFree, Entry
+from gpuperf.store.baseline import SHAPE_SIZES, ClockFree, Entry
 from gpuperf.verdict.check import clock_free
 from gpuperf.verdict.gate import valid_figure
-from gpuperf.verdict.records import Record, RunInfo
+from gpuperf.store.records import Record, RunInfo
 from gpuperf.vocabulary import Status
 
 #: Records that are a clean measurement of the case (what a baseline may be built from): a verdict, or a

@@ -26,8 +26,8 @@ from typing import Protocol
 
 from gpuperf.measure.kernel_records import SAME_KERNELS, describe_change, ncu_command
 from gpuperf.measure.measurement import Method
-from gpuperf.verdict.baseline import Entry
-from gpuperf.verdict.records import Record
+from gpuperf.store.baseline import Entry
+from gpuperf.store.records import Record
 from gpuperf.vocabulary import Status
 
 #: The default allowed slowdown. Chosen from measurement, not taste: over three full H200 runs against one

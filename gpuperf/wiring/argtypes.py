@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import math
+from pathlib import Path
 
 from gpuperf.vocabulary import Flush
 
@@ -85,3 +86,15 @@ def flush_modes(text: str) -> tuple[str, ...]:
     if bad or not modes:
         raise argparse.ArgumentTypeError(f"--flush-modes {text!r}: use cold, hot or cold,hot")
     return modes
+
+
+def existing_folder(text: str) -> str:
+    """A folder that exists (``--baseline-dir``): a file or a missing folder would silently mean "no
+    baselines", every case NO_BASELINE."""
+    path = Path(text)
+    if path.is_dir():
+        return text
+    if path.exists():
+        raise argparse.ArgumentTypeError(f"{text!r} is a file, not a folder; pass the folder that holds the "
+                                         "<gpu-slug>.yaml baselines")
+    raise argparse.ArgumentTypeError(f"no folder {text!r}; create it (mkdir -p {text}) or fix the path")

@@ -22,7 +22,7 @@ from gpuperf.measure.device import GpuContext, NoGpuError, list_devices, query_d
 from gpuperf.measure.measurement import Measurement
 from gpuperf.measure.metrics import Work
 from gpuperf.measure.peaks import device_peaks
-from gpuperf.verdict.records import Record, RunInfo
+from gpuperf.store.records import Record, RunInfo
 from gpuperf.wiring.session import SessionState
 
 _GPU_SEGMENT = re.compile(r"(?<=[\[-])gpu\d+(?:-|(?=\]))")

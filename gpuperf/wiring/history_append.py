@@ -17,8 +17,8 @@ from typing import Any
 
 from gpuperf.store.history import History, HistoryError, describe
 from gpuperf.store.history_rows import KIND_RUN, KIND_UPDATE, PROVENANCE, Provenance
-from gpuperf.verdict.baseline import BaselineFile, entries_digest
-from gpuperf.verdict.records import Record, RunInfo
+from gpuperf.store.baseline import BaselineFile, entries_digest
+from gpuperf.store.records import Record, RunInfo
 from gpuperf.wiring import provenance
 from gpuperf.wiring.session import Options
 
@@ -45,7 +45,7 @@ def with_provenance(run: RunInfo, recorded: Provenance) -> RunInfo:
 
 def document(run: RunInfo, records: Sequence[Record]) -> dict[str, Any]:
     """The run as its ``results.json`` holds it (the same writer, so the same run id)."""
-    from gpuperf.output.results import results_json_text
+    from gpuperf.store.results import results_json_text
 
     return dict(json.loads(results_json_text(run, records)))
 

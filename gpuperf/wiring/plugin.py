@@ -18,14 +18,15 @@ import pytest
 
 from gpuperf.output import report
 from gpuperf.verdict.accounting import CollectedTests, SelectedCase, account, merge_collected, stale_entries
-from gpuperf.wiring.argtypes import flush_modes, fraction, gpu_selection, non_negative_float, positive_float, positive_int
-from gpuperf.verdict.baseline import BaselineError, baseline_path, update_baseline
+from gpuperf.wiring.argtypes import (existing_folder, flush_modes, fraction, gpu_selection, non_negative_float,
+                                     positive_float, positive_int)
+from gpuperf.store.baseline import BaselineError, baseline_path, update_baseline
 from gpuperf.verdict.check import CaseIdentity, baseline_header
 from gpuperf.measure.device import NoGpuError, device_count
 from gpuperf.wiring.fixtures import GpuPool, Measurer, Perf, case_id_of, run_info, run_info_from
 from gpuperf.verdict.gate import DEFAULT_TOLERANCE, GateConfig, gate_mode_from_env, run_failures
 from gpuperf.wiring.pinning import PinningError, nvml_device_count, pin, worker_number
-from gpuperf.verdict.records import Record, RunInfo
+from gpuperf.store.records import Record, RunInfo
 from gpuperf.measure.measurement import DEFAULT_MIN_SAMPLE_S
 from gpuperf.wiring.session import MISSING_POLICIES, UNRELIABLE_POLICIES, Options, SessionState
 from gpuperf.measure.stats import StoppingRule
@@ -74,7 +75,7 @@ def add_options(addoption: Callable[..., Any]) -> None:
               help="stop before measuring if the driver, CUDA or cuBLAS version differs from the baseline header")
     addoption("--gpu", type=gpu_selection, default="0",
               help="GPU index, comma list or 'all' (one case per device); with -n, workers are pinned round-robin")
-    addoption("--baseline-dir", default=None, help="directory of <gpu-slug>.yaml files (default <rootdir>/baselines)")
+    addoption("--baseline-dir", type=existing_folder, default=None, help="directory of <gpu-slug>.yaml files (default <rootdir>/baselines)")
     addoption("--results-dir", default=None,
               help="where results/<timestamp>/ is written (default <rootdir>/results); 'none' disables")
     addoption("--history", default=None,

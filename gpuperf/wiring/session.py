@@ -6,13 +6,13 @@ from collections import defaultdict
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from gpuperf.verdict.baseline import (VERSION_KEYS, BaselineFile, Change, Entry, baseline_path, check_gpu, load_baseline,
+from gpuperf.store.baseline import (VERSION_KEYS, BaselineFile, Change, Entry, baseline_path, check_gpu, load_baseline,
                               version_changes)
 from gpuperf.verdict.gate import GateConfig, Policy
 from gpuperf.verdict.accounting import GpuAccount, SelectedCase
 from gpuperf.verdict.check import entry_from_record
 from gpuperf.measure.measurement import DEFAULT_MIN_SAMPLE_S
-from gpuperf.verdict.records import Record, RunInfo
+from gpuperf.store.records import Record, RunInfo
 from gpuperf.measure.stats import StoppingRule
 from gpuperf.vocabulary import Flush, Status
 

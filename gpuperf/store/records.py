@@ -10,7 +10,7 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from gpuperf.measure.kernel_records import Kernel
-from gpuperf.verdict.baseline import VERSION_KEYS
+from gpuperf.store.baseline import versions_of
 from gpuperf.vocabulary import Status
 
 
@@ -117,8 +117,8 @@ class RunInfo:
 
     @property
     def versions(self) -> dict[str, str]:
-        """The versions a baseline header records and a run is compared on (``baseline.VERSION_KEYS``)."""
-        return {key: str(getattr(self, key)) for key in VERSION_KEYS}
+        """The versions a baseline header records and a run is compared on (``baseline.versions_of``)."""
+        return versions_of(vars(self))
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RunInfo:

@@ -19,9 +19,10 @@ instead of guessing it from its id. ``kernels`` lists what one call launched, fr
 (``kernel_records.Kernel``: name, grid, block, cluster, registers, shared memory, median µs): a
 regression note compares it with what ran today (``same kernels`` / ``kernel changed: A → B``).
 
-Files are read as UTF-8 bytes decoded here (an undecodable byte is reported with its offset) and parsed
-by a ``yaml.SafeLoader`` that refuses a key repeated in any mapping (a merge conflict or a bad hand edit
-would otherwise let the last one win silently). Every problem is reported with the file, the entry and,
+Files are read through ``gpuperf.store.reading``: a regular file of at most ``MAX_BASELINE_BYTES``, UTF-8
+(an undecodable byte is reported with its offset), parsed by its ``StrictLoader``, which refuses anchors,
+aliases, deep nesting and a key repeated in any mapping (a merge conflict or a bad hand edit would
+otherwise let the last one win silently). Every problem is reported with the file, the entry and,
 for damage a person cannot repair by hand, the fix: restore the file from version control, then
 re-record (``--update-baselines`` refuses a damaged file, so re-recording alone cannot repair one).
 
@@ -33,23 +34,18 @@ object; encoded as UTF-8. ``tolerance`` is left out on purpose: it is the one fi
 a person may set by hand, and doing so must not break the seal. A file whose entries do not match the
 header, or with no integrity field, is refused. ``dump_baseline`` always writes it.
 
-Writes go to a temporary file in the same directory and are renamed over the original, under an
+Writes go through ``gpuperf.store.atomic`` (a temporary file beside it, renamed over it), under its
 exclusive lock, after merging with what is on disk at that moment: an interrupted update leaves the old
 file intact and concurrent writers (pytest-xdist workers, two CI jobs) lose no entry.
 """
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import json
 import math
-import os
 import re
-import stat
-import tempfile
-from collections.abc import Hashable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -57,6 +53,8 @@ from typing import Any
 import yaml
 
 from gpuperf.measure.kernel_records import Kernel
+from gpuperf.store.atomic import locked, write_atomically
+from gpuperf.store.reading import MIB, DuplicateKeyError, InputError, decode, load_yaml, read_bytes
 from gpuperf.vocabulary import Metric, Precision
 
 
@@ -79,6 +77,11 @@ HEADER_KEYS = ("gpu", "slug", "compute_capability", "driver", "cuda_runtime", "c
 VERSION_KEYS = ("driver", "cuda_runtime", "cublas")
 TOP_KEYS = ("schema", "header", "entries")
 INTEGRITY_KEYS = ("entries", "sha256")
+#: The most a baseline file may hold, a limit measured so that checking one this size (about 2,400 entries
+#: of today's size, 20 times the committed suite) takes seconds; a larger file is refused unread.
+MAX_BASELINE_BYTES = 2 * MIB
+#: The top-level keys of a results file, by which one given where a baseline is expected is named.
+_RESULTS_KEYS = frozenset({"run", "records"})
 _SHA256_HEX = re.compile(r"[0-9a-f]{64}")
 
 
@@ -224,56 +227,14 @@ def baseline_path(directory: Path, gpu_slug: str) -> Path:
 
 
 def decode_baseline(path: Path, data: bytes) -> str:
-    """The file's text; bytes that are not UTF-8 are refused naming their offset (not a traceback)."""
+    """The file's text; bytes that are not UTF-8 (or a byte-order mark) are refused by name, not a traceback."""
     try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, exc.start) + 1
-        raise BaselineError(f"{path}: not UTF-8 text: byte 0x{data[exc.start]:02x} at offset {exc.start} "
-                            f"(line {line}) cannot be decoded (a binary, re-encoded or corrupted file); "
-                            f"{restore_hint(path)}") from exc
+        return decode(path, data, restore_hint(path))
+    except InputError as exc:
+        raise BaselineError(str(exc)) from None
 
 
-class _DuplicateKey(yaml.YAMLError):
-    """A key repeated in one mapping; ``location`` is the path of keys from the top to that mapping."""
-
-    def __init__(self, location: tuple[str, ...], key: str, line: int, first_line: int) -> None:
-        super().__init__(f"duplicate key {key!r} at line {line} (first at line {first_line})")
-        self.location = location
-        self.key = key
-        self.line = line
-        self.first_line = first_line
-
-
-class _UniqueKeyLoader(yaml.SafeLoader):
-    """``yaml.SafeLoader`` whose mappings refuse a repeated key (PyYAML lets the last one win silently).
-
-    A mapping is constructed before its children, so the path of keys to each child mapping is recorded
-    on the way down and a duplicate can be reported as "field X of entry Y" rather than as a bare line.
-    """
-
-    def __init__(self, stream: str) -> None:
-        super().__init__(stream)
-        self._locations: dict[int, tuple[str, ...]] = {}
-
-    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Hashable, Any]:
-        location = self._locations.get(id(node), ())
-        first_lines: dict[Hashable, int] = {}
-        for key_node, value_node in node.value:
-            if key_node.tag == "tag:yaml.org,2002:merge":
-                continue
-            key = self.construct_object(key_node, deep=True)
-            if not isinstance(key, Hashable):
-                continue  # the base constructor reports an unhashable key
-            line = key_node.start_mark.line + 1
-            if key in first_lines:
-                raise _DuplicateKey(location, str(key), line, first_lines[key])
-            first_lines[key] = line
-            self._locations[id(value_node)] = (*location, str(key))
-        return super().construct_mapping(node, deep=deep)
-
-
-def _duplicate_message(path: Path, duplicate: _DuplicateKey) -> str:
+def _duplicate_message(path: Path, duplicate: DuplicateKeyError) -> str:
     lines = f"at line {duplicate.line} (first at line {duplicate.first_line})"
     location = duplicate.location
     if location == ("entries",):
@@ -290,14 +251,11 @@ def _duplicate_message(path: Path, duplicate: _DuplicateKey) -> str:
 
 def _load_yaml(path: Path, text: str) -> Any:
     try:
-        return yaml.load(text, Loader=_UniqueKeyLoader)
-    except _DuplicateKey as exc:
-        raise BaselineError(_duplicate_message(path, exc)) from exc
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise BaselineError(f"{path}: not valid YAML{where} ({problem}); {restore_hint(path)}") from exc
+        return load_yaml(path, text, restore_hint(path))
+    except DuplicateKeyError as exc:
+        raise BaselineError(_duplicate_message(path, exc)) from None
+    except InputError as exc:
+        raise BaselineError(str(exc)) from None
 
 
 def _is_number(value: Any) -> bool:
@@ -465,6 +423,9 @@ def _parse_unsealed(path: Path, text: str) -> tuple[BaselineFile, Integrity | No
     ``dump_baseline`` computes it afresh.
     """
     data = _load_yaml(path, text)
+    if isinstance(data, dict) and _RESULTS_KEYS <= set(data):
+        raise BaselineError(f"{path}: is a results file (run and records), not a baseline; pass a "
+                            "baselines/<gpu-slug>.yaml file")
     if not isinstance(data, dict):
         raise BaselineError(f"{path}: expected a mapping with keys {', '.join(TOP_KEYS)}, got "
                             f"{type(data).__name__}; {restore_hint(path)}")
@@ -499,14 +460,24 @@ def parse_baseline(path: Path, text: str) -> BaselineFile:
     return baseline
 
 
+def read_baseline_text(path: Path) -> str:
+    """The text of the baseline file at ``path``, read within the limits of ``reading.read_bytes``; a missing
+    file raises ``FileNotFoundError``."""
+    try:
+        data = read_bytes(path, MAX_BASELINE_BYTES, "a baseline file")
+    except InputError as exc:
+        raise BaselineError(str(exc)) from None
+    return decode_baseline(path, data)
+
+
 def load_baseline(path: Path) -> BaselineFile | None:
     """The parsed file, or ``None`` when it does not exist (a new GPU)."""
     path = Path(path)
     try:
-        data = path.read_bytes()
+        text = read_baseline_text(path)
     except FileNotFoundError:
         return None
-    return parse_baseline(path, decode_baseline(path, data))
+    return parse_baseline(path, text)
 
 
 def check_gpu(baseline: BaselineFile, gpu_slug: str) -> None:
@@ -518,10 +489,17 @@ def check_gpu(baseline: BaselineFile, gpu_slug: str) -> None:
                             f"(baselines/{gpu_slug}.yaml): record it with pytest perf_tests --update-baselines")
 
 
+def versions_of(fields: Mapping[str, Any]) -> dict[str, str]:
+    """The versions (``VERSION_KEYS``) that a baseline header or a run's fields hold, as text: the one place
+    a run's software is read, for the version-change banner, ``compare`` and the fleet's one-stack rule."""
+    return {key: str(fields[key]) for key in VERSION_KEYS if key in fields and fields[key] not in (None, "")}
+
+
 def version_changes(header: Mapping[str, Any], current: Mapping[str, Any]) -> list[str]:
     """``["driver 580.1 → 590.2", …]`` for each version field that differs from the baseline header."""
-    return [f"{key} {header[key]} → {current[key]}" for key in VERSION_KEYS
-            if key in header and key in current and str(header[key]) != str(current[key])]
+    before, after = versions_of(header), versions_of(current)
+    return [f"{key} {before[key]} → {after[key]}" for key in VERSION_KEYS
+            if key in before and key in after and before[key] != after[key]]
 
 
 def dump_baseline(header: Mapping[str, Any], entries: Mapping[str, Entry]) -> str:
@@ -536,43 +514,6 @@ def dump_baseline(header: Mapping[str, Any], entries: Mapping[str, Entry]) -> st
         "entries": {case: entry.to_yaml() for case, entry in stored.items()},
     }
     return yaml.safe_dump(document, sort_keys=False, default_flow_style=False, allow_unicode=True, width=120)
-
-
-@contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    lock_path = path.with_name(path.name + ".lock")
-    with open(lock_path, "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
-
-
-def _mode_for(path: Path) -> int:
-    """Keep the file's permissions across the rename (a temporary file is created owner-only)."""
-    try:
-        return stat.S_IMODE(path.stat().st_mode)
-    except FileNotFoundError:
-        umask = os.umask(0)
-        os.umask(umask)
-        return 0o666 & ~umask
-
-
-def write_atomically(path: Path, text: str) -> None:
-    """Write ``text`` as UTF-8 (what loading expects, whatever the locale) to a temporary file beside
-    ``path``, fsync it, then rename it over ``path``."""
-    handle, temp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(handle, "wb") as temp:
-            temp.write(text.encode("utf-8"))
-            temp.flush()
-            os.fsync(temp.fileno())
-        os.chmod(temp_name, _mode_for(path))
-        os.replace(temp_name, path)
-    except BaseException:
-        Path(temp_name).unlink(missing_ok=True)
-        raise
 
 
 @dataclass(frozen=True)
@@ -605,7 +546,7 @@ def update_baseline(path: Path, header: Mapping[str, Any], updates: Mapping[str,
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    with _locked(path):
+    with locked(path):
         current = load_baseline(path)
         if current is not None:
             check_gpu(current, str(header["slug"]))
@@ -628,7 +569,7 @@ def drop_entries(path: Path, cases: list[str]) -> list[str]:
     is re-sealed and every other entry kept as it is. Names that are not entries are refused, so a typo never
     passes for a removal."""
     path = Path(path)
-    with _locked(path):
+    with locked(path):
         current = load_baseline(path)
         if current is None:
             raise BaselineError(f"{path}: no such baseline file; check the path (baselines/<gpu-slug>.yaml)")
@@ -650,10 +591,10 @@ def seal_baseline(path: Path) -> bool:
     so sealing can never bless a damaged file.
     """
     path = Path(path)
-    if not path.is_file():
+    if not path.exists():
         raise BaselineError(f"{path}: no such baseline file; check the path (baselines/<gpu-slug>.yaml)")
-    with _locked(path):
-        baseline, recorded = _parse_unsealed(path, decode_baseline(path, path.read_bytes()))
+    with locked(path):
+        baseline, recorded = _parse_unsealed(path, read_baseline_text(path))
         if recorded is not None:
             return False
         text = dump_baseline(baseline.header, baseline.entries)

@@ -1,0 +1,312 @@
+"""The one way a file is read: limits first, then the text, then YAML or JSON, each refusing what no gpuperf
+file holds.
+
+Every loader (baselines, results files, case tables) reads through ``read_text`` and then ``load_yaml`` or
+``load_json``, so the same hostile input gets the same one-line refusal whichever command it is given to:
+
+- only a regular file is opened (a folder, a FIFO, ``/dev/zero`` or a socket is refused by its kind, before
+  a byte is read), and at most ``max_bytes`` of it: a larger file is refused with the limit named, so
+  nothing grows without bound;
+- the text must be UTF-8 without a byte-order mark (an editor's BOM and UTF-16 are named as such);
+- YAML is parsed by a ``SafeLoader`` that refuses anchors and aliases outright (no gpuperf file needs
+  them, and an alias bomb expands a few hundred bytes into gigabytes), refuses a key repeated in any
+  mapping (YAML would keep the last one silently) and refuses nesting deeper than ``MAX_DEPTH``;
+- JSON refuses ``NaN``/``Infinity`` (not JSON: gpuperf writes ``null``), repeated keys and deep nesting;
+- a number with more digits than Python converts (4,300) is refused rather than raised as a ``ValueError``;
+- JSON given where YAML is expected, and YAML where JSON is, is named as such.
+
+Every refusal is an ``InputError`` whose message names the file, the cause and the fix. The YAML parser
+is libyaml's when PyYAML has it (several times faster: a baseline near its size limit loads in seconds),
+composed in Python so that the checks above see every event.
+"""
+
+from __future__ import annotations
+
+import codecs
+import errno
+import json
+import os
+import stat
+from collections.abc import Hashable
+from pathlib import Path
+from typing import Any
+
+import yaml
+from yaml.composer import Composer
+from yaml.constructor import SafeConstructor
+from yaml.events import AliasEvent, CollectionStartEvent
+from yaml.nodes import MappingNode, Node
+from yaml.parser import Parser
+from yaml.reader import Reader
+from yaml.resolver import Resolver
+from yaml.scanner import Scanner
+
+MIB = 2**20
+#: No gpuperf file nests deeper than a handful of levels (a baseline: document → entries → entry → kernels
+#: → kernel → grid is 6); 32 leaves room and stops a recursion bomb long before Python's stack.
+MAX_DEPTH = 32
+
+
+class InputError(ValueError):
+    """A file that cannot be read as what it should be; the message names the file, the cause and the fix."""
+
+
+class DuplicateKeyError(InputError):
+    """A key repeated in one mapping; ``location`` is the path of keys from the top to that mapping."""
+
+    def __init__(self, path: Path, location: tuple[str, ...], key: str, line: int, first_line: int) -> None:
+        where = ".".join(location) + ": " if location else ""
+        super().__init__(f"{path}: {where}key {key!r} appears twice, at line {line} (first at line {first_line}): "
+                         "a merge conflict or a bad hand edit, and YAML would keep the last one silently; "
+                         "remove one of them")
+        self.location = location
+        self.key = key
+        self.line = line
+        self.first_line = first_line
+
+
+# --- bytes and text ------------------------------------------------------------------------------------
+
+
+def _kind(mode: int) -> str:
+    kinds = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character "
+             "device (such as /dev/zero)"), (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+    return next((name for test, name in kinds if test(mode)), "not a regular file")
+
+
+def read_bytes(path: Path, max_bytes: int, what: str) -> bytes:
+    """At most ``max_bytes`` of the regular file ``path``. A missing file raises ``FileNotFoundError`` (each
+    loader says what a missing file means for it); anything else that is not a file of bounded size is an
+    ``InputError``. ``what`` names what the file should be (``a baseline file``), for the messages."""
+    try:
+        descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
+    except IsADirectoryError:
+        raise InputError(f"{path}: is a folder, not {what}; pass the file itself") from None
+    try:
+        mode = os.fstat(descriptor).st_mode
+        if not stat.S_ISREG(mode):
+            raise InputError(f"{path}: is {_kind(mode)}, not {what}; pass a regular file")
+        chunks: list[bytes] = []
+        size = 0
+        while size <= max_bytes:
+            chunk = os.read(descriptor, min(MIB, max_bytes + 1 - size))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+    except OSError as exc:
+        if exc.errno == errno.EISDIR:
+            raise InputError(f"{path}: is a folder, not {what}; pass the file itself") from None
+        raise
+    finally:
+        os.close(descriptor)
+    data = b"".join(chunks)
+    if len(data) > max_bytes:
+        raise InputError(f"{path}: larger than the {max_bytes // MIB} MiB that {what} may hold, so it is not read "
+                         "(a wrong file, or one that grew without bound); pass the right file")
+    return data
+
+
+def decode(path: Path, data: bytes, fix: str) -> str:
+    """The file's UTF-8 text. A byte-order mark, UTF-16 and undecodable bytes are refused, each named; ``fix``
+    ends the message for damage (``restore it from version control``, say)."""
+    if data.startswith(codecs.BOM_UTF8):
+        return _refuse_bom(path)
+    if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        raise InputError(f"{path}: is UTF-16 text (an editor re-encoded it), gpuperf reads UTF-8; convert it: "
+                         f"iconv -f UTF-16 -t UTF-8 {path} > {path}.utf8 && mv {path}.utf8 {path}")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise InputError(f"{path}: not UTF-8 text: byte 0x{data[exc.start]:02x} at offset {exc.start} (line "
+                         f"{line}) cannot be decoded (a binary, re-encoded or corrupted file); {fix}") from None
+
+
+def _refuse_bom(path: Path) -> str:
+    raise InputError(f"{path}: starts with a UTF-8 byte-order mark (EF BB BF) that gpuperf never writes (an "
+                     f"editor added it); remove it: sed -i '1s/^\\xEF\\xBB\\xBF//' {path}")
+
+
+def read_text(path: Path, max_bytes: int, what: str, fix: str) -> str:
+    """``read_bytes`` then ``decode``."""
+    return decode(path, read_bytes(path, max_bytes, what), fix)
+
+
+# --- YAML ----------------------------------------------------------------------------------------------
+
+
+class _Refused(yaml.YAMLError):
+    """An event no gpuperf file holds (an anchor, an alias, nesting too deep), with its line."""
+
+    def __init__(self, problem: str, line: int) -> None:
+        super().__init__(problem)
+        self.problem = problem
+        self.line = line
+
+
+class _StrictComposer(Composer):
+    """A composer that refuses anchors, aliases and deep nesting as the events arrive, before any node is
+    built from them."""
+
+    _depth = 0
+
+    def compose_node(self, parent: Node | None, index: int) -> Node | None:
+        event = self.peek_event()  # type: ignore[attr-defined]  # the parser's, mixed in beside this class
+        line = event.start_mark.line + 1
+        if isinstance(event, AliasEvent):
+            raise _Refused(f"an alias (*{event.anchor}), which no gpuperf file uses (an alias bomb expands a "
+                           "few hundred bytes into gigabytes)", line)
+        if getattr(event, "anchor", None) is not None:
+            raise _Refused(f"an anchor (&{event.anchor}), which no gpuperf file uses", line)
+        if not isinstance(event, CollectionStartEvent):
+            return super().compose_node(parent, index)
+        self._depth += 1
+        try:
+            if self._depth > MAX_DEPTH:
+                raise _Refused(f"nesting deeper than {MAX_DEPTH} levels, which no gpuperf file needs", line)
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+
+
+class _UniqueKeyConstructor(SafeConstructor):
+    """``SafeConstructor`` whose mappings refuse a repeated key. A mapping is constructed before its children,
+    so the path of keys to each child mapping is recorded on the way down and a duplicate can be reported
+    as "field X of entry Y" rather than as a bare line."""
+
+    source = Path()
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._locations: dict[int, tuple[str, ...]] = {}
+
+    def construct_mapping(self, node: MappingNode, deep: bool = False) -> dict[Hashable, Any]:
+        location = self._locations.get(id(node), ())
+        first_lines: dict[Hashable, int] = {}
+        for key_node, value_node in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                continue
+            key = self.construct_object(key_node, deep=True)
+            if not isinstance(key, Hashable):
+                continue  # the base constructor reports an unhashable key
+            line = key_node.start_mark.line + 1
+            if key in first_lines:
+                raise DuplicateKeyError(self.source, location, str(key), line, first_lines[key])
+            first_lines[key] = line
+            self._locations[id(value_node)] = (*location, str(key))
+        return super().construct_mapping(node, deep=deep)
+
+
+if yaml.__with_libyaml__:
+    from yaml.cyaml import CParser  # type: ignore[attr-defined]
+
+    class StrictLoader(_StrictComposer, CParser, _UniqueKeyConstructor, Resolver):
+        """libyaml's parser, with the checks above in Python composition and construction."""
+
+        def __init__(self, stream: str) -> None:
+            CParser.__init__(self, stream)
+            _UniqueKeyConstructor.__init__(self)
+            Resolver.__init__(self)
+            _StrictComposer.__init__(self)
+else:  # pragma: no cover - PyYAML built without libyaml
+    class StrictLoader(Reader, Scanner, Parser, _StrictComposer, _UniqueKeyConstructor, Resolver):  # type: ignore[no-redef]
+        """PyYAML's pure-Python parser, with the checks above."""
+
+        def __init__(self, stream: str) -> None:
+            Reader.__init__(self, stream)
+            Scanner.__init__(self)
+            Parser.__init__(self)
+            _StrictComposer.__init__(self)
+            _UniqueKeyConstructor.__init__(self)
+            Resolver.__init__(self)
+
+
+def load_yaml(path: Path, text: str, fix: str) -> Any:
+    """The YAML document in ``text``, read by ``StrictLoader``. A repeated key raises ``DuplicateKeyError``
+    (the loader of a format may word it for its own keys); anything else refused is an ``InputError``."""
+    if text.lstrip().startswith(("{", "[")) and _is_json(text):
+        raise InputError(f"{path}: is JSON (a results file?), not the YAML file expected here; pass the "
+                         "right file")
+    loader = StrictLoader(text)
+    loader.source = path
+    try:
+        return loader.get_single_data()
+    except _Refused as exc:
+        raise InputError(f"{path}: line {exc.line} holds {exc.problem}; write the value out in full") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise InputError(f"{path}: not valid YAML{where} ({problem}); {fix}") from None
+    except (ValueError, OverflowError, RecursionError) as exc:
+        if isinstance(exc, InputError):
+            raise
+        raise InputError(f"{path}: holds a value that cannot be read ({_first_line(exc)}); {fix}") from None
+    finally:
+        loader.dispose()
+
+
+def _is_json(text: str) -> bool:
+    try:
+        json.loads(text)
+    except (ValueError, RecursionError):
+        return False
+    return True
+
+
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).splitlines() or [type(exc).__name__])[0][:200]
+
+
+# --- JSON ----------------------------------------------------------------------------------------------
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number (gpuperf writes a missing figure as null)")
+
+
+def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    result: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in result:
+            raise ValueError(f"key {key!r} appears twice in one object (a bad hand edit or a merge)")
+        result[key] = value
+    return result
+
+
+def _depth_exceeds(value: Any, limit: int) -> bool:
+    """Whether containers nest deeper than ``limit``, found without recursion."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, (dict, list)):
+            if depth > limit:
+                return True
+            children = item.values() if isinstance(item, dict) else item
+            stack.extend((child, depth + 1) for child in children if isinstance(child, (dict, list)))
+    return False
+
+
+def load_json(path: Path, text: str, fix: str) -> Any:
+    """The JSON value in ``text``: strict (no ``NaN``, no repeated key, at most ``MAX_DEPTH`` levels); YAML
+    text is named as such, a cut-short file as cut short."""
+    try:
+        data = json.loads(text, parse_constant=_refuse_constant, object_pairs_hook=_unique_pairs)
+    except json.JSONDecodeError as exc:
+        stripped = text.lstrip()
+        if stripped and not stripped.startswith(("{", "[")):
+            raise InputError(f"{path}: not JSON: it reads as YAML or other text (a baseline file?), but JSON is "
+                             f"expected here; pass the right file") from None
+        cut = exc.pos >= len(text.rstrip())
+        cause = "ends in the middle of a value: it was cut short (an interrupted write?)" if cut else "is damaged"
+        raise InputError(f"{path}: not valid JSON at line {exc.lineno}, column {exc.colno} ({exc.msg}): the file "
+                         f"{cause}; {fix}") from None
+    except RecursionError:
+        raise InputError(f"{path}: nests deeper than {MAX_DEPTH} levels, which no gpuperf file needs; "
+                         f"{fix}") from None
+    except ValueError as exc:
+        raise InputError(f"{path}: {_first_line(exc)}; {fix}") from None
+    if _depth_exceeds(data, MAX_DEPTH):
+        raise InputError(f"{path}: nests deeper than {MAX_DEPTH} levels, which no gpuperf file needs; {fix}")
+    return data

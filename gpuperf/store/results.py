@@ -1,0 +1,304 @@
+"""The results file format: ``results.json`` (lossless) and ``results.csv`` (flattened), written and read here.
+
+``results.json`` is ``{"schema": 1, "run": RunInfo, "records": [Record, ...]}``; ``load_run`` is its one
+reader, and it holds a file to what ``results_json_text`` writes: the schema version, every field of the
+run and of each record of the type its dataclass declares (a figure is a finite number or ``null``, never a
+string), a known status, a figure wherever the status is a verdict on one, and each case once per GPU (a
+case recorded twice would let ``compare`` judge one copy and list the other as "only in B"). Each refusal
+names the file, the record (its index and case id), the field and the fix. Files are read through
+``gpuperf.store.reading`` within ``MAX_RESULTS_BYTES``.
+
+``results.csv`` is the same data flattened, one row per case, so a spreadsheet or pandas can explain a
+curve a month later without this package. Non-finite floats are written as JSON ``null`` so the file stays
+strict JSON for other tools (``jq``, JavaScript).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import MISSING, fields
+from pathlib import Path
+from typing import Any
+
+from gpuperf.measure.kernel_records import Kernel
+from gpuperf.store.atomic import write_atomically
+from gpuperf.store.reading import MIB, InputError, load_json, read_text
+from gpuperf.store.records import Record, RunInfo
+from gpuperf.vocabulary import Status
+
+RESULTS_JSON = "results.json"
+RESULTS_CSV = "results.csv"
+SCHEMA = 1
+#: A full run of today's suite writes 0.3 MB; 32 MiB holds a hundred times that and still loads in seconds.
+MAX_RESULTS_BYTES = 32 * MIB
+#: Every status a record may hold.
+STATUSES = frozenset(value for name, value in vars(Status).items() if name.isupper() and isinstance(value, str))
+#: Statuses that are a verdict on a figure: a record holding one must hold the figure.
+NEEDS_FIGURE = frozenset({Status.PASS, Status.IMPROVED, Status.REGRESSED, Status.UPDATED, Status.NO_BASELINE})
+_RERUN = "re-run the suite (pytest perf_tests) or restore the file"
+
+
+class ResultsError(ValueError):
+    """A results file that is missing or cannot be used; the message names the file, the entry and the fix."""
+
+
+# --- writing -------------------------------------------------------------------------------------------
+
+
+def results_json_text(run: RunInfo, records: Iterable[Record]) -> str:
+    data = {"schema": SCHEMA, "run": run.to_dict(), "records": [record.to_dict() for record in records]}
+    return json.dumps(_strict_json(data), indent=2, allow_nan=False, default=_json_default) + "\n"
+
+
+def results_csv_text(records: Sequence[Record], run: RunInfo | None = None) -> str:
+    """One row per record. Columns: identity, ``param.<name>`` (union over records, sorted), the other
+    record fields in declaration order, ``extra.<name>``, then ``run.<field>`` when ``run`` is given."""
+    rows = [_flatten_record(record) for record in records]
+    run_columns: dict[str, str] = {}
+    if run is not None:
+        run_columns = {f"run.{key}": _cell(value) for key, value in _flatten("", run.to_dict()).items()}
+    columns = csv_columns(records) + list(run_columns)
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=columns, lineterminator="\n")
+    writer.writeheader()
+    for row in rows:
+        writer.writerow({**row, **run_columns})
+    return buffer.getvalue()
+
+
+def csv_columns(records: Sequence[Record]) -> list[str]:
+    """The record columns of ``results.csv`` in their stable order."""
+    params = sorted({name for record in records for name in record.params})
+    extras = sorted({key for record in records for key in _flatten("extra.", record.extra)})
+    head = ["case_id", "nodeid", "family"]
+    rest: list[str] = []
+    for f in fields(Record):
+        if f.name in head or f.name in ("params", "extra"):
+            continue
+        if f.name == "sm_clock_mhz":
+            rest += ["sm_clock_mhz_before", "sm_clock_mhz_after"]
+        else:
+            rest.append(f.name)
+    return head + [f"param.{name}" for name in params] + rest + extras
+
+
+def write_results(directory: Path, run: RunInfo, records: Sequence[Record]) -> tuple[Path, Path]:
+    """``results.json`` and ``results.csv`` into ``directory``, each atomically; their paths."""
+    json_path, csv_path = Path(directory) / RESULTS_JSON, Path(directory) / RESULTS_CSV
+    write_atomically(json_path, results_json_text(run, records))
+    write_atomically(csv_path, results_csv_text(records, run))
+    return json_path, csv_path
+
+
+# --- reading -------------------------------------------------------------------------------------------
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _whole(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _texts(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(item, str) for item in value)
+
+
+def _scalar(value: Any) -> bool:
+    return value is None or isinstance(value, (str, int, float, bool)) and (not isinstance(value, float)
+                                                                          or math.isfinite(value))
+
+
+#: What the JSON may hold for each field type a record or run declares, and what that is in words.
+_TYPE_CHECKS: dict[str, tuple[Callable[[Any], bool], str]] = {
+    "str": (lambda v: isinstance(v, str), "text"),
+    "float": (lambda v: v is None or _number(v), "a finite number (or null for no figure)"),
+    "float | None": (lambda v: v is None or _number(v), "a finite number or null"),
+    "int | None": (lambda v: v is None or _whole(v), "a whole number or null"),
+    "bool": (lambda v: isinstance(v, bool), "true or false"),
+    "tuple[str, ...]": (lambda v: v is None or _texts(v), "a list of texts"),
+    "tuple[int, int] | None": (lambda v: v is None or isinstance(v, list) and len(v) == 2 and all(map(_whole, v)),
+                               "two whole numbers or null"),
+    "dict[str, str]": (lambda v: isinstance(v, dict) and all(map(_scalar, v.values())), "a mapping of names to values"),
+    "dict[str, int]": (lambda v: isinstance(v, dict) and all(map(_whole, v.values())),
+                       "a mapping of sizes to whole numbers"),
+    "dict[str, Any]": (lambda v: isinstance(v, dict), "a mapping"),
+    "tuple[Kernel, ...]": (lambda v: v is None or isinstance(v, list), "a list of kernels"),
+}
+
+
+def _checked_fields(cls: type[Record] | type[RunInfo], raw: Any, where: str) -> dict[str, Any]:
+    """The fields of ``cls`` in ``raw``, each of its declared type; unknown keys are left out (a newer
+    gpuperf's additions), a missing required field is named with the others missing."""
+    if not isinstance(raw, dict):
+        raise ResultsError(f"{where}: expected a mapping of fields, got {_short(raw)}; {_RERUN}")
+    declared = fields(cls)
+    missing = [f.name for f in declared if f.name not in raw and f.default is MISSING
+               and f.default_factory is MISSING]
+    if missing:
+        raise ResultsError(f"{where}: lacks the field(s) {', '.join(missing)}: the file was written by another "
+                           f"gpuperf version or edited by hand; {_RERUN}")
+    values: dict[str, Any] = {}
+    for f in declared:
+        if f.name not in raw:
+            continue
+        check, expected = _TYPE_CHECKS.get(str(f.type), (_scalar, "a plain value"))
+        if not check(raw[f.name]):
+            raise ResultsError(f"{where}: field {f.name!r} must be {expected}, got {_short(raw[f.name])}; {_RERUN}")
+        values[f.name] = raw[f.name]
+    return values
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _record(path: Path, index: int, raw: Any) -> Record:
+    case = raw.get("case_id") if isinstance(raw, dict) else None
+    where = f"{path}: records[{index}]" + (f" ({case})" if isinstance(case, str) else "")
+    values = _checked_fields(Record, raw, where)
+    if values["status"] not in STATUSES:
+        raise ResultsError(f"{where}: status {values['status']!r} is not one of {', '.join(sorted(STATUSES))}; "
+                           f"{_RERUN}")
+    if values["value"] is None and values["status"] in NEEDS_FIGURE:
+        raise ResultsError(f"{where}: status {values['status']} but no figure (value null): a verdict needs "
+                           f"the figure it was given on; {_RERUN}")
+    try:
+        values["kernels"] = tuple(Kernel.from_dict(kernel) for kernel in values.get("kernels") or ())
+    except ValueError as exc:
+        raise ResultsError(f"{where}: {exc}; {_RERUN}") from None
+    if values.get("sm_clock_mhz") is not None:
+        values["sm_clock_mhz"] = tuple(values["sm_clock_mhz"])
+    values["clock_events"] = tuple(values.get("clock_events") or ())
+    return Record(**values)
+
+
+def _run_info(path: Path, raw: Any) -> RunInfo:
+    values = _checked_fields(RunInfo, raw, f"{path}: run")
+    values["flush_modes"] = tuple(values.get("flush_modes") or ())
+    return RunInfo(**values)
+
+
+def _refuse_repeated_cases(path: Path, records: Sequence[Record]) -> None:
+    """A case is recorded once per GPU of the run; a second copy names both places."""
+    first: dict[tuple[str, int | None], int] = {}
+    for index, record in enumerate(records):
+        key = (record.case_id, record.gpu_index)
+        if key in first:
+            gpu = f" on GPU {record.gpu_index}" if record.gpu_index is not None else ""
+            raise ResultsError(f"{path}: case {record.case_id!r}{gpu} is recorded twice, at records[{first[key]}] "
+                               f"and records[{index}]: a run records each case once, so the file was merged or "
+                               f"edited by hand; {_RERUN}")
+        first[key] = index
+
+
+def parse_run(path: Path, text: str) -> tuple[RunInfo, list[Record]]:
+    """A results file's text, checked as described in the module docstring."""
+    try:
+        data = load_json(path, text, _RERUN)
+    except InputError as exc:
+        raise ResultsError(str(exc)) from None
+    if not isinstance(data, dict) or not isinstance(data.get("run"), dict) \
+            or not isinstance(data.get("records"), list):
+        hint = " (a baseline file?)" if isinstance(data, dict) and "entries" in data else ""
+        raise ResultsError(f"{path}: expected an object with 'run' and 'records' as a pytest perf_tests run writes "
+                           f"it; this is not a gpuperf results file{hint}: pass a results/<timestamp>/results.json")
+    if data.get("schema") != SCHEMA:
+        raise ResultsError(f"{path}: results schema {data.get('schema')!r} is not {SCHEMA}, the one this gpuperf "
+                           "reads: read it with the gpuperf version that wrote it, or re-run the suite")
+    run = _run_info(path, data["run"])
+    records = [_record(path, index, raw) for index, raw in enumerate(data["records"])]
+    _refuse_repeated_cases(path, records)
+    return run, records
+
+
+def load_run(path: str | Path) -> tuple[RunInfo, list[Record]]:
+    """Read a ``results.json`` (or a results directory holding one) back into ``RunInfo`` and records."""
+    path = Path(path)
+    if path.is_dir():
+        path = path / RESULTS_JSON
+    try:
+        text = read_text(path, MAX_RESULTS_BYTES, "a results file", _RERUN)
+    except FileNotFoundError:
+        raise ResultsError(f"{path}: no such file; pass a results/<timestamp>/ directory or its "
+                           f"{RESULTS_JSON} written by a pytest perf_tests run") from None
+    except InputError as exc:
+        raise ResultsError(str(exc)) from None
+    return parse_run(path, text)
+
+
+def refuse_repeated_runs(runs: Sequence[tuple[str, RunInfo, Sequence[Record]]]) -> None:
+    """Runs to be combined or compared must be distinct: the same run given twice (one file twice, or a copy
+    of it: the same header and the same records) is refused, naming both. Each run is given as how it was
+    named, its header and its records."""
+    for index, (given, run, records) in enumerate(runs):
+        for earlier, earlier_run, earlier_records in runs[:index]:
+            if run == earlier_run and list(records) == list(earlier_records):
+                raise ResultsError(f"{earlier} and {given} are the same run (GPU {run.gpu_name or run.gpu_slug}, "
+                                   f"started {run.started or '?'}): each run counts once; pass each run's "
+                                   "results once")
+
+
+# --- helpers -------------------------------------------------------------------------------------------
+
+
+def _flatten_record(record: Record) -> dict[str, str]:
+    row: dict[str, str] = {}
+    for key, value in record.to_dict().items():
+        if key == "params":
+            row.update({f"param.{name}": _cell(v) for name, v in value.items()})
+        elif key == "extra":
+            row.update({name: _cell(v) for name, v in _flatten("extra.", value).items()})
+        elif key == "kernels":
+            row[key] = "; ".join(kernel.describe() for kernel in record.kernels)
+        elif key == "sm_clock_mhz":
+            before, after = value if value else (None, None)
+            row["sm_clock_mhz_before"], row["sm_clock_mhz_after"] = _cell(before), _cell(after)
+        else:
+            row[key] = _cell(value)
+    return row
+
+
+def _flatten(prefix: str, value: Any) -> dict[str, Any]:
+    """Nested dicts → dotted keys (``extra.peaks.memory_gbps``); lists and scalars stay values."""
+    if not isinstance(value, dict):
+        return {prefix.rstrip("."): value}
+    flat: dict[str, Any] = {}
+    for key, item in value.items():
+        flat.update(_flatten(f"{prefix}{key}.", item))
+    return flat
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return repr(value) if math.isfinite(value) else ""
+    if isinstance(value, (list, tuple)):
+        return ";".join(_cell(item) for item in value)
+    return str(value)
+
+
+def _strict_json(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {key: _strict_json(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_strict_json(item) for item in value]
+    return value
+
+
+def _json_default(value: Any) -> Any:
+    """NumPy scalars and arrays that reach ``Record.extra`` become plain numbers and lists."""
+    if hasattr(value, "tolist"):
+        return _strict_json(value.tolist())
+    return str(value)
