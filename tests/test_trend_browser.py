@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from gpuperf.output.trend_page import case_page_name, write_site
+from gpuperf.output.trend_paths import page_name_of
 
 from trend_synthetic import STEP_CASE, synthetic_trend
 
@@ -194,3 +195,51 @@ def test_a_site_of_150_cases_by_1000_runs_opens_in_2_s_in_a_fresh_browser(big_si
             fresh.close()
     print(f"\n150 cases × 1000 runs: first screen drawn in {', '.join(f'{t:.2f}' for t in times)} s")
     assert min(times) <= LOAD_LIMIT_S
+
+
+@pytest.fixture(scope="module")
+def history_site(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """A real SQLite history of 20 runs alternating two hosts, one case 6 % slower (another kernel) from run 15 on,
+    drawn by ``python -m gpuperf history page``: the change point is the history's detector's own."""
+    from history_support import document
+
+    from gpuperf import cli
+    from gpuperf.store.history import History, sqlite_url
+
+    root = tmp_path_factory.mktemp("trend-history")
+    slowed = "perf_tests/test_gemm.py::test_gemm_perf[fp32-nn-4096x4096x4096-cold]"
+    steady = "perf_tests/test_gemm.py::test_gemm_perf[fp32-nn-1024x1024x1024-cold]"
+    with History(sqlite_url(root / "history.sqlite")) as history:
+        for i in range(20):
+            host = "GPU-aaaa0001" if i % 2 else "GPU-bbbb0002"
+            wobble = 1 + 0.002 * ((i * 7) % 5 - 2)
+            step = 0.94 if i >= 14 else 1.0
+            doc = document(f"2026-11-{i + 1:02d}T00:00:00+00:00", {slowed: 60.0 * step * wobble, steady: 40.0 * wobble},
+                           host=host, commit=f"{i:02d}" + "c0ffee" * 6,
+                           kernels={slowed: "sm90_gemm_256x128" if i >= 14 else "sm90_gemm_128x128"})
+            doc["run"]["extra"]["provenance"]["ci_job"] = f"nightly #{500 + i}"
+            assert history.append(doc, f"run {i}")
+    assert cli.main(["history", "--history", str(root / "history.sqlite"), "page", "--out", str(root / "site")]) == 0
+    return root / "site", slowed
+
+
+def test_a_step_in_a_real_history_is_marked_where_the_history_finds_it(history_site: tuple[Path, str],
+                                                                       page: Page) -> None:
+    site, slowed = history_site
+    page.open(site / "index.html")
+    attention = page.page.inner_text("#attention")
+    # the history's series are per host: each host's shift is its own change point; the latest is listed
+    assert "change point" in attention and "since run 16 (commit 15c0ffeec0" in attention and slowed in attention
+    assert page.draw_everything() > 0
+    assert page.page.evaluate("document.querySelectorAll('.chart.js-plotly-plot[data-drawn]').length") == 2
+    page.open(site / page_name_of("nvidia-h200", slowed))
+    labels = page.page.locator(".case-chart .annotation-text").evaluate_all("nodes => nodes.map(n => n.textContent)")
+    assert sum(label.startswith("change point -") for label in labels) == 2, labels  # runs 15 and 16
+    assert "kernel sm90_gemm_128x128 → sm90_gemm_256x128" in labels
+    chart = page.page.locator(".case-chart")
+    chart.evaluate("node => Plotly.Fx.hover(node, [{curveNumber: node.data.findIndex(t => t.name === 'aaaa0001'),"
+                   " pointNumber: 0}])")
+    page.page.wait_for_selector(".hoverlayer .hovertext", timeout=5_000)
+    tooltip = page.page.locator(".hoverlayer").evaluate("node => node.textContent")
+    assert "CI job nightly #501" in tooltip and "commit 01c0ffeec0ff" in tooltip
+    assert page.errors == []
