@@ -185,16 +185,30 @@ def test_a_site_of_150_cases_by_1000_runs_builds_in_20_s_with_an_index_under_5_m
 def test_a_site_of_150_cases_by_1000_runs_opens_in_2_s_in_a_fresh_browser(big_site: tuple[Path, float],
                                                                           browser: Any) -> None:
     out, _ = big_site
-    times = []
+    times, paints = [], []
     for _ in range(3):  # each in a fresh context, so nothing is cached; the best of three is judged
         fresh = Page(browser)
         try:
             times.append(fresh.open(out / "index.html"))
+            paints.append(fresh.page.evaluate(
+                "performance.getEntriesByName('first-contentful-paint')[0].startTime") / 1000)
             assert fresh.errors == []
         finally:
             fresh.close()
-    print(f"\n150 cases × 1000 runs: first screen drawn in {', '.join(f'{t:.2f}' for t in times)} s")
-    assert min(times) <= LOAD_LIMIT_S
+    print(f"\n150 cases × 1000 runs: first screen drawn in {', '.join(f'{t:.2f}' for t in times)} s "
+          f"(text painted at {', '.join(f'{t:.2f}' for t in paints)} s)")
+    if min(times) > LOAD_LIMIT_S:  # say how much of it plotly.js alone takes on this machine
+        bare = out / "plotly-only.html"
+        bare.write_text('<!DOCTYPE html><script src="plotly.min.js"></script><p>plotly only</p>')
+        fresh = Page(browser)
+        try:
+            start = time.perf_counter()
+            fresh.page.goto(bare.resolve().as_uri(), wait_until="load")
+            alone = time.perf_counter() - start
+        finally:
+            fresh.close()
+        pytest.fail(f"the first screen took {min(times):.2f} s (best of {', '.join(f'{t:.2f}' for t in times)}), "
+                    f"over the {LOAD_LIMIT_S} s target; loading plotly.min.js alone took {alone:.2f} s here")
 
 
 @pytest.fixture(scope="module")

@@ -36,7 +36,7 @@ def test_the_site_has_one_plotly_bundle_that_every_page_refers_to_and_no_network
     for page in pages:
         text = page.read_text(encoding="utf-8")
         expected = PLOTLY_JS if page == site.index else f"../{PLOTLY_JS}"
-        assert f'<script src="{expected}"></script>' in text
+        assert f'<script src="{expected}" defer></script>' in text
         assert not re.search(r'(src|href)="(https?:)?//', text), f"{page.name} refers to the network"
 
 
