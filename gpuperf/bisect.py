@@ -73,7 +73,7 @@ def measure(tree: Path, case: str, scratch: Path, command: str | None) -> tuple[
     if command:
         argv: list[str] | str = command
     else:
-        argv = [sys.executable, "-m", "pytest", "perf_tests", "-k", case, "-q", "-p", "no:cacheprovider",
+        argv = [sys.executable, "-m", "pytest", "perf_tests", "-k", keyword(case), "-q", "-p", "no:cacheprovider",
                 "--results-dir", str(results)]
     try:
         done = subprocess.run(argv, cwd=tree, env=env, shell=bool(command), capture_output=True, text=True,
@@ -86,16 +86,25 @@ def measure(tree: Path, case: str, scratch: Path, command: str | None) -> tuple[
         tail = (done.stdout + done.stderr).strip().splitlines()[-1:] or ["no output"]
         return None, f"no results.json (exit {done.returncode}: {tail[0][:200]})"
     try:
-        return read_results_document(found[-1]), ""
+        return read_results_document(found[-1])[0], ""
     except HistoryInputError as exc:
         return None, str(exc)
 
 
+def keyword(case: str) -> str:
+    """The ``pytest -k`` of a case: its test name and parameters (``-k`` matches names, not file paths), without
+    a ratio's ``#name``."""
+    return case.split("#", 1)[0].rsplit("::", 1)[-1]
+
+
 def case_record(document: dict[str, Any], case: str) -> tuple[Record | None, str]:
-    """The one record of ``case`` in a results document (an exact case id, else the one containing it)."""
+    """The one record of ``case`` in a results document: an exact case id, else the one containing it (a
+    case's own figure before its ratio entries, ``…#vs_cublas``, unless ``case`` names the ratio)."""
     records = [Record.from_dict(item) for item in document["records"]]
     exact = [record for record in records if record.case_id == case]
     matching = exact or [record for record in records if case in record.case_id]
+    if len(matching) > 1 and "#" not in case:
+        matching = [record for record in matching if "#" not in record.case_id] or matching
     if len(matching) == 1:
         return matching[0], ""
     if not matching:

@@ -34,6 +34,8 @@ def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str
         yield sqlite_url(tmp_path / "history.sqlite")
         return
     server = os.environ.get(POSTGRES_ENV)
+    if not server and os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no", "off"):
+        pytest.fail(f"${POSTGRES_ENV} is not set in CI: .ci/run starts a PostgreSQL server and exports it")
     if not server:
         pytest.skip(f"${POSTGRES_ENV} is not set: no PostgreSQL server to test against (.ci/run starts one)")
     admin = sa.create_engine(to_url(server, ROOT), isolation_level="AUTOCOMMIT")

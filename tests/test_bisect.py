@@ -146,3 +146,17 @@ def test_git_bisect_output_is_read_for_the_first_bad_commit_or_the_candidates() 
     other = "b" * 40
     skipped = f"There are only 'skip'ped commits left to test.\nThe first bad commit could be any of:\n{sha}\n{other}\n"
     assert _first_bad(skipped) == (None, [sha, other])
+
+
+def test_the_case_is_picked_from_its_results_and_named_to_pytest() -> None:
+    from gpuperf.bisect import case_record, keyword
+
+    case = "perf_tests/test_custom.py::test_custom_perf[tiled-4096x4096x4096-cold]"
+    assert keyword(case) == "test_custom_perf[tiled-4096x4096x4096-cold]" == keyword(case + "#vs_cublas")
+    base = {"family": "custom", "params": {}, "metric": "TFLOPS", "unit": "TFLOPS", "status": "PASS"}
+    doc = {"records": [{**base, "case_id": case, "nodeid": case, "value": 20.0},
+                       {**base, "case_id": case + "#vs_cublas", "nodeid": case, "value": 0.4}]}
+    assert case_record(doc, "tiled-4096")[0].value == 20.0  # type: ignore[union-attr]
+    assert case_record(doc, "tiled-4096x4096x4096-cold]#vs")[0].value == 0.4  # type: ignore[union-attr]
+    record, why = case_record(doc, "wmma")
+    assert record is None and "no record of 'wmma'" in why

@@ -11,7 +11,7 @@ import sqlalchemy as sa
 
 from history_support import ENGINES, ROOT, database_url, document, write  # noqa: F401  (a fixture)
 from gpuperf.store.history import History, HistoryError, resolve_target, sqlite_url, to_url
-from gpuperf.store.history_rows import run_id
+from gpuperf.store.history_rows import canonical_text, run_id
 from gpuperf.store.history_schema import MIGRATIONS, RECORDS, RUNS, SCHEMA_VERSION, VERSION_TABLE, SchemaError
 
 pytestmark = pytest.mark.parametrize("database_url", ENGINES, indirect=True)
@@ -37,7 +37,7 @@ def test_a_run_is_appended_once_and_every_figure_is_kept(database_url: str) -> N
         data = history.record_data(CASE, next(iter(runs)))
     assert _count(database_url, RUNS) == 1 and _count(database_url, RECORDS) == 2
     (run,) = runs.values()
-    assert run.run_id == run_id(doc) and run.git_commit == "c" * 40 and run.host == "GPU-aaaa0001"
+    assert run.run_id == run_id(canonical_text(doc)) and run.git_commit == "c" * 40 and run.host == "GPU-aaaa0001"
     assert data is not None and data["future_field"] == {"a": 1} and data["value"] == 50.0
     engine = sa.create_engine(database_url)
     with engine.connect() as connection:

@@ -32,6 +32,8 @@ DEFAULT_HISTORY = Path("results") / "history.sqlite"
 NONE = "none"
 #: Seconds a writer waits for SQLite's write lock before giving up.
 SQLITE_BUSY_TIMEOUT_S = 60
+#: Results files ingested per transaction.
+INGEST_BATCH = 50
 #: PostgreSQL advisory lock key held while a database's schema is migrated.
 _MIGRATION_LOCK = 0x67707066
 
@@ -85,7 +87,7 @@ def _sqlite_engine(url: sa.URL) -> sa.Engine:
         except OSError as exc:
             raise HistoryError(f"history {database}: its folder cannot be created ({exc.strerror or exc}); "
                                "choose a writable path with --history, or --history none") from exc
-    engine = sa.create_engine(url, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_S}, poolclass=sa.pool.NullPool)
+    engine = sa.create_engine(url, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_S})
 
     @sa.event.listens_for(engine, "connect")
     def _configure(dbapi_connection: Any, _record: Any) -> None:
@@ -168,36 +170,58 @@ class History:
                 connection.execute(sa.select(sa.func.pg_advisory_xact_lock(_MIGRATION_LOCK)))
             migrate(connection, self.where)
 
-    def append(self, document: dict[str, Any], source: str) -> bool:
-        """Add a run and its records in one transaction; ``False`` when the run was already there."""
-        history_rows.check_document(document, source)
-        run = history_rows.run_row(document, source)
-        records = [history_rows.record_row(record) for record in document["records"]]
+    def append(self, document: dict[str, Any], source: str, text: str | None = None) -> bool:
+        """Add a run and its records in one transaction; ``False`` when the run was already there. ``text`` is the
+        document's results-file text (its identity); without one, its canonical JSON."""
+        return self.append_batch([(document, source, text)])[0]
+
+    def append_batch(self, items: Sequence[tuple[dict[str, Any], str, str | None]]) -> list[bool]:
+        """Several runs in one transaction (a backfill); per run, whether it was added. When another process
+        appends one of them at the same moment, they are retried one at a time."""
+        rows = []
+        for document, source, text in items:
+            history_rows.check_document(document, source)
+            text = history_rows.canonical_text(document) if text is None else text
+            rows.append((history_rows.run_row(document, source, text),
+                         [history_rows.record_row(record) for record in document["records"]]))
         try:
             with self.engine.begin() as connection:
-                if connection.execute(sa.select(RUNS.c.pk).where(RUNS.c.run_id == run["run_id"])).first():
-                    return False
-                inserted = connection.execute(sa.insert(RUNS).values(**run)).inserted_primary_key
-                pk = inserted[0] if inserted is not None else None
-                if records:
-                    connection.execute(sa.insert(RECORDS), [{**record, "run_pk": pk} for record in records])
+                return [self._insert(connection, run, records) for run, records in rows]
         except IntegrityError:
-            return False  # another process appended the same run at the same moment
+            if len(rows) == 1:
+                return [False]  # another process appended this run at the same moment
+            return [self.append_batch([item])[0] for item in items]
         except SQLAlchemyError as exc:
-            raise HistoryError(f"history {self.where}: the run from {source} was not appended "
+            sources = ", ".join(source for _, source, _ in items[:3]) + (", …" if len(items) > 3 else "")
+            raise HistoryError(f"history {self.where}: the run from {sources} was not appended "
                                f"({_reason(exc)}); nothing of it was written") from exc
+
+    @staticmethod
+    def _insert(connection: sa.Connection, run: dict[str, Any], records: list[dict[str, Any]]) -> bool:
+        if connection.execute(sa.select(RUNS.c.pk).where(RUNS.c.run_id == run["run_id"])).first():
+            return False
+        inserted = connection.execute(sa.insert(RUNS).values(**run)).inserted_primary_key
+        pk = inserted[0] if inserted is not None else None
+        if records:
+            connection.execute(sa.insert(RECORDS), [{**record, "run_pk": pk} for record in records])
         return True
 
-    def ingest(self, paths: Sequence[Path]) -> IngestReport:
+    def ingest(self, paths: Sequence[Path], batch: int = INGEST_BATCH) -> IngestReport:
         """Backfill from results files and folders of them; a file that is not one is refused, named."""
         report = IngestReport([], [], [])
-        for path in history_rows.results_files(paths):
-            try:
-                document = history_rows.read_results_document(path)
-            except HistoryInputError as exc:
-                report.refused.append((path, str(exc)))
-                continue
-            (report.added if self.append(document, str(path)) else report.present).append(path)
+        pending: list[tuple[dict[str, Any], str, str | None]] = []
+        for path in [*history_rows.results_files(paths), None]:
+            if path is not None:
+                try:
+                    document, text = history_rows.read_results_document(path)
+                except HistoryInputError as exc:
+                    report.refused.append((path, str(exc)))
+                    continue
+                pending.append((document, str(path), text))
+            if pending and (path is None or len(pending) >= batch):
+                for (_, source, _), added in zip(pending, self.append_batch(pending)):
+                    (report.added if added else report.present).append(Path(source))
+                pending = []
         return report
 
     def runs(self, gpu: str | None = None, since: str | None = None) -> dict[int, RunSummary]:

@@ -1,7 +1,9 @@
 """A results document (``{"run": …, "records": […]}``, as ``results.json`` holds it) → the history's rows. Pure.
 
-A run's id is the SHA-256 of its document's canonical JSON, so the same run reaches the history once however
-often it is appended or ingested (by the session that measured it, then again from its ``results.json``). Record
+A run's id is the SHA-256 of its ``results.json`` text, so the same run reaches the history once however often
+it is appended or ingested: the session that measured it appends the very text it writes to that file, and
+ingesting the file later finds the id taken. A document that never was a file (a bisection step) is identified
+by its canonical JSON (``canonical_text``). Record
 columns are taken from the record dict by key (``RECORD_COLUMNS``): a key absent from an older file is ``NULL``,
 and the whole dict is kept as JSON, so fields added to results files later are never lost.
 """
@@ -16,6 +18,8 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
+
+import orjson
 
 #: ``run.extra`` key under which a session records where its figures came from (``Provenance``).
 PROVENANCE = "provenance"
@@ -57,11 +61,14 @@ class Provenance:
                 "baseline_digest": self.baseline_digest}
 
 
-def run_id(document: Mapping[str, Any]) -> str:
-    """The run's identity: SHA-256 of its run and records as canonical JSON (key order and spacing ignored)."""
-    canonical = json.dumps({"run": document["run"], "records": document["records"]}, sort_keys=True,
-                           ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+def run_id(text: str) -> str:
+    """The run's identity: SHA-256 of its results-file text."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def canonical_text(document: Mapping[str, Any]) -> str:
+    """The text of a document that has no file: its JSON with sorted keys and no spacing."""
+    return json.dumps(document, sort_keys=True, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
 
 def host_of(run: Mapping[str, Any]) -> str:
@@ -78,13 +85,13 @@ def _text(value: Any) -> str | None:
     return None if value is None or value == "" else str(value)
 
 
-def run_row(document: Mapping[str, Any], source: str, appended: datetime | None = None) -> dict[str, Any]:
-    """The ``runs`` row of a document (its ``pk`` is the database's)."""
+def run_row(document: Mapping[str, Any], source: str, text: str, appended: datetime | None = None) -> dict[str, Any]:
+    """The ``runs`` row of a document whose results-file text is ``text`` (its ``pk`` is the database's)."""
     run = document["run"]
     extra = run.get("extra") or {}
     provenance = extra.get(PROVENANCE) or {}
     return {
-        "run_id": run_id(document), "kind": str(provenance.get("kind") or KIND_RUN),
+        "run_id": run_id(text), "kind": str(provenance.get("kind") or KIND_RUN),
         "started": str(run.get("started") or ""), "source": source,
         "appended": (appended or datetime.now(timezone.utc)).isoformat(timespec="seconds"),
         "gpu_model": str(run.get("gpu_name") or ""), "gpu_slug": str(run.get("gpu_slug") or ""),
@@ -128,7 +135,7 @@ def record_row(record: Mapping[str, Any]) -> dict[str, Any]:
         else:
             row[column] = None if value is None else str(value)
     row["kernels"] = kernel_names(record)
-    row["data"] = json.dumps(record, sort_keys=True, ensure_ascii=False)
+    row["data"] = orjson.dumps(record).decode("utf-8")  # ~9× the standard encoder: ingest time is this
     return row
 
 
@@ -150,9 +157,9 @@ def check_document(document: Any, where: str) -> dict[str, Any]:
     return document
 
 
-def read_results_document(path: Path) -> dict[str, Any]:
-    """One ``results.json`` as its document, checked by the results format's own reader, with every key kept
-    (the one reader of results files for the history)."""
+def read_results_document(path: Path) -> tuple[dict[str, Any], str]:
+    """One ``results.json`` as its document and text, checked by the results format's own reader, with every key
+    kept (the one reader of results files for the history)."""
     from gpuperf.store.reading import InputError, load_json, read_text
     from gpuperf.store.results import MAX_RESULTS_BYTES, ResultsError, parse_run
 
@@ -165,7 +172,7 @@ def read_results_document(path: Path) -> dict[str, Any]:
         raise HistoryInputError(f"{path}: cannot be read ({exc.strerror or exc})") from None
     except (InputError, ResultsError) as exc:
         raise HistoryInputError(str(exc)) from None
-    return check_document(data, str(path))
+    return check_document(data, str(path)), text
 
 
 def results_files(paths: Sequence[Path]) -> list[Path]:

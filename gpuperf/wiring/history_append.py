@@ -43,18 +43,20 @@ def with_provenance(run: RunInfo, recorded: Provenance) -> RunInfo:
     return replace(run, extra={**run.extra, PROVENANCE: recorded.to_dict()})
 
 
-def document(run: RunInfo, records: Sequence[Record]) -> dict[str, Any]:
-    """The run as its ``results.json`` holds it (the same writer, so the same run id)."""
+def document(run: RunInfo, records: Sequence[Record]) -> tuple[dict[str, Any], str]:
+    """The run as its ``results.json`` holds it, and that file's text (the same writer, so the same run id)."""
     from gpuperf.store.results import results_json_text
 
-    return dict(json.loads(results_json_text(run, records)))
+    text = results_json_text(run, records)
+    return dict(json.loads(text)), text
 
 
 def append_run(url: str, run: RunInfo, records: Sequence[Record], source: str) -> str:
     """Append the run; the line the session prints about it. ``HistoryError`` names what went wrong."""
     started = time.perf_counter()
+    data, text = document(run, records)
     with History(url) as history:
-        added = history.append(document(run, records), source)
+        added = history.append(data, source, text)
     seconds = time.perf_counter() - started
     what = f"{len(records)} records appended" if added else "run already present, nothing appended"
     return f"gpuperf: history {describe(url)}: {what} ({seconds:.2f} s)"
