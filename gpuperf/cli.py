@@ -1,5 +1,5 @@
 """``python -m gpuperf``: ``device``, ``compare A B``, ``baseline diff|check|seal|drop``, ``plot``, ``readme``,
-``history ingest|show|changes`` (``cli_history.py``) and ``bisect`` (``bisect.py``).
+``history ingest|show|changes|page`` (``cli_history.py``, ``cli_trend.py``) and ``bisect`` (``bisect.py``).
 
 Argument parsing and thin commands: each reads its inputs, calls the pure modules (``diff``, ``report``,
 ``table``, ``gate``) and prints. Each command prints what it did; an error prints one line naming the cause
@@ -24,6 +24,7 @@ from pathlib import Path
 import gpuperf
 from gpuperf.bisect import BisectError, add_bisect_command
 from gpuperf.cli_history import add_history_commands
+from gpuperf.cli_trend import PageError
 from gpuperf.measure.device import DeviceInfo, query_device
 from gpuperf.measure.peaks import DevicePeaks, device_peaks
 from gpuperf.output import diff, report
@@ -540,7 +541,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         return _quiet_broken_pipe()
     except (CliError, ResultsError, BaselineError, FleetError, InputError, HistoryError, SchemaError,
-            HistoryInputError, BisectError) as exc:
+            HistoryInputError, BisectError, PageError) as exc:
         print(f"gpuperf: error: {exc}", file=sys.stderr)
         return EXIT_ERROR
     except OSError as exc:

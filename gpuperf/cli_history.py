@@ -1,5 +1,6 @@
 """``python -m gpuperf history ingest|show|changes``: the history's commands (thin: read, ask the pure modules,
-print). ``changes`` exits 1 when a slowdown's first slow run is among a series' last ``--last`` runs."""
+print). ``changes`` exits 1 when a slowdown's first slow run is among a series' last ``--last`` runs;
+``history page`` comes from ``cli_trend``."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from gpuperf.cli_trend import add_page_command
 from gpuperf.store.history import History, HistoryError, resolve_target
 from gpuperf.verdict import history_changes
 from gpuperf.verdict.changepoints import DEFAULT_MIN_SEGMENT
@@ -150,7 +152,7 @@ def cmd_changes(args: argparse.Namespace) -> int:
 
 def add_history_commands(commands: Any) -> None:
     """``history`` and its subcommands, on the CLI's subparsers."""
-    history = commands.add_parser("history", help="every run's figures over time: ingest, show, changes")
+    history = commands.add_parser("history", help="every run's figures over time: ingest, show, changes, page")
     history.add_argument("--history", metavar="TARGET", help=TARGET_HELP)
     target = argparse.ArgumentParser(add_help=False)
     target.add_argument("--history", metavar="TARGET", default=argparse.SUPPRESS, help=TARGET_HELP)
@@ -180,6 +182,7 @@ def add_history_commands(commands: Any) -> None:
     changes.add_argument("--last", type=positive_int, default=DEFAULT_LAST, metavar="K",
                          help=f"fail on a slowdown among a series' last K runs (default {DEFAULT_LAST})")
     changes.set_defaults(func=cmd_changes)
+    add_page_command(sub)
 
 
 def iso_date(text: str) -> str:

@@ -16,7 +16,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from gpuperf.output import table
+from gpuperf.output import table, trend_summary
+from gpuperf.output.trend_summary import SummaryHistory
 from gpuperf.store.atomic import write_atomically
 from gpuperf.store.baseline import BaselineFile, Entry, load_baseline, versions_of
 from gpuperf.store.records import Record, RunInfo
@@ -70,7 +71,8 @@ def timestamped_dir(root: str | Path = "results", now: datetime | None = None) -
     raise ResultsError(f"{root}: every results directory name for {stamp} is taken; clean up {root}/")
 
 
-def write_run(directory: Path, run: RunInfo, records: Sequence[Record]) -> RunFiles:
+def write_run(directory: Path, run: RunInfo, records: Sequence[Record],
+              history: SummaryHistory | None = None) -> RunFiles:
     """Write ``results.json``, ``results.csv`` and ``summary.md`` into ``directory`` (created if needed).
 
     When ``$GITHUB_STEP_SUMMARY`` is set the summary is also appended there, for the job page; the copy
@@ -80,11 +82,11 @@ def write_run(directory: Path, run: RunInfo, records: Sequence[Record]) -> RunFi
     directory.mkdir(parents=True, exist_ok=True)
     json_path, csv_path = write_results(directory, run, records)
     summary_path = directory / SUMMARY_MD
-    text = summary_markdown(run, records, results_dir=directory)
+    text = summary_markdown(run, records, results_dir=directory, history=history)
     write_atomically(summary_path, text)
     step = _step_summary_path(os.environ)
     if step is not None:
-        write_summary_markdown(_fit_step_summary(text, run, records, directory), directory)
+        write_summary_markdown(_fit_step_summary(text, run, records, directory, history), directory)
     return RunFiles(directory, json_path, csv_path, summary_path, step)
 
 
@@ -192,7 +194,7 @@ def _by_case(records: Sequence[Record]) -> dict[str, Record]:
 
 
 def summary_markdown(run: RunInfo, records: Sequence[Record], results_dir: Path | None = None,
-                     per_family: bool = True) -> str:
+                     per_family: bool = True, history: SummaryHistory | None = None) -> str:
     """The CI job-page summary: header, status counts, failing cases, flagged cases, all cases per family.
 
     Failing is ``Status.FAILING`` and flagged ``gate.FLAGGED``, the gate's own sets, so every status that
@@ -207,6 +209,7 @@ def summary_markdown(run: RunInfo, records: Sequence[Record], results_dir: Path 
         lines += [f"### Failing ({len(failing)})", ""] + _table(table.by_status(failing)) + [""]
     if flagged:
         lines += [f"### Flagged ({len(flagged)})", ""] + _table(table.by_status(flagged)) + [""]
+    lines += trend_summary.history_lines(records, history)
     if per_family and records:
         lines += ["### All cases", ""]
         families: dict[str, list[Record]] = {}
@@ -273,10 +276,11 @@ def _table(records: Sequence[Record]) -> list[str]:
     return table.render_markdown(TABLE_COLUMNS, records).splitlines()
 
 
-def _fit_step_summary(text: str, run: RunInfo, records: Sequence[Record], directory: Path) -> str:
+def _fit_step_summary(text: str, run: RunInfo, records: Sequence[Record], directory: Path,
+                      history: SummaryHistory | None = None) -> str:
     if len(text.encode("utf-8")) <= STEP_SUMMARY_LIMIT:
         return text
-    short = summary_markdown(run, records, results_dir=directory, per_family=False)
+    short = summary_markdown(run, records, results_dir=directory, per_family=False, history=history)
     return short + f"\nThe per-family tables are left out here (GitHub's 1 MiB limit); see `{SUMMARY_MD}` " \
                    "in the uploaded results artifact.\n"
 

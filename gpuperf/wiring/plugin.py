@@ -650,7 +650,14 @@ class SessionHooks:
                 from gpuperf.wiring.history_append import with_provenance
 
                 run = with_provenance(run, origin)
-            self.results_dir = results.write_run(directory, run, state.records).directory
+            summary_history = None
+            if self.history_url is not None:
+                from gpuperf.output.trend_paths import DEFAULT_SITE
+                from gpuperf.output.trend_source import summary_history as read_recent
+
+                summary_history = read_recent(self.history_url, run, state.records,
+                                              Path(self.config.rootpath) / DEFAULT_SITE)
+            self.results_dir = results.write_run(directory, run, state.records, history=summary_history).directory
         self._append_history(origin)
         if (self.failures or self.update_failures or self.history_failures) and session.exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
             session.exitstatus = pytest.ExitCode.TESTS_FAILED

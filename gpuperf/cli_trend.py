@@ -1,0 +1,61 @@
+"""``python -m gpuperf history page``: the trend site from the history (thin: read, build the model, write).
+
+A subcommand of the CLI's ``history`` group, whose ``--history`` names the database.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+from typing import Any
+
+from gpuperf.output.trend_paths import DEFAULT_SITE
+
+EXIT_OK = 0
+EXIT_ERROR = 1
+
+
+class PageError(Exception):
+    """The site cannot be built; the message names the cause and the fix."""
+
+
+def cmd_history_page(args: argparse.Namespace) -> int:
+    from gpuperf.store.history import HistoryError, resolve_target
+    from gpuperf.store.history_schema import SchemaError
+
+    try:
+        from gpuperf.output.trend_page import TrendPageError, write_site
+        from gpuperf.output.trend_source import load_trend
+    except ImportError as exc:
+        raise PageError(f"the trend page needs plotly and Jinja2 ({exc}): pip install 'gpuperf[page]'") from exc
+    try:
+        url = resolve_target(args.history, os.environ, Path.cwd())
+        if url is None:
+            raise PageError("--history none: there is no history to draw; name a history database")
+        data = load_trend(url, gpu=args.gpu, since=args.since)
+        if not data.runs:
+            raise PageError(f"{data.source} holds no runs{' of ' + args.gpu if args.gpu else ''}"
+                            f"{' since ' + args.since if args.since else ''}; append runs with pytest perf_tests "
+                            "or python -m gpuperf history ingest results/")
+        site = write_site(data, args.out)
+    except (HistoryError, SchemaError, TrendPageError, OSError) as exc:
+        raise PageError(str(exc)) from exc
+    first, last = data.time_range
+    print(f"gpuperf: trend site {site.index}: {len(data.runs)} runs from {first} to {last}, "
+          f"{len(data.series)} case series, {len(data.hosts)} hosts")
+    return EXIT_OK
+
+
+def add_page_command(history_commands: Any) -> None:
+    """``page`` on the ``history`` group's subparsers."""
+    page = history_commands.add_parser(
+        "page", help="write the trend site: what needs attention, every case over its runs, filters",
+        description="A static site (index.html, a page per case, plotly.min.js once) that works opened from "
+                    "file:// or served by any static host; docs/trend-page.md describes it.")
+    page.add_argument("--out", default=str(DEFAULT_SITE), metavar="DIR",
+                      help=f"where the site goes (default {DEFAULT_SITE}); its pages are replaced")
+    page.add_argument("--gpu", default=None, metavar="SLUG", help="only runs of this GPU model (e.g. nvidia-h200)")
+    page.add_argument("--since", default=None, metavar="DATE",
+                      help="only runs started on or after DATE (ISO, e.g. 2026-11-30)")
+    page.set_defaults(func=cmd_history_page)

@@ -1,0 +1,139 @@
+"""The trend site: ``index.html`` (what needs attention, then every case as a small multiple, with filters)
+and one page per case, written from a ``TrendData`` with Jinja2 templates and plotly figures.
+
+The site is static: it works opened from ``file://`` and served by any static host. plotly.js is written once
+as ``plotly.min.js`` beside the pages and every page refers to it; nothing is fetched from a network. Each
+page holds its figures as JSON; ``trend.js`` draws a chart when it scrolls into view (an index of hundreds
+of cases then opens in the time its first screen takes) and applies the filters.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import jinja2
+import plotly.offline
+
+from gpuperf.output import trend_data
+from gpuperf.store.atomic import write_atomically
+from gpuperf.output.trend_data import Annotation, CaseSeries, TrendData
+from gpuperf.output.trend_paths import CASES_DIR, INDEX_HTML, PLOTLY_JS, page_name_of
+from gpuperf.output.trend_figures import case_figure, host_colours, small_multiple
+
+#: Files copied verbatim from the templates folder into the site.
+STATIC_FILES = ("trend.css", "trend.js")
+#: How many of a case's latest runs its page lists as a table (the chart shows them all).
+TABLE_RUNS = 25
+#: The version, kernel and method changes of each series, by ``CaseSeries.key``: found once, drawn twice.
+Marks = Mapping[str, Sequence[Annotation]]
+_TEMPLATES = Path(__file__).with_name("templates") / "trend"
+
+
+class TrendPageError(ValueError):
+    """The site cannot be written where asked."""
+
+
+@dataclass(frozen=True)
+class Site:
+    """What ``write_site`` wrote."""
+
+    directory: Path
+    index: Path
+    case_pages: int
+    charts: int  # small multiples on the index
+
+
+def case_page_name(series: CaseSeries) -> str:
+    return page_name_of(series.gpu_model, series.case_id)
+
+
+@functools.lru_cache(maxsize=1)
+def _environment() -> jinja2.Environment:
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(_TEMPLATES), autoescape=True,
+                             undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    env.filters["figures_json"] = _figures_json
+    env.filters["figure"] = _figure_text
+    return env
+
+
+def _figures_json(figures: dict[str, str]) -> str:
+    """The figures (each already plotly's JSON) as one object, safe inside a ``<script type="application/json">``
+    block: no ``</script>`` in a case id or a note can end it early."""
+    body = ",".join(f"{json.dumps(key)}:{spec}" for key, spec in figures.items())
+    return ("{" + body + "}").replace("</", "<\\/")
+
+
+def _figure_text(value: float | None) -> str:
+    return "—" if value is None else f"{value:.4g}"
+
+
+def _card(data: TrendData, series: CaseSeries, number: int) -> dict[str, Any]:
+    last = series.last
+    return {"series": series, "figure_id": f"f{number}", "page": case_page_name(series),
+            "hosts": data.hosts_of(series), "last": last,
+            "title": series.case_id.split("::")[-1]}
+
+
+def _site_summary(data: TrendData, now: datetime) -> dict[str, Any]:
+    first, last = data.time_range
+    return {"first": first, "last": last, "runs": len(data.runs), "cases": len(data.series),
+            "gpu_models": data.gpu_models, "hosts": data.hosts, "families": trend_data.families(data.series),
+            "precisions": trend_data.precisions(data.series), "source": data.source,
+            "generated": now.strftime("%Y-%m-%d %H:%M UTC")}
+
+
+def render_index(data: TrendData, colours: dict[str, str], marks: Marks, now: datetime) -> tuple[str, int]:
+    """The index's HTML and its number of small multiples."""
+    figures: dict[str, str] = {}
+    sections = []
+    number = 0
+    for family, members in trend_data.by_family(data.series).items():
+        cards = []
+        for series in members:
+            card = _card(data, series, number)
+            figures[card["figure_id"]] = small_multiple(data, series, colours, marks[series.key])
+            cards.append(card)
+            number += 1
+        sections.append({"family": family, "cards": cards})
+    attention = {model: [{"item": item, "page": case_page_name(item.series), "hosts": data.hosts_of(item.series)}
+                         for item in items]
+                 for model, items in trend_data.attention(data).items()}
+    html = _environment().get_template("index.html.j2").render(
+        summary=_site_summary(data, now), colours=colours, sections=sections, attention=attention,
+        figures=figures, plotly_js=PLOTLY_JS, root="", recent=trend_data.RECENT_RUNS)
+    return html, number
+
+
+def render_case(data: TrendData, series: CaseSeries, colours: dict[str, str], marks: Marks, now: datetime) -> str:
+    runs = [(data.run_number(p.run_id), data.run(p.run_id), p) for p in series.points[-TABLE_RUNS:]]
+    changes = [(data.run_number(a.run_id), a) for a in marks[series.key]]
+    change_points = [(data.run_number(cp.run_id), data.run(cp.run_id), cp) for cp in series.change_points]
+    return _environment().get_template("case.html.j2").render(
+        summary=_site_summary(data, now), series=series, colours=colours, hosts=data.hosts_of(series),
+        figures={"case": case_figure(data, series, colours, marks[series.key])}, runs=list(reversed(runs)), changes=changes,
+        change_points=change_points, plotly_js=f"../{PLOTLY_JS}", root="../", table_runs=TABLE_RUNS)
+
+
+def write_site(data: TrendData, out: str | Path, now: datetime | None = None) -> Site:
+    """Write the site into ``out`` (created if needed; pages already there are replaced, others left alone)."""
+    out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise TrendPageError(f"{out}: exists and is not a directory; pass --out a directory for the site")
+    now = now or datetime.now(timezone.utc)
+    (out / CASES_DIR).mkdir(parents=True, exist_ok=True)
+    colours = host_colours(data.hosts)
+    marks = {series.key: trend_data.series_changes(data, series) for series in data.series}
+    write_atomically(out / PLOTLY_JS, plotly.offline.get_plotlyjs())
+    for name in STATIC_FILES:
+        write_atomically(out / name, (_TEMPLATES / name).read_text(encoding="utf-8"))
+    for series in data.series:
+        write_atomically(out / case_page_name(series), render_case(data, series, colours, marks, now))
+    index_html, charts = render_index(data, colours, marks, now)
+    write_atomically(out / INDEX_HTML, index_html)
+    return Site(out, out / INDEX_HTML, len(data.series), charts)

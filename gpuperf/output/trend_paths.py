@@ -1,0 +1,24 @@
+"""Where things are in the trend site: its default folder, its index, the plotly bundle, each case's page.
+
+Apart from the page generator so that ``summary.md`` can link a case's page without importing plotly.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from pathlib import Path
+
+#: Where ``history page`` writes the site unless ``--out`` says otherwise.
+DEFAULT_SITE = Path("results") / "trend"
+INDEX_HTML = "index.html"
+PLOTLY_JS = "plotly.min.js"
+CASES_DIR = "cases"
+
+
+def page_name_of(gpu_model: str, case_id: str) -> str:
+    """``cases/<gpu>--<readable id>-<hash>.html``, relative to the site: stable across builds (a link in a
+    summary written before the site is rebuilt still finds the case), safe on every file system."""
+    readable = re.sub(r"[^A-Za-z0-9._-]+", "_", case_id.split("::")[-1]).strip("_")[:80]
+    digest = hashlib.sha1(f"{gpu_model}/{case_id}".encode("utf-8")).hexdigest()[:10]
+    return f"{CASES_DIR}/{gpu_model}--{readable}-{digest}.html"

@@ -1,0 +1,116 @@
+"""End to end through the command line: suite runs append to a real SQLite history, the slowed run's
+``summary.md`` shows the case's last runs and its trend page, and ``python -m gpuperf history page`` writes
+that page; the committed H200 runs, ingested into a temporary history, make a site of every case and host."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from gpuperf import cli
+from gpuperf.output import trend_page, trend_source  # noqa: F401  (imported once, before pytester's in-process runs)
+from gpuperf.output.trend_paths import DEFAULT_SITE, page_name_of
+
+from test_plugin import CONFTEST, GEMM_ID, GEMM_S, GEMV_S, TESTS, set_timings
+
+REPO = Path(__file__).resolve().parents[1]
+pytest_plugins = ["pytester"]
+
+
+@pytest.fixture
+def project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
+    for name in ("CI", "GITHUB_STEP_SUMMARY", "GPUPERF_HISTORY"):
+        monkeypatch.delenv(name, raising=False)
+    pytester.makeconftest(CONFTEST)
+    pytester.makepyfile(test_perf=TESTS)
+    return pytester
+
+
+def _session(project: pytest.Pytester, gemm_s: float, *args: str) -> pytest.RunResult:
+    set_timings(project, gemv=GEMV_S, gemm=gemm_s, slow=GEMM_S)
+    return project.runpytest("-p", "no:cacheprovider", "--history", "history.sqlite", "--results-dir", "out", *args)
+
+
+def _page(history: str, argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    code = cli.main(["history", "--history", history, "page", *argv])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_a_slowed_runs_summary_shows_its_last_runs_and_the_page_that_history_page_writes(
+        project: pytest.Pytester, capsys: pytest.CaptureFixture[str]) -> None:
+    _session(project, GEMM_S, "--update-baselines").assert_outcomes(passed=2, deselected=1)
+    _session(project, GEMM_S * 1.01).assert_outcomes(passed=2, deselected=1)
+    slowed = _session(project, GEMM_S * 1.25)
+    slowed.assert_outcomes(passed=1, failed=1, deselected=1)
+    latest = sorted((project.path / "out").iterdir())[-1]
+    summary = (latest / "summary.md").read_text(encoding="utf-8")
+    assert "### History of the failing and changed cases (1)" in summary
+    section = summary[summary.index("### History of the failing"):]
+    row = next(line for line in section.splitlines() if line.startswith(f"| `{GEMM_ID}`"))
+    # two runs from the history, then this one: flat, flat, the drop
+    assert re.search(r"\| REGRESSED \| `██▁` \(3\) \| 40(\.\d+)? – 50(\.\d+)? TFLOPS \|", row), row
+    page = project.path / DEFAULT_SITE / page_name_of("fake-gpu", GEMM_ID)
+    assert f"`{page}`" in row
+    assert not page.exists()  # the summary names where the page goes; history page writes it
+
+    code, out, err = _page(str(project.path / "history.sqlite"), ["--out", str(project.path / DEFAULT_SITE)], capsys)
+    assert (code, err) == (0, "")
+    assert "3 runs from" in out and "2 case series, 1 hosts" in out
+    html = page.read_text(encoding="utf-8")
+    assert "REGRESSED" in html and GEMM_ID in html
+
+
+def test_history_page_refuses_a_missing_history_without_creating_it(tmp_path: Path,
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    missing = tmp_path / "none.sqlite"
+    code, _, err = _page(str(missing), ["--out", str(tmp_path / "site")], capsys)
+    assert code == 1 and "no such file" in err and "history ingest" in err
+    assert not missing.exists() and not (tmp_path / "site").exists()
+    code, _, err = _page("none", ["--out", str(tmp_path / "site")], capsys)
+    assert code == 1 and "no history to draw" in err
+
+
+def test_history_page_refuses_an_empty_selection(project: pytest.Pytester, capsys: pytest.CaptureFixture[str]) -> None:
+    _session(project, GEMM_S, "--update-baselines").assert_outcomes(passed=2, deselected=1)
+    code, _, err = _page(str(project.path / "history.sqlite"), ["--gpu", "nvidia-b200", "--out",
+                                                                str(project.path / "site")], capsys)
+    assert code == 1 and "holds no runs of nvidia-b200" in err
+
+
+def test_the_committed_h200_runs_make_a_site_of_every_case_and_host(tmp_path: Path) -> None:
+    """The documented rebuild (tools/trend_screenshot.py) without its browser step: ingest, then history page."""
+    result = subprocess.run([sys.executable, str(REPO / "tools" / "trend_screenshot.py"), "--no-screenshot",
+                             "--work", str(tmp_path)], cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    index = (tmp_path / "site" / "index.html").read_text(encoding="utf-8")
+    documents = [json.loads(p.read_text()) for p in [*REPO.glob("docs/fleet/**/*.json"), REPO / "docs/h200/results.json"]]
+    documents = [d for d in documents if isinstance(d, dict) and "run" in d and "records" in d]
+    runs = {json.dumps(d, sort_keys=True) for d in documents}  # docs/h200/results.json is also a fleet file
+    started = sorted(d["run"]["started"] for d in documents)
+    cases = {r["case_id"] for d in documents for r in d["records"]}
+    assert f"{len(runs)} runs from {started[0]} to {started[-1]}" in index
+    assert index.count('class="card filterable"') == len(cases)
+    for host in ("71d9282a", "1e941103", "eb8d2b84", "3da77131", "bebd79c4", "b2b71e50"):
+        assert f"<option>{host}</option>" in index
+    custom = (tmp_path / "site" / page_name_of(
+        "nvidia-h200", "perf_tests/test_custom.py::test_custom_perf[optimized-4096x4096x4096-cold]")).read_text()
+    # docs/trend-page.md: the kernel change and the re-recorded baseline of the custom SGEMM
+    assert "run 37: kernel optimized_sgemm_vec4 → warp_sgemm_vec4" in custom
+    # ... and, under Needs attention, the power-capped GEMMs that failed in their last runs: the five of the 5 %
+    # slowdown run, and TF32 1024³ of a1d8aadb's runs against the one-host baseline
+    attention = index[index.index('<section id="attention">'):index.index('<section id="filters">')]
+    failed = {name: {r["case_id"] for p in REPO.glob(pattern) for r in json.loads(p.read_text())["records"]
+                     if r["status"] == "REGRESSED" and "#" not in r["case_id"]}
+              for name, pattern in (("slowdown", "docs/fleet/slowdown/*-slow-0.05.json"),
+                                    ("clock", "docs/fleet/clock/a1d8aadb-rec*.json"))}
+    listed = set(re.findall(r'<a href="cases/[^"]+">([^<]+)</a>', attention))
+    assert len(failed["slowdown"]) == 5
+    assert failed["clock"] == {"perf_tests/test_gemm.py::test_gemm_perf[tf32-nn-1024x1024x1024-cold]"}
+    assert listed == failed["slowdown"] | failed["clock"]
+    assert attention.count('class="kind kind-REGRESSED"') == 6
