@@ -182,7 +182,7 @@ def add_history_commands(commands: Any) -> None:
     changes.add_argument("--last", type=positive_int, default=DEFAULT_LAST, metavar="K",
                          help=f"fail on a slowdown among a series' last K runs (default {DEFAULT_LAST})")
     changes.set_defaults(func=cmd_changes)
-    add_page_command(sub)
+    add_page_command(sub, [target])
 
 
 def iso_date(text: str) -> str:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -47,10 +48,10 @@ def cmd_history_page(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def add_page_command(history_commands: Any) -> None:
-    """``page`` on the ``history`` group's subparsers."""
+def add_page_command(history_commands: Any, parents: Sequence[argparse.ArgumentParser] = ()) -> None:
+    """``page`` on the ``history`` group's subparsers (``parents``: the options every history command takes)."""
     page = history_commands.add_parser(
-        "page", help="write the trend site: what needs attention, every case over its runs, filters",
+        "page", parents=list(parents), help="write the trend site: what needs attention, every case over its runs, filters",
         description="A static site (index.html, a page per case, plotly.min.js once) that works opened from "
                     "file:// or served by any static host; docs/trend-page.md describes it.")
     page.add_argument("--out", default=str(DEFAULT_SITE), metavar="DIR",
