@@ -63,7 +63,7 @@ echo "bisect_demo: $(git rev-list --count HEAD) commits; good $good, bad $(git r
 nvidia-smi --query-gpu=name,uuid,driver_version --format=csv,noheader 2>/dev/null || echo "bisect_demo: no nvidia-smi here"
 
 status=0
-PYTHONPATH="$repo" python3 -m gpuperf bisect --good "$good" --bad HEAD -k "$case" --repo "$repo" --out "$out" \
+PYTHONPATH="$repo${PYTHONPATH:+:$PYTHONPATH}" python3 -m gpuperf bisect --good "$good" --bad HEAD -k "$case" --repo "$repo" --out "$out" \
     --history "$out/history.sqlite" || status=$?
 found=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1])).get("first_bad") or "")' \
     "$out/bisect.json" 2>/dev/null || true)
