@@ -1,4 +1,5 @@
-"""``python -m gpuperf``: ``device``, ``compare A B``, ``baseline diff|check|seal|drop``, ``plot`` and ``readme``.
+"""``python -m gpuperf``: ``device``, ``compare A B``, ``baseline diff|check|seal|drop``, ``plot``, ``readme``,
+``history ingest|show|changes`` (``cli_history.py``) and ``bisect`` (``bisect.py``).
 
 Argument parsing and thin commands: each reads its inputs, calls the pure modules (``diff``, ``report``,
 ``table``, ``gate``) and prints. Each command prints what it did; an error prints one line naming the cause
@@ -21,6 +22,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import gpuperf
+from gpuperf.bisect import BisectError, add_bisect_command
+from gpuperf.cli_history import add_history_commands
 from gpuperf.measure.device import DeviceInfo, query_device
 from gpuperf.measure.peaks import DevicePeaks, device_peaks
 from gpuperf.output import diff, report
@@ -30,6 +33,9 @@ from gpuperf.store.atomic import write_atomically
 from gpuperf.store.reading import MIB, InputError, read_text
 from gpuperf.store.results import RESULTS_JSON, ResultsError, load_run, refuse_repeated_runs
 from gpuperf.output.table import peaks_line
+from gpuperf.store.history import HistoryError
+from gpuperf.store.history_rows import HistoryInputError
+from gpuperf.store.history_schema import SchemaError
 from gpuperf.store.baseline import (BaselineError, BaselineFile, Integrity, drop_entries, load_baseline,
                                       seal_baseline, update_baseline, version_changes)
 from gpuperf.verdict.check import baseline_header
@@ -484,6 +490,8 @@ def build_parser() -> argparse.ArgumentParser:
     section.add_argument("--images", nargs="*", default=[], metavar="PNG",
                          help="plots to show, as paths from here (the page links them relative to itself)")
     section.set_defaults(func=cmd_readme)
+    add_history_commands(commands)
+    add_bisect_command(commands)
     return parser
 
 
@@ -526,7 +534,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(args.func(args))
     except BrokenPipeError:
         return _quiet_broken_pipe()
-    except (CliError, ResultsError, BaselineError, FleetError, InputError) as exc:
+    except (CliError, ResultsError, BaselineError, FleetError, InputError, HistoryError, SchemaError,
+            HistoryInputError, BisectError) as exc:
         print(f"gpuperf: error: {exc}", file=sys.stderr)
         return EXIT_ERROR
     except OSError as exc:

@@ -88,6 +88,9 @@ def add_options(addoption: Callable[..., Any]) -> None:
                    "rootdir)")
     addoption("--results-dir", default=None,
               help="where results/<timestamp>/ is written (default <rootdir>/results); 'none' disables")
+    addoption("--history", default=None,
+              help="where each run is appended: a SQLite file path, sqlite:///PATH, postgresql://… or none "
+                   "(default $GPUPERF_HISTORY, else <rootdir>/results/history.sqlite)")
     addoption("--run-slow", action="store_true", help="include cases marked slow")
     addoption("--min-samples", type=positive_int, default=10, help="samples per case at least (default 10)")
     addoption("--min-time", type=non_negative_float, default=0.2,
@@ -492,10 +495,20 @@ class SessionHooks:
         self.skipped_files: dict[str, str] = {}
         self.failures: list[str] = []  # why gate mode fails the run
         self.update_failures: list[str] = []  # why --update-baselines wrote nothing
+        self.history_url: str | None = None
+        self.history_lines: list[str] = []
+        self.history_failures: list[str] = []
 
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         if not _is_worker(self.config) and not self.config.option.collectonly:
             _check_gpu_selection(self.state.options.gpus, self.config.stash[POOL])
+            from gpuperf.store.history import HistoryError, resolve_target
+
+            try:
+                self.history_url = resolve_target(self.config.getoption("--history"), os.environ,
+                                                  Path(self.config.rootpath))
+            except HistoryError as exc:
+                raise pytest.UsageError(f"gpuperf: --history: {exc}") from exc
 
     # -- collection: what exists (before -k/-m) and what is selected --------------------------------------
 
@@ -616,6 +629,7 @@ class SessionHooks:
             return
         state = self.state
         self.update_failures = []
+        origin = self._provenance()
         if state.options.update:
             recorded = datetime.now(timezone.utc).isoformat(timespec="seconds")
             for gpu_slug, entries in state.updates().items():
@@ -632,9 +646,41 @@ class SessionHooks:
 
             directory = results.timestamped_dir(state.options.results_dir)
             run = next(iter(state.run_infos.values()))
+            if origin is not None:
+                from gpuperf.wiring.history_append import with_provenance
+
+                run = with_provenance(run, origin)
             self.results_dir = results.write_run(directory, run, state.records).directory
-        if (self.failures or self.update_failures) and session.exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
+        self._append_history(origin)
+        if (self.failures or self.update_failures or self.history_failures) and session.exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+    def _provenance(self) -> Any:
+        """Where this run's figures came from (``None`` when it has none), taken before baselines are rewritten."""
+        state = self.state
+        if not state.records or not state.run_infos:
+            return None
+        from gpuperf.wiring import history_append
+
+        run = next(iter(state.run_infos.values()))
+        try:
+            baseline = state.baseline_for(run.gpu_slug)
+        except BaselineError:
+            baseline = None
+        return history_append.session_provenance(Path(self.config.rootpath), state.options,
+                                                 self.config.invocation_params.args, baseline)
+
+    def _append_history(self, origin: Any) -> None:
+        if origin is None or self.history_url is None:
+            return
+        from gpuperf.wiring import history_append
+
+        run = history_append.with_provenance(next(iter(self.state.run_infos.values())), origin)
+        source = str(self.results_dir / "results.json") if self.results_dir is not None else "pytest session"
+        try:
+            self.history_lines.append(history_append.append_run(self.history_url, run, self.state.records, source))
+        except history_append.HistoryError as exc:
+            self.history_failures.append(str(exc))
 
     def _account(self) -> None:
         state = self.state
@@ -673,6 +719,8 @@ class SessionHooks:
             lines += [f"gpuperf: updated {path} (old → new):", report.format_changes(changes)]
         if self.results_dir is not None:
             lines.append(f"gpuperf: results in {self.results_dir}")
+        lines += self.history_lines
+        lines += [f"gpuperf: HISTORY NOT APPENDED: {reason}" for reason in self.history_failures]
         lines += [f"gpuperf: baseline not updated: {reason}" for reason in self.update_failures]
         if self.failures:
             lines += [f"gpuperf: GATE FAILED: {reason}" for reason in self.failures]

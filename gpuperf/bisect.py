@@ -1,0 +1,289 @@
+"""``python -m gpuperf bisect --good REV --bad REV -k CASE``: ``git bisect run`` with the suite as the oracle.
+
+The good and the bad commit are measured first (the bad one must regress against the good one by the gate's
+rule, or there is nothing to find). Bisection then runs in a worktree of its own, so the caller's checkout is
+never touched; at each step the oracle (``step``) measures the case in that worktree (a ``pytest perf_tests -k
+CASE`` run there, read back from its ``results.json``), judges the figure against the good commit's with
+``gate.decide``, re-measures when the gate would (``gate.needs_confirmation``, then ``gate.confirm``), records
+the step in the history and answers git: 0 good, 1 bad, 125 skip (the commit cannot be measured, or no verdict).
+
+``--measure-command`` (or ``$GPUPERF_BISECT_MEASURE``) replaces the pytest run: a shell command run in the
+commit's worktree that writes a results file under ``$GPUPERF_BISECT_RESULTS`` (the CPU tests' fake GPU).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from gpuperf.store.history import History, describe, resolve_target
+from gpuperf.store.history_rows import KIND_BISECT, PROVENANCE, HistoryInputError, Provenance, read_results_document
+from gpuperf.verdict import gate
+from gpuperf.verdict.check import entry_from_record
+from gpuperf.store.records import Record
+from gpuperf.vocabulary import Status
+from gpuperf.wiring.argtypes import fraction
+
+MEASURE_ENV = "GPUPERF_BISECT_MEASURE"
+RESULTS_ENV = "GPUPERF_BISECT_RESULTS"
+CASE_ENV = "GPUPERF_BISECT_CASE"
+REFERENCE = "reference.json"
+STEPS = "steps.jsonl"
+SUMMARY = "bisect.json"
+GOOD, BAD, SKIP = 0, 1, 125
+MEASURE_TIMEOUT_S = 3600
+
+
+class BisectError(RuntimeError):
+    """The bisection cannot start or finish; the message names the cause and the fix."""
+
+
+def git(repo: Path, *args: str, check: bool = True) -> str:
+    try:
+        done = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, check=False)
+    except OSError as exc:
+        raise BisectError(f"git cannot be run ({exc}); install git") from exc
+    if check and done.returncode != 0:
+        raise BisectError(f"git {' '.join(args)} in {repo} failed: {done.stderr.strip() or done.stdout.strip()}")
+    return done.stdout.strip()
+
+
+def _commit(repo: Path, rev: str) -> str:
+    try:
+        return git(repo, "rev-parse", "--verify", f"{rev}^{{commit}}")
+    except BisectError as exc:
+        raise BisectError(f"{rev!r} is not a commit of {repo}; name one with --good/--bad (a hash, tag or "
+                          "branch)") from exc
+
+
+# --- measuring one commit --------------------------------------------------------------------------------
+
+
+def measure(tree: Path, case: str, scratch: Path, command: str | None) -> tuple[dict[str, Any] | None, str]:
+    """Measure ``case`` in ``tree``: ``(results document, "")`` or ``(None, why it could not be measured)``."""
+    results = Path(tempfile.mkdtemp(prefix="measure-", dir=scratch))
+    env = {**os.environ, RESULTS_ENV: str(results), CASE_ENV: case, "GPUPERF_HISTORY": "none", "CI": ""}
+    if command:
+        argv: list[str] | str = command
+    else:
+        argv = [sys.executable, "-m", "pytest", "perf_tests", "-k", keyword(case), "-q", "-p", "no:cacheprovider",
+                "--results-dir", str(results)]
+    try:
+        done = subprocess.run(argv, cwd=tree, env=env, shell=bool(command), capture_output=True, text=True,
+                              timeout=MEASURE_TIMEOUT_S, check=False)
+    except subprocess.TimeoutExpired:
+        return None, f"the measurement ran past {MEASURE_TIMEOUT_S} s"
+    (results / "measure.log").write_text(done.stdout + done.stderr, encoding="utf-8")
+    found = sorted(results.rglob("results.json"))
+    if not found:
+        tail = (done.stdout + done.stderr).strip().splitlines()[-1:] or ["no output"]
+        return None, f"no results.json (exit {done.returncode}: {tail[0][:200]})"
+    try:
+        return read_results_document(found[-1])[0], ""
+    except HistoryInputError as exc:
+        return None, str(exc)
+
+
+def keyword(case: str) -> str:
+    """The ``pytest -k`` of a case: its test name and parameters (``-k`` matches names, not file paths), without
+    a ratio's ``#name``."""
+    return case.split("#", 1)[0].rsplit("::", 1)[-1]
+
+
+def case_record(document: dict[str, Any], case: str) -> tuple[Record | None, str]:
+    """The one record of ``case`` in a results document: an exact case id, else the one containing it (a
+    case's own figure before its ratio entries, ``…#vs_cublas``, unless ``case`` names the ratio)."""
+    records = [Record.from_dict(item) for item in document["records"]]
+    exact = [record for record in records if record.case_id == case]
+    matching = exact or [record for record in records if case in record.case_id]
+    if len(matching) > 1 and "#" not in case:
+        matching = [record for record in matching if "#" not in record.case_id] or matching
+    if len(matching) == 1:
+        return matching[0], ""
+    if not matching:
+        return None, f"no record of {case!r} in the results"
+    return None, f"-k {case!r} selects {len(matching)} cases ({matching[0].case_id}, …); bisect one case"
+
+
+def judge(reference: Record, measured: Record, config: gate.GateConfig) -> Record:
+    """The gate's verdict on a figure against the good commit's, as a test of that case would get it."""
+    return gate.decide(measured, entry_from_record(reference), config,
+                       gate.Context(gpu_slug=measured.gpu, record_command="a bisection"))
+
+
+def answer(status: str) -> int:
+    """What git bisect is told: good for a pass (or an improvement), bad for a regression, else skip."""
+    if status in (Status.PASS, Status.IMPROVED):
+        return GOOD
+    return BAD if status == Status.REGRESSED else SKIP
+
+
+# --- the oracle: one step of git bisect run ---------------------------------------------------------------
+
+
+def _record_step(work: Path, reference: dict[str, Any], document: dict[str, Any] | None, step: dict[str, Any]) -> None:
+    with (work / STEPS).open("a", encoding="utf-8") as handle:
+        handle.write(json.dumps(step) + "\n")
+    if document is None or not reference.get("history"):
+        return
+    provenance = Provenance(kind=KIND_BISECT, git_commit=step["commit"], git_dirty=False,
+                            options={"bisect": {key: reference[key] for key in ("good", "bad", "case")},
+                                     "verdict": step["status"]},
+                            baseline_digest=None)
+    run = {**document["run"], "extra": {**(document["run"].get("extra") or {}), PROVENANCE: provenance.to_dict()}}
+    with History(reference["history"]) as history:
+        history.append({**document, "run": run}, f"bisect step {step['commit'][:12]}")
+
+
+def step(work: Path) -> int:
+    """Measure and judge the commit checked out in the current directory; git bisect's exit code."""
+    reference = json.loads((work / REFERENCE).read_text(encoding="utf-8"))
+    tree = Path.cwd()
+    commit = git(tree, "rev-parse", "HEAD")
+    good = Record.from_dict(reference["record"])
+    config = gate.GateConfig(**reference["gate"])
+    tries: list[Record] = []
+    document: dict[str, Any] | None = None
+    why = ""
+    for _ in range(2):
+        document, why = measure(tree, reference["case"], work, reference.get("command"))
+        measured, why = case_record(document, reference["case"]) if document is not None else (None, why)
+        if measured is None:
+            break
+        tries.append(judge(good, measured, config))
+        if not gate.needs_confirmation(tries[0]):
+            break
+    verdict = (tries[0] if len(tries) == 1 else gate.confirm(tries[0], tries[1])) if tries else None
+    status = verdict.status if verdict is not None else "cannot run"
+    code = answer(status) if verdict is not None else SKIP
+    _record_step(work, reference, document, {
+        "commit": commit, "status": status, "answer": {GOOD: "good", BAD: "bad", SKIP: "skip"}[code],
+        "value": verdict.value if verdict else None, "delta_pct": verdict.delta_pct if verdict else None,
+        "measurements": len(tries), "note": verdict.note if verdict else why})
+    print(f"gpuperf bisect: {commit[:12]}: {status} → {'good' if code == GOOD else 'bad' if code == BAD else 'skip'}"
+          f"{'' if verdict else ': ' + why}")
+    return code
+
+
+# --- the driver ---------------------------------------------------------------------------------------------
+
+
+def _measure_endpoint(repo: Path, commit: str, work: Path, reference: dict[str, Any], role: str) -> Record:
+    """Measure the good or the bad commit in a worktree of its own, recorded like a step."""
+    tree = work / f"tree-{role}"
+    git(repo, "worktree", "add", "--detach", str(tree), commit)
+    try:
+        document, why = measure(tree, reference["case"], work, reference.get("command"))
+    finally:
+        git(repo, "worktree", "remove", "--force", str(tree), check=False)
+    record, why = case_record(document, reference["case"]) if document is not None else (None, why)
+    if record is None:
+        raise BisectError(f"the {role} commit {commit[:12]} cannot be measured: {why}; see {work}/measure-*/"
+                          "measure.log")
+    if not gate.valid_figure(record.value):
+        raise BisectError(f"the {role} commit {commit[:12]} measured {record.value!r}: not a figure to bisect on")
+    _record_step(work, reference, document, {"commit": commit, "status": f"{role} endpoint", "answer": role,
+                                             "value": record.value, "delta_pct": None, "measurements": 1,
+                                             "note": ""})
+    return record
+
+
+def _first_bad(output: str) -> tuple[str | None, list[str]]:
+    """The first bad commit git bisect named, or the candidates it left when skips hid it."""
+    lines = output.splitlines()
+    for line in lines:
+        if line.endswith(" is the first bad commit"):
+            return line.split()[0], []
+    if any("only 'skip'ped commits left" in line for line in lines):
+        candidates = [line.split()[0] for line in lines if len(line.split()) == 1 and len(line) >= 40]
+        return None, candidates
+    return None, []
+
+
+def _oracle(work: Path) -> list[str]:
+    """The step command git runs in each worktree: this gpuperf's oracle, whatever gpuperf that commit holds."""
+    harness = str(Path(__file__).resolve().parent.parent)
+    code = (f"import sys; sys.path.insert(0, {harness!r}); from pathlib import Path; "
+            f"from gpuperf.bisect import step; sys.exit(step(Path({str(work)!r})))")
+    return [sys.executable, "-c", code]
+
+
+def _bisect(repo: Path, good: str, bad: str, work: Path) -> tuple[str | None, list[str], str]:
+    tree = work / "tree"
+    git(repo, "worktree", "add", "--detach", str(tree), bad)
+    try:
+        git(tree, "bisect", "start", bad, good)
+        done = subprocess.run(["git", "-C", str(tree), "bisect", "run", *_oracle(work)], capture_output=True,
+                              text=True, check=False)
+        output = done.stdout + done.stderr
+        (work / "bisect.log").write_text(output + "\n" + git(tree, "bisect", "log", check=False), encoding="utf-8")
+        first, candidates = _first_bad(done.stdout)
+    finally:
+        git(tree, "bisect", "reset", check=False)
+        git(repo, "worktree", "remove", "--force", str(tree), check=False)
+    return first, candidates, output
+
+
+def run_bisect(args: argparse.Namespace) -> int:
+    repo = Path(git(Path(args.repo), "rev-parse", "--show-toplevel"))
+    good, bad = _commit(repo, args.good), _commit(repo, args.bad)
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
+    work = Path(args.out or Path.cwd() / "results" / f"bisect-{stamp}").resolve()
+    work.mkdir(parents=True, exist_ok=True)
+    history = resolve_target(args.history, os.environ, Path.cwd())
+    config = gate.GateConfig(tolerance=args.tolerance if args.tolerance is not None else gate.DEFAULT_TOLERANCE)
+    reference: dict[str, Any] = {"good": good, "bad": bad, "case": args.k, "history": history,
+                                 "command": args.measure_command or os.environ.get(MEASURE_ENV) or None,
+                                 "gate": {"tolerance": config.tolerance, "noise_k": config.noise_k}}
+    good_record = _measure_endpoint(repo, good, work, reference, "good")
+    reference["record"] = good_record.to_dict()
+    bad_verdict = judge(good_record, _measure_endpoint(repo, bad, work, reference, "bad"), config)
+    if bad_verdict.status != Status.REGRESSED:
+        raise BisectError(f"the bad commit {bad[:12]} is {bad_verdict.status} against the good one "
+                          f"({good_record.value:.4g} → {bad_verdict.value:.4g} {good_record.unit}) by the gate's rule: "
+                          "no regression to bisect; check -k and the commits")
+    (work / REFERENCE).write_text(json.dumps(reference, indent=2), encoding="utf-8")
+    first, candidates, output = _bisect(repo, good, bad, work)
+    steps = [json.loads(line) for line in (work / STEPS).read_text(encoding="utf-8").splitlines() if line]
+    summary = {"case": args.k, "good": good, "bad": bad, "good_value": good_record.value, "unit": good_record.unit,
+               "bad_value": bad_verdict.value, "first_bad": first, "candidates": candidates,
+               "subject": git(repo, "log", "-1", "--format=%s", first) if first else None, "steps": steps,
+               "history": describe(history) if history else None}
+    (work / SUMMARY).write_text(json.dumps(summary, indent=2), encoding="utf-8")
+    for entry in steps:
+        print(f"  {entry['commit'][:12]}  {entry['answer']:<5}  {entry['status']}  {entry['value']}")
+    if first is None:
+        print(output.strip().splitlines()[-1] if output.strip() else "git bisect said nothing")
+        raise BisectError(f"no single first bad commit (skipped commits hide it: {', '.join(c[:12] for c in candidates)})"
+                          f"; see {work}/bisect.log")
+    print(f"gpuperf bisect: first bad commit {first} {summary['subject']} ({work / SUMMARY})")
+    return 0
+
+
+def add_bisect_command(commands: Any) -> None:
+    parser = commands.add_parser(
+        "bisect", help="find the commit that slowed a case: git bisect run with the suite as the oracle",
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--good", required=True, metavar="REV", help="a commit where the case was fast")
+    parser.add_argument("--bad", required=True, metavar="REV", help="a later commit where it is slow")
+    parser.add_argument("-k", required=True, metavar="CASE", help="the case: its id, or a part naming one case")
+    parser.add_argument("--repo", default=".", metavar="DIR", help="the git checkout of the tree under test")
+    parser.add_argument("--out", metavar="DIR", help="where steps, logs and bisect.json go (default "
+                                                      "results/bisect-<timestamp>/)")
+    parser.add_argument("--tolerance", type=fraction, default=None,
+                        help=f"allowed slowdown against the good commit (default {gate.DEFAULT_TOLERANCE})")
+    parser.add_argument("--history", metavar="TARGET", help="where each step is recorded (as pytest's --history)")
+    parser.add_argument("--measure-command", metavar="CMD",
+                        help=f"a shell command measuring the case instead of pytest (also ${MEASURE_ENV}); it "
+                             f"runs in the commit's worktree and writes a results.json under ${RESULTS_ENV}")
+    parser.set_defaults(func=run_bisect)
+
+
+__all__ = ["BisectError", "add_bisect_command", "step"]

@@ -1,0 +1,197 @@
+"""``python -m gpuperf history ingest|show|changes``: the history's commands (thin: read, ask the pure modules,
+print). ``changes`` exits 1 when a slowdown's first slow run is among a series' last ``--last`` runs."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from datetime import datetime
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from gpuperf.store.history import History, HistoryError, resolve_target
+from gpuperf.verdict import history_changes
+from gpuperf.verdict.changepoints import DEFAULT_MIN_SEGMENT
+from gpuperf.verdict.history_changes import Change, RunSummary
+from gpuperf.wiring.argtypes import positive_int
+
+EXIT_OK = 0
+EXIT_FOUND = 1
+TARGET_HELP = ("a SQLite file, sqlite:///PATH or postgresql://… (default $GPUPERF_HISTORY, else "
+               "results/history.sqlite)")
+#: ``history changes --last``: runs of a series in which a slowdown's first run must lie to fail the check.
+DEFAULT_LAST = 5
+
+
+def open_from(args: argparse.Namespace) -> History:
+    url = resolve_target(args.history, os.environ, Path.cwd())
+    if url is None:
+        raise HistoryError("--history none: these commands need a history; name one with --history or "
+                           "$GPUPERF_HISTORY")
+    return History(url)
+
+
+def cmd_ingest(args: argparse.Namespace) -> int:
+    with open_from(args) as history:
+        report = history.ingest([Path(path) for path in args.paths], exclude=args.exclude)
+    for path in report.added:
+        print(f"added {path}")
+    for path in report.present:
+        print(f"already present {path}")
+    for _path, reason in report.refused:
+        print(f"refused {reason}")
+    print(f"gpuperf: {len(report.added)} runs added, {len(report.present)} already present, "
+          f"{len(report.refused)} files refused ({history.where})")
+    return EXIT_FOUND if report.refused else EXIT_OK
+
+
+def _case(history: History, pattern: str) -> str:
+    cases = history.case_ids(pattern)
+    if len(cases) == 1:
+        return cases[0]
+    if not cases:
+        raise HistoryError(f"no case matching {pattern!r} in the history {history.where}; "
+                           "python -m gpuperf history ingest results/ adds runs")
+    listed = "\n  ".join(cases[:20]) + ("\n  …" if len(cases) > 20 else "")
+    raise HistoryError(f"{len(cases)} cases match {pattern!r}; name one of them:\n  {listed}")
+
+
+def _short_host(host: str) -> str:
+    return host[:12] if host.startswith("GPU-") else host
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    with open_from(args) as history:
+        case = _case(history, args.case)
+        runs = history.runs(gpu=args.gpu, since=args.since)
+        rows = [row for row in history.values(case=case) if row[2] in runs]
+        units = history.record_data(case, rows[-1][2]) if rows else None
+    unit = str((units or {}).get("unit", ""))
+    print(f"{case}")
+    header = ("run", "date", "kind", "GPU", "host", "commit", "driver / CUDA / cuBLAS / CuPy", "method",
+              f"value ({unit})" if unit else "value", "status")
+    lines = [header]
+    order = {pk: position for position, pk in enumerate(runs)}
+    for _, method, run_pk, value, status in sorted(rows, key=lambda row: order[row[2]]):
+        run = runs[run_pk]
+        lines.append((run.run_id[:10], run.started[:19], run.kind, run.gpu_slug, _short_host(run.host), run.commit,
+                      run.versions, method, "—" if value is None else f"{value:.5g}", status))
+    widths = [max(len(line[column]) for line in lines) for column in range(len(header))]
+    for line in lines:
+        print("  ".join(cell.ljust(width) for cell, width in zip(line, widths)).rstrip())
+    print(f"gpuperf: {len(rows)} runs of this case")
+    return EXIT_OK
+
+
+def _run_text(run: RunSummary) -> str:
+    return f"run {run.run_id[:10]} ({run.started[:10]}, commit {run.commit})"
+
+
+def describe_change(change: Change, unit: str = "") -> str:
+    point = change.point
+    parts = [f"{100 * point.relative:+.1f} % ({point.before:.4g} → {point.after:.4g}{' ' + unit if unit else ''})",
+             f"between {_run_text(change.before)} and {_run_text(change.after)}",
+             f"{change.runs_since} run{'s' if change.runs_since != 1 else ''} since"]
+    if change.versions_changed:
+        parts.append(f"versions changed: {change.versions_changed}")
+    if change.kernels_changed:
+        parts.append(f"kernels changed: {change.kernels_changed}")
+    if change.host_changed:
+        parts.append(f"host changed: {_short_host(change.before.host)} → {_short_host(change.after.host)}")
+    return "; ".join(parts)
+
+
+def _with_kernels(history: History, changes: Sequence[Change]) -> list[Change]:
+    from dataclasses import replace
+
+    annotated = []
+    for change in changes:
+        kernels = history.kernels(change.key.case_id, [change.before.pk, change.after.pk])
+        annotated.append(replace(change, kernels_changed=history_changes.kernel_change(
+            kernels.get(change.before.pk, ""), kernels.get(change.after.pk, ""))))
+    return annotated
+
+
+def _starts(groups: Sequence[tuple[str, str, int]]) -> list[int]:
+    starts, total = [], 0
+    for _, _, count in groups:
+        starts.append(total)
+        total += count
+    return starts
+
+
+def _concat(parts: list[np.ndarray], like: np.ndarray) -> np.ndarray:
+    return np.concatenate(parts) if parts else like[:0]
+
+
+def cmd_changes(args: argparse.Namespace) -> int:
+    with open_from(args) as history:
+        runs = history.runs(gpu=args.gpu, since=args.since)
+        groups, pks, values = history.series_columns()
+        if args.case:
+            selected = [(start, group) for start, group in zip(_starts(groups), groups) if args.case in group[0]]
+            groups = [group for _, group in selected]
+            pks = _concat([pks[start:start + group[2]] for start, group in selected], pks)
+            values = _concat([values[start:start + group[2]] for start, group in selected], values)
+        grouped = history_changes.series_from_columns(groups, pks, values, runs)
+        changes = _with_kernels(history, history_changes.find_changes(grouped, runs))
+    for change in changes:
+        key = change.key
+        print(f"{'SLOWDOWN' if change.slowdown else 'speed-up'} {key.case_id} [{key.method}] on {key.gpu_slug} "
+              f"host {_short_host(key.host)}: {describe_change(change)}")
+    recent = history_changes.recent_slowdowns(changes, args.last)
+    print(f"gpuperf: {len(changes)} change points in {len(grouped)} series over {len(runs)} runs; "
+          f"{len(recent)} slowdown{'s' if len(recent) != 1 else ''} in a series' last {args.last} runs")
+    return EXIT_FOUND if recent else EXIT_OK
+
+
+def add_history_commands(commands: Any) -> None:
+    """``history`` and its subcommands, on the CLI's subparsers."""
+    history = commands.add_parser("history", help="every run's figures over time: ingest, show, changes")
+    history.add_argument("--history", metavar="TARGET", help=TARGET_HELP)
+    target = argparse.ArgumentParser(add_help=False)
+    target.add_argument("--history", metavar="TARGET", default=argparse.SUPPRESS, help=TARGET_HELP)
+    sub = history.add_subparsers(dest="history_command", required=True, metavar="COMMAND")
+    ingest = sub.add_parser("ingest", parents=[target], help="backfill from results.json files and folders of them",
+                            description="Adds each results file named or found under a folder (results/, "
+                                        "docs/fleet/); a run already present is left alone. Exits 1 when a file "
+                                        "was refused (it is named with the reason); the others are still added.")
+    ingest.add_argument("paths", nargs="+", metavar="PATH")
+    ingest.add_argument("--exclude", action="append", default=[], metavar="GLOB",
+                        help="leave out files whose name matches GLOB (e.g. '*-slow-*'); may be repeated")
+    ingest.set_defaults(func=cmd_ingest)
+    show = sub.add_parser("show", parents=[target],
+                          help="one case's series: run, date, host, commit, versions, value, status")
+    show.add_argument("case", metavar="CASE", help="a case id, or a part of one that names a single case")
+    _filters(show)
+    show.set_defaults(func=cmd_show)
+    changes = sub.add_parser(
+        "changes", parents=[target], help="change points per case, GPU model and host; exit 1 on a recent slowdown",
+        description="Per series (a case, its method, a GPU model and host, in run order) the change points "
+                    "(binary segmentation with a t-test, docs/history.md), with their size, the runs and commits "
+                    "between which they happened and whether versions or kernels changed there. Exits 1 when a "
+                    "slowdown's first slow run is among a series' last --last runs (a nightly check); a change "
+                    f"is seen once {DEFAULT_MIN_SEGMENT} runs show the new level.")
+    _filters(changes)
+    changes.add_argument("--case", metavar="TEXT", help="only cases whose id contains TEXT")
+    changes.add_argument("--last", type=positive_int, default=DEFAULT_LAST, metavar="K",
+                         help=f"fail on a slowdown among a series' last K runs (default {DEFAULT_LAST})")
+    changes.set_defaults(func=cmd_changes)
+
+
+def iso_date(text: str) -> str:
+    """A ``--since`` value: an ISO date or date-time, compared with the runs' start times (UTC)."""
+    try:
+        datetime.fromisoformat(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an ISO date; use e.g. 2026-11-30 or "
+                                         "2026-11-30T12:00") from exc
+    return text
+
+
+def _filters(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--gpu", metavar="SLUG", help="only runs on this GPU model (python -m gpuperf device --slug)")
+    parser.add_argument("--since", metavar="DATE", type=iso_date, help="only runs started on or after DATE (ISO, e.g. 2026-11-30)")

@@ -1,0 +1,189 @@
+"""A results document (``{"run": …, "records": […]}``, as ``results.json`` holds it) → the history's rows. Pure.
+
+A run's id is the SHA-256 of its ``results.json`` text, so the same run reaches the history once however often
+it is appended or ingested: the session that measured it appends the very text it writes to that file, and
+ingesting the file later finds the id taken. A document that never was a file (a bisection step) is identified
+by its canonical JSON (``canonical_text``). Record
+columns are taken from the record dict by key (``RECORD_COLUMNS``): a key absent from an older file is ``NULL``,
+and the whole dict is kept as JSON, so fields added to results files later are never lost.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+#: ``run.extra`` key under which a session records where its figures came from (``Provenance``).
+PROVENANCE = "provenance"
+
+#: What produced a run: a suite run, a baseline update, one step of a bisection.
+KIND_RUN = "run"
+KIND_UPDATE = "update-baselines"
+KIND_BISECT = "bisect"
+
+#: Record column → the results-file record key it is read from.
+RECORD_COLUMNS: dict[str, str] = {
+    "case_id": "case_id", "value": "value", "unit": "unit", "spread": "rel_iqr", "samples": "samples",
+    "method": "method", "flush": "flush", "status": "status", "note": "note", "gpu_index": "gpu_index",
+    "cycles_per_call": "cycles_per_call", "sm_clock_mhz": "sm_clock_mhz", "value_at_max_clock": "value_at_max_clock",
+}
+_NUMERIC = frozenset({"value", "spread", "cycles_per_call", "sm_clock_mhz", "value_at_max_clock"})
+_INTEGER = frozenset({"samples", "gpu_index"})
+
+
+class HistoryInputError(ValueError):
+    """A file or document that cannot go into the history; the message names the file and the fix."""
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """Where a run's figures came from, beyond the GPU: what was measured, by which job, against what."""
+
+    kind: str = KIND_RUN
+    git_commit: str | None = None
+    git_dirty: bool | None = None
+    branch: str | None = None
+    ci_job: str | None = None
+    options: Mapping[str, Any] | None = None
+    baseline_digest: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "git_commit": self.git_commit, "git_dirty": self.git_dirty,
+                "branch": self.branch, "ci_job": self.ci_job, "options": dict(self.options or {}),
+                "baseline_digest": self.baseline_digest}
+
+
+def run_id(text: str) -> str:
+    """The run's identity: SHA-256 of its results-file text."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def canonical_text(document: Mapping[str, Any]) -> str:
+    """The text of a document that has no file: its JSON with sorted keys and no spacing."""
+    return json.dumps(document, sort_keys=True, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+def host_of(run: Mapping[str, Any]) -> str:
+    """Which physical GPU: its UUID, else its serial, else its PCI bus id, else ``unknown``."""
+    extra = run.get("extra") or {}
+    for key in ("uuid", "serial", "pci_bus_id"):
+        value = extra.get(key)
+        if value:
+            return str(value)
+    return "unknown"
+
+
+def _text(value: Any) -> str | None:
+    return None if value is None or value == "" else str(value)
+
+
+def run_row(document: Mapping[str, Any], source: str, text: str, appended: datetime | None = None) -> dict[str, Any]:
+    """The ``runs`` row of a document whose results-file text is ``text`` (its ``pk`` is the database's)."""
+    run = document["run"]
+    extra = run.get("extra") or {}
+    provenance = extra.get(PROVENANCE) or {}
+    return {
+        "run_id": run_id(text), "kind": str(provenance.get("kind") or KIND_RUN),
+        "started": str(run.get("started") or ""), "source": source,
+        "appended": (appended or datetime.now(timezone.utc)).isoformat(timespec="seconds"),
+        "gpu_model": str(run.get("gpu_name") or ""), "gpu_slug": str(run.get("gpu_slug") or ""),
+        "host": host_of(run), "gpu_uuid": _text(extra.get("uuid")), "gpu_serial": _text(extra.get("serial")),
+        "pci_bus_id": _text(extra.get("pci_bus_id")),
+        **{key: _text(run.get(key)) for key in ("driver", "cuda_runtime", "cublas", "cupy")},
+        "git_commit": _text(provenance.get("git_commit")), "git_dirty": provenance.get("git_dirty"),
+        "branch": _text(provenance.get("branch")), "ci_job": _text(provenance.get("ci_job")),
+        "options": json.dumps(provenance.get("options") or {}, sort_keys=True),
+        "baseline_digest": _text(provenance.get("baseline_digest")),
+        "run_json": json.dumps(run, sort_keys=True, ensure_ascii=False),
+    }
+
+
+def _number(value: Any) -> float | None:
+    """A finite number; a list (a clock read before and after) gives the mean of its numbers."""
+    if isinstance(value, (list, tuple)):
+        numbers = [float(item) for item in value if isinstance(item, (int, float)) and not isinstance(item, bool)]
+        return sum(numbers) / len(numbers) if numbers else None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value) if math.isfinite(value) else None
+
+
+def kernel_names(record: Mapping[str, Any]) -> str:
+    """What one call launched, as ``name + name``; empty when the kernels were not traced."""
+    kernels = record.get("kernels") or []
+    return " + ".join(str(kernel.get("name", "?")) for kernel in kernels if isinstance(kernel, Mapping))
+
+
+def record_row(record: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``records`` row of one results-file record (its ``run_pk`` is set when appended)."""
+    row: dict[str, Any] = {}
+    for column, key in RECORD_COLUMNS.items():
+        value = record.get(key)
+        if column in _NUMERIC:
+            row[column] = _number(value)
+        elif column in _INTEGER:
+            number = _number(value)
+            row[column] = None if number is None else int(number)
+        else:
+            row[column] = None if value is None else str(value)
+    row["kernels"] = kernel_names(record)
+    row["data"] = orjson.dumps(record).decode("utf-8")  # ~9× the standard encoder: ingest time is this
+    return row
+
+
+def check_document(document: Any, where: str) -> dict[str, Any]:
+    """The document if it has a run and records of the results-file shape, else a ``HistoryInputError``."""
+    if not isinstance(document, dict) or not isinstance(document.get("run"), dict) \
+            or not isinstance(document.get("records"), list):
+        raise HistoryInputError(f"{where}: not a gpuperf results file (expected an object with 'run' and "
+                                "'records', as pytest perf_tests writes results/<timestamp>/results.json)")
+    run = document["run"]
+    if not run.get("gpu_slug") or not run.get("started"):
+        raise HistoryInputError(f"{where}: its run has no gpu_slug or started time; it was edited by hand or "
+                                "written by another tool: re-run the suite to get a complete results file")
+    bad = [index for index, record in enumerate(document["records"])
+           if not isinstance(record, dict) or not isinstance(record.get("case_id"), str)]
+    if bad:
+        raise HistoryInputError(f"{where}: record {bad[0]} has no case_id; re-run the suite to get a complete "
+                                "results file")
+    return document
+
+
+def read_results_document(path: Path) -> tuple[dict[str, Any], str]:
+    """One ``results.json`` as its document and text, checked by the results format's own reader, with every key
+    kept (the one reader of results files for the history)."""
+    from gpuperf.store.reading import InputError, load_json, read_text
+    from gpuperf.store.results import MAX_RESULTS_BYTES, ResultsError, parse_run
+
+    fix = "re-run the suite to get a complete results file"
+    try:
+        text = read_text(path, MAX_RESULTS_BYTES, "a results file", fix)
+        parse_run(path, text)
+        data = load_json(path, text, fix)
+    except OSError as exc:
+        raise HistoryInputError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    except (InputError, ResultsError) as exc:
+        raise HistoryInputError(str(exc)) from None
+    return check_document(data, str(path)), text
+
+
+def results_files(paths: Sequence[Path]) -> list[Path]:
+    """The ``*.json`` files named or found under the folders named, in a stable order."""
+    found: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            found += sorted(item for item in path.rglob("*.json") if item.is_file())
+        elif path.is_file():
+            found.append(path)
+        else:
+            raise HistoryInputError(f"{path}: no such file or directory; name results/ directories, "
+                                    "results.json files or folders of them (docs/fleet/)")
+    return found

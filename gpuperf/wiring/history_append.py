@@ -1,0 +1,65 @@
+"""The session's run, appended to the history at its end (the controller's job; xdist workers append nothing).
+
+The run's provenance (commit, CI job, options, the baseline digest) is put in ``run.extra`` before the results
+files are written, so the ``results.json`` of a run and the history row of it hold the same document and share
+one run id: ingesting that file later is a no-op.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, replace
+from pathlib import Path
+from typing import Any
+
+from gpuperf.store.history import History, HistoryError, describe
+from gpuperf.store.history_rows import KIND_RUN, KIND_UPDATE, PROVENANCE, Provenance
+from gpuperf.store.baseline import BaselineFile, entries_digest
+from gpuperf.store.records import Record, RunInfo
+from gpuperf.wiring import provenance
+from gpuperf.wiring.session import Options
+
+
+def recorded_options(options: Options, args: Sequence[str]) -> dict[str, Any]:
+    """What decided the verdicts and the figures: the gate's settings, the stopping rule, the mode, the args."""
+    return {"args": list(args), "gate": asdict(options.gate), "rule": asdict(options.rule),
+            "update": options.update, "gate_mode": options.gate_mode, "flush_modes": list(options.flush_modes),
+            "gpus": options.gpus, "missing": options.missing, "on_unreliable": options.on_unreliable}
+
+
+def session_provenance(root: Path, options: Options, args: Sequence[str], baseline: BaselineFile | None,
+                       environ: Mapping[str, str] = os.environ) -> Provenance:
+    commit, dirty, branch = provenance.git_state(root)
+    return Provenance(kind=KIND_UPDATE if options.update else KIND_RUN, git_commit=commit, git_dirty=dirty,
+                      branch=provenance.ci_branch(environ) or branch, ci_job=provenance.ci_job(environ),
+                      options=recorded_options(options, args),
+                      baseline_digest=entries_digest(baseline.entries) if baseline is not None else None)
+
+
+def with_provenance(run: RunInfo, recorded: Provenance) -> RunInfo:
+    return replace(run, extra={**run.extra, PROVENANCE: recorded.to_dict()})
+
+
+def document(run: RunInfo, records: Sequence[Record]) -> tuple[dict[str, Any], str]:
+    """The run as its ``results.json`` holds it, and that file's text (the same writer, so the same run id)."""
+    from gpuperf.store.results import results_json_text
+
+    text = results_json_text(run, records)
+    return dict(json.loads(text)), text
+
+
+def append_run(url: str, run: RunInfo, records: Sequence[Record], source: str) -> str:
+    """Append the run; the line the session prints about it. ``HistoryError`` names what went wrong."""
+    started = time.perf_counter()
+    data, text = document(run, records)
+    with History(url) as history:
+        added = history.append(data, source, text)
+    seconds = time.perf_counter() - started
+    what = f"{len(records)} records appended" if added else "run already present, nothing appended"
+    return f"gpuperf: history {describe(url)}: {what} ({seconds:.2f} s)"
+
+
+__all__ = ["HistoryError", "append_run", "session_provenance", "with_provenance"]

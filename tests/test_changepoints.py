@@ -1,0 +1,95 @@
+"""Change points on synthetic series (fresh random noise each test, a fixed seed for reproducibility)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from gpuperf.verdict.changepoints import ChangePoint, Settings, change_points
+from gpuperf.verdict.history_changes import ALL_HOSTS, RunSummary, SeriesKey, find_changes, recent_slowdowns, series
+
+
+def _noisy(levels: list[tuple[int, float]], noise: float, seed: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    level = np.concatenate([np.full(count, value) for count, value in levels])
+    return level * (1 + noise * rng.standard_normal(len(level)))
+
+
+@pytest.mark.parametrize("noise", [0.005, 0.01])
+def test_a_three_percent_step_is_found_where_it_happened(noise: float) -> None:
+    found = 0
+    for seed in range(100):
+        points = change_points(_noisy([(30, 50.0), (15, 48.5)], noise, seed))
+        found += any(abs(point.index - 30) <= 3 and -0.045 < point.relative < -0.015 for point in points)
+    assert found >= 95
+
+
+def test_stationary_noise_gives_almost_no_change_points() -> None:
+    total = sum(len(change_points(_noisy([(100, 50.0)], 0.02, seed))) for seed in range(100))
+    assert total <= 10  # ≤ 1 per 1,000 runs
+
+
+def test_two_steps_are_both_found_with_their_sizes() -> None:
+    points = change_points(_noisy([(20, 100.0), (20, 90.0), (20, 99.0)], 0.003, 7))
+    assert [point.index for point in points] == [20, 40]
+    assert points[0].relative == pytest.approx(-0.10, abs=0.005) and points[1].relative == pytest.approx(0.10, abs=0.01)
+
+
+def test_one_outlying_run_is_not_a_level() -> None:
+    values = _noisy([(40, 50.0)], 0.003, 3)
+    values[20] *= 0.8
+    assert change_points(values) == []
+
+
+def test_a_step_below_the_smallest_size_is_not_reported() -> None:
+    assert change_points(_noisy([(30, 50.0), (30, 49.6)], 0.0005, 1)) == []  # 0.8 %: real but below 1.5 %
+    assert change_points(_noisy([(30, 50.0), (30, 49.6)], 0.0005, 1), Settings(min_size=0.005))
+
+
+def test_short_series_and_bad_figures() -> None:
+    assert change_points([50.0, 40.0, 50.0]) == []
+    with pytest.raises(ValueError, match="positive finite"):
+        change_points([50.0, float("nan"), 50.0, 50.0, 50.0, 50.0])
+    with pytest.raises(ValueError, match="at least 2 runs"):
+        Settings(min_segment=1)
+
+
+def _run(pk: int, host: str = "GPU-a", driver: str = "580") -> RunSummary:
+    return RunSummary(pk=pk, run_id=f"{pk:040d}", kind="run", started=f"2026-12-01T{pk:02d}:00:00", gpu_slug="h200",
+                      host=host, git_commit=f"{pk:040x}", git_dirty=False, branch=None, driver=driver,
+                      cuda_runtime="13.2", cublas="13.1.0", cupy="14.2.0")
+
+
+def test_series_are_split_by_host_and_method_and_leave_out_unjudged_figures() -> None:
+    runs = {pk: _run(pk, host="GPU-a" if pk % 2 else "GPU-b") for pk in range(1, 9)}
+    rows = [("case", "cupti-cold", pk, 50.0 + pk, "PASS") for pk in runs]
+    rows += [("case", "cupti-cold", 3, 1.0, "UNRELIABLE"), ("case", "cold-flush", 5, 40.0, "PASS"),
+             ("case", "cupti-cold", 99, 50.0, "PASS")]  # a run filtered out by --gpu/--since
+    grouped = series(rows, runs)
+    assert grouped[SeriesKey("h200", "GPU-a", "case", "cupti-cold")] == [(1, 51.0), (3, 53.0), (5, 55.0), (7, 57.0)]
+    assert grouped[SeriesKey("h200", "GPU-b", "case", "cupti-cold")] == [(2, 52.0), (4, 54.0), (6, 56.0), (8, 58.0)]
+    assert grouped[SeriesKey("h200", "GPU-a", "case", "cold-flush")] == [(5, 40.0)]
+
+
+def test_hosts_that_agree_make_one_series() -> None:
+    runs = {pk: _run(pk, host="GPU-a" if pk % 2 else "GPU-b") for pk in range(1, 9)}
+    grouped = series([("case", "m", pk, 50.0 + 0.1 * (pk % 3), "PASS") for pk in runs], runs)
+    assert list(grouped) == [SeriesKey("h200", ALL_HOSTS, "case", "m")] and len(grouped[list(grouped)[0]]) == 8
+
+
+def test_a_short_series_is_held_to_the_same_false_rate_per_run() -> None:
+    settings = Settings()
+    assert settings.alpha_for(6) == pytest.approx(6 * settings.false_rate) and settings.alpha_for(10_000) == 0.05
+    total = sum(len(change_points(_noisy([(8, 50.0)], 0.01, seed))) for seed in range(1000))
+    assert total <= 8  # ≤ 1 per 1,000 runs
+
+
+def test_a_change_names_its_runs_versions_and_how_recent_it_is() -> None:
+    values = _noisy([(12, 50.0), (4, 45.0)], 0.002, 5)
+    runs = {pk: _run(pk, driver="580" if pk <= 12 else "590") for pk in range(1, 17)}
+    grouped = series([("case", "m", pk, float(values[pk - 1]), "PASS") for pk in runs], runs)
+    (change,) = find_changes(grouped, runs)
+    assert change.before.pk == 12 and change.after.pk == 13 and change.runs_since == 4 and change.slowdown
+    assert change.versions_changed == "driver 580 → 590"
+    assert recent_slowdowns([change], last=4) == [change] and recent_slowdowns([change], last=3) == []
+    assert isinstance(change.point, ChangePoint)

@@ -1,0 +1,127 @@
+"""The history store on both engines: append, the run id, ingest, migrations, a newer schema, concurrent writers."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+
+from history_support import ENGINES, ROOT, database_url, document, write  # noqa: F401  (a fixture)
+from gpuperf.store.history import History, HistoryError, resolve_target, sqlite_url, to_url
+from gpuperf.store.history_rows import canonical_text, run_id
+from gpuperf.store.history_schema import MIGRATIONS, RECORDS, RUNS, SCHEMA_VERSION, VERSION_TABLE, SchemaError
+
+pytestmark = pytest.mark.parametrize("database_url", ENGINES, indirect=True)
+
+CASE = "perf_tests/test_gemm.py::test_gemm_perf[fp32-4096x4096x4096-cold]"
+
+
+def _count(url: str, table: sa.Table) -> int:
+    engine = sa.create_engine(url)
+    with engine.connect() as connection:
+        count = connection.execute(sa.select(sa.func.count()).select_from(table)).scalar()
+    engine.dispose()
+    return int(count or 0)
+
+
+def test_a_run_is_appended_once_and_every_figure_is_kept(database_url: str) -> None:
+    doc = document("2026-12-01T10:00:00+00:00", {CASE: 50.0, CASE + "x": 40.0}, commit="c" * 40,
+                   cycles_per_call=123456.0, value_at_max_clock=51.0, sm_clock_mhz=1755, future_field={"a": 1})
+    with History(database_url) as history:
+        assert history.append(doc, "a") is True
+        assert history.append(json.loads(json.dumps(doc)), "b") is False  # same document: same run id
+        runs = history.runs()
+        data = history.record_data(CASE, next(iter(runs)))
+    assert _count(database_url, RUNS) == 1 and _count(database_url, RECORDS) == 2
+    (run,) = runs.values()
+    assert run.run_id == run_id(canonical_text(doc)) and run.git_commit == "c" * 40 and run.host == "GPU-aaaa0001"
+    assert data is not None and data["future_field"] == {"a": 1} and data["value"] == 50.0
+    engine = sa.create_engine(database_url)
+    with engine.connect() as connection:
+        row = connection.execute(sa.select(RECORDS).where(RECORDS.c.case_id == CASE)).one()
+        run_row = connection.execute(sa.select(RUNS)).one()
+    engine.dispose()
+    assert (row.cycles_per_call, row.value_at_max_clock, row.sm_clock_mhz) == (123456.0, 51.0, 1755.0)
+    assert row.spread == doc["records"][0]["rel_iqr"] and row.samples == doc["records"][0]["samples"]
+    assert row.kernels.startswith("sm80_xmma_gemm_f32f32") and row.method == "cupti-cold"
+    assert run_row.gpu_serial == "serial-GPU-aaaa0001" and run_row.pci_bus_id == "0000:00:06.0"
+    assert run_row.driver == "580.159.04" and run_row.cupy == "14.2.0" and run_row.git_dirty is False
+
+
+def test_ingest_backfills_and_a_second_ingest_adds_nothing(database_url: str, tmp_path: Path) -> None:
+    write(tmp_path / "results" / "20261201-100000" / "results.json", document("2026-12-01T10:00:00+00:00", {CASE: 50}))
+    (tmp_path / "results" / "notes.json").write_text('{"not": "results"}')
+    paths = [tmp_path / "results", ROOT / "docs" / "h200"]
+    with History(database_url) as history:
+        first = history.ingest(paths)
+        second = history.ingest(paths)
+    assert len(first.added) == 2 and len(first.refused) == 1
+    assert "notes.json" in str(first.refused[0][0]) and "not a gpuperf results file" in first.refused[0][1]
+    assert second.added == [] and len(second.present) == 2
+    assert _count(database_url, RUNS) == 2
+
+
+def test_an_old_schema_is_migrated_keeping_its_runs(database_url: str) -> None:
+    engine = sa.create_engine(database_url)
+    with engine.begin() as connection:
+        MIGRATIONS[0](connection)
+        connection.execute(sa.insert(VERSION_TABLE).values(version=1))
+        connection.execute(sa.text("INSERT INTO runs (run_id, kind, started, appended, source, gpu_model, gpu_slug, "
+                                   "host, run_json) VALUES ('old', 'run', '2026-01-01', '2026-01-01', 'x', 'H200', "
+                                   "'nvidia-h200', 'GPU-old', '{}')"))
+    with History(database_url) as history:
+        assert history.append(document("2026-12-01T10:00:00+00:00", {CASE: 50}, cycles_per_call=9.0), "new")
+        assert {run.run_id for run in history.runs().values()} >= {"old"}
+    with engine.connect() as connection:
+        version = connection.execute(sa.select(VERSION_TABLE.c.version)).scalar()
+        columns = {table: {column["name"] for column in sa.inspect(connection).get_columns(table)}
+                   for table in ("runs", "records")}
+    engine.dispose()
+    assert version == SCHEMA_VERSION
+    assert columns == {"runs": set(RUNS.c.keys()), "records": set(RECORDS.c.keys())}
+
+
+def test_a_newer_schema_is_refused_naming_the_fix(database_url: str) -> None:
+    History(database_url).close()
+    engine = sa.create_engine(database_url)
+    with engine.begin() as connection:
+        connection.execute(sa.update(VERSION_TABLE).values(version=SCHEMA_VERSION + 1))
+    engine.dispose()
+    with pytest.raises(SchemaError, match=f"schema version {SCHEMA_VERSION + 1}, newer than the {SCHEMA_VERSION}.*"
+                                          "upgrade gpuperf"):
+        History(database_url)
+
+
+def _append_many(url: str, writer: int, runs: int) -> None:
+    with History(url) as history:
+        for number in range(runs):
+            values = {f"{CASE}-{case}": 40.0 + writer + number / 100 for case in range(20)}
+            history.append(document(f"2026-12-01T10:{writer:02d}:{number:02d}+00:00", values,
+                                    host=f"GPU-writer{writer}"), f"writer {writer}")
+        history.append(document("2026-12-01T09:00:00+00:00", {CASE: 1.0}), "everyone")  # the same run, at once
+
+
+def test_concurrent_writers_lose_nothing(database_url: str) -> None:
+    History(database_url).close()
+    context = multiprocessing.get_context("spawn")
+    writers = [context.Process(target=_append_many, args=(database_url, writer, 10)) for writer in range(4)]
+    for process in writers:
+        process.start()
+    for process in writers:
+        process.join(timeout=300)
+    assert [process.exitcode for process in writers] == [0, 0, 0, 0]
+    assert _count(database_url, RUNS) == 4 * 10 + 1
+    assert _count(database_url, RECORDS) == 4 * 10 * 20 + 1
+
+
+def test_targets_resolve_from_the_option_the_environment_or_the_default(database_url: str, tmp_path: Path) -> None:
+    assert resolve_target(None, {}, tmp_path) == sqlite_url(tmp_path / "results" / "history.sqlite")
+    assert resolve_target("none", {"GPUPERF_HISTORY": "x.sqlite"}, tmp_path) is None
+    assert resolve_target(None, {"GPUPERF_HISTORY": "x.sqlite"}, tmp_path) == sqlite_url(tmp_path / "x.sqlite")
+    assert resolve_target("postgresql://u@h/db", {}, tmp_path) == "postgresql+psycopg://u@h/db"
+    assert to_url(database_url, tmp_path) == database_url
+    with pytest.raises(HistoryError, match="unknown database kind 'mysql'"):
+        resolve_target("mysql://u@h/db", {}, tmp_path)
