@@ -39,6 +39,7 @@ COMMANDS = [
     ["plot", "{run}", "--out", "{out}"],
     ["plot", "{baseline}", "--out", "{out}"],
     ["readme", "{run}", "--readme", "{readme}"],
+    ["history", "ingest", "{run}", "{good_run}", "--history", "sqlite:///{out}/history.sqlite"],
 ]
 
 
@@ -68,7 +69,7 @@ def _check_one_run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     assert "Traceback" not in err and "Traceback" not in out, err
     lines = [line for line in err.splitlines() if line.startswith("gpuperf: error:")]
     assert len(lines) <= 1 and (code == 0 or lines or code == 2 or "REGRESSED" in out or "ERROR" in out
-                                or "ANOMALY" in out), (argv, code, err)
+                                or "ANOMALY" in out or "refused" in out), (argv, code, err)
 
 
 @given(data=st.data())
