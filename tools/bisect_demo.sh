@@ -48,7 +48,7 @@ path = Path("kernels/cuda/tiled_sgemm.cu")
 text = path.read_text()
 anchor = "        __syncthreads();\n#pragma unroll"
 assert text.count(anchor) == 1, "tiled_sgemm.cu changed: update the demo's anchor"
-path.write_text(text.replace(anchor, "        __syncthreads();\n        __nanosleep(200);  // the planted slowdown\n"
+path.write_text(text.replace(anchor, "        __syncthreads();\n        __nanosleep(4000);  // the planted slowdown\n"
                                      "#pragma unroll"))
 EOF
 commit "demo 6: planted slowdown in tiled_sgemm.cu"
