@@ -537,12 +537,9 @@ class _Separators:
     ``slot`` when it is not ``None`` (``slots`` of them; 0: no stamps), ``clocks(n)`` reads the first ``n``
     slots' stamps back as each call's SM clock."""
 
-    enqueue: Callable[[Any, int | None], None]
+    launch: Callable[[Any, int | None], None]
     slots: int
     owner: Any
-
-    def launch(self, stream: Any, slot: int | None) -> None:
-        self.enqueue(stream, slot)
 
     def clocks(self, separators: int) -> list[float]:
         return call_clocks_mhz(self.owner.read_stamps(separators))

@@ -11,12 +11,12 @@ had A been the baseline. Formatting lives in ``report`` and ``table``.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TypeVar
 
 from gpuperf.measure.kernel_records import kernel_change
 from gpuperf.store.baseline import Change, Entry
-from gpuperf.verdict.gate import (Context, GateConfig, decide, is_noisy, status_rank, valid_figure,
+from gpuperf.verdict.gate import (Context, GateConfig, is_noisy, rejudge, status_rank, valid_figure,
                                   with_profile_hint)
 from gpuperf.store.records import Record
 from gpuperf.vocabulary import Status
@@ -104,9 +104,7 @@ def judge(record: Record, entry: Entry, config: GateConfig, context: Context) ->
     findings = [record.note] if record.status == Status.ANOMALY else []
     throttled = record.status == Status.UNRELIABLE and not is_noisy(record)
     unreliable_reason = record.note.removeprefix(_UNRELIABLE_PREFIX) if throttled else ""
-    fresh = replace(record, status=Status.PASS, note="", baseline=None, delta_pct=None, tolerance=None,
-                    reliable=not throttled)
-    return with_profile_hint(decide(fresh, entry, config, context, findings, unreliable_reason))
+    return with_profile_hint(rejudge(record, entry, config, context, findings, unreliable_reason))
 
 
 def compare_runs(a: Mapping[str, Entry], b: Mapping[str, Record], config: GateConfig,

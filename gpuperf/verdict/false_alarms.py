@@ -23,12 +23,12 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from gpuperf.store.baseline import Entry
 from gpuperf.verdict.check import entry_from_record
 from gpuperf.verdict.fleet import Run, check_compatible, usable
-from gpuperf.verdict.gate import Context, GateConfig, decide, is_noisy
+from gpuperf.verdict.gate import Context, GateConfig, is_noisy, rejudge
 from gpuperf.store.records import Record
 from gpuperf.vocabulary import Status
 
@@ -85,9 +85,7 @@ class SelectionAlarms:
 
 def judge(record: Record, entry: Entry, config: GateConfig) -> Judgement:
     """``record`` judged against ``entry`` by the gate's own rule, as a fresh measurement."""
-    fresh = replace(record, status=Status.PASS, note="", baseline=None, delta_pct=None, tolerance=None,
-                    judged_on="")
-    decided = decide(fresh, entry, config, Context())
+    decided = rejudge(record, entry, config, Context())
     alarm = decided.status in Status.FAILING or is_noisy(decided)
     catches = None
     if decided.delta_pct is not None and decided.tolerance is not None and not is_noisy(decided):

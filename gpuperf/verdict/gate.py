@@ -212,6 +212,15 @@ def decide(record: Record, entry: Entry | None, config: GateConfig, context: Con
     return decided
 
 
+def rejudge(record: Record, entry: Entry, config: GateConfig, context: Context, findings: Sequence[str] = (),
+            unreliable_reason: str = "") -> Record:
+    """``record`` judged afresh against ``entry`` (another run's figure, another baseline): the verdict it carries
+    (status, note, band, basis) is dropped first, so only what ``decide`` says now stands."""
+    fresh = replace(record, status=Status.PASS, note="", baseline=None, delta_pct=None, tolerance=None,
+                    judged_on="", reliable=not unreliable_reason)
+    return decide(fresh, entry, config, context, findings, unreliable_reason)
+
+
 def with_profile_hint(record: Record) -> Record:
     """A failing case's note, ended by a ready profiling command for its dominant kernel (when its kernels are
     known). Applied last, after every other note, so the command is the note's end."""
