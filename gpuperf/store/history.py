@@ -314,6 +314,14 @@ class History:
         with self.reading() as connection:
             return {row.run_pk: row.kernels or "" for row in connection.execute(query)}
 
+    def spreads(self, case: str, method: str, run_pks: Sequence[int]) -> dict[int, float | None]:
+        """The sample spread (relative IQR) of ``case`` measured by ``method`` in each of those runs."""
+        query = sa.select(RECORDS.c.run_pk, RECORDS.c.spread).where(
+            RECORDS.c.case_id == case, sa.func.coalesce(RECORDS.c.method, "") == method,
+            RECORDS.c.run_pk.in_(list(run_pks)))
+        with self.reading() as connection:
+            return {int(row.run_pk): row.spread for row in connection.execute(query)}
+
     def case_ids(self, pattern: str) -> list[str]:
         """Case ids equal to ``pattern``, else containing it."""
         with self.reading() as connection:
