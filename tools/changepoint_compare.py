@@ -180,7 +180,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print("| method | noise | found by the 3rd run after it, 30 runs before (a run early too) | the same, 100 runs "
           "before | bound | found, 15 after (±3) | false / 1,000 runs: nightly check, whole series | fleet: change "
           "points, nightly alarms | s |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for name in args.methods.split(","):
         detector = DETECTORS[name]
         started = time.perf_counter()
@@ -193,7 +193,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             found = step_found(detector, rng, noise, 15, args.trials)
             nightly = false_per_thousand(detector, rng, noise, args.series, nightly=True)
             whole = false_per_thousand(detector, rng, noise, args.series)
-            print(f"| {name} | {100 * noise:.1f} % | {100 * third[0]:.1f} % ({100 * third[1]:.1f} %), {100 * third_long[0]:.1f} % ({100 * third_long[1]:.1f} %) | "
+            print(f"| {name} | {100 * noise:.1f} % | {100 * third[0]:.1f} % ({100 * third[1]:.1f} %) | "
+                  f"{100 * third_long[0]:.1f} % ({100 * third_long[1]:.1f} %) | "
                   f"{100 * power_bound(0.03, noise):.1f} % | "
                   f"{100 * found[0]:.1f} % ({100 * found[1]:.1f} %) | {nightly:.2f}, {whole:.2f} | "
                   f"{on_fleet}, {fleet_nightly} | {time.perf_counter() - started:.0f} |", flush=True)

@@ -17,9 +17,8 @@ from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
 import orjson
 import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
@@ -31,7 +30,11 @@ from gpuperf.store.history_schema import (DOCUMENT_ENCODING, RECORDS, RUN_DOCUME
                                           SERIES_COLUMNS, SERIES_INDEX, SchemaError, create_series_index, decode_document, encode_document,
                                           has_series_index, migrate,
                                           recorded_version)
-from gpuperf.verdict.history_changes import LEFT_OUT, RunSummary
+
+if TYPE_CHECKING:  # imported where used: a suite's append needs neither them nor NumPy
+    import numpy as np
+
+    from gpuperf.verdict.history_changes import RunSummary
 
 #: Environment variable naming the history when ``--history`` is not given.
 HISTORY_ENV = "GPUPERF_HISTORY"
@@ -271,6 +274,8 @@ class History:
                 pending = []
 
     def runs(self, gpu: str | None = None, since: str | None = None) -> dict[int, RunSummary]:
+        from gpuperf.verdict.history_changes import RunSummary
+
         query = sa.select(*_SUMMARY_COLUMNS).order_by(RUNS.c.started, RUNS.c.pk)
         if gpu:
             query = query.where(RUNS.c.gpu_slug == gpu)
@@ -296,6 +301,10 @@ class History:
     def series_columns(self) -> tuple[list[tuple[str, str, int]], np.ndarray, np.ndarray]:
         """The judged figures as columns for ``history_changes.series_from_columns``: ``(case_id, method,
         count)`` per group, then every group's run pks and values, in group order."""
+        import numpy as np
+
+        from gpuperf.verdict.history_changes import LEFT_OUT
+
         judged = sa.and_(RECORDS.c.status.not_in(sorted(LEFT_OUT)), RECORDS.c.value > 0)
         key = (RECORDS.c.case_id, RECORDS.c.method)
         groups = sa.select(*key, sa.func.count()).where(judged).group_by(*key).order_by(*key)
