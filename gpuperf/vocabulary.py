@@ -86,4 +86,7 @@ MARKERS: dict[str, str] = {
     "correctness": "numerical checks against a float64 reference",
     "perf": "performance cases gated against the GPU's baseline",
     "slow": "long cases kept out of the default run (run with --run-slow or -m slow)",
+    "builds": "every build of the custom kernels' catalogues against cuBLAS (run with -m builds)",
 }
+#: Markers whose cases run only when ``-m`` names them: never part of the default selection.
+OPT_IN_MARKERS: tuple[str, ...] = ("trigger", "builds")

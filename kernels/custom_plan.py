@@ -100,6 +100,11 @@ class SgemmConfig:
     def threads(self) -> int:
         return OPT_THREADS
 
+    @property
+    def has_batched_kernel(self) -> bool:
+        """Whether the build gives the batched tiled path a kernel of its own (every ``bk…`` build does)."""
+        return True
+
 
 @dataclass(frozen=True)
 class WarpSgemmConfig:
@@ -150,6 +155,11 @@ class WarpSgemmConfig:
     @property
     def threads(self) -> int:
         return 32 * self.warps_m * self.warps_n
+
+    @property
+    def has_batched_kernel(self) -> bool:
+        """The swizzle orders the 2-D grid only: a swizzled build's batched kernel is its unswizzled twin's."""
+        return not self.swizzle
 
     @property
     def thread_tile(self) -> tuple[int, int]:

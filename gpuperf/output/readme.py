@@ -56,9 +56,10 @@ def results_section(run: RunInfo, records: Sequence[Record], images: Sequence[st
     return "\n".join(lines)
 
 
-def replace_section(readme: str, section: str) -> str:
-    if readme.count(START) != 1 or readme.count(END) != 1 or readme.index(START) > readme.index(END):
-        raise ReadmeError(f"the page needs exactly one pair of markers, in order:\n{START}\n{END}")
-    head = readme[: readme.index(START)]
-    tail = readme[readme.index(END) + len(END):]
+def replace_section(readme: str, section: str, start: str = START, end: str = END) -> str:
+    """``readme`` with what lies between its one pair of ``start`` / ``end`` markers replaced by ``section``."""
+    if readme.count(start) != 1 or readme.count(end) != 1 or readme.index(start) > readme.index(end):
+        raise ReadmeError(f"the page needs exactly one pair of markers, in order:\n{start}\n{end}")
+    head = readme[: readme.index(start)]
+    tail = readme[readme.index(end) + len(end):]
     return head + section + tail
