@@ -222,7 +222,7 @@ def prebuild(plans: Iterable[LaunchPlan], workers: int | None = None) -> int:
 
     def build(plan: LaunchPlan) -> None:
         try:
-            _module(plan.source, arch, plan.defines)
+            get_kernel(plan, arch)  # a RawModule compiles when its first function is taken
         except Exception:  # noqa: BLE001 - raised again, with its build named, by the launch of that build
             pass
 
