@@ -30,6 +30,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from gpuperf.vocabulary import Precision
+
 
 @dataclass(frozen=True)
 class RoundingModel:
@@ -49,14 +51,16 @@ U_TF32_IN = 2.0**-10
 U_FP16 = 2.0**-11
 U_BF16 = 2.0**-8
 
+#: The FP16 path that also accumulates in FP16 (``gemmEx`` with ``COMPUTE_16F``): a path, not a precision of its own.
+FP16_ACC16 = f"{Precision.FP16}-acc16"
 #: Path name → rounding model. See the module docstring for each derivation.
 ROUNDING: dict[str, RoundingModel] = {
-    "fp32": RoundingModel(fixed=1e-5, per_term=0.0, margin=1.0),
-    "fp64": RoundingModel(fixed=0.0, per_term=U64, margin=4.0),
-    "tf32": RoundingModel(fixed=2 * U_TF32_IN, per_term=U32, margin=2.0),
-    "fp16": RoundingModel(fixed=U_FP16, per_term=U32, margin=2.0),
-    "fp16-acc16": RoundingModel(fixed=U_FP16, per_term=U_FP16, margin=2.0),
-    "bf16": RoundingModel(fixed=U_BF16, per_term=U32, margin=2.0),
+    Precision.FP32: RoundingModel(fixed=1e-5, per_term=0.0, margin=1.0),
+    Precision.FP64: RoundingModel(fixed=0.0, per_term=U64, margin=4.0),
+    Precision.TF32: RoundingModel(fixed=2 * U_TF32_IN, per_term=U32, margin=2.0),
+    Precision.FP16: RoundingModel(fixed=U_FP16, per_term=U32, margin=2.0),
+    FP16_ACC16: RoundingModel(fixed=U_FP16, per_term=U_FP16, margin=2.0),
+    Precision.BF16: RoundingModel(fixed=U_BF16, per_term=U32, margin=2.0),
 }
 
 
