@@ -79,7 +79,7 @@ MARKERS: dict[str, str] = {
     Family.GEMV: "matrix-vector products (bandwidth-bound)",
     Family.BATCHED: "batched GEMM / GEMV",
     Family.CUSTOM: "custom CUDA kernels from kernels/cuda",
-    Family.CROSSCHECK: "the seeds' cross-checks (TF32 active, sgemm vs gemmEx, flush effective)",
+    Family.CROSSCHECK: "cross-checks between two measurements (TF32 active, sgemm vs gemmEx, flush effective)",
     "cublas": "cases that call cuBLAS",
     "cublaslt": "cases that use cuBLASLt through nvmath-python",
     "trigger": "cases built to make an anomaly rule fire (run with -m trigger)",

@@ -408,7 +408,7 @@ def plan_naive(a: Any, b: Any, c: Any, alpha: float = 1.0, beta: float = 0.0) ->
 
 
 def plan_tiled(a: Any, b: Any, c: Any, alpha: float = 1.0, beta: float = 0.0, tile: int = 16) -> LaunchPlan:
-    """The seed's shared-memory tiled kernel, built for ``tile`` x ``tile`` tiles (16 by default): its
+    """The textbook shared-memory tiled kernel, built for ``tile`` x ``tile`` tiles (16 by default): its
     ``__shared__`` tiles are indexed by ``threadIdx``, so the block is exactly ``tile`` x ``tile``."""
     if tile not in TILED_TILES:
         raise KernelArgumentError(f"tiled_sgemm: tile {tile} is not one of {TILED_TILES}")

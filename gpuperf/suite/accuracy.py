@@ -11,7 +11,7 @@ forward error bound of a dot product, ``|fl(aᵀb) − aᵀb| ≤ γ_k·|a|ᵀ|b
 behind a large norm nor fails on cancellation.
 
 Coefficients, with ``u`` the unit roundoff of each stage:
-- ``fp32``: SPEC fixes ``1e-5``. For the sizes checked (k ≤ a few thousand) the realistic error,
+- ``fp32``: a fixed ``1e-5`` relative to the magnitude bound. For the sizes checked (k ≤ a few thousand) the realistic error,
   ``~√k·2⁻²⁴``, is well inside it; an indexing or ld error is off by O(1).
 - ``fp64``: ``k·2⁻⁵³`` with a ×4 margin.
 - ``tf32``: each FP32 input is reduced to TF32 (10 explicit mantissa bits; truncation or rounding,
