@@ -108,7 +108,8 @@ def build_tables(rows: Sequence[BuildRow]) -> list[str]:
     for case, members in cases.items():
         reference = sorted(r.reference_tflops for r in members)[len(members) // 2]
         ranked = sorted(members, key=lambda r: -r.ratio)
-        lines += [f"**{case}** (cuBLAS {reference:.2f} TFLOPS in the same run; {len(members)} builds):", "",
+        builds = f"{len(members)} build{'' if len(members) == 1 else 's'}"
+        lines += [f"**{case}** (cuBLAS {reference:.2f} TFLOPS in the same run; {builds}):", "",
                   table.render_markdown(COLUMNS, ranked), ""]
     return lines
 
