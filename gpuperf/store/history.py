@@ -46,6 +46,9 @@ SQLITE_BUSY_TIMEOUT_S = 60
 #: SQLite's page cache per connection: the series index's pages of a long history stay in memory during a
 #: backfill instead of being read back for every run.
 SQLITE_CACHE_KIB = 64 * 1024
+#: WAL pages between SQLite's checkpoints (each syncs the WAL and the database): 64 MiB rather than the default
+#: 4 MiB saves a backfill of a gigabyte some 250 pairs of syncs; what is committed is as durable either way.
+SQLITE_CHECKPOINT_PAGES = 16384
 #: Results files ingested per transaction.
 INGEST_BATCH = 100
 #: An ingest of this many files or more is a backfill (``History.bulk``): the series index is built at its end.
@@ -116,6 +119,7 @@ def _sqlite_engine(url: sa.URL) -> sa.Engine:
         cursor.execute("PRAGMA synchronous = NORMAL")
         cursor.execute("PRAGMA foreign_keys = ON")
         cursor.execute(f"PRAGMA cache_size = -{SQLITE_CACHE_KIB}")
+        cursor.execute(f"PRAGMA wal_autocheckpoint = {SQLITE_CHECKPOINT_PAGES}")
         cursor.close()
 
     @sa.event.listens_for(engine, "begin")
