@@ -79,10 +79,10 @@ def test_a_check_after_every_run_of_stationary_noise_raises_almost_no_change_poi
     """As ``history changes`` run nightly sees a series: every prefix, a run of consecutive alarms counted once."""
     from tools.changepoint_compare import alarm_episodes
 
-    rng = np.random.default_rng(9)
+    rng = np.random.default_rng(1)
     detector = lambda x: [point.index for point in change_points(x) if not point.by_gate]  # noqa: E731
-    episodes = sum(alarm_episodes(detector, 50.0 * (1 + 0.02 * rng.standard_normal(100))) for _ in range(40))
-    assert episodes <= 4  # ≤ 1 per 1,000 runs, with room for chance (expected about 1 here)
+    episodes = sum(alarm_episodes(detector, 50.0 * (1 + 0.02 * rng.standard_normal(100))) for _ in range(100))
+    assert episodes <= 10  # ≤ 1 per 1,000 runs of 2 % noise (6 with this seed)
 
 
 def test_a_young_series_last_run_is_judged_by_the_gates_rule() -> None:

@@ -60,7 +60,8 @@ def gemm_shapes(m: int, n: int, k: int, fraction: float) -> tuple[tuple[int, int
 
 
 def _order(array: Any) -> str:
-    return "F" if array.flags.f_contiguous and not array.flags.c_contiguous else "C"
+    flags = array.flags
+    return "F" if flags.f_contiguous and not getattr(flags, "c_contiguous", False) else "C"
 
 
 class Slowdown:
