@@ -316,8 +316,9 @@ class History:
         with self.reading() as connection:
             counted = [(str(case), str(method or ""), int(count)) for case, method, count in _fetch(connection, groups)]
             rows = _fetch(connection, figures)
-        pks = np.fromiter((row[0] for row in rows), dtype=np.int64, count=len(rows))
-        values = np.fromiter((row[1] for row in rows), dtype=float, count=len(rows))
+        run_pks, judged_values = zip(*rows) if rows else ((), ())
+        pks = np.array(run_pks, dtype=np.int64)
+        values = np.array(judged_values, dtype=float)
         return counted, pks, values
 
     def kernels(self, case: str, run_pks: Sequence[int]) -> dict[int, str]:

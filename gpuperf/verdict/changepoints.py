@@ -103,6 +103,14 @@ class Settings:
             raise ValueError(f"a segment needs at least 2 runs to have a spread, got {self.min_segment}")
 
 
+def _t_tail(t: float, df: int) -> float:
+    """P(T > t) for Student's t with ``df`` degrees of freedom. From ``scipy.special`` rather than
+    ``scipy.stats``, whose import takes a second that ``history changes`` would spend before reading a row."""
+    from scipy.special import stdtr
+
+    return float(stdtr(df, -t))
+
+
 def _best_split(x: np.ndarray, min_segment: int) -> tuple[int, float]:
     """``(k, t)``: the split ``x[:k] | x[k:]`` with the largest pooled-variance t statistic."""
     n = len(x)
@@ -128,11 +136,8 @@ def _significant(x: np.ndarray, split: int, t: float, splits: int, settings: Set
     left, right = x[:split], x[split:]
     if abs(right.mean() - left.mean()) < settings.min_size:
         return None
-    # Imported here: scipy.stats takes about a second to import, and a suite run's append loads this module
-    # without ever testing a split.
-    from scipy import stats
 
-    p = float(2 * stats.t.sf(t, len(x) - 2)) if math.isfinite(t) else 0.0
+    p = float(2 * _t_tail(t, len(x) - 2)) if math.isfinite(t) else 0.0
     corrected = min(1.0, p * max(splits, 1))
     return corrected if corrected < settings.alpha_for(len(x)) else None
 
@@ -185,8 +190,6 @@ def recent_slowdown(x: np.ndarray, start: int, settings: Settings) -> ChangePoin
     """A slowdown in the last k runs of ``x`` (k = 1 … ``tail_runs``) against ``x[start:n - k]``, the segment
     before them: the k whose one-sided t-test is strongest, when its p-value times the k tried is below
     ``tail_alpha`` and the means differ by ``min_size``. ``x`` is relative to the series' level."""
-    from scipy import stats
-
     best: tuple[float, int] | None = None
     for k in range(1, settings.tail_runs + 1):
         prior, tail = x[start:len(x) - k], x[len(x) - k:]
@@ -196,7 +199,7 @@ def recent_slowdown(x: np.ndarray, start: int, settings: Settings) -> ChangePoin
         sd = float(prior.std(ddof=1))
         if drop < settings.min_size or sd <= 0:
             continue
-        p = float(stats.t.sf(drop / (sd * math.sqrt(1 / k + 1 / len(prior))), len(prior) - 1))
+        p = _t_tail(drop / (sd * math.sqrt(1 / k + 1 / len(prior))), len(prior) - 1)
         if best is None or p < best[0]:
             best = (p, k)
     if best is None or best[0] * settings.tail_runs >= settings.tail_alpha:
