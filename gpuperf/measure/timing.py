@@ -37,7 +37,7 @@ from gpuperf.measure.clocks import decode, unreliable
 from gpuperf.measure.device import Nvml
 from gpuperf.measure.kernel_records import MARK_KERNEL, Kernel, KernelActivity, call_kernels, span_s, split_calls
 from gpuperf.measure.measurement import (DEFAULT_MAX_TRACED_CALLS, DEFAULT_MIN_SAMPLE_S, DEFAULT_ROTATE_BELOW_S,
-                                         Measurement, Method)
+                                         DEFAULT_WARMUP_CALLS, DEFAULT_WARMUP_TIME_S, Measurement, Method)
 from gpuperf.measure.sm_clock import STAMP_FIELDS, call_clocks_mhz, call_cycles, group_means
 from gpuperf.measure.metrics import Work
 from gpuperf.measure.stats import StoppingRule, summarize
@@ -47,8 +47,8 @@ from gpuperf.vocabulary import Flush
 @dataclass(frozen=True)
 class SamplingConfig:
     rule: StoppingRule = field(default_factory=StoppingRule)
-    warmup_calls: int = 3
-    warmup_time_s: float = 0.05
+    warmup_calls: int = DEFAULT_WARMUP_CALLS
+    warmup_time_s: float = DEFAULT_WARMUP_TIME_S
     rotate_below_s: float = DEFAULT_ROTATE_BELOW_S  # a shorter cold call is timed k at a time over rotated copies
     min_sample_s: float = DEFAULT_MIN_SAMPLE_S  # a rotated sample holds enough calls to last this long
     max_held_calls: int = 256  # calls enqueued behind one hold: the launch queue (~1000 entries) must not fill
