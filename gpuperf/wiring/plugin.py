@@ -20,7 +20,7 @@ from gpuperf.measure.device import NoGpuError, device_count
 from gpuperf.store.baseline import BaselineError
 from gpuperf.suite.cases import use_cases_dir
 from gpuperf.verdict.check import CaseIdentity
-from gpuperf.vocabulary import MARKERS, Family
+from gpuperf.vocabulary import MARKERS, OPT_IN_MARKERS, Family
 from gpuperf.wiring.fixtures import GpuPool, Measurer, Perf, case_id_of, run_info
 from gpuperf.wiring.lifecycle import SessionHooks, check_results_dir, is_worker, keeps_baselines
 from gpuperf.wiring.options import add_pytest_options, session_options
@@ -118,9 +118,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     else:
         keep = [item for item in items if item.get_closest_marker("slow") is None or not _uses_suite(item)]
         dropped = [item for item in items if item.get_closest_marker("slow") is not None and _uses_suite(item)]
-    if "trigger" not in markexpr:
-        dropped += [item for item in keep if item.get_closest_marker("trigger") is not None and _uses_suite(item)]
-        keep = [item for item in keep if item.get_closest_marker("trigger") is None or not _uses_suite(item)]
+    for marker in (m for m in OPT_IN_MARKERS if m not in markexpr):
+        dropped += [item for item in keep if item.get_closest_marker(marker) is not None and _uses_suite(item)]
+        keep = [item for item in keep if item.get_closest_marker(marker) is None or not _uses_suite(item)]
     if dropped:
         config.hook.pytest_deselected(items=dropped)
         items[:] = keep
