@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import statistics
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -26,11 +27,14 @@ CHROMIUM_ENV = "GPUPERF_CHROMIUM"
 #: The targets: 150 cases × 1,000 runs built in ≤ 20 s, its first screen drawn in ≤ 2 s, the index < 5 MB.
 BIG_CASES, BIG_RUNS = 150, 1000
 BUILD_LIMIT_S = 20.0
-#: The issue's target for the 150 × 1,000 page is 2 s, which it does not meet yet on the 2-core machines here
-#: (3.0-3.7 s, of which loading plotly.min.js alone takes 1.4-2.3 s): the test prints the time, and fails only
-#: beyond this guard, so the page cannot get slower unnoticed while the target stays open.
-LOAD_LIMIT_S = 8.0
+LOAD_LIMIT_S = 2.0
 INDEX_LIMIT_BYTES = 5_000_000
+#: Fresh browser contexts the load time is measured in; their median is judged.
+LOADS = 5
+#: How the page says a chart is drawn: a case page's plotly figure once its newPlot resolved, an index's
+#: small multiple (a picture) once it is loaded and decoded.
+DRAWN_CHARTS = ("Array.prototype.filter.call(document.querySelectorAll('.chart'), n => n.tagName === 'IMG' ? "
+                "n.complete && n.naturalWidth > 0 : n.dataset.drawn === '1').length")
 VIEWPORT = {"width": 1400, "height": 1000}
 
 
@@ -73,17 +77,16 @@ class Page:
         return time.perf_counter() - start
 
     def draw_everything(self) -> int:
-        """Scroll through the page until every chart is drawn; the number drawn."""
-        total = self.page.evaluate("document.querySelectorAll('.chart[data-figure]:not([hidden])').length")
+        """Scroll through the page until every chart is drawn (pictures below the fold load as they near the
+        viewport); the number drawn."""
+        total = self.page.evaluate("document.querySelectorAll('.chart').length")
         for _ in range(400):
-            drawn = self.page.evaluate("document.querySelectorAll('.chart[data-drawn]').length")
-            if drawn >= total:
+            if self.page.evaluate(DRAWN_CHARTS) >= total:
                 break
             self.page.mouse.wheel(0, VIEWPORT["height"])
             self.page.wait_for_timeout(40)
         self.page.wait_for_function("window.trendScreenDrawn()", timeout=30_000)
-        count: int = self.page.evaluate("document.querySelectorAll('.js-plotly-plot .main-svg').length && "
-                                        "document.querySelectorAll('.chart[data-drawn] .main-svg').length")
+        count: int = self.page.evaluate(DRAWN_CHARTS)
         return count
 
     def close(self) -> None:
@@ -106,11 +109,15 @@ def small_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_the_index_loads_from_file_without_console_errors_and_draws_every_chart(small_site: Path, page: Page) -> None:
     page.open(small_site / "index.html")
-    # plotly draws one .main-svg pair per chart: count charts, not svgs
-    charts = page.draw_everything()
-    drawn = page.page.evaluate("document.querySelectorAll('.chart.js-plotly-plot[data-drawn]').length")
-    assert charts > 0 and drawn == 12
+    assert page.draw_everything() == 12
+    # each small multiple is its case's picture, drawn at its size, and links to the case's page
+    sizes = page.page.eval_on_selector_all(".card img.chart", "imgs => imgs.map(i => [i.naturalWidth, i.naturalHeight])")
+    assert len(sizes) == 12 and {tuple(size) for size in sizes} == {(340, 150)}
+    links = page.page.eval_on_selector_all(".card a:has(> img.chart)", "links => links.map(a => a.getAttribute('href'))")
+    assert len(links) == 12 and all(link.startswith("cases/") for link in links)
     assert "12 case series" in page.page.inner_text("#data-range")
+    # the index needs no charting library
+    assert page.page.evaluate("typeof window.Plotly") == "undefined"
     assert page.errors == []
 
 
@@ -187,31 +194,30 @@ def test_a_site_of_150_cases_by_1000_runs_builds_in_20_s_with_an_index_under_5_m
 
 def test_a_site_of_150_cases_by_1000_runs_opens_in_2_s_in_a_fresh_browser(big_site: tuple[Path, float],
                                                                           browser: Any) -> None:
+    """From navigation start (before ``goto``) until every chart of the first screen is drawn, in a fresh
+    browser context each time (nothing cached); the median of ``LOADS`` is judged. Then the page is scrolled
+    to its end: every small multiple below the fold is drawn too."""
     out, _ = big_site
-    times, paints = [], []
-    for _ in range(3):  # each in a fresh context, so nothing is cached; the best of three is judged
+    times, paints, on_screen = [], [], []
+    for attempt in range(LOADS):
         fresh = Page(browser)
         try:
             times.append(fresh.open(out / "index.html"))
             paints.append(fresh.page.evaluate(
                 "performance.getEntriesByName('first-contentful-paint')[0].startTime") / 1000)
+            on_screen.append(fresh.page.evaluate(
+                "Array.prototype.filter.call(document.querySelectorAll('.chart'), n => {"
+                " const box = n.getBoundingClientRect(); return box.bottom > 0 && box.top < innerHeight; }).length"))
+            if attempt == LOADS - 1:
+                assert fresh.draw_everything() == BIG_CASES
             assert fresh.errors == []
         finally:
             fresh.close()
-    print(f"\n150 cases × 1000 runs: first screen drawn in {', '.join(f'{t:.2f}' for t in times)} s "
-          f"(text painted at {', '.join(f'{t:.2f}' for t in paints)} s)")
-    if min(times) > LOAD_LIMIT_S:  # say how much of it plotly.js alone takes on this machine
-        bare = out / "plotly-only.html"
-        bare.write_text('<!DOCTYPE html><script src="plotly.min.js"></script><p>plotly only</p>')
-        fresh = Page(browser)
-        try:
-            start = time.perf_counter()
-            fresh.page.goto(bare.resolve().as_uri(), wait_until="load")
-            alone = time.perf_counter() - start
-        finally:
-            fresh.close()
-        pytest.fail(f"the first screen took {min(times):.2f} s (best of {', '.join(f'{t:.2f}' for t in times)}), "
-                    f"over the {LOAD_LIMIT_S} s guard; loading plotly.min.js alone took {alone:.2f} s here")
+    median = statistics.median(times)
+    print(f"\n150 cases × 1000 runs: first screen ({on_screen[0]} charts) drawn in median {median:.2f} s "
+          f"({', '.join(f'{t:.2f}' for t in times)} s; text painted at {', '.join(f'{t:.2f}' for t in paints)} s)")
+    assert min(on_screen) >= 4, "the first screen shows no small multiple: the measurement would judge text only"
+    assert median <= LOAD_LIMIT_S, f"the first screen took {median:.2f} s (median of {times}), over {LOAD_LIMIT_S} s"
 
 
 @pytest.fixture(scope="module")
@@ -247,8 +253,7 @@ def test_a_step_in_a_real_history_is_marked_where_the_history_finds_it(history_s
     attention = page.page.inner_text("#attention")
     # the two hosts' medians agree, so the history pools them into one series with one change point
     assert "change point" in attention and "since run 17 (commit 16c0ffeec0" in attention and slowed in attention
-    assert page.draw_everything() > 0
-    assert page.page.evaluate("document.querySelectorAll('.chart.js-plotly-plot[data-drawn]').length") == 2
+    assert page.draw_everything() == 2
     page.open(site / page_name_of("nvidia-h200", slowed))
     labels = page.page.locator(".case-chart .annotation-text").evaluate_all("nodes => nodes.map(n => n.textContent)")
     assert sum(label.startswith("change point -") for label in labels) == 1, labels  # run 17
