@@ -18,7 +18,7 @@ from gpuperf.output import trend_data
 from gpuperf.output.trend_figures import host_colours
 from gpuperf.output.trend_page import (CASES_DIR, INDEX_HTML, PLOTLY_JS, TrendPageError, case_page_name,
                                        write_site)
-from gpuperf.output.trend_paths import SMALL_DIR, small_multiple_name_of
+from gpuperf.output.trend_paths import PLOTLY_LICENCE, SMALL_DIR, small_multiple_name_of
 from gpuperf.output.trend_thumbnails import (CHANGE_POINT_COLOUR, HEIGHT_PX, WIDTH_PX, render_png, thumbnail,
                                              thumbnails_drawn)
 
@@ -39,6 +39,8 @@ def test_the_site_has_one_plotly_bundle_that_every_case_page_refers_to_and_no_ne
     assert site.case_pages == 7 and site.charts == 7
     bundles = [p for p in (tmp_path / "site").rglob("*.js") if "plotly" in p.name]
     assert bundles == [tmp_path / "site" / PLOTLY_JS] and bundles[0].stat().st_size > 1_000_000
+    assert "plotly.js (basic - minified) v4." in bundles[0].read_text(encoding="utf-8")[:200]
+    assert "MIT License" in (tmp_path / "site" / PLOTLY_LICENCE).read_text(encoding="utf-8")
     cases = sorted((tmp_path / "site" / CASES_DIR).glob("*.html"))
     assert len(cases) == 7
     for page in [site.index, *cases]:

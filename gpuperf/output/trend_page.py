@@ -4,8 +4,9 @@ figures.
 
 The site is static: it works opened from ``file://`` and served by any static host. The index's small
 multiples are PNG pictures drawn at build time (``trend_thumbnails``), each linking to its case's page, so
-the index loads no charting library. A case page is one interactive plotly chart: plotly.js is written once
-as ``plotly.min.js`` beside the pages and every case page refers to it; nothing is fetched from a network.
+the index loads no charting library. A case page is one interactive plotly chart: plotly.js's basic bundle
+(packaged with gpuperf, ``vendor/plotly-basic``) is written once beside the pages with its licence and every
+case page refers to it; nothing is fetched from a network.
 ``trend.js`` draws a case page's figure and applies the index's filters.
 """
 
@@ -20,12 +21,12 @@ from pathlib import Path
 from typing import Any
 
 import jinja2
-import plotly.offline
 
 from gpuperf.output import trend_data
 from gpuperf.store.atomic import write_atomically
 from gpuperf.output.trend_data import Annotation, CaseSeries, TrendData
-from gpuperf.output.trend_paths import CASES_DIR, INDEX_HTML, PLOTLY_JS, SMALL_DIR, page_name_of, small_multiple_name_of
+from gpuperf.output.trend_paths import (CASES_DIR, INDEX_HTML, PLOTLY_JS, PLOTLY_LICENCE, SMALL_DIR, page_name_of,
+                                        small_multiple_name_of)
 from gpuperf.output.trend_figures import case_figure, host_colours
 from gpuperf.output.trend_thumbnails import HEIGHT_PX, WIDTH_PX, Thumbnail, thumbnail, thumbnails_drawn
 
@@ -36,6 +37,8 @@ TABLE_RUNS = 25
 #: The version, kernel and method changes of each series, by ``CaseSeries.key``: found once, drawn twice.
 Marks = Mapping[str, Sequence[Annotation]]
 _TEMPLATES = Path(__file__).with_name("templates") / "trend"
+#: plotly.js's basic partial bundle (scatter, bar, pie), packaged with gpuperf: see its README.md.
+_PLOTLY_BUNDLE = Path(__file__).with_name("vendor") / "plotly-basic"
 
 
 class TrendPageError(ValueError):
@@ -110,7 +113,8 @@ def render_case(data: TrendData, series: CaseSeries, colours: dict[str, str], ma
     change_points = [(data.run_number(cp.run_id), data.run(cp.run_id), cp) for cp in series.change_points]
     return _environment().get_template("case.html.j2").render(
         summary=_site_summary(data, now), series=series, colours=colours, hosts=data.hosts_of(series),
-        figures={"case": case_figure(data, series, colours, marks[series.key])}, runs=list(reversed(runs)), changes=changes,
+        figures={"case": case_figure(data, series, colours, marks[series.key])}, runs=list(reversed(runs)),
+        changes=changes,
         change_points=change_points, plotly_js=f"../{PLOTLY_JS}", root="../", table_runs=TABLE_RUNS)
 
 
@@ -129,7 +133,8 @@ def write_site(data: TrendData, out: str | Path, now: datetime | None = None) ->
     (out / CASES_DIR).mkdir(parents=True, exist_ok=True)
     colours = host_colours(data.hosts)
     marks = {series.key: trend_data.series_changes(data, series) for series in data.series}
-    write_atomically(out / PLOTLY_JS, plotly.offline.get_plotlyjs())
+    write_atomically(out / PLOTLY_JS, (_PLOTLY_BUNDLE / "plotly-basic.min.js").read_bytes())
+    write_atomically(out / PLOTLY_LICENCE, (_PLOTLY_BUNDLE / "LICENSE").read_bytes())
     for name in STATIC_FILES:
         write_atomically(out / name, (_TEMPLATES / name).read_text(encoding="utf-8"))
     (out / SMALL_DIR).mkdir(exist_ok=True)

@@ -13,7 +13,9 @@ from pathlib import Path
 #: Where ``history page`` writes the site unless ``--out`` says otherwise.
 DEFAULT_SITE = Path("results") / "trend"
 INDEX_HTML = "index.html"
+#: plotly.js's basic bundle, and its licence, beside the pages.
 PLOTLY_JS = "plotly.min.js"
+PLOTLY_LICENCE = "plotly.LICENSE.txt"
 CASES_DIR = "cases"
 SMALL_DIR = "small"
 
