@@ -32,9 +32,8 @@ INDEX_LIMIT_BYTES = 5_000_000
 #: Fresh browser contexts the load time is measured in; their median is judged.
 LOADS = 5
 #: How the page says a chart is drawn: a case page's plotly figure once its newPlot resolved, an index's
-#: small multiple (a picture) once it is loaded and decoded.
-DRAWN_CHARTS = ("Array.prototype.filter.call(document.querySelectorAll('.chart'), n => n.tagName === 'IMG' ? "
-                "n.complete && n.naturalWidth > 0 : n.dataset.drawn === '1').length")
+#: small multiple (a picture) once it is loaded and decoded (trend.js marks both ``data-drawn``).
+DRAWN_CHARTS = "document.querySelectorAll('.chart[data-drawn=\"1\"]').length"
 VIEWPORT = {"width": 1400, "height": 1000}
 
 

@@ -14,18 +14,23 @@
   }
   document.querySelectorAll("div.chart[data-figure]").forEach(draw);
 
-  function drawn(node) {
-    return node.tagName === "IMG" ? node.complete && node.naturalWidth > 0 : node.dataset.drawn === "1";
+  // A picture counts as drawn once it is loaded and decoded (ready to paint, not only its size known).
+  function decoded(img) {
+    img.decode().then(function () { img.dataset.drawn = "1"; }, function () { img.dataset.broken = "1"; });
   }
+  document.querySelectorAll("img.chart").forEach(function (img) {
+    if (img.complete && img.naturalWidth > 0) { decoded(img); }
+    else { img.addEventListener("load", function () { decoded(img); }); }
+  });
 
   // True once every chart now in the viewport is drawn: a plotly figure has resolved its newPlot, a picture
-  // is loaded and decoded. The browser test and a screenshot wait on it.
+  // is decoded. The browser test and a screenshot wait on it.
   window.trendScreenDrawn = function () {
     var height = window.innerHeight;
     return pending === 0 && Array.prototype.every.call(document.querySelectorAll(".chart"), function (node) {
       var box = node.getBoundingClientRect();
       var visible = box.height > 0 && box.bottom > 0 && box.top < height;
-      return !visible || drawn(node);
+      return !visible || node.dataset.drawn === "1";
     });
   };
 
