@@ -264,3 +264,32 @@ def test_a_step_in_a_real_history_is_marked_where_the_history_finds_it(history_s
     tooltip = page.page.locator(".hoverlayer").evaluate("node => node.textContent")
     assert "CI job nightly #501" in tooltip and "commit 01c0ffeec0ff" in tooltip
     assert page.errors == []
+
+
+def test_the_committed_h200_runs_draw_every_host_and_the_re_recording_runs(tmp_path: Path, page: Page) -> None:
+    """The documented rebuild (tools/trend_screenshot.py, without its own browser step), opened in Chromium:
+    every small multiple draws, and the custom SGEMM's case page shows each of its hosts and the runs that
+    re-recorded its baseline after its default kernel changed."""
+    import subprocess
+    import sys
+
+    repo = Path(__file__).resolve().parents[1]
+    result = subprocess.run([sys.executable, str(repo / "tools" / "trend_screenshot.py"), "--no-screenshot",
+                             "--work", str(tmp_path)], cwd=repo, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    site = tmp_path / "site"
+    page.open(site / "index.html")
+    cards = page.page.evaluate("document.querySelectorAll('.card').length")
+    assert cards > 100 and page.draw_everything() == cards
+    custom = "perf_tests/test_custom.py::test_custom_perf[optimized-4096x4096x4096-cold]"
+    page.open(site / page_name_of("nvidia-h200", custom))
+    traces = page.page.locator(".case-chart").evaluate(
+        "node => node.data.map(t => [t.name || '', t.x.length, t.x])")
+    recording = next(x for name, _, x in traces if name == "baseline recording run")
+    hosts = page.page.eval_on_selector_all("table.facts .swatch", "nodes => nodes.length")
+    host_traces = [name for name, _, _ in traces if name and name in page.page.inner_text("table.facts")]
+    assert hosts >= 20 and len(host_traces) == hosts
+    # the re-recording runs after the kernel change at run 37 (docs/trend-page.md)
+    assert any(x >= 37 for x in recording) and any(x < 37 for x in recording)
+    assert page.page.locator(".case-chart .legendtext", has_text="baseline recording run").count() == 1
+    assert page.errors == []
