@@ -7,8 +7,9 @@ colour per host, the baseline as a dashed step line, ◆ on the runs that record
 runs, change points as red lines with their size, and version, kernel and method changes as dotted lines.
 
 ``thumbnail`` turns a series into plain arrays (``Thumbnail``, picklable); ``thumbnails_drawn`` draws them
-in other processes while the caller writes the pages, so a large site is built on every core. One matplotlib figure per process is reused from picture to
-picture: making a figure and its axis ticks costs more than drawing a few lines on it.
+in other processes while the caller writes the pages, so a large site is built on every core. One matplotlib
+figure per process is reused from picture to picture: making a figure and its axis ticks costs more than
+drawing a few lines on it.
 """
 
 from __future__ import annotations
