@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Contention demo (issue 6): a GEMM case measured while another process keeps the same GPU busy must come
+"""Contention demo: a GEMM case measured while another process keeps the same GPU busy must come
 out UNRELIABLE (or re-measured), never silently passed or failed.
 
     python ci/contention_demo.py                                   # one 4096³ SGEMM perf case, 150 s budget

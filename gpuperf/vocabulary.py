@@ -79,11 +79,14 @@ MARKERS: dict[str, str] = {
     Family.GEMV: "matrix-vector products (bandwidth-bound)",
     Family.BATCHED: "batched GEMM / GEMV",
     Family.CUSTOM: "custom CUDA kernels from kernels/cuda",
-    Family.CROSSCHECK: "the seeds' cross-checks (TF32 active, sgemm vs gemmEx, flush effective)",
+    Family.CROSSCHECK: "cross-checks between two measurements (TF32 active, sgemm vs gemmEx, flush effective)",
     "cublas": "cases that call cuBLAS",
     "cublaslt": "cases that use cuBLASLt through nvmath-python",
     "trigger": "cases built to make an anomaly rule fire (run with -m trigger)",
     "correctness": "numerical checks against a float64 reference",
     "perf": "performance cases gated against the GPU's baseline",
     "slow": "long cases kept out of the default run (run with --run-slow or -m slow)",
+    "builds": "every build of the custom kernels' catalogues against cuBLAS (run with -m builds)",
 }
+#: Markers whose cases run only when ``-m`` names them: never part of the default selection.
+OPT_IN_MARKERS: tuple[str, ...] = ("trigger", "builds")

@@ -3,12 +3,12 @@
 cuBLAS is column-major. A row-major ``r×c`` matrix whose rows are ``ld`` elements apart is, to cuBLAS,
 the column-major ``c×r`` matrix (its transpose) with leading dimension ``ld``. So a row-major product
 ``C = op(A)·op(B)`` is issued as the column-major product ``Cᵀ = op(B)ᵀ·op(A)ᵀ``: m and n swap, A and B
-swap places, and no element moves (seed 001 §3.1). This module generalises the trick to any mix of row-
+swap places, and no element moves. This module generalises the trick to any mix of row-
 and column-major operands: the call is planned in C's layout, and an operand stored in the other layout
 has its transpose flag flipped (what CuPy's own ``cupy.cublas.gemm`` does).
 
 Leading dimensions are checked *before* cuBLAS sees them: cuBLAS only rejects an ``ld`` below its own
-minimum, and a wrong but large-enough ``ld`` makes it read neighbouring memory silently (seed 001 §5.2).
+minimum, and a wrong but large-enough ``ld`` makes it read neighbouring memory silently.
 
 Pure Python (no CuPy): every rule is tested on the CPU in ``tests/test_blas_args.py``, the plans
 themselves by emulating cuBLAS's column-major GEMM/GEMV on flat NumPy buffers.
@@ -205,7 +205,7 @@ def describe_matrix(name: str, shape: tuple[int, ...], strides: tuple[int, ...],
     """The ``Operand`` a 2-D array's shape and byte strides describe, or a ``LayoutError`` naming the fix.
 
     A matrix is row-major when its elements along a row are adjacent, column-major when those down a
-    column are. A single column is read as column-major (so a vector is the ``n = 1`` operand of the seed's
+    column are. A single column is read as column-major (so a vector is the ``n = 1`` operand of
     GEMV-as-GEMM), a single row as row-major. The leading dimension is the other stride, unchecked here:
     ``plan_*`` rejects one below the minimum.
     """

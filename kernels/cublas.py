@@ -135,7 +135,7 @@ def current_math_mode(handle: int) -> int:
 def math_mode(handle: int, mode: str) -> Iterator[None]:
     """Set the handle's math mode (``blas_args.MATH_MODES``: ``default``, ``tf32``, ``pedantic``) for the
     block and always restore the previous one: the setting is per handle, so a leak would silently change
-    every later sgemm (seed 001 §3.3)."""
+    every later sgemm."""
     previous = current_math_mode(handle)
     _lib().setMathMode(handle, _constant(blas_args.math_mode_constant(mode)))
     try:
@@ -178,7 +178,7 @@ def gemm_loop(handle: int, a: cupy.ndarray, b: cupy.ndarray, c: cupy.ndarray, *,
               alpha: float = 1.0, beta: float = 0.0) -> None:
     """The same batch as ``gemm_strided_batched``, one cuBLAS GEMM per item from a Python loop.
 
-    Seed 002's "loop of cublasSgemm" comparison point. The call is planned once and the loop only
+    The naive way to run a batch, as a comparison point. The call is planned once and the loop only
     offsets pointers, so the per-item cost is the binding plus cuBLAS's launch, not our planning.
     """
     path = blas_args.gemm_path(dtype)
@@ -256,7 +256,7 @@ def gemv(handle: int, a: cupy.ndarray, x: cupy.ndarray, y: cupy.ndarray, *, dtyp
     (cuBLAS has no FP16/BF16 GEMV in the API CuPy binds).
 
     cuBLAS's op is ``trans`` for a column-major A and the opposite for a row-major one (whose transpose
-    is what cuBLAS sees): pass an F-ordered A to get the seed's ``CUBLAS_OP_N`` on ``m×n``.
+    is what cuBLAS sees): pass an F-ordered A to get ``CUBLAS_OP_N`` on ``m×n``.
     """
     path = blas_args.gemm_path(dtype)
     _check_dtypes(path, A=a, x=x, y=y)
@@ -276,7 +276,7 @@ def gemv(handle: int, a: cupy.ndarray, x: cupy.ndarray, y: cupy.ndarray, *, dtyp
 
 def gemv_batched(handle: int, a: cupy.ndarray, x: cupy.ndarray, y: cupy.ndarray, *, dtype: str = "fp32",
                  trans: bool = False, alpha: float = 1.0, beta: float = 0.0) -> None:
-    """Batched GEMV as a strided-batched GEMM with n = 1 (seed 001 §4.2): ``y[i] = op(A[i])·x[i]``.
+    """Batched GEMV as a strided-batched GEMM with n = 1: ``y[i] = op(A[i])·x[i]``.
 
     ``x`` is ``(batch, len_x)``, ``y`` is ``(batch, len_y)``; a 2-D ``a`` is one weight shared by every
     vector (strideA = 0).
@@ -292,7 +292,7 @@ def gemv_batch_pointers(a: cupy.ndarray, x: cupy.ndarray, y: cupy.ndarray, *, dt
 
 
 class StreamSplit:
-    """Seed 002's multi-stream comparison point: one strided-batched GEMM cut into sub-batches, one per
+    """A multi-stream comparison point: one strided-batched GEMM cut into sub-batches, one per
     side stream, forked from and joined back to the caller's current stream.
 
     The fork event is recorded on the current stream and every side stream waits on it; each side stream

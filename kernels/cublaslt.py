@@ -1,5 +1,5 @@
 """cuBLASLt matmul through nvmath-python's low-level bindings: the heuristic's candidate algorithms for one
-problem, each of them runnable (seed 001 §6: how far is the default heuristic from the best algorithm?).
+problem, each of them runnable, so a case can show how far the default is from the best algorithm.
 
 cuBLAS picks one algorithm per call by a general heuristic; cuBLASLt exposes the ranked list behind it
 (``cublasLtMatmulAlgoGetHeuristic``), each entry with the workspace it needs and its expected wave count.
@@ -217,7 +217,7 @@ class LtMatmul:
         except lt.cuBLASLtError as exc:
             raise LtError(f"cublasLtMatmulAlgoGetHeuristic failed for {self.problem}: {exc}; this cuBLASLt does "
                           "not support the combination of types, shape and alignment") from exc
-        # Seed 001 §6: with nothing returned the result array is uninitialised and must not be used.
+        # With nothing returned the result array is uninitialised and must not be used.
         count = int(returned[0])
         if count <= 0:
             raise LtError(f"cuBLASLt's heuristic returned no algorithm for {self.problem} with a "
@@ -299,7 +299,7 @@ class LtMatmul:
 
 
 def gap(default_tflops: float, best_tflops: float) -> float:
-    """How far the default candidate is below the best one, as a fraction of the best (seed 001 §6)."""
+    """How far the default candidate is below the best one, as a fraction of the best."""
     return (best_tflops - default_tflops) / best_tflops
 
 

@@ -22,8 +22,10 @@ cache (keyed by the source text) can never serve a binary built from an older in
 from __future__ import annotations
 
 import functools
+import os
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -74,6 +76,7 @@ __all__ = [
     "plan_tiled",
     "plan_wmma",
     "pointer_batch",
+    "prebuild",
     "resources",
     "tiled_sgemm",
     "wmma_hgemm",
@@ -207,6 +210,25 @@ def code_of(plan: LaunchPlan, arch: str | None = None) -> str:
 def get_kernel(plan: LaunchPlan, arch: str | None = None) -> Any:
     """The compiled ``cupy.RawKernel`` of a plan, for the current device (or ``arch``)."""
     return _kernel(plan.source, plan.kernel, arch or _device_arch(), plan.defines)
+
+
+def prebuild(plans: Iterable[LaunchPlan], workers: int | None = None) -> int:
+    """Compile the module of every plan once, in parallel threads (NVRTC runs without the GIL, and a selection of
+    many builds would otherwise spend most of its time compiling one after another). One compile per (source,
+    defines), which every kernel of that file shares. A failed compile is left to the plan's own launch, which
+    raises its error again where it belongs. Returns the number of modules."""
+    arch = _device_arch()
+    modules = {(plan.source, plan.defines): plan for plan in plans}
+
+    def build(plan: LaunchPlan) -> None:
+        try:
+            get_kernel(plan, arch)  # a RawModule compiles when its first function is taken
+        except Exception:  # noqa: BLE001 - raised again, with its build named, by the launch of that build
+            pass
+
+    with ThreadPoolExecutor(max_workers=workers or min(32, os.cpu_count() or 8)) as pool:
+        list(pool.map(build, modules.values()))
+    return len(modules)
 
 
 @functools.cache

@@ -30,6 +30,8 @@ from typing import Any
 
 import numpy
 
+from kernels.build_catalogue import load_section
+
 #: Largest grid y / z (CUDA's limit); batched launches above it are split.
 GRID_Z_LIMIT = 65535
 #: Largest grid x (CUDA's limit): 2**31 - 1.
@@ -83,6 +85,11 @@ class SgemmConfig:
     batched_kernel = "batched_sgemm_tiled"
 
     @property
+    def name(self) -> str:
+        """``bk<bk>-s<stages>``: the build's name in the catalogue."""
+        return f"bk{self.bk}-s{self.stages}"
+
+    @property
     def defines(self) -> tuple[tuple[str, str], ...]:
         return (("OPT_BK", str(self.bk)), ("OPT_STAGES", str(self.stages)))
 
@@ -100,16 +107,21 @@ class SgemmConfig:
     def threads(self) -> int:
         return OPT_THREADS
 
+    @property
+    def has_batched_kernel(self) -> bool:
+        """Whether the build gives the batched tiled path a kernel of its own (every ``bk…`` build does)."""
+        return True
+
 
 @dataclass(frozen=True)
 class WarpSgemmConfig:
     """A build of warp_sgemm.cu's warp-tiled core: block tile, K per stage, stages, warp grid, lanes along a warp
-    tile's rows (4 or 8; 32 / lanes_m along its columns) and the blocks per SM its registers must allow; and the
-    third-round options, off by default and passed (and named) only when set: ``a_kmajor`` (``WT_A_KMAJOR``: A
-    k-contiguous in shared memory, copied with cp.async like B), ``fast`` (``WT_FAST``: the K-tiles inside the
-    matrices without edge guards), ``pipe`` (``WT_PIPE``: the barrier and the next K-tile's first fragment reads
-    before the last step's FFMAs) and ``swizzle`` (``WT_SWIZZLE``: blocks walk groups of that many tile-rows
-    column by column; the 2-D kernels only)."""
+    tile's rows (4 or 8; 32 / lanes_m along its columns) and the blocks per SM its registers must allow; and its
+    options, off by default and passed (and named) only when set: ``a_kmajor`` (``WT_A_KMAJOR``: A k-contiguous in
+    shared memory, copied with cp.async like B), ``fast`` (``WT_FAST``: the K-tiles inside the matrices without edge
+    guards), ``pipe`` (``WT_PIPE``: the barrier and the next K-tile's first fragment reads before the last step's
+    FFMAs) and ``swizzle`` (``WT_SWIZZLE``: blocks walk groups of that many tile-rows column by column; the 2-D
+    kernels only)."""
 
     bm: int
     bn: int
@@ -152,22 +164,23 @@ class WarpSgemmConfig:
         return 32 * self.warps_m * self.warps_n
 
     @property
+    def has_batched_kernel(self) -> bool:
+        """The swizzle orders the 2-D grid only: a swizzled build's batched kernel is its unswizzled twin's."""
+        return not self.swizzle
+
+    @property
     def thread_tile(self) -> tuple[int, int]:
         """Rows x columns of C per thread."""
         return self.bm // self.warps_m // self.lanes_m, self.bn // self.warps_n // (32 // self.lanes_m)
 
-    @classmethod
-    def named(cls, bm: int, bn: int, bk: int, stages: int, warps_m: int, warps_n: int, lanes_m: int,
-              min_blocks: int, *, a_kmajor: bool = False, fast: bool = False, pipe: bool = False,
-              swizzle: int = 0
-              ) -> tuple[str, WarpSgemmConfig]:
-        """``("wt<bm>x<bn>-t<rows>x<cols>-bk<bk>-s<stages>[-ak][-fast][-pipe][-sw<G>]", config)``: the table entry,
-        named by its geometry and the options it sets."""
-        build = cls(bm, bn, bk, stages, warps_m, warps_n, lanes_m, min_blocks, a_kmajor, fast, pipe, swizzle)
-        rows, cols = build.thread_tile
-        options = ("-ak" if a_kmajor else "") + ("-fast" if fast else "") + ("-pipe" if pipe else "") + (
-            f"-sw{swizzle}" if swizzle else "")
-        return f"wt{bm}x{bn}-t{rows}x{cols}-bk{bk}-s{stages}{options}", build
+    @property
+    def name(self) -> str:
+        """``wt<bm>x<bn>-t<rows>x<cols>-bk<bk>-s<stages>[-ak][-fast][-pipe][-sw<G>]``: the build's name in the
+        catalogue, its geometry and the options it sets."""
+        rows, cols = self.thread_tile
+        options = ("-ak" if self.a_kmajor else "") + ("-fast" if self.fast else "") + ("-pipe" if self.pipe else "") + (
+            f"-sw{self.swizzle}" if self.swizzle else "")
+        return f"wt{self.bm}x{self.bn}-t{rows}x{cols}-bk{self.bk}-s{self.stages}{options}"
 
 
 @dataclass(frozen=True)
@@ -193,8 +206,8 @@ class MmaConfig:
 
     @property
     def defines(self) -> tuple[tuple[str, str], ...]:
-        extra = ((("MMA_BK", str(self.bk)),) if self.bk != MMA_BK else ()) + ((("MMA_PIPE", "1"),) if self.pipe else ()) + (
-            (("MMA_FAST", "1"),) if self.fast else ())
+        extra = ((("MMA_BK", str(self.bk)),) if self.bk != MMA_BK else ()) + (
+            (("MMA_PIPE", "1"),) if self.pipe else ()) + ((("MMA_FAST", "1"),) if self.fast else ())
         return (("MMA_BM", str(self.bm)), ("MMA_BN", str(self.bn)), ("MMA_WARPS_M", str(self.warps_m)),
                 ("MMA_WARPS_N", str(self.warps_n)), ("MMA_STAGES", str(self.stages)),
                 ("MMA_MIN_BLOCKS", str(self.min_blocks)), *extra)
@@ -231,70 +244,18 @@ class RegisterTileClass:
         return max(m, n) <= self.tile and k <= REG_MAX_K and REG_MIN_FILL * m * n >= self.tile**2
 
 
-#: Builds of the optimised SGEMM core (also the batched tiled kernel's). ``SGEMM_DEFAULT`` and
-#: ``BATCHED_TILED_DEFAULT`` are what the suite runs; the others are there to be timed against it on a GPU (``config=``), so the winner can become the default.
-#: The "wt..." entries are warp_sgemm.cu's warp-tiled core (``t<rows>x<cols>``: C per thread): 128-thread blocks of
-#: 16 x 8 per thread, two per SM; 256-thread blocks of 16 x 8 (one per SM) or 8 x 8 (two per SM). The third-round
-#: entries try cuBLAS's K step (BK = 8) and the core's options (``-ak``, ``-fast``, ``-pipe``, ``-sw<G>``; see
-#: ``WarpSgemmConfig``).
-SGEMM_CONFIGS: dict[str, SgemmConfig | WarpSgemmConfig] = {
-    "bk16-s3": SgemmConfig(16, 3),
-    "bk16-s2": SgemmConfig(16, 2),
-    "bk16-s4": SgemmConfig(16, 4),
-    "bk8-s2": SgemmConfig(8, 2),
-    "bk8-s3": SgemmConfig(8, 3),
-    **dict(WarpSgemmConfig.named(*geometry) for geometry in (
-        # bm, bn, bk, stages, warps_m, warps_n, lanes_m, min_blocks
-        (128, 128, 16, 3, 2, 2, 4, 2),
-        (128, 128, 16, 4, 2, 2, 4, 2),
-        (128, 128, 32, 3, 2, 2, 4, 2),
-        (128, 128, 16, 3, 2, 2, 8, 2),
-        (128, 256, 16, 3, 2, 4, 4, 1),
-        (256, 128, 16, 3, 4, 2, 4, 1),
-        (128, 128, 16, 3, 4, 2, 4, 2),
-    )),
-    **dict(WarpSgemmConfig.named(*geometry, **options) for *geometry, options in (
-        # third round: bm, bn, bk, stages, warps_m, warps_n, lanes_m, min_blocks, options
-        (128, 256, 8, 3, 2, 4, 4, 1, {}),
-        (256, 128, 8, 3, 4, 2, 4, 1, {}),
-        (128, 128, 8, 3, 2, 2, 4, 2, {}),
-        (128, 128, 8, 3, 4, 2, 4, 2, {}),
-        (128, 256, 16, 3, 2, 4, 4, 1, {"fast": True}),
-        (128, 256, 16, 3, 2, 4, 4, 1, {"fast": True, "pipe": True}),
-        (128, 256, 8, 4, 2, 4, 4, 1, {"fast": True, "pipe": True}),
-        (128, 256, 8, 3, 2, 4, 4, 1, {"a_kmajor": True, "fast": True}),
-        (128, 256, 16, 3, 2, 4, 4, 1, {"fast": True, "swizzle": 16}),
-        (128, 128, 16, 3, 4, 2, 4, 2, {"fast": True}),
-    )),
-}
-#: The builds the suite runs (issue 15's third round, timed against every other build and cuBLAS on H200
-#: GPU-a54defe9, docs/custom-kernels.md): the 2-D SGEMM at 4096³ 0.955× cuBLAS (``bk16-s3``, the first default,
-#: 0.823×); the batched tiled path at 1024×256³ 0.923× with 128 × 128 tiles, which also fit the 128³ class
-#: (the 128 × 256 build reached 0.949× at 256³ but would leave half of every 128-wide tile empty at 128³).
-SGEMM_DEFAULT = "wt128x256-t16x8-bk16-s3-fast-pipe"
-BATCHED_TILED_DEFAULT = "wt128x128-t8x8-bk16-s3-fast"
-#: Builds of the mma.sync HGEMM: block tile, warps, stages. 64 x 64 warp tiles except ``128x128w8``. ``-k64``: BK = 64,
-#: ``-pipe``: the fragment-pipelined loop, ``-fast``: the guard-free interior loop (``MmaConfig``).
-MMA_CONFIGS: dict[str, MmaConfig] = {
-    "128x256-s3": MmaConfig(128, 256, 2, 4, 3, 1),
-    "128x256-s4": MmaConfig(128, 256, 2, 4, 4, 1),
-    "256x128-s3": MmaConfig(256, 128, 4, 2, 3, 1),
-    "128x128-s4": MmaConfig(128, 128, 2, 2, 4, 2),
-    "128x128w8-s4": MmaConfig(128, 128, 2, 4, 4, 2),
-    "128x128-k64-s3": MmaConfig(128, 128, 2, 2, 3, 2, bk=64),
-    "128x128-s4-pipe": MmaConfig(128, 128, 2, 2, 4, 2, pipe=True),
-    "128x128-s3-pipe": MmaConfig(128, 128, 2, 2, 3, 2, pipe=True),
-    "128x128-k64-s3-pipe": MmaConfig(128, 128, 2, 2, 3, 2, bk=64, pipe=True),
-    "256x128w16-s4": MmaConfig(256, 128, 4, 4, 4, 1),
-    "128x256w16-s4": MmaConfig(128, 256, 2, 8, 4, 1),
-    "128x128-s4-fast": MmaConfig(128, 128, 2, 2, 4, 2, fast=True),
-    "128x128-s3-fast": MmaConfig(128, 128, 2, 2, 3, 2, fast=True),
-    "128x128-k64-s3-fast": MmaConfig(128, 128, 2, 2, 3, 2, bk=64, fast=True),
-    "256x128-s3-fast": MmaConfig(256, 128, 4, 2, 3, 1, fast=True),
-}
-#: The build the suite runs: at 4096³ 0.569× cuBLAS (probe of the -fast builds on H200 GPU-cf9dc9a4, events, median
-#: of 5 rounds; the earlier default ``128x128-s4``, which is also what mma_hgemm.cu compiles to without -D, 0.505×).
-MMA_DEFAULT = "128x128-k64-s3-fast"
+_SGEMM = load_section("sgemm", {"optimized": SgemmConfig, "warp": WarpSgemmConfig}, ("gemm", "batched_tiled"))
+_MMA = load_section("mma", {"mma": MmaConfig}, ("gemm",), default_kind="mma")
+#: Builds of the optimised SGEMM core (also the batched tiled kernel's), from ``kernels/custom_builds.yaml``: the
+#: plain ``bk…`` builds run optimized_sgemm.cu's 128 x 128 core, the ``wt…`` builds warp_sgemm.cu's warp-tiled one
+#: (``WarpSgemmConfig``). ``SGEMM_DEFAULT`` and ``BATCHED_TILED_DEFAULT`` are what the suite runs; the others are
+#: there to be timed against them (``config=``; the builds selection, ``-m builds``).
+SGEMM_CONFIGS: dict[str, SgemmConfig | WarpSgemmConfig] = _SGEMM.builds
+SGEMM_DEFAULT = _SGEMM.defaults["gemm"]
+BATCHED_TILED_DEFAULT = _SGEMM.defaults["batched_tiled"]
+#: Builds of the mma.sync HGEMM (``MmaConfig``), likewise; ``MMA_DEFAULT`` is what the suite runs.
+MMA_CONFIGS: dict[str, MmaConfig] = _MMA.builds
+MMA_DEFAULT = _MMA.defaults["gemm"]
 #: The register-tiled batched classes, smallest first: the first that ``takes`` a shape runs it.
 REG_CLASSES: tuple[RegisterTileClass, ...] = (RegisterTileClass("reg32", 32, 4), RegisterTileClass("reg64", 64, 1))
 #: The batched kernels ``plan_batched(path=...)`` can be forced to, to time one against another.
@@ -447,7 +408,7 @@ def plan_naive(a: Any, b: Any, c: Any, alpha: float = 1.0, beta: float = 0.0) ->
 
 
 def plan_tiled(a: Any, b: Any, c: Any, alpha: float = 1.0, beta: float = 0.0, tile: int = 16) -> LaunchPlan:
-    """The seed's shared-memory tiled kernel, built for ``tile`` x ``tile`` tiles (16 by default): its
+    """The textbook shared-memory tiled kernel, built for ``tile`` x ``tile`` tiles (16 by default): its
     ``__shared__`` tiles are indexed by ``threadIdx``, so the block is exactly ``tile`` x ``tile``."""
     if tile not in TILED_TILES:
         raise KernelArgumentError(f"tiled_sgemm: tile {tile} is not one of {TILED_TILES}")

@@ -1,7 +1,7 @@
-"""cuBLAS batched GEMM and GEMV (issue 4; seed 002 and seed 001 §4.2).
+"""cuBLAS batched GEMM and GEMV.
 
 Batched GEMM: sgemmStridedBatched, pointer-array sgemmBatched, gemmStridedBatchedEx for TF32/FP16/BF16,
-and seed 002's comparison points as their own cases (a Python loop of single GEMMs, a 4-stream split).
+and the comparison points as their own cases (a Python loop of single GEMMs, a 4-stream split).
 Batched GEMV: strided-batched GEMM with n = 1, strideA = 0 for a shared weight, and the pointer-array
 form. Variable-size batches: zero-padding to the largest vs one strided call per size class.
 Cases are data: ``perf_tests/cases/batched.yaml``.
@@ -162,7 +162,7 @@ def test_batched_gemv_correct(method: str, op: str, shape: BatchedShape, cublas_
 @pytest.mark.parametrize("shape", GEMV_SHAPES, ids=str)
 def test_batched_gemv_shared_weight_matches_a_loop_of_gemvs(shape: BatchedShape, cublas_handle: int,
                                                             rng: np.random.Generator) -> None:
-    """strideA = 0 (seed 001 §4.2's easy-to-miss case) against one sgemv per vector: both within the FP32
+    """strideA = 0 (one matrix shared by every item, easy to get wrong) against one sgemv per vector: both within the FP32
     bound of the float64 reference, hence within twice that bound of each other."""
     a, x, y = _gemv_operands(rng, shape, "fp32", shared=True)
     looped = nan_operand(y.shape, "fp32")
@@ -269,7 +269,7 @@ def _loop_params() -> Iterator[Any]:
 @pytest.mark.parametrize("shape", list(_loop_params()), ids=lambda shape: f"{LOOP_METHOD}-{shape}")
 def test_batched_loop_perf(shape: BatchedShape, cublas_handle: int, rng: np.random.Generator,
                            measure: Any, perf: Any) -> None:
-    """Seed 002's "loop of cublasSgemm": one call per item, gated, and the batched call's speed-up over it
+    """The "loop of cublasSgemm" a batch replaces: one call per item, gated, and the batched call's speed-up over it
     gated as ``#vs_loop``."""
     _, dtype = _method(LOOP_METHOD)
     a, b, c = _operands(rng, shape, dtype)
@@ -287,7 +287,7 @@ def test_batched_loop_perf(shape: BatchedShape, cublas_handle: int, rng: np.rand
 @pytest.mark.parametrize("shape", CASES["streams"]["shapes"], ids=lambda shape: f"{STREAMS_DTYPE}-{STREAMS}streams-{shape}")
 def test_batched_streams_perf(shape: BatchedShape, cublas_handle: int, rng: np.random.Generator, measure: Any,
                               perf: Any) -> None:
-    """Seed 002 §4.3's multi-stream split: sub-batches on side streams forked from and joined back to the
+    """The multi-stream split: sub-batches on side streams forked from and joined back to the
     test's stream, so its events cover all of them; gated, and against one strided call as ``#vs_single_call``."""
     dtype, streams = STREAMS_DTYPE, STREAMS
     a, b, c = _operands(rng, shape, dtype)
@@ -335,7 +335,7 @@ def test_batched_gemv_perf(kind: str, shape: BatchedShape, cublas_handle: int, r
 @pytest.mark.parametrize("case", VARIABLE["perf"], ids=lambda case: f"fp32-{case['name']}")
 def test_variable_size_batch_perf(case: dict[str, Any], cublas_handle: int, rng: np.random.Generator,
                                   measure: Any, perf: Any) -> None:
-    """Seed 002 §5.3: grouping (gated) vs padding (gated as ``#padding_vs_grouping``, the ratio of their
+    """Grouping (gated) vs padding (gated as ``#padding_vs_grouping``, the ratio of their
     useful TFLOPS); the note names the faster one."""
     groups = case["groups"]
     operands = _group_operands(rng, groups)

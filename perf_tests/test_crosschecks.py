@@ -1,4 +1,4 @@
-"""The seeds' cross-checks as GPU cases (seed 001 §5–§6, issue 6): two measurements that must relate in a
+"""The cross-checks as GPU cases: two measurements that must relate in a
 known way, judged by the cross rules of ``gpuperf.verdict.anomaly``.
 
 Normal cases measure both sides on the suite's normal path and assert the rule stays quiet; their ratio is
@@ -26,14 +26,14 @@ from gpuperf.vocabulary import Flush, Precision
 cupy = pytest.importorskip("cupy", reason="CuPy is not installed: pip install -e '.[cuda13]'")
 from kernels import cublas, operands  # noqa: E402  (after the importorskip)
 
-#: TF32 vs FP32 is judged at a large square size, where both paths are compute-bound (seed 001 §5.2).
+#: TF32 vs FP32 is judged at a large square size, where both paths are compute-bound.
 TF32_SHAPES: list[GemmShape] = [GemmShape(8192, 8192, 8192)]
 #: The two ways of asking for TF32: way → (kernels.cublas dtype, handle math mode, what the message calls it).
 TF32_WAYS: dict[str, tuple[str, str | None, str]] = {
     "mathmode": ("fp32", "tf32", "sgemm with CUBLAS_TF32_TENSOR_OP_MATH"),
     "gemmex": ("tf32", None, "gemmEx with COMPUTE_32F_FAST_TF32"),
 }
-#: sgemm vs gemmEx(COMPUTE_32F): one square shape and one with no power of two (seed 001 §6).
+#: sgemm vs gemmEx(COMPUTE_32F): one square shape and one with no power of two.
 PATH_SHAPES: list[GemmShape] = [GemmShape(4096, 4096, 4096), GemmShape(1000, 3000, 2000)]
 #: SGEMV working sets far larger than any L2 (4 GiB) and far smaller (4 MiB; the H200's L2 is 60 MiB).
 LARGE_GEMV, SMALL_GEMV = GemvShape(32768, 32768), GemvShape(1024, 1024)
@@ -114,7 +114,7 @@ def _l2_multiple(work_bytes: float, l2_bytes: int) -> float:
 @pytest.mark.parametrize("shape", TF32_SHAPES, ids=str)
 def test_tf32_faster_than_fp32(shape: GemmShape, way: str, cublas_handle: int, rng: np.random.Generator,
                                measure: Any, perf: Any) -> None:
-    """Seed 001 §5.2 phenomenon four: TF32 must sit clearly above FP32, for both ways of asking for it."""
+    """TF32 must sit clearly above FP32 (a few per cent apart means TF32 never engaged), for both ways of asking for it."""
     dtype, mode, how = TF32_WAYS[way]
     a, b, c = _gemm_operands(rng, shape)
     fp32 = measure(_gemm(cublas_handle, "fp32"), gemm_work(shape.m, shape.n, shape.k, "fp32"),
@@ -135,7 +135,7 @@ def test_tf32_faster_than_fp32(shape: GemmShape, way: str, cublas_handle: int, r
 @pytest.mark.parametrize("shape", PATH_SHAPES, ids=lambda shape: f"{Precision.FP32}-{shape}")
 def test_sgemm_matches_gemmex(shape: GemmShape, cublas_handle: int, rng: np.random.Generator, measure: Any,
                               perf: Any) -> None:
-    """Seed 001 §6: sgemm and gemmEx(COMPUTE_32F) are the same math; more than 5 % apart is flagged."""
+    """Sgemm and gemmEx(COMPUTE_32F) are the same math; more than 5 % apart is flagged."""
     dtype = Precision.FP32
     a, b, c = _gemm_operands(rng, shape, dtype)
     work = gemm_work(shape.m, shape.n, shape.k, dtype)
@@ -193,7 +193,7 @@ def _memory_findings(gpu: Any, measurement: Measurement) -> list[anomaly.Anomaly
 @pytest.mark.cublas
 def test_trigger_above_memory_peak_wrong_byte_count(gpu: Any, cublas_handle: int, rng: np.random.Generator,
                                                      measure: Any, perf: Any) -> None:
-    """Seed 001 §5.1 phenomenon one, cache-resident data: a batch of GEMVs sharing one weight (strideA = 0)
+    """Cache-resident data: a batch of GEMVs sharing one weight (strideA = 0)
     counted as if every item read its own matrix — after the first item the weight comes from L2."""
     shape, batch = SHARED_WEIGHT_GEMV
     a = operands.random_operand(rng, (shape.m, shape.n), "fp32")
@@ -238,7 +238,7 @@ def test_trigger_above_compute_peak_wrong_peak(gpu: Any, cublas_handle: int, rng
 @pytest.mark.parametrize("mistake", ["no-mathmode", "compute-32f"])
 def test_trigger_tf32_inactive(mistake: str, cublas_handle: int, rng: np.random.Generator, measure: Any,
                                perf: Any) -> None:
-    """Seed 001 §5.2 phenomenon four, both silent fallbacks: sgemm without CUBLAS_TF32_TENSOR_OP_MATH, and
+    """Both silent fallbacks: sgemm without CUBLAS_TF32_TENSOR_OP_MATH, and
     gemmEx with COMPUTE_32F where COMPUTE_32F_FAST_TF32 was meant."""
     shape = TRIGGER_GEMM
     a, b, c = _gemm_operands(rng, shape)

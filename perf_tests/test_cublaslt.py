@@ -1,4 +1,4 @@
-"""cuBLASLt: how far the default heuristic is from the best candidate (seed 001 §6, issue 6).
+"""cuBLASLt: how far the default heuristic is from the best candidate.
 
 For each shape, cuBLASLt's heuristic proposes a ranked list of algorithms; every candidate is timed with the
 suite's own ``measure``. The default (rank 0) is gated against the baseline like any other GEMM; its gap to
@@ -32,7 +32,7 @@ PERF_CASES = [pytest.param(case["dtype"], case["shape"], id=f"{case['dtype']}-{c
 CORRECTNESS_SHAPES: list[GemmShape] = CASES["correctness"]["shapes"]
 CORRECTNESS_DTYPES: list[str] = CASES["correctness"]["dtypes"]
 
-#: A default this far below the best candidate means the library does not cover the shape well (seed 001 §6).
+#: A default this far below the best candidate means the library does not cover the shape well.
 NOT_COVERED_GAP = 0.30
 #: Rows of C checked against float64 on a perf shape: the first and last rows (edge tiles) and a spread
 #: between, all columns. Keeps the CPU reference to ~64·K·N multiply-adds on the largest shapes.

@@ -1,7 +1,7 @@
-"""Custom CUDA kernels (issues 5, 15): naive, tiled, optimised SGEMM, WMMA and mma.sync HGEMM, and the custom
+"""Custom CUDA kernels: naive, tiled, optimised SGEMM, WMMA and mma.sync HGEMM, and the custom
 batched SGEMM (register-tiled, small and tiled kernels).
 
-Correctness: SPEC's irregular shapes (non-multiples of every tile size), padded leading dimensions whose
+Correctness: irregular shapes (non-multiples of every tile size), padded leading dimensions whose
 padding holds NaN, alpha ≠ 1 and beta ≠ 0, beta = 0 on a NaN-poisoned C; fresh random operands per case
 and a float64 reference from the stored operands (``gpuperf.suite.accuracy``). The WMMA and mma.sync kernels
 store FP16 and accumulate in FP32, so they are held to the ``fp16`` bound (FP32 accumulation plus one FP16

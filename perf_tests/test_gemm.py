@@ -1,4 +1,4 @@
-"""cuBLAS GEMM family (issue 3): every GEMM path a cuBLAS user takes, correct on awkward shapes, gated on speed.
+"""cuBLAS GEMM family: every GEMM path a cuBLAS user takes, correct on awkward shapes, gated on speed.
 
 Correctness: fresh random operands per case, the output poisoned with NaN before every call (beta = 0
 must still give finite results), a float64 reference from the *stored* operands and the per-path bound of

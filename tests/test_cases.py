@@ -114,7 +114,7 @@ def test_load_cases_names_the_table_to_describe_when_it_has_no_schema(tmp_path: 
     with pytest.raises(CaseTableError, match="no schema for the case table 'gemmm'") as info:
         load_cases("gemmm", directory=tmp_path)
     assert "gpuperf/suite/case_schema.py" in str(info.value)
-    assert "known tables: batched, cublaslt, custom, gemm, gemv" in str(info.value)
+    assert "known tables: batched, cublaslt, custom, custom_builds, gemm, gemv" in str(info.value)
 
 
 # --- the real tables ------------------------------------------------------------------------------------

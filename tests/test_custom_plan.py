@@ -551,10 +551,10 @@ def test_warp_sgemm_builds_satisfy_the_kernels_layout(name: str) -> None:
     assert build.threads == _define("warp_sgemm.cu", "WT_THREADS", d) <= 1024
     geometry, options = d[:8], dict(d[8:])
     assert set(options) <= set(WT_OPTIONS.values()) and len(options) == len(d) - 8
-    named = WarpSgemmConfig.named(*(int(v) for _, v in geometry), a_kmajor=options.get("WT_A_KMAJOR") == "1",
-                                  fast=options.get("WT_FAST") == "1", pipe=options.get("WT_PIPE") == "1",
-                                  swizzle=int(options.get("WT_SWIZZLE", 0)))
-    assert named == (name, build)
+    rebuilt = WarpSgemmConfig(*(int(v) for _, v in geometry), a_kmajor=options.get("WT_A_KMAJOR") == "1",
+                              fast=options.get("WT_FAST") == "1", pipe=options.get("WT_PIPE") == "1",
+                              swizzle=int(options.get("WT_SWIZZLE", 0)))
+    assert (rebuilt.name, rebuilt) == (name, build)
     lanes_n = 32 // build.lanes_m
     rows, cols = build.thread_tile
     assert build.lanes_m in (4, 8) and rows % 4 == 0 and cols % 4 == 0
@@ -578,12 +578,12 @@ def test_warp_sgemm_builds_satisfy_the_kernels_layout(name: str) -> None:
 
 
 def test_warp_sgemm_options_are_off_by_default() -> None:
-    """A build without options passes none of their defines and keeps its round-2 name, and the source's defaults
-    for them are off: the builds timed before the options existed compile as they did."""
+    """A build without options passes none of their defines and its name has no option suffix, and the source's
+    defaults for them are off: a build without options compiles as the source alone would."""
     for define in WT_OPTIONS.values():
         assert _define("warp_sgemm.cu", define) == 0
-    name, build = WarpSgemmConfig.named(128, 256, 16, 3, 2, 4, 4, 1)
-    assert name == "wt128x256-t16x8-bk16-s3" and SGEMM_CONFIGS[name] == build
+    build = WarpSgemmConfig(128, 256, 16, 3, 2, 4, 4, 1)
+    assert build.name == "wt128x256-t16x8-bk16-s3" and SGEMM_CONFIGS[build.name] == build
     assert [key for key, _ in build.defines] == ["WT_BM", "WT_BN", "WT_BK", "WT_STAGES", "WT_WARPS_M", "WT_WARPS_N",
                                                   "WT_LANES_M", "WT_MIN_BLOCKS"]
     assert build.shared_bytes == 3 * 16 * (128 + 4 + 256) * 4
@@ -601,9 +601,9 @@ def test_warp_sgemm_options_name_defines_and_shared_bytes(options: dict[str, Any
                                                            extra: tuple[tuple[str, str], ...]) -> None:
     """An option appears in the name and the defines only when set; the ring is the source's layout (A k-major:
     bm x (bk + 4) floats per stage instead of bk x (bm + 4))."""
-    name, build = WarpSgemmConfig.named(128, 256, 8, 3, 2, 4, 4, 1, **options)
-    plain_name, plain = WarpSgemmConfig.named(128, 256, 8, 3, 2, 4, 4, 1)
-    assert name == plain_name + suffix and build.defines == plain.defines + extra
+    build = WarpSgemmConfig(128, 256, 8, 3, 2, 4, 4, 1, **options)
+    plain = WarpSgemmConfig(128, 256, 8, 3, 2, 4, 4, 1)
+    assert build.name == plain.name + suffix and build.defines == plain.defines + extra
     a_tile = 128 * (8 + 4) if options.get("a_kmajor") else 8 * (128 + 4)
     assert build.shared_bytes == 3 * (a_tile + 8 * 256) * 4
     plan = LaunchPlan("warp_sgemm.cu", "warp_sgemm_vec4", (1, 1, 1), (256, 1, 1), (), build.shared_bytes, build.defines)

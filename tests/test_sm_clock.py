@@ -160,13 +160,13 @@ def test_group_means_average_the_finite_values_of_each_group() -> None:
 
 
 def test_the_kernel_writes_the_words_in_the_order_the_reader_takes_them() -> None:
-    """``timing.py``'s ``gpuperf_stamp`` writes ``STAMP_FIELDS`` words per block: smid, the start clock and time
+    """``separators.py``'s ``gpuperf_stamp`` writes ``STAMP_FIELDS`` words per block: smid, the start clock and time
     the caller read, then the end clock and time; the reader's word names must be those positions."""
-    from gpuperf.measure import timing
+    from gpuperf.measure import separators
 
-    source = timing._STAMP_SOURCE
+    source = separators._STAMP_SOURCE
     assert f"stamps + {STAMP_FIELDS}ull * blockIdx.x" in source
     written = dict(re.findall(r"s\[(\d)\] = (\w+);", source))
     assert {int(k): v for k, v in written.items()} == {SMID: "sm", START_CLOCK: "c0", START_NS: "t0",
                                                        END_CLOCK: "c1", END_NS: "t1"}
-    assert "gpuperf_stamp(stamps, c0, t0)" in timing._FLUSH_SOURCE  # the flush passes its block-start reads
+    assert "gpuperf_stamp(stamps, c0, t0)" in separators._FLUSH_SOURCE  # the flush passes its block-start reads

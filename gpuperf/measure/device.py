@@ -56,7 +56,7 @@ class DeviceInfo:
     clock_events: tuple[str, ...] = ()
     temperature_c: int | None = None
     power_w: float | None = None
-    uuid: str | None = None  # which physical GPU: hosts of one model differ (issue 13), so results name it
+    uuid: str | None = None  # which physical GPU: hosts of one model differ, so results name it
     serial: str | None = None
     missing: tuple[str, ...] = field(default_factory=tuple)
 

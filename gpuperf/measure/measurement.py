@@ -15,7 +15,7 @@ from gpuperf.vocabulary import Flush
 #: A cold call shorter than this is timed several at a time over rotated operand copies (``cold-rotate``): alone
 #: it would be dominated by event resolution and the gap after a flush.
 DEFAULT_ROTATE_BELOW_S = 100e-6
-#: The length of a rotated sample. Measured on the H200 (issue 11): the 4-stream batched cases (55–89 µs a
+#: The length of a rotated sample. Measured on the H200: the 4-stream batched cases (55–89 µs a
 #: call) had a 3.4–5.0 % sample spread timed one call per sample, 1.2–1.9 % at 1 ms samples and 0.5–0.8 % at
 #: 5 ms; short batched and FP16/BF16 GEMMs fell from ~2 % to 0.1–0.3 %. Longer samples of *long* power-capped
 #: GEMMs got noisier instead (TF32 4096³: 3.0 % → 4.9 %), which is why only short calls are rotated.

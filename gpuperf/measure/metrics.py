@@ -1,6 +1,6 @@
 """FLOP and byte counts of the operations under test, and the figures derived from a time.
 
-Conventions (SPEC, seed 001 §3.2 and §4.1):
+Conventions (the usual ones, so figures compare with other benchmarks):
 - GEMM does ``2·M·N·K`` FLOPs (one multiply and one add per term), × batch.
 - GEMV does ``2·M·N`` FLOPs, × batch.
 - Bytes are the fewest the operation must move: every operand read once and the output written once;

@@ -137,11 +137,11 @@ def device_peaks(device: DeviceLike) -> DevicePeaks:
     fp64 = max(rate for rate in (rates.fp64, rates.fp64_tensor) if rate is not None)
     return DevicePeaks(
         compute_tflops={
-            "fp32": tflops(rates.fp32),
-            "tf32": tflops(rates.tf32_tensor),
-            "fp16": tflops(rates.fp16_tensor),
-            "bf16": tflops(rates.bf16_tensor),
-            "fp64": tflops(fp64),
+            Precision.FP32: tflops(rates.fp32),
+            Precision.TF32: tflops(rates.tf32_tensor),
+            Precision.FP16: tflops(rates.fp16_tensor),
+            Precision.BF16: tflops(rates.bf16_tensor),
+            Precision.FP64: tflops(fp64),
         },
         memory_gbps=memory_peak_gbps(device.mem_clock_mhz, device.bus_width_bits),
         rates=rates,

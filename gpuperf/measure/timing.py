@@ -1,4 +1,4 @@
-"""The measurement loop (SPEC "Measurement method"): CUDA events on the current stream, cold by default.
+"""The measurement loop: CUDA events (or CUPTI kernel records) on the current stream, cold by default.
 
 Phases, after nvbench's ``measure_cold``: warm-up (by count *and* time) → choose the method from the
 warm call's duration → adaptive sampling in batches, each batch bracketed by NVML clock-event and
@@ -35,13 +35,19 @@ from typing import Any
 
 from gpuperf.measure.clocks import decode, unreliable
 from gpuperf.measure.device import Nvml
-from gpuperf.measure.kernel_records import MARK_KERNEL, Kernel, KernelActivity, call_kernels, span_s, split_calls
+from gpuperf.measure.kernel_records import Kernel, KernelActivity, call_kernels, span_s, split_calls
 from gpuperf.measure.measurement import (DEFAULT_MAX_TRACED_CALLS, DEFAULT_MIN_SAMPLE_S, DEFAULT_ROTATE_BELOW_S,
                                          Measurement, Method)
-from gpuperf.measure.sm_clock import STAMP_FIELDS, call_clocks_mhz, call_cycles, group_means
+
+from gpuperf.measure.separators import HOLD_TIMEOUT_S, FlushBuffer, Separators, StreamHold
+from gpuperf.measure.sm_clock import call_cycles, group_means
 from gpuperf.measure.metrics import Work
 from gpuperf.measure.stats import StoppingRule, summarize
 from gpuperf.vocabulary import Flush
+
+#: The loop's separator kernels live in ``separators.py``; these names are imported from here as well.
+__all__ = ["HOLD_TIMEOUT_S", "Batch", "BatchRunner", "CupyBackend", "FlushBuffer", "SamplingConfig", "StreamHold",
+           "Timer"]
 
 
 @dataclass(frozen=True)
@@ -92,147 +98,6 @@ class CupyBackend:
             self._hold = StreamHold()
         return self._hold.hold(stream)
 
-
-
-HOLD_TIMEOUT_S = 0.5
-_HOLD_SOURCE = r"""
-extern "C" __global__ void gpuperf_hold(volatile int* flag, unsigned long long timeout_ns) {
-    unsigned long long start, now;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
-    while (*flag == 0) {
-        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
-        if (now - start > timeout_ns) { *flag = 2; return; }
-    }
-}
-"""
-
-
-class StreamHold:
-    """Blocks a stream until released by the host, with a timeout so a host-side synchronisation inside the
-    measured callable cannot deadlock the run (the batch is then discarded and holding switched off)."""
-
-    def __init__(self) -> None:
-        import cupy
-        import numpy
-
-        self._memory = cupy.cuda.alloc_pinned_memory(4)  # pinned memory is device-visible under UVA
-        self._flag = numpy.frombuffer(self._memory, dtype=numpy.int32, count=1)
-        self._kernel = cupy.RawKernel(_HOLD_SOURCE, "gpuperf_hold")
-        self._args = (numpy.uint64(self._memory.ptr), numpy.uint64(int(HOLD_TIMEOUT_S * 1e9)))
-
-    def hold(self, stream: Any) -> Callable[[], bool]:
-        self._flag[0] = 0
-        self._kernel((1,), (1,), self._args, stream=stream)
-
-        def release() -> bool:
-            held = int(self._flag[0]) == 0
-            self._flag[0] = 1
-            return held
-
-        return release
-
-
-#: Thread 0 of every block of a separator kernel writes one stamp (``sm_clock.STAMP_FIELDS`` words: smid, clock
-#: and time at block start, clock and time at block end) into its launch's slot, when given one (``stamps``
-#: non-null): the per-call SM clock of ``sm_clock.py``.
-_STAMP_SOURCE = r"""
-__device__ __forceinline__ unsigned long long gpuperf_now() {
-    unsigned long long t;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-    return t;
-}
-__device__ __forceinline__ void gpuperf_stamp(unsigned long long* stamps, unsigned long long c0,
-                                              unsigned long long t0) {
-    unsigned long long c1 = clock64();
-    unsigned long long t1 = gpuperf_now();
-    unsigned int sm;
-    asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
-    unsigned long long* s = stamps + 5ull * blockIdx.x;
-    s[0] = sm; s[1] = c0; s[2] = t0; s[3] = c1; s[4] = t1;
-}
-"""
-
-_FLUSH_SOURCE = _STAMP_SOURCE + r"""
-extern "C" __global__ void gpuperf_flush(const int4* buffer, unsigned long long count, int4* sink,
-                                         unsigned long long* stamps) {
-    unsigned long long c0 = 0, t0 = 0;
-    if (stamps != 0 && threadIdx.x == 0) { t0 = gpuperf_now(); c0 = clock64(); }
-    int4 acc = make_int4(0, 0, 0, 0);
-    for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < count;
-         i += (unsigned long long)gridDim.x * blockDim.x) {
-        int4 v = buffer[i];
-        acc.x ^= v.x; acc.y ^= v.y; acc.z ^= v.z; acc.w ^= v.w;
-    }
-    if (acc.x == 0x7fffffff && acc.y == acc.x && acc.z == acc.x && acc.w == acc.x) *sink = acc;
-    if (stamps != 0) {
-        __syncthreads();
-        if (threadIdx.x == 0) gpuperf_stamp(stamps, c0, t0);
-    }
-}
-"""
-
-_MARK_SOURCE = _STAMP_SOURCE + f"""
-extern "C" __global__ void {MARK_KERNEL}(unsigned long long* stamps) {{
-    if (stamps != 0 && threadIdx.x == 0) {{ unsigned long long t0 = gpuperf_now(); gpuperf_stamp(stamps, clock64(), t0); }}
-}}
-"""
-
-
-class FlushBuffer:
-    """Owns a device buffer of ``2 × L2`` bytes (read from the device) and *reads* it through the L2 on a
-    stream, which evicts whatever the last sample left there. It also owns the other separator kernel (the
-    marker between hot calls) and the clock stamps both write (``sm_clock.py``): one slot per separator
-    launch of a traced batch.
-
-    Reading rather than overwriting (nvbench's memset) matters: a memset leaves the L2 full of dirty lines,
-    and their write-back then competes with the timed call's own traffic, so a memory-bound call looks a
-    few per cent slower after a memset flush than with rotated operands. After a read the L2 is clean;
-    the previous sample's dirty output is written back during the flush, outside the events. The buffer
-    holds zeros, so the kernel's guarded store never happens, but the compiler cannot drop the loads.
-    """
-
-    def __init__(self, l2_bytes: int, stamp_slots: int = DEFAULT_MAX_TRACED_CALLS + 1) -> None:
-        import cupy
-
-        if l2_bytes <= 0:
-            raise ValueError(f"L2 size must be positive, got {l2_bytes}")
-        self.nbytes = 2 * l2_bytes + (-2 * l2_bytes) % 16
-        self.buffer = cupy.zeros(self.nbytes, dtype=cupy.uint8)
-        self.sink = cupy.zeros(4, dtype=cupy.int32)
-        self._kernel = cupy.RawKernel(_FLUSH_SOURCE, "gpuperf_flush")
-        self._mark = cupy.RawKernel(_MARK_SOURCE, MARK_KERNEL)
-        device = cupy.cuda.Device()
-        self._grid = (4 * int(device.attributes["MultiProcessorCount"]),)
-        self.stamps = cupy.zeros((stamp_slots, self._grid[0], STAMP_FIELDS), dtype=cupy.uint64)
-
-    @property
-    def stamp_slots(self) -> int:
-        return int(self.stamps.shape[0])
-
-    def _stamp_pointer(self, slot: int | None) -> Any:
-        import numpy
-
-        if slot is None:
-            return numpy.uint64(0)
-        if not 0 <= slot < self.stamp_slots:
-            raise ValueError(f"stamp slot {slot} outside 0..{self.stamp_slots - 1}")
-        return numpy.uint64(self.stamps.data.ptr + slot * self.stamps.strides[0])
-
-    def enqueue(self, stream: Any, slot: int | None = None) -> None:
-        import numpy
-
-        self._kernel(self._grid, (256,), (self.buffer, numpy.uint64(self.nbytes // 16), self.sink,
-                                          self._stamp_pointer(slot)), stream=stream)
-
-    def mark(self, stream: Any, slot: int | None = None) -> None:
-        """The separator between two traced hot calls: no work, a stamp per block when given a slot."""
-        self._mark(self._grid, (32,), (self._stamp_pointer(slot),), stream=stream)
-
-    def read_stamps(self, separators: int) -> Any:
-        """The stamps of the first ``separators`` slots, on the host (after the stream was synchronised)."""
-        import cupy
-
-        return cupy.asnumpy(self.stamps[:separators])
 
 
 def _array_bytes(operands: Sequence[Any]) -> int:
@@ -428,35 +293,12 @@ class Timer:
         is as steady as a rotated event sample. ``None`` and why, when the records cannot be split into the
         calls enqueued (the callable launched no kernel, say)."""
         config, tracer = self.config, self.tracer
-        separators = self._separators(flush)
-        stop = self.backend.event()
-        calls_seen: list[list[KernelActivity]] = []
-        failure: list[str] = []
-
-        def enqueue(count: int, held: bool) -> tuple[list[list[KernelActivity]], list[float]] | None:
-            stamped = count + 1 <= separators.slots
-            release = self.backend.hold(stream) if held else None
-            for index in range(count):
-                separators.launch(stream, index if stamped else None)
-                fn(*operands)
-            separators.launch(stream, count if stamped else None)  # closes the last call
-            stop.record(stream)
-            ok = release is None or release()
-            stop.synchronize()
-            found = split_calls(tracer.collect())
-            if not ok:
-                return None
-            if len(found) != count:
-                failure.append(f"{count} calls enqueued, {len(found)} found in the kernel records")
-                return [], []
-            clocks = separators.clocks(count + 1) if stamped else []
-            return found, clocks
-
+        calls = _TracedCalls(self.backend, tracer, self._separators(flush), fn, operands, stream)
         tracer.start()
         try:
-            probe = enqueue(1, False)
+            probe = calls.enqueue(1, False)
             if not probe or not probe[0]:
-                return None, (), failure[0] if failure else "no kernel records for the call"
+                return None, (), calls.failure[0] if calls.failure else "no kernel records for the call"
             launches = len(probe[0][0]) + 1
             count = max(1, min(config.max_held_calls // launches,
                                int(config.batch_time_s / max(per_call, 1e-6)), config.max_traced_calls))
@@ -464,21 +306,13 @@ class Timer:
             count -= count % group
 
             def run(held: bool) -> Batch | None:
-                enqueued = enqueue(count, held)
+                enqueued = calls.enqueue(count, held)
                 if enqueued is None:
                     return None
-                found, clocks = enqueued
-                if not found:
-                    raise _TraceMismatch(failure[-1])
-                calls_seen.extend(found)
-                spans = [span_s(call) for call in found]
-                # the batch's GPU time, flushes included, is what the rule's minimum sampling time counts
-                batch_s = (max(a.end_ns for a in found[-1]) - min(a.start_ns for a in found[0])) / 1e9
-                samples = [statistics.fmean(spans[i:i + group]) for i in range(0, len(spans), group)]
-                if not clocks:
-                    return Batch(samples, batch_s)
-                return Batch(samples, batch_s, group_means(call_cycles(spans, clocks), group),
-                             group_means(clocks, group))
+                if not enqueued[0]:
+                    raise _TraceMismatch(calls.failure[-1])
+                calls.seen.extend(enqueued[0])
+                return _traced_batch(*enqueued, group)
 
             try:
                 sampled = self._sample(run, replace(config.rule, min_time_s=config.traced_min_time_s), holding)
@@ -487,15 +321,15 @@ class Timer:
         finally:
             tracer.stop()
         sampled.calls_per_sample = group
-        return sampled, call_kernels(calls_seen), ""
+        return sampled, call_kernels(calls.seen), ""
 
-    def _separators(self, flush: str) -> _Separators:
+    def _separators(self, flush: str) -> Separators:
         """The separator kernel of a traced call, stamping the SM clock where the flush buffer can."""
         flush_buffer = self.flush_buffer
         slots = int(getattr(flush_buffer, "stamp_slots", 0))
         if flush == Flush.COLD:
-            return _Separators(flush_buffer.enqueue, slots, flush_buffer)
-        return _Separators(flush_buffer.mark, slots, flush_buffer)
+            return Separators(flush_buffer.enqueue, slots, flush_buffer)
+        return Separators(flush_buffer.mark, slots, flush_buffer)
 
     def _sample(self, run: BatchRunner, rule: StoppingRule, holding: bool) -> _Sampled:
         """Batches until ``rule`` stops, each bracketed by the NVML clock-event and process checks; a batch
@@ -531,18 +365,56 @@ class Timer:
         return sampled
 
 
-@dataclass(frozen=True)
-class _Separators:
-    """How a traced batch separates its calls: ``launch(stream, slot)`` enqueues a separator, stamping into
-    ``slot`` when it is not ``None`` (``slots`` of them; 0: no stamps), ``clocks(n)`` reads the first ``n``
-    slots' stamps back as each call's SM clock."""
+@dataclass
+class _TracedCalls:
+    """Enqueues traced batches: every call preceded by a separator, one more closing the last, the batch held
+    (``held``) until the host has enqueued it all; then reads back each call's kernel records and, where the
+    separators stamped them, its SM clock. ``seen``: the calls of the batches kept; ``failure``: why a batch's
+    records could not be split into its calls."""
 
-    launch: Callable[[Any, int | None], None]
-    slots: int
-    owner: Any
+    backend: Any
+    tracer: Any
+    separators: Separators
+    fn: Callable[..., Any]
+    operands: Sequence[Any]
+    stream: Any
+    seen: list[list[KernelActivity]] = field(default_factory=list)
+    failure: list[str] = field(default_factory=list)
 
-    def clocks(self, separators: int) -> list[float]:
-        return call_clocks_mhz(self.owner.read_stamps(separators))
+    def __post_init__(self) -> None:
+        self.stop = self.backend.event()  # one event for every batch: it only marks the batch's end
+
+    def enqueue(self, count: int, held: bool) -> tuple[list[list[KernelActivity]], list[float]] | None:
+        """The calls' kernel records and clocks; ``None`` when the hold timed out (the batch is void); no calls
+        when the records did not split into ``count`` calls."""
+        separators, stream, stop = self.separators, self.stream, self.stop
+        stamped = count + 1 <= separators.slots
+        release = self.backend.hold(stream) if held else None
+        for index in range(count):
+            separators.launch(stream, index if stamped else None)
+            self.fn(*self.operands)
+        separators.launch(stream, count if stamped else None)  # closes the last call
+        stop.record(stream)
+        ok = release is None or release()
+        stop.synchronize()
+        found = split_calls(self.tracer.collect())
+        if not ok:
+            return None
+        if len(found) != count:
+            self.failure.append(f"{count} calls enqueued, {len(found)} found in the kernel records")
+            return [], []
+        return found, separators.clocks(count + 1) if stamped else []
+
+
+def _traced_batch(found: list[list[KernelActivity]], clocks: list[float], group: int) -> Batch:
+    """A traced batch's samples: the mean span of each ``group`` consecutive calls, with their cycles and clocks."""
+    spans = [span_s(call) for call in found]
+    # the batch's GPU time, flushes included, is what the rule's minimum sampling time counts
+    batch_s = (max(a.end_ns for a in found[-1]) - min(a.start_ns for a in found[0])) / 1e9
+    samples = [statistics.fmean(spans[i:i + group]) for i in range(0, len(spans), group)]
+    if not clocks:
+        return Batch(samples, batch_s)
+    return Batch(samples, batch_s, group_means(call_cycles(spans, clocks), group), group_means(clocks, group))
 
 
 class _TraceMismatch(Exception):

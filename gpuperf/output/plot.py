@@ -33,8 +33,8 @@ THROUGHPUT_WIDTH = {1: 1.6, 2: 2.4}
 
 #: Human names of the compute ceilings (the keys of ``peaks["compute_tflops"]``).
 CEILING_NAMES = {
-    "fp32": "FP32 vector", "tf32": "TF32 tensor", "fp16": "FP16 tensor", "bf16": "BF16 tensor",
-    "fp64": "FP64 tensor",
+    Precision.FP32: "FP32 vector", Precision.TF32: "TF32 tensor", Precision.FP16: "FP16 tensor",
+    Precision.BF16: "BF16 tensor", Precision.FP64: "FP64 tensor",
 }
 _MARKERS = "osD^v<>ph*"
 #: A shape with one dimension this many times another is drawn as its own (tall/wide/long-K) series.
@@ -109,19 +109,7 @@ def plot_roofline(records: Sequence[Record], peaks: Mapping[str, Any] | None, ou
             points.setdefault((record.family or Family.OTHER, _precision(record)), []).append(placed)
     fig = _figure()
     ax = fig.add_subplot()
-    families = sorted({family for family, _ in points})
-    precisions = sorted({precision for _, precision in points}, key=_precision_rank)
-    colours = _colours(families)
-    markers = {precision: _MARKERS[i % len(_MARKERS)] for i, precision in enumerate(precisions)}
-    for (family, precision), pts in sorted(points.items()):
-        xs, ys = zip(*pts)
-        ax.scatter(xs, ys, s=30, color=colours[family], marker=markers[precision], edgecolors="black",
-                   linewidths=0.4, zorder=3)
-    handles: list[Any] = [Line2D([], [], linestyle="", marker="o", color=colours[family], markeredgecolor="black",
-                                 label=f"{family} ({sum(len(p) for (f, _), p in points.items() if f == family)})")
-                          for family in families]
-    handles += [Line2D([], [], linestyle="", marker=markers[precision], color="lightgray",
-                       markeredgecolor="black", label=precision) for precision in precisions]
+    handles = _scatter_points(ax, points)
     intensities = [x for pts in points.values() for x, _ in pts]
     values = [y for pts in points.values() for _, y in pts]
     memory = _positive(peaks.get("memory_gbps")) if peaks else None
@@ -155,6 +143,24 @@ def plot_roofline(records: Sequence[Record], peaks: Mapping[str, Any] | None, ou
     path = out_dir / "roofline.png"
     fig.savefig(path, dpi=DPI)
     return path
+
+
+def _scatter_points(ax: Any, points: Mapping[tuple[str, str], list[tuple[float, float]]]) -> list[Any]:
+    """Every case a point, coloured by family with a marker per precision; the legend's handles for both."""
+    families = sorted({family for family, _ in points})
+    precisions = sorted({precision for _, precision in points}, key=_precision_rank)
+    colours = _colours(families)
+    markers = {precision: _MARKERS[i % len(_MARKERS)] for i, precision in enumerate(precisions)}
+    for (family, precision), pts in sorted(points.items()):
+        xs, ys = zip(*pts)
+        ax.scatter(xs, ys, s=30, color=colours[family], marker=markers[precision], edgecolors="black",
+                   linewidths=0.4, zorder=3)
+    handles: list[Any] = [Line2D([], [], linestyle="", marker="o", color=colours[family], markeredgecolor="black",
+                                 label=f"{family} ({sum(len(p) for (f, _), p in points.items() if f == family)})")
+                          for family in families]
+    handles += [Line2D([], [], linestyle="", marker=markers[precision], color="lightgray",
+                       markeredgecolor="black", label=precision) for precision in precisions]
+    return handles
 
 
 def records_from_baseline(header: Mapping[str, Any], entries: Mapping[str, EntryLike]) -> list[Record]:

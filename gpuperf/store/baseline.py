@@ -43,7 +43,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -52,25 +51,22 @@ from typing import Any
 
 import yaml
 
-from gpuperf.measure.kernel_records import Kernel
 from gpuperf.store.atomic import locked, write_atomically
+from gpuperf.store.baseline_entry import (AT_MAX_CLOCK, AT_MAX_CLOCK_KEYS, ENTRY_DESCRIPTION, ENTRY_OPTIONAL,
+                                          ENTRY_REQUIRED, ENTRY_RUNS, SHAPE_SIZES, BaselineError, ClockFree, Entry,
+                                          clock_free_fields, parse_entry, restore_hint, round_figure)
 from gpuperf.store.reading import MIB, DuplicateKeyError, InputError, decode, load_yaml, read_bytes
-from gpuperf.vocabulary import Metric, Precision
 
+
+#: ``baseline_entry.py``'s names are imported from here as well: what an entry is belongs with the file.
+__all__ = ["AT_MAX_CLOCK", "AT_MAX_CLOCK_KEYS", "ENTRY_DESCRIPTION", "ENTRY_OPTIONAL", "ENTRY_REQUIRED", "ENTRY_RUNS",
+           "MAX_BASELINE_BYTES", "SCHEMA_VERSION", "SHAPE_SIZES", "VERSION_KEYS", "BaselineError", "BaselineFile",
+           "Change", "ClockFree", "Entry", "Integrity", "baseline_path", "check_gpu", "decode_baseline",
+           "drop_entries", "dump_baseline", "entries_digest", "load_baseline", "parse_baseline",
+           "read_baseline_text", "restore_hint", "seal_baseline", "update_baseline", "version_changes",
+           "versions_of"]
 
 SCHEMA_VERSION = 1
-ENTRY_REQUIRED = ("metric", "value", "unit")
-#: What a case is, as the record said: read by plots and tables, never parsed back from the case id.
-ENTRY_DESCRIPTION = ("family", "kernel", "precision", "shape", "flops", "bytes", "kernels")
-#: How many runs an entry's value is the median of, and their relative range (absent: one run).
-ENTRY_RUNS = ("runs", "run_spread")
-#: The figure with the host's power state taken out (``ClockFree``).
-AT_MAX_CLOCK = "at_max_clock"
-AT_MAX_CLOCK_KEYS = ("value", "spread", "run_spread", "cycles", "clock_mhz")
-ENTRY_OPTIONAL = ("spread", "samples", "flush", "method", *ENTRY_RUNS, *ENTRY_DESCRIPTION, AT_MAX_CLOCK,
-                  "tolerance")
-#: The sizes a shape may name (``metrics.Work.shape``).
-SHAPE_SIZES = ("batch", "m", "n", "k")
 HEADER_KEYS = ("gpu", "slug", "compute_capability", "driver", "cuda_runtime", "cublas", "cupy", "recorded",
                "clocks", "peaks", "integrity")
 #: Header fields whose change between the baseline and this run is announced (and can fail the run).
@@ -85,100 +81,12 @@ _RESULTS_KEYS = frozenset({"run", "records"})
 _SHA256_HEX = re.compile(r"[0-9a-f]{64}")
 
 
-class BaselineError(InputError):
-    """A baseline file that cannot be used; the message names the file, the entry and the fix."""
-
-
-def restore_hint(path: Path) -> str:
-    """The fix for a damaged file. Re-recording alone cannot be the advice: ``--update-baselines`` reads the
-    file first and refuses a damaged one, so the good copy has to come back from version control first."""
-    return (f"restore it from version control (git checkout -- {path}), then re-record with "
-            "pytest perf_tests --update-baselines")
-
-
-@dataclass(frozen=True)
-class ClockFree:
-    """An entry's figure with the host's power state taken out: the metric its cycles per call give at the
-    GPU's maximum SM clock (``value``), their samples' relative IQR (``spread``) and, recorded from several
-    runs, their relative range (``run_spread``); the median cycles per call and the mean SM clock (MHz) the
-    calls ran at when recorded (a ratio entry has no cycles of its own)."""
-
-    value: float
-    spread: float = 0.0
-    run_spread: float = 0.0
-    cycles: float | None = None
-    clock_mhz: float | None = None
-
-    def to_yaml(self) -> dict[str, Any]:
-        data: dict[str, Any] = {"value": _round(self.value), "spread": _round(self.spread)}
-        if self.run_spread:
-            data["run_spread"] = _round(self.run_spread)
-        if self.cycles is not None:
-            data["cycles"] = _round(self.cycles)
-        if self.clock_mhz is not None:
-            data["clock_mhz"] = _round(self.clock_mhz)
-        return data
-
-
-@dataclass(frozen=True)
-class Entry:
-    metric: str
-    value: float
-    unit: str
-    spread: float = 0.0
-    samples: int = 0
-    flush: str = ""
-    method: str = ""
-    family: str = ""
-    kernel: str = ""
-    precision: str = ""
-    shape: tuple[tuple[str, int], ...] = ()  # (("batch", B), ("m", M), ...), as ``Work.sizes``
-    flops: float | None = None
-    bytes: float | None = None
-    kernels: tuple[Kernel, ...] = ()  # what one call launched when recorded (traced measurements)
-    runs: int = 0  # > 1: the value is the median of this many runs' figures
-    run_spread: float = 0.0  # their relative range, (max − min) / median
-    at_max_clock: ClockFree | None = None
-    tolerance: float | None = None
-
-    def to_yaml(self) -> dict[str, Any]:
-        data: dict[str, Any] = {"metric": self.metric, "value": _round(self.value), "unit": self.unit,
-                                "spread": _round(self.spread), "samples": self.samples, "flush": self.flush,
-                                "method": self.method}
-        data.update(self.fleet())
-        data.update(self.description())
-        data.update(self.clock_free())
-        if self.tolerance is not None:
-            data["tolerance"] = self.tolerance
-        return data
-
-    def fleet(self) -> dict[str, Any]:
-        """``runs`` and ``run_spread`` as the file holds them, for an entry recorded from several runs."""
-        return {"runs": self.runs, "run_spread": _round(self.run_spread)} if self.runs > 1 else {}
-
-    def clock_free(self) -> dict[str, Any]:
-        """``at_max_clock`` as the file holds it, when the entry has one."""
-        return {AT_MAX_CLOCK: self.at_max_clock.to_yaml()} if self.at_max_clock is not None else {}
-
-    def description(self) -> dict[str, Any]:
-        """The descriptive fields that are set, as the file holds them."""
-        described: dict[str, Any] = {"family": self.family, "kernel": self.kernel, "precision": self.precision,
-                                     "shape": dict(self.shape), "flops": self.flops, "bytes": self.bytes,
-                                     "kernels": [kernel.to_dict() for kernel in self.kernels]}
-        return {key: value for key, value in described.items() if value not in ("", {}, None, [])}
-
-
-def _round(value: float) -> float:
-    """Six significant digits: far below any noise, and stable diffs."""
-    return float(f"{value:.6g}")
-
-
 def _as_stored(entry: Entry) -> Entry:
     """The entry as the file holds it (rounded), so a digest computed on writing matches one on reading."""
     clock_free = entry.at_max_clock
     if clock_free is not None:
-        clock_free = ClockFree(**_clock_free_fields(clock_free.to_yaml()))
-    return replace(entry, value=_round(entry.value), spread=_round(entry.spread), run_spread=_round(entry.run_spread),
+        clock_free = ClockFree(**clock_free_fields(clock_free.to_yaml()))
+    return replace(entry, value=round_figure(entry.value), spread=round_figure(entry.spread), run_spread=round_figure(entry.run_spread),
                    at_max_clock=clock_free)
 
 
@@ -258,129 +166,6 @@ def _load_yaml(path: Path, text: str) -> Any:
         raise BaselineError(str(exc)) from None
 
 
-def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
-def _check_metric_and_unit(where: str, path: Path, metric: Any, unit: Any) -> None:
-    expected = Metric.UNITS.get(metric) if isinstance(metric, str) else None
-    if expected is None:
-        raise BaselineError(f"{where}: unknown metric {metric!r}; a baseline metric is one of "
-                            f"{', '.join(Metric.UNITS)}; {restore_hint(path)}")
-    if unit != expected:
-        raise BaselineError(f"{where}: unit {unit!r} does not match metric {metric!r}, whose unit is "
-                            f"{expected!r}; {restore_hint(path)}")
-
-
-def _entry(path: Path, case: str, raw: Any) -> Entry:
-    where = f"{path}: entry {case!r}"
-    if not isinstance(raw, dict):
-        raise BaselineError(f"{where}: expected a mapping with {', '.join(ENTRY_REQUIRED)}, got {raw!r}; "
-                            f"{restore_hint(path)}")
-    unknown = sorted(set(raw) - set(ENTRY_REQUIRED) - set(ENTRY_OPTIONAL))
-    if unknown:
-        raise BaselineError(f"{where}: unknown key(s) {unknown}; allowed: "
-                            f"{', '.join(ENTRY_REQUIRED + ENTRY_OPTIONAL)} (fix the typo or remove them)")
-    missing = [key for key in ENTRY_REQUIRED if key not in raw]
-    if missing:
-        raise BaselineError(f"{where}: missing {missing}; {restore_hint(path)}")
-    _check_metric_and_unit(where, path, raw["metric"], raw["unit"])
-    value = raw["value"]
-    if not _is_number(value) or not math.isfinite(value) or value <= 0:
-        raise BaselineError(f"{where}: value must be a positive finite number, got {value!r}; {restore_hint(path)}")
-    spread = raw.get("spread", 0.0)
-    if not _is_number(spread) or not 0 <= spread < 1:
-        raise BaselineError(f"{where}: spread must be a finite fraction in [0, 1) (the samples' relative IQR, "
-                            f"0.01 = 1 %), got {spread!r}; {restore_hint(path)}")
-    samples = raw.get("samples", 0)
-    if isinstance(samples, bool) or not isinstance(samples, int) or samples < 0:
-        raise BaselineError(f"{where}: samples must be a non-negative integer, got {samples!r}; "
-                            f"{restore_hint(path)}")
-    tolerance = raw.get("tolerance")
-    if tolerance is not None and (not _is_number(tolerance) or not 0 <= tolerance < 1):
-        raise BaselineError(f"{where}: tolerance must be a fraction in [0, 1) (0.05 = 5 %), got {tolerance!r}; "
-                            "set it by hand or remove it to use --tolerance")
-    return Entry(metric=raw["metric"], value=float(value), unit=raw["unit"], spread=float(spread),
-                 samples=samples, flush=str(raw.get("flush", "")), method=str(raw.get("method", "")),
-                 tolerance=None if tolerance is None else float(tolerance), **_runs(where, path, raw),
-                 **_description(where, path, raw), at_max_clock=_at_max_clock(where, path, raw))
-
-
-def _clock_free_fields(raw: Mapping[str, Any]) -> dict[str, Any]:
-    return {key: (None if raw.get(key) is None else float(raw[key])) if key in ("cycles", "clock_mhz")
-            else float(raw.get(key, 0.0)) for key in AT_MAX_CLOCK_KEYS}
-
-
-def _at_max_clock(where: str, path: Path, raw: Mapping[str, Any]) -> ClockFree | None:
-    """``at_max_clock``: a positive finite value, spreads in [0, 1), positive cycles and clock when given."""
-    if AT_MAX_CLOCK not in raw:
-        return None
-    block = raw[AT_MAX_CLOCK]
-    problem = ""
-    if not isinstance(block, dict) or "value" not in block:
-        problem = "must be a mapping with at least value"
-    elif sorted(set(block) - set(AT_MAX_CLOCK_KEYS)):
-        problem = f"has unknown key(s) {sorted(set(block) - set(AT_MAX_CLOCK_KEYS))}"
-    elif not all(_is_number(v) and math.isfinite(v) for v in block.values()):
-        problem = "holds a figure that is not a finite number"
-    elif block["value"] <= 0 or any(block.get(k, 1) <= 0 for k in ("cycles", "clock_mhz")):
-        problem = "value, cycles and clock_mhz must be positive"
-    elif not all(0 <= block.get(k, 0) < 1 for k in ("spread", "run_spread")):
-        problem = "spread and run_spread must be fractions in [0, 1)"
-    if problem:
-        raise BaselineError(f"{where}: {AT_MAX_CLOCK} {problem} (keys: {', '.join(AT_MAX_CLOCK_KEYS)}), got "
-                            f"{block!r}; {restore_hint(path)}")
-    return ClockFree(**_clock_free_fields(block))
-
-
-def _runs(where: str, path: Path, raw: Mapping[str, Any]) -> dict[str, Any]:
-    """``runs`` (an integer above 1) and ``run_spread`` (a fraction in [0, 1)) come together or not at all."""
-    if not any(key in raw for key in ENTRY_RUNS):
-        return {}
-    runs, run_spread = raw.get("runs"), raw.get("run_spread")
-    if (isinstance(runs, bool) or not isinstance(runs, int) or runs < 2 or not isinstance(run_spread, (int, float))
-            or not _is_number(run_spread) or not 0 <= run_spread < 1):
-        raise BaselineError(f"{where}: runs must be an integer above 1 with run_spread a fraction in [0, 1), got "
-                            f"runs {runs!r}, run_spread {run_spread!r}; {restore_hint(path)}")
-    return {"runs": runs, "run_spread": float(run_spread)}
-
-
-def _description(where: str, path: Path, raw: Mapping[str, Any]) -> dict[str, Any]:
-    """The descriptive fields of an entry, checked: names from the vocabulary, positive sizes and counts."""
-    described: dict[str, Any] = {}
-    for key in ("family", "kernel", "precision"):
-        if key in raw:
-            if not isinstance(raw[key], str):
-                raise BaselineError(f"{where}: {key} must be text, got {raw[key]!r}; {restore_hint(path)}")
-            described[key] = raw[key]
-    if described.get("precision", Precision.FP32) not in Precision.ALL:
-        raise BaselineError(f"{where}: precision {described['precision']!r} is not one of "
-                            f"{', '.join(Precision.ALL)}; {restore_hint(path)}")
-    if "shape" in raw:
-        shape = raw["shape"]
-        if (not isinstance(shape, dict) or not set(shape) <= set(SHAPE_SIZES)
-                or not all(isinstance(size, int) and not isinstance(size, bool) and size > 0
-                           for size in shape.values())):
-            raise BaselineError(f"{where}: shape must map {', '.join(SHAPE_SIZES)} to positive integers, got "
-                                f"{shape!r}; {restore_hint(path)}")
-        described["shape"] = tuple((name, shape[name]) for name in SHAPE_SIZES if name in shape)
-    for key in ("flops", "bytes"):
-        if key in raw:
-            if not _is_number(raw[key]) or not math.isfinite(raw[key]) or raw[key] <= 0:
-                raise BaselineError(f"{where}: {key} must be a positive finite number, got {raw[key]!r}; "
-                                    f"{restore_hint(path)}")
-            described[key] = float(raw[key])
-    if "kernels" in raw:
-        kernels = raw["kernels"]
-        if not isinstance(kernels, list):
-            raise BaselineError(f"{where}: kernels must be a list of kernels, got {kernels!r}; {restore_hint(path)}")
-        try:
-            described["kernels"] = tuple(Kernel.from_dict(kernel) for kernel in kernels)
-        except ValueError as exc:
-            raise BaselineError(f"{where}: {exc}; {restore_hint(path)}") from exc
-    return described
-
-
 def _is_integrity_field(raw: Any) -> bool:
     return (isinstance(raw, dict) and set(raw) == set(INTEGRITY_KEYS)
             and isinstance(raw["entries"], int) and not isinstance(raw["entries"], bool) and raw["entries"] >= 0
@@ -445,7 +230,7 @@ def _parse_unsealed(path: Path, text: str) -> tuple[BaselineFile, Integrity | No
     raw_entries = data.get("entries") or {}
     if not isinstance(raw_entries, dict):
         raise BaselineError(f"{path}: entries must be a mapping of case id → entry; {restore_hint(path)}")
-    entries = {str(case): _entry(path, str(case), raw) for case, raw in raw_entries.items()}
+    entries = {str(case): parse_entry(path, str(case), raw) for case, raw in raw_entries.items()}
     if recorded is not None:
         _check_integrity(path, recorded, entries)
     run_header = {key: value for key, value in header.items() if key != "integrity"}

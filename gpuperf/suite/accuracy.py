@@ -11,7 +11,7 @@ forward error bound of a dot product, ``|fl(aᵀb) − aᵀb| ≤ γ_k·|a|ᵀ|b
 behind a large norm nor fails on cancellation.
 
 Coefficients, with ``u`` the unit roundoff of each stage:
-- ``fp32``: SPEC fixes ``1e-5``. For the sizes checked (k ≤ a few thousand) the realistic error,
+- ``fp32``: a fixed ``1e-5`` relative to the magnitude bound. For the sizes checked (k ≤ a few thousand) the realistic error,
   ``~√k·2⁻²⁴``, is well inside it; an indexing or ld error is off by O(1).
 - ``fp64``: ``k·2⁻⁵³`` with a ×4 margin.
 - ``tf32``: each FP32 input is reduced to TF32 (10 explicit mantissa bits; truncation or rounding,
@@ -29,6 +29,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+
+from gpuperf.vocabulary import Precision
 
 
 @dataclass(frozen=True)
@@ -49,14 +51,16 @@ U_TF32_IN = 2.0**-10
 U_FP16 = 2.0**-11
 U_BF16 = 2.0**-8
 
+#: The FP16 path that also accumulates in FP16 (``gemmEx`` with ``COMPUTE_16F``): a path, not a precision of its own.
+FP16_ACC16 = f"{Precision.FP16}-acc16"
 #: Path name → rounding model. See the module docstring for each derivation.
 ROUNDING: dict[str, RoundingModel] = {
-    "fp32": RoundingModel(fixed=1e-5, per_term=0.0, margin=1.0),
-    "fp64": RoundingModel(fixed=0.0, per_term=U64, margin=4.0),
-    "tf32": RoundingModel(fixed=2 * U_TF32_IN, per_term=U32, margin=2.0),
-    "fp16": RoundingModel(fixed=U_FP16, per_term=U32, margin=2.0),
-    "fp16-acc16": RoundingModel(fixed=U_FP16, per_term=U_FP16, margin=2.0),
-    "bf16": RoundingModel(fixed=U_BF16, per_term=U32, margin=2.0),
+    Precision.FP32: RoundingModel(fixed=1e-5, per_term=0.0, margin=1.0),
+    Precision.FP64: RoundingModel(fixed=0.0, per_term=U64, margin=4.0),
+    Precision.TF32: RoundingModel(fixed=2 * U_TF32_IN, per_term=U32, margin=2.0),
+    Precision.FP16: RoundingModel(fixed=U_FP16, per_term=U32, margin=2.0),
+    FP16_ACC16: RoundingModel(fixed=U_FP16, per_term=U_FP16, margin=2.0),
+    Precision.BF16: RoundingModel(fixed=U_BF16, per_term=U32, margin=2.0),
 }
 
 

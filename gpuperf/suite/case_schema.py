@@ -129,6 +129,10 @@ TABLES: dict[str, Schema] = {
         "perf": [{"kernel": Ref("kernels"), "shape": "gemm", "slow": VALUE}],
         "batched_perf": ["batched"],
     },
+    "custom_builds": {
+        "gemm": [{"kernel": VALUE, "shape": "gemm"}],
+        "batched": [{"shape": "batched", "tiled": VALUE, "paths": [{"path": VALUE, "mats": VALUE}]}],
+    },
     "cublaslt": {
         "perf": [{"dtype": VALUE, "shape": "gemm", "slow": VALUE}],
         "correctness": {"shapes": ["gemm"], "dtypes": VALUES},

@@ -1,4 +1,4 @@
-"""Named anomaly rules: the ways a GEMM/GEMV benchmark lies (seed 001 §5–§6), each a pure function.
+"""Named anomaly rules: the ways a GEMM/GEMV benchmark lies, each a pure function.
 
 A rule returns an ``Anomaly`` (its name and a message naming the likely causes) or ``None``. Rules about
 one case (``check_case``) run on every ``perf.check``; rules that compare two measurements run in the
@@ -14,7 +14,7 @@ import statistics
 
 #: TF32 must beat FP32 by at least this factor at a large square size (H200: ~7× in theory).
 TF32_MIN_SPEEDUP = 1.5
-#: sgemm and gemmEx(COMPUTE_32F) are the same math; seed 001 §6 allows 5 %.
+#: sgemm and gemmEx(COMPUTE_32F) are the same math: more than 5 % apart means one of them took another path.
 PATHS_MAX_GAP = 0.05
 #: A working set this many times the L2 gains nothing from a warm cache...
 FLUSH_LARGE_FACTOR = 8.0
@@ -63,7 +63,8 @@ def above_memory_peak(gbps: float, peak_gbps: float, gemv_class: bool) -> Anomal
 def check_case(*, tflops: float, gbps: float, peak_tflops: float | None, peak_gbps: float | None,
                precision: str, gemv_class: bool, cold: bool) -> list[Anomaly]:
     """The single-case rules. Compute-bound cases are held to the memory peak only when cold, since a
-    hot working set may legitimately come from L2; GEMV-class cases always are (SPEC)."""
+    hot working set may legitimately come from L2; GEMV-class cases always are, since
+    a GEMV reads each matrix element once and no cache can serve it faster than memory twice over."""
     found: list[Anomaly | None] = []
     if peak_tflops is not None:
         found.append(above_compute_peak(tflops, peak_tflops, precision))
@@ -74,7 +75,7 @@ def check_case(*, tflops: float, gbps: float, peak_tflops: float | None, peak_gb
 
 def tf32_inactive(fp32_tflops: float, tf32_tflops: float, how: str,
                   min_speedup: float = TF32_MIN_SPEEDUP) -> Anomaly | None:
-    """Seed 001 §5.2 phenomenon four: FP32 and TF32 a few percent apart means TF32 never engaged."""
+    """FP32 and TF32 a few percent apart means TF32 never engaged."""
     speedup = tf32_tflops / fp32_tflops
     if speedup >= min_speedup:
         return None
@@ -89,7 +90,7 @@ def tf32_inactive(fp32_tflops: float, tf32_tflops: float, how: str,
 
 def paths_disagree(sgemm_tflops: float, gemmex_tflops: float, max_gap: float = PATHS_MAX_GAP
                    ) -> Anomaly | None:
-    """Seed 001 §6: sgemm and gemmEx(COMPUTE_32F) are mathematically the same call."""
+    """Sgemm and gemmEx(COMPUTE_32F) are mathematically the same call."""
     gap = abs(sgemm_tflops - gemmex_tflops) / max(sgemm_tflops, gemmex_tflops)
     if gap <= max_gap:
         return None
@@ -122,7 +123,7 @@ def flush_check(cold_s: float, hot_s: float, working_set_bytes: float, l2_bytes:
 
 def warmup_effect(samples_s: Sequence[float], leading: int = 3,
                   max_excess: float = WARMUP_MAX_EXCESS) -> Anomaly | None:
-    """Seed 001 §5.1 phenomenon two: the first timed samples are slower (handle init, clock ramp)."""
+    """The first timed samples are slower (handle init, clock ramp): the warm-up was too short."""
     if len(samples_s) < 2 * leading + 1:
         return None
     median = statistics.median(samples_s)

@@ -1,7 +1,7 @@
 """A baseline from several runs, and the fleet's spread: how far each case's figure moves between the hosts
 of one GPU model and between runs on one host.
 
-One run's median carries that run's luck. On the H200s of issue 13 the 4-stream batched case (10000×32³)
+One run's median carries that run's luck. On four H200 hosts the 4-stream batched case (10000×32³)
 read 10.94–11.47 TFLOPS over five runs on four hosts although every run's sample IQR was under 1 %: a
 baseline recorded from the 11.47 run put two later runs 4.2–4.6 % below it, a false alarm under the 4 %
 tolerance. Recorded from several runs instead, an entry holds the *median* of the runs' figures, how many

@@ -181,6 +181,7 @@ class Perf:
     run: RunInfo | None
     records: list[Record] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    facts: dict[str, Any] = field(default_factory=dict)  # ``attach``: data every row carries in ``extra``
     exporter: Callable[[Measurement, Record], None] | None = None  # e.g. pytest-benchmark's JSON
     version_changes: tuple[str, ...] = ()  # since the baseline was recorded: named in every regression note
     _unnoted: list[Record] = field(default_factory=list)  # the records before notes were applied
@@ -218,8 +219,16 @@ class Perf:
         self.notes.append(text)
         self.records = [self._with_notes(r) for r in self._unnoted]
 
+    def attach(self, **facts: Any) -> None:
+        """Add ``facts`` (JSON-able values) to the ``extra`` of every row this test produced (and will produce):
+        data a report reads, where a note is only for people."""
+        self.facts.update(facts)
+        self.records = [self._with_notes(r) for r in self._unnoted]
+
     def _with_notes(self, record: Record) -> Record:
-        return with_profile_hint(replace(record, note="; ".join(n for n in (record.note, *self.notes) if n)))
+        noted = replace(record, note="; ".join(n for n in (record.note, *self.notes) if n),
+                        extra={**record.extra, **self.facts})
+        return with_profile_hint(noted)
 
     def _keep(self, record: Record) -> Record:
         self._unnoted.append(record)

@@ -33,7 +33,7 @@ from gpuperf.measure.measurement import DEFAULT_MIN_SAMPLE_S
 from gpuperf.wiring.session import MISSING_POLICIES, UNRELIABLE_POLICIES, Options, SessionState
 from gpuperf.measure.stats import StoppingRule
 from gpuperf.suite.cases import DEFAULT_CASES_DIR, use_cases_dir
-from gpuperf.vocabulary import MARKERS, Family, Flush
+from gpuperf.vocabulary import MARKERS, OPT_IN_MARKERS, Family, Flush
 
 STATE = pytest.StashKey[SessionState]()
 POOL = pytest.StashKey[GpuPool]()
@@ -266,9 +266,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     else:
         keep = [item for item in items if item.get_closest_marker("slow") is None or not _uses_suite(item)]
         dropped = [item for item in items if item.get_closest_marker("slow") is not None and _uses_suite(item)]
-    if "trigger" not in markexpr:
-        dropped += [item for item in keep if item.get_closest_marker("trigger") is not None and _uses_suite(item)]
-        keep = [item for item in keep if item.get_closest_marker("trigger") is None or not _uses_suite(item)]
+    for marker in (m for m in OPT_IN_MARKERS if m not in markexpr):
+        dropped += [item for item in keep if item.get_closest_marker(marker) is not None and _uses_suite(item)]
+        keep = [item for item in keep if item.get_closest_marker(marker) is None or not _uses_suite(item)]
     if dropped:
         config.hook.pytest_deselected(items=dropped)
         items[:] = keep

@@ -1,0 +1,49 @@
+"""Render the custom kernels' build tables from a results file of the builds selection.
+
+    python3 tools/custom_builds.py RESULTS.json                              # print the Markdown section
+    python3 tools/custom_builds.py RESULTS.json --page docs/custom-kernels.md  # rewrite the page's section
+
+RESULTS.json (or the results directory holding it) comes from ``python3 -m pytest perf_tests -m builds``: every
+build of the custom kernels' catalogues timed by the suite's own loop, each against cuBLAS on the same shape in
+the same run (``perf_tests/test_custom_builds.py``). The section lies between ``gpuperf.output.custom_builds``'s
+START and END markers; tests/test_custom_builds_doc.py renders the committed file and compares it with the page.
+Exit 0 when done, 2 when the input or the page is wrong (the message names the fix).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from gpuperf.output.custom_builds import BuildsError, builds_section, replace_builds_section  # noqa: E402
+from gpuperf.output.readme import ReadmeError  # noqa: E402
+from gpuperf.store.atomic import write_atomically  # noqa: E402
+from gpuperf.store.results import ResultsError, load_run  # noqa: E402
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="tools/custom_builds.py", description=__doc__.split("\n\n")[0])
+    parser.add_argument("results", help="results.json of a -m builds run, or its results directory")
+    parser.add_argument("--page", help="rewrite this page's generated section instead of printing it")
+    parser.add_argument("--source", help="the results file as the page names it (default: as given)")
+    args = parser.parse_args(argv)
+    try:
+        run, records = load_run(Path(args.results))
+        section = builds_section(run, records, args.source or args.results)
+        if args.page is None:
+            print(section)
+            return 0
+        page = Path(args.page)
+        write_atomically(page, replace_builds_section(page.read_text(encoding="utf-8"), section))
+    except (ResultsError, BuildsError, ReadmeError, OSError) as exc:
+        print(f"tools/custom_builds.py: {exc}", file=sys.stderr)
+        return 2
+    print(f"{args.page}: builds section rewritten from {args.results}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
