@@ -193,6 +193,7 @@ def thumbnails_drawn(pictures: Sequence[Thumbnail], workers: int | None = None) 
         yield
         return
     chunks = [pictures[i:i + CHUNK] for i in range(0, len(pictures), CHUNK)]
+    _canvas()  # matplotlib imported and the figure made once, before the workers fork from this process
     with ProcessPoolExecutor(max_workers=workers) as pool:
         drawing = [(chunk, pool.submit(_write, chunk)) for chunk in chunks]
         yield
