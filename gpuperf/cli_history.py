@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import argparse
 import os
-from datetime import datetime
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -19,11 +18,10 @@ from gpuperf.verdict import history_changes
 from gpuperf.verdict.changepoints import DEFAULT_TAIL_HISTORY, DEFAULT_TAIL_RUNS
 from gpuperf.verdict.history_changes import Change, RunSummary
 from gpuperf.wiring.argtypes import positive_int
+from gpuperf.wiring.options import HISTORY_TARGET, HISTORY_TARGET_AFTER, RUN_FILTERS, add_all
 
 EXIT_OK = 0
 EXIT_FOUND = 1
-TARGET_HELP = ("a SQLite file, sqlite:///PATH or postgresql://… (default $GPUPERF_HISTORY, else "
-               "results/history.sqlite)")
 #: ``history changes --last``: runs of a series in which a slowdown's first run must lie to fail the check.
 DEFAULT_LAST = 5
 
@@ -155,9 +153,9 @@ def cmd_changes(args: argparse.Namespace) -> int:
 def add_history_commands(commands: Any) -> None:
     """``history`` and its subcommands, on the CLI's subparsers."""
     history = commands.add_parser("history", help="every run's figures over time: ingest, show, changes, page")
-    history.add_argument("--history", metavar="TARGET", help=TARGET_HELP)
+    HISTORY_TARGET.add_to(history.add_argument)
     target = argparse.ArgumentParser(add_help=False)
-    target.add_argument("--history", metavar="TARGET", default=argparse.SUPPRESS, help=TARGET_HELP)
+    HISTORY_TARGET_AFTER.add_to(target.add_argument)
     sub = history.add_subparsers(dest="history_command", required=True, metavar="COMMAND")
     ingest = sub.add_parser("ingest", parents=[target], help="backfill from results.json files and folders of them",
                             description="Adds each results file named or found under a folder (results/, "
@@ -189,16 +187,5 @@ def add_history_commands(commands: Any) -> None:
     add_page_command(sub, [target])
 
 
-def iso_date(text: str) -> str:
-    """A ``--since`` value: an ISO date or date-time, compared with the runs' start times (UTC)."""
-    try:
-        datetime.fromisoformat(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an ISO date; use e.g. 2026-11-30 or "
-                                         "2026-11-30T12:00") from exc
-    return text
-
-
 def _filters(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--gpu", metavar="SLUG", help="only runs on this GPU model (python -m gpuperf device --slug)")
-    parser.add_argument("--since", metavar="DATE", type=iso_date, help="only runs started on or after DATE (ISO, e.g. 2026-11-30)")
+    add_all(parser.add_argument, RUN_FILTERS)

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuperf.output.trend_paths import DEFAULT_SITE
+from gpuperf.wiring.options import RUN_FILTERS, add_all
 
 EXIT_OK = 0
 EXIT_ERROR = 1
@@ -56,7 +57,5 @@ def add_page_command(history_commands: Any, parents: Sequence[argparse.ArgumentP
                     "file:// or served by any static host; docs/trend-page.md describes it.")
     page.add_argument("--out", default=str(DEFAULT_SITE), metavar="DIR",
                       help=f"where the site goes (default {DEFAULT_SITE}); its pages are replaced")
-    page.add_argument("--gpu", default=None, metavar="SLUG", help="only runs of this GPU model (e.g. nvidia-h200)")
-    page.add_argument("--since", default=None, metavar="DATE",
-                      help="only runs started on or after DATE (ISO, e.g. 2026-11-30)")
+    add_all(page.add_argument, RUN_FILTERS)
     page.set_defaults(func=cmd_history_page)

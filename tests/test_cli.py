@@ -21,7 +21,7 @@ from gpuperf.cli import main
 from gpuperf.measure.device import DeviceInfo, NoGpuError
 from gpuperf.verdict.check import entry_from_record
 from gpuperf.verdict.gate import Context, GateConfig, decide
-from gpuperf.store.records import Record, RunInfo
+from gpuperf.store.records import Reason, Record, RunInfo
 from gpuperf.vocabulary import Metric, Status
 
 REPO = Path(__file__).resolve().parent.parent
@@ -206,6 +206,7 @@ def test_what_b_s_run_found_about_the_figure_stands_its_verdict_does_not() -> No
     anomaly = verdict(measured(100.0), measured(100.0, status=Status.ANOMALY, note="above-memory-peak: cache"))
     assert anomaly.status == Status.ANOMALY and "above-memory-peak" in anomaly.note
     throttled = verdict(measured(100.0), measured(100.0, status=Status.UNRELIABLE, reliable=False,
+                                                    reason=Reason.THROTTLED, unreliable_reason="thermal slowdown",
                                                     note="unreliable: thermal slowdown"))
     assert throttled.status == Status.UNRELIABLE and throttled.note == "unreliable: thermal slowdown"
     judged_again = verdict(measured(100.0), measured(100.0, status=Status.REGRESSED, baseline=120.0,

@@ -36,10 +36,10 @@ OUTSIDE = (
 
 #: Modules of other engineers' work in progress that are still over the size limits: empty this as they
 #: are split (each entry is a path relative to the repository root).
-OVERSIZED_IN_PROGRESS = frozenset({
-    "gpuperf/cli.py",  # build_parser by command: in progress
-    "gpuperf/wiring/plugin.py",  # the plugin only wires, the run-wide lifecycle in its own module: in progress
-})
+OVERSIZED_IN_PROGRESS: frozenset[str] = frozenset()
+#: The plugin only wires (options from ``wiring/options.py``, the run-wide lifecycle in ``wiring/lifecycle.py``
+#: and ``wiring/run_end.py``), so it stays well under the module limit.
+MAX_PLUGIN_LINES = 300
 #: Files of other engineers' work in progress whose comments still point outside the repository.
 POINTING_IN_PROGRESS: frozenset[str] = frozenset()
 #: The CUDA sources' text is part of the gated kernels' identity (``kernels.custom`` digests the source with
@@ -131,6 +131,11 @@ def pointing_outside() -> dict[str, list[str]]:
 def test_no_module_or_function_of_gpuperf_is_over_the_limits() -> None:
     found = [v for v in size_violations() if v.split(":")[0] not in OVERSIZED_IN_PROGRESS]
     assert not found, "split these (or their functions):\n" + "\n".join(found)
+
+
+def test_the_plugin_only_wires() -> None:
+    lines = len((ROOT / "gpuperf" / "wiring" / "plugin.py").read_text(encoding="utf-8").splitlines())
+    assert lines <= MAX_PLUGIN_LINES, f"gpuperf/wiring/plugin.py: {lines} lines; move what is not wiring out"
 
 
 def test_the_oversized_allow_list_only_names_files_still_over() -> None:

@@ -8,7 +8,9 @@ missing browser fails them instead. ``GPUPERF_CHROMIUM`` names another Chromium 
 from __future__ import annotations
 
 import os
+import resource
 import shutil
+import statistics
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -26,11 +28,13 @@ CHROMIUM_ENV = "GPUPERF_CHROMIUM"
 #: The targets: 150 cases × 1,000 runs built in ≤ 20 s, its first screen drawn in ≤ 2 s, the index < 5 MB.
 BIG_CASES, BIG_RUNS = 150, 1000
 BUILD_LIMIT_S = 20.0
-#: The issue's target for the 150 × 1,000 page is 2 s, which it does not meet yet on the 2-core machines here
-#: (3.0-3.7 s, of which loading plotly.min.js alone takes 1.4-2.3 s): the test prints the time, and fails only
-#: beyond this guard, so the page cannot get slower unnoticed while the target stays open.
-LOAD_LIMIT_S = 8.0
+LOAD_LIMIT_S = 2.0
 INDEX_LIMIT_BYTES = 5_000_000
+#: Fresh browser contexts the load time is measured in; their median is judged.
+LOADS = 5
+#: How the page says a chart is drawn: a case page's plotly figure once its newPlot resolved, an index's
+#: small multiple (a picture) once it is loaded and decoded (trend.js marks both ``data-drawn``).
+DRAWN_CHARTS = "document.querySelectorAll('.chart[data-drawn=\"1\"]').length"
 VIEWPORT = {"width": 1400, "height": 1000}
 
 
@@ -73,17 +77,16 @@ class Page:
         return time.perf_counter() - start
 
     def draw_everything(self) -> int:
-        """Scroll through the page until every chart is drawn; the number drawn."""
-        total = self.page.evaluate("document.querySelectorAll('.chart[data-figure]:not([hidden])').length")
+        """Scroll through the page until every chart is drawn (pictures below the fold load as they near the
+        viewport); the number drawn."""
+        total = self.page.evaluate("document.querySelectorAll('.chart').length")
         for _ in range(400):
-            drawn = self.page.evaluate("document.querySelectorAll('.chart[data-drawn]').length")
-            if drawn >= total:
+            if self.page.evaluate(DRAWN_CHARTS) >= total:
                 break
             self.page.mouse.wheel(0, VIEWPORT["height"])
             self.page.wait_for_timeout(40)
         self.page.wait_for_function("window.trendScreenDrawn()", timeout=30_000)
-        count: int = self.page.evaluate("document.querySelectorAll('.js-plotly-plot .main-svg').length && "
-                                        "document.querySelectorAll('.chart[data-drawn] .main-svg').length")
+        count: int = self.page.evaluate(DRAWN_CHARTS)
         return count
 
     def close(self) -> None:
@@ -106,11 +109,15 @@ def small_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_the_index_loads_from_file_without_console_errors_and_draws_every_chart(small_site: Path, page: Page) -> None:
     page.open(small_site / "index.html")
-    # plotly draws one .main-svg pair per chart: count charts, not svgs
-    charts = page.draw_everything()
-    drawn = page.page.evaluate("document.querySelectorAll('.chart.js-plotly-plot[data-drawn]').length")
-    assert charts > 0 and drawn == 12
+    assert page.draw_everything() == 12
+    # each small multiple is its case's picture, drawn at its size, and links to the case's page
+    sizes = page.page.eval_on_selector_all(".card img.chart", "imgs => imgs.map(i => [i.naturalWidth, i.naturalHeight])")
+    assert len(sizes) == 12 and {tuple(size) for size in sizes} == {(340, 150)}
+    links = page.page.eval_on_selector_all(".card a:has(> img.chart)", "links => links.map(a => a.getAttribute('href'))")
+    assert len(links) == 12 and all(link.startswith("cases/") for link in links)
     assert "12 case series" in page.page.inner_text("#data-range")
+    # the index needs no charting library
+    assert page.page.evaluate("typeof window.Plotly") == "undefined"
     assert page.errors == []
 
 
@@ -167,51 +174,57 @@ def test_a_family_filter_hides_the_other_families_and_a_screenshot_is_written(sm
     assert page.errors == []
 
 
+def _cpu_seconds() -> float:
+    """CPU time of this process and of its finished children (the site's picture workers)."""
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
 @pytest.fixture(scope="module")
-def big_site(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, float]:
+def big_site(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, float, float]:
     data = synthetic_trend(cases=BIG_CASES, runs=BIG_RUNS, hosts=6)
     out = tmp_path_factory.mktemp("trend-big")
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), _cpu_seconds()
     write_site(data, out)
-    return out, time.perf_counter() - start
+    return out, time.perf_counter() - start, _cpu_seconds() - cpu
 
 
 def test_a_site_of_150_cases_by_1000_runs_builds_in_20_s_with_an_index_under_5_mb(
-        big_site: tuple[Path, float]) -> None:
-    out, seconds = big_site
+        big_site: tuple[Path, float, float]) -> None:
+    out, seconds, cpu = big_site
     size = (out / "index.html").stat().st_size
-    print(f"\n150 cases × 1000 runs: built in {seconds:.1f} s, index {size / 1e6:.2f} MB")
-    assert seconds <= BUILD_LIMIT_S
+    context = f"{cpu:.1f} CPU-seconds; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores"
+    print(f"\n150 cases × 1000 runs: built in {seconds:.1f} s ({context}), index {size / 1e6:.2f} MB")
+    assert seconds <= BUILD_LIMIT_S, f"built in {seconds:.1f} s ({context}), over {BUILD_LIMIT_S} s"
     assert size < INDEX_LIMIT_BYTES
 
 
-def test_a_site_of_150_cases_by_1000_runs_opens_in_2_s_in_a_fresh_browser(big_site: tuple[Path, float],
+def test_a_site_of_150_cases_by_1000_runs_opens_in_2_s_in_a_fresh_browser(big_site: tuple[Path, float, float],
                                                                           browser: Any) -> None:
-    out, _ = big_site
-    times, paints = [], []
-    for _ in range(3):  # each in a fresh context, so nothing is cached; the best of three is judged
+    """From navigation start (before ``goto``) until every chart of the first screen is drawn, in a fresh
+    browser context each time (nothing cached); the median of ``LOADS`` is judged. Then the page is scrolled
+    to its end: every small multiple below the fold is drawn too."""
+    out, _, _ = big_site
+    times, paints, on_screen = [], [], []
+    for attempt in range(LOADS):
         fresh = Page(browser)
         try:
             times.append(fresh.open(out / "index.html"))
             paints.append(fresh.page.evaluate(
                 "performance.getEntriesByName('first-contentful-paint')[0].startTime") / 1000)
+            on_screen.append(fresh.page.evaluate(
+                "Array.prototype.filter.call(document.querySelectorAll('.chart'), n => {"
+                " const box = n.getBoundingClientRect(); return box.bottom > 0 && box.top < innerHeight; }).length"))
+            if attempt == LOADS - 1:
+                assert fresh.draw_everything() == BIG_CASES
             assert fresh.errors == []
         finally:
             fresh.close()
-    print(f"\n150 cases × 1000 runs: first screen drawn in {', '.join(f'{t:.2f}' for t in times)} s "
-          f"(text painted at {', '.join(f'{t:.2f}' for t in paints)} s)")
-    if min(times) > LOAD_LIMIT_S:  # say how much of it plotly.js alone takes on this machine
-        bare = out / "plotly-only.html"
-        bare.write_text('<!DOCTYPE html><script src="plotly.min.js"></script><p>plotly only</p>')
-        fresh = Page(browser)
-        try:
-            start = time.perf_counter()
-            fresh.page.goto(bare.resolve().as_uri(), wait_until="load")
-            alone = time.perf_counter() - start
-        finally:
-            fresh.close()
-        pytest.fail(f"the first screen took {min(times):.2f} s (best of {', '.join(f'{t:.2f}' for t in times)}), "
-                    f"over the {LOAD_LIMIT_S} s guard; loading plotly.min.js alone took {alone:.2f} s here")
+    median = statistics.median(times)
+    print(f"\n150 cases × 1000 runs: first screen ({on_screen[0]} charts) drawn in median {median:.2f} s "
+          f"({', '.join(f'{t:.2f}' for t in times)} s; text painted at {', '.join(f'{t:.2f}' for t in paints)} s)")
+    assert min(on_screen) >= 4, "the first screen shows no small multiple: the measurement would judge text only"
+    assert median <= LOAD_LIMIT_S, f"the first screen took {median:.2f} s (median of {times}), over {LOAD_LIMIT_S} s"
 
 
 @pytest.fixture(scope="module")
@@ -247,8 +260,7 @@ def test_a_step_in_a_real_history_is_marked_where_the_history_finds_it(history_s
     attention = page.page.inner_text("#attention")
     # the two hosts' medians agree, so the history pools them into one series with one change point
     assert "change point" in attention and "since run 17 (commit 16c0ffeec0" in attention and slowed in attention
-    assert page.draw_everything() > 0
-    assert page.page.evaluate("document.querySelectorAll('.chart.js-plotly-plot[data-drawn]').length") == 2
+    assert page.draw_everything() == 2
     page.open(site / page_name_of("nvidia-h200", slowed))
     labels = page.page.locator(".case-chart .annotation-text").evaluate_all("nodes => nodes.map(n => n.textContent)")
     assert sum(label.startswith("change point -") for label in labels) == 1, labels  # run 17
@@ -259,4 +271,33 @@ def test_a_step_in_a_real_history_is_marked_where_the_history_finds_it(history_s
     page.page.wait_for_selector(".hoverlayer .hovertext", timeout=5_000)
     tooltip = page.page.locator(".hoverlayer").evaluate("node => node.textContent")
     assert "CI job nightly #501" in tooltip and "commit 01c0ffeec0ff" in tooltip
+    assert page.errors == []
+
+
+def test_the_committed_h200_runs_draw_every_host_and_the_re_recording_runs(tmp_path: Path, page: Page) -> None:
+    """The documented rebuild (tools/trend_screenshot.py, without its own browser step), opened in Chromium:
+    every small multiple draws, and the custom SGEMM's case page shows each of its hosts and the runs that
+    re-recorded its baseline after its default kernel changed."""
+    import subprocess
+    import sys
+
+    repo = Path(__file__).resolve().parents[1]
+    result = subprocess.run([sys.executable, str(repo / "tools" / "trend_screenshot.py"), "--no-screenshot",
+                             "--work", str(tmp_path)], cwd=repo, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    site = tmp_path / "site"
+    page.open(site / "index.html")
+    cards = page.page.evaluate("document.querySelectorAll('.card').length")
+    assert cards > 100 and page.draw_everything() == cards
+    custom = "perf_tests/test_custom.py::test_custom_perf[optimized-4096x4096x4096-cold]"
+    page.open(site / page_name_of("nvidia-h200", custom))
+    traces = page.page.locator(".case-chart").evaluate(
+        "node => node.data.map(t => [t.name || '', t.x.length, t.x])")
+    recording = next(x for name, _, x in traces if name == "baseline recording run")
+    hosts = page.page.eval_on_selector_all("table.facts .swatch", "nodes => nodes.length")
+    host_traces = [name for name, _, _ in traces if name and name in page.page.inner_text("table.facts")]
+    assert hosts >= 20 and len(host_traces) == hosts
+    # the re-recording runs after the kernel change at run 37 (docs/trend-page.md)
+    assert any(x >= 37 for x in recording) and any(x < 37 for x in recording)
+    assert page.page.locator(".case-chart .legendtext", has_text="baseline recording run").count() == 1
     assert page.errors == []

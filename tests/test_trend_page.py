@@ -1,5 +1,6 @@
-"""The trend site as files: one plotly bundle referred to by every page, nothing from a network, one small
-multiple per series, figures plotly accepts, and text from the data that cannot break out of its page."""
+"""The trend site as files: one plotly bundle referred to by every case page, an index that loads no charting
+library, nothing from a network, one small multiple (a picture) per series showing its hosts, baseline and
+change points, figures plotly accepts, and text from the data that cannot break out of its page."""
 
 from __future__ import annotations
 
@@ -8,11 +9,18 @@ import re
 from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
 import plotly.graph_objects as go
 import pytest
+from matplotlib.image import imread
 
+from gpuperf.output import trend_data
+from gpuperf.output.trend_figures import host_colours
 from gpuperf.output.trend_page import (CASES_DIR, INDEX_HTML, PLOTLY_JS, TrendPageError, case_page_name,
                                        write_site)
+from gpuperf.output.trend_paths import PLOTLY_LICENCE, SMALL_DIR, small_multiple_name_of
+from gpuperf.output.trend_thumbnails import (CHANGE_POINT_COLOUR, HEIGHT_PX, WIDTH_PX, render_png, thumbnail,
+                                             thumbnails_drawn)
 
 from trend_synthetic import STEP_CASE, synthetic_trend
 
@@ -25,19 +33,72 @@ def _figures(page: Path) -> dict[str, dict[str, object]]:
     return figures
 
 
-def test_the_site_has_one_plotly_bundle_that_every_page_refers_to_and_no_network_reference(tmp_path: Path) -> None:
+def test_the_site_has_one_plotly_bundle_that_every_case_page_refers_to_and_no_network_reference(tmp_path: Path) -> None:
     data = synthetic_trend(cases=7, runs=15)
     site = write_site(data, tmp_path / "site")
     assert site.case_pages == 7 and site.charts == 7
     bundles = [p for p in (tmp_path / "site").rglob("*.js") if "plotly" in p.name]
     assert bundles == [tmp_path / "site" / PLOTLY_JS] and bundles[0].stat().st_size > 1_000_000
-    pages = [site.index, *sorted((tmp_path / "site" / CASES_DIR).glob("*.html"))]
-    assert len(pages) == 8
-    for page in pages:
+    assert "plotly.js (basic - minified) v4." in bundles[0].read_text(encoding="utf-8")[:200]
+    assert "MIT License" in (tmp_path / "site" / PLOTLY_LICENCE).read_text(encoding="utf-8")
+    cases = sorted((tmp_path / "site" / CASES_DIR).glob("*.html"))
+    assert len(cases) == 7
+    for page in [site.index, *cases]:
         text = page.read_text(encoding="utf-8")
-        expected = PLOTLY_JS if page == site.index else f"../{PLOTLY_JS}"
-        assert f'<script src="{expected}" defer></script>' in text
+        assert (f'<script src="../{PLOTLY_JS}" defer></script>' in text) == (page != site.index)
+        assert re.findall(r'<script src="([^"]+)"', text) == (["trend.js"] if page == site.index
+                                                              else [f"../{PLOTLY_JS}", "../trend.js"])
         assert not re.search(r'(src|href)="(https?:)?//', text), f"{page.name} refers to the network"
+
+
+def test_every_series_has_a_small_multiple_picture_on_the_index_linking_to_its_case(tmp_path: Path) -> None:
+    data = synthetic_trend(cases=7, runs=15)
+    site = write_site(data, tmp_path)
+    html = site.index.read_text(encoding="utf-8")
+    pictures = re.findall(r'<a href="([^"]+)"><img class="chart" src="([^"]+)"', html)
+    assert len(pictures) == 7 and len(list((tmp_path / SMALL_DIR).glob("*.png"))) == 7
+    for series in data.series:
+        assert (case_page_name(series), small_multiple_name_of(series.gpu_model, series.case_id)) in pictures
+    for _, picture in pictures:
+        image = imread(tmp_path / picture)
+        assert image.shape[:2] == (HEIGHT_PX, WIDTH_PX)
+
+
+def _colour_columns(png: bytes, colour: str, tmp_path: Path) -> set[int]:
+    """The picture's columns holding pixels of ``colour`` (within a little anti-aliasing)."""
+    path = tmp_path / "picture.png"
+    path.write_bytes(png)
+    rgb = imread(path)[:, :, :3]
+    wanted = np.array([int(colour[i:i + 2], 16) / 255 for i in (1, 3, 5)])
+    close = np.abs(rgb - wanted).max(axis=2) < 0.08
+    return set(np.nonzero(close.any(axis=0))[0].tolist())
+
+
+def test_the_step_s_small_multiple_draws_its_change_point_and_each_host_in_its_colour(tmp_path: Path) -> None:
+    data = synthetic_trend(cases=3, runs=40, hosts=3)
+    colours = host_colours(data.hosts)
+    step = next(s for s in data.series if s.case_id == STEP_CASE)
+    steady = next(s for s in data.series if s.case_id != STEP_CASE)
+    pictures = {s.case_id: thumbnail(data, s, colours, trend_data.series_changes(data, s), tmp_path / "x.png")
+                for s in (step, steady)}
+    assert [label for _, label in pictures[STEP_CASE].change_points] == ["-6.0 %"]
+    assert {colour for colour, _, _ in pictures[STEP_CASE].hosts} == set(colours.values())
+    red = _colour_columns(render_png(pictures[STEP_CASE]), CHANGE_POINT_COLOUR, tmp_path)
+    # the change point's line (and its label) lies in the right part of the picture, run 38 of 40
+    assert red and min(red) > WIDTH_PX * 0.6
+    assert not _colour_columns(render_png(pictures[steady.case_id]), CHANGE_POINT_COLOUR, tmp_path)
+    for colour in colours.values():
+        assert len(_colour_columns(render_png(pictures[STEP_CASE]), colour, tmp_path)) > WIDTH_PX // 4  # drawn across the runs
+
+
+def test_pictures_drawn_in_worker_processes_are_those_drawn_here(tmp_path: Path) -> None:
+    data = synthetic_trend(cases=30, runs=20)
+    colours = host_colours(data.hosts)
+    pictures = [thumbnail(data, s, colours, trend_data.series_changes(data, s), tmp_path / f"{i}.png")
+                for i, s in enumerate(data.series)]
+    with thumbnails_drawn(pictures, workers=2):
+        pass
+    assert all(p.path.read_bytes() == render_png(p) for p in pictures)
 
 
 def test_the_index_has_a_card_per_series_grouped_by_family_with_the_filters_values(tmp_path: Path) -> None:
@@ -57,14 +118,13 @@ def test_the_index_has_a_card_per_series_grouped_by_family_with_the_filters_valu
 
 def test_every_figure_is_one_plotly_accepts(tmp_path: Path) -> None:
     data = synthetic_trend(cases=4, runs=10)
-    site = write_site(data, tmp_path)
-    pages = [site.index, *(tmp_path / CASES_DIR).glob("*.html")]
+    write_site(data, tmp_path)
     count = 0
-    for page in pages:
+    for page in (tmp_path / CASES_DIR).glob("*.html"):
         for spec in _figures(page).values():
             go.Figure(spec)  # raises on a property plotly does not know
             count += 1
-    assert count == 8
+    assert count == 4
 
 
 def test_the_step_case_page_marks_its_change_point_and_lists_the_kernel_and_version_changes(tmp_path: Path) -> None:
@@ -88,7 +148,9 @@ def test_text_from_the_data_cannot_end_the_figures_script_or_inject_markup(tmp_p
     site = write_site(replace(data, series=series), tmp_path)
     html = site.index.read_text(encoding="utf-8")
     assert "<script>alert(1)" not in html and "<b>k</b>" not in html
-    assert len(_figures(site.index)) == 2
+    assert html.count('<img class="chart"') == 2
+    case_page = (site.directory / case_page_name(series[0])).read_text(encoding="utf-8")
+    assert "<script>alert(1)" not in case_page and len(_figures(site.directory / case_page_name(series[0]))) == 1
 
 
 def test_a_file_where_the_site_should_go_is_refused(tmp_path: Path) -> None:

@@ -37,7 +37,7 @@ from gpuperf.measure.clocks import decode, unreliable
 from gpuperf.measure.device import Nvml
 from gpuperf.measure.kernel_records import Kernel, KernelActivity, call_kernels, span_s, split_calls
 from gpuperf.measure.measurement import (DEFAULT_MAX_TRACED_CALLS, DEFAULT_MIN_SAMPLE_S, DEFAULT_ROTATE_BELOW_S,
-                                         Measurement, Method)
+                                         DEFAULT_WARMUP_CALLS, DEFAULT_WARMUP_TIME_S, Measurement, Method)
 
 from gpuperf.measure.separators import HOLD_TIMEOUT_S, FlushBuffer, Separators, StreamHold
 from gpuperf.measure.sm_clock import call_cycles, group_means
@@ -53,8 +53,8 @@ __all__ = ["HOLD_TIMEOUT_S", "Batch", "BatchRunner", "CupyBackend", "FlushBuffer
 @dataclass(frozen=True)
 class SamplingConfig:
     rule: StoppingRule = field(default_factory=StoppingRule)
-    warmup_calls: int = 3
-    warmup_time_s: float = 0.05
+    warmup_calls: int = DEFAULT_WARMUP_CALLS
+    warmup_time_s: float = DEFAULT_WARMUP_TIME_S
     rotate_below_s: float = DEFAULT_ROTATE_BELOW_S  # a shorter cold call is timed k at a time over rotated copies
     min_sample_s: float = DEFAULT_MIN_SAMPLE_S  # a rotated sample holds enough calls to last this long
     max_held_calls: int = 256  # calls enqueued behind one hold: the launch queue (~1000 entries) must not fill

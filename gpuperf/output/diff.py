@@ -16,9 +16,9 @@ from typing import TypeVar
 
 from gpuperf.measure.kernel_records import kernel_change
 from gpuperf.store.baseline import Change, Entry
-from gpuperf.verdict.gate import (Context, GateConfig, is_noisy, rejudge, status_rank, valid_figure,
+from gpuperf.verdict.gate import (Context, GateConfig, rejudge, status_rank, valid_figure,
                                   with_profile_hint)
-from gpuperf.store.records import Record
+from gpuperf.store.records import Reason, Record
 from gpuperf.vocabulary import Status
 
 ADDED = "added"
@@ -27,8 +27,6 @@ METRIC_CHANGED = "metric changed"
 ONLY_IN_A = "only in A"
 ONLY_IN_B = "only in B"
 
-#: The prefix ``gate.decide`` gives the note of a case measured while throttled or shared.
-_UNRELIABLE_PREFIX = "unreliable: "
 
 Old = TypeVar("Old")
 New = TypeVar("New")
@@ -102,9 +100,17 @@ def judge(record: Record, entry: Entry, config: GateConfig, context: Context) ->
     afresh under ``config``, so a figure too noisy for its cap is ``UNRELIABLE``.
     """
     findings = [record.note] if record.status == Status.ANOMALY else []
-    throttled = record.status == Status.UNRELIABLE and not is_noisy(record)
-    unreliable_reason = record.note.removeprefix(_UNRELIABLE_PREFIX) if throttled else ""
-    return with_profile_hint(rejudge(record, entry, config, context, findings, unreliable_reason))
+    return with_profile_hint(rejudge(record, entry, config, context, findings, _unreliable_in_its_run(record)))
+
+
+def _unreliable_in_its_run(record: Record) -> str:
+    """Why B's own run could not trust the measurement (throttled, shared), from the record's reason; a record
+    of an older file that stored no reason keeps its run's whole verdict as the reason, so it never passes."""
+    if record.status != Status.UNRELIABLE or record.reason == Reason.NOISY:
+        return ""
+    if record.reason == Reason.UNKNOWN or not record.unreliable_reason:
+        return f"so judged in its own run, which stored no reason as data ({record.note or 'no note'})"
+    return record.unreliable_reason
 
 
 def compare_runs(a: Mapping[str, Entry], b: Mapping[str, Record], config: GateConfig,

@@ -1,37 +1,35 @@
-"""The trend page's charts as plotly figures: a small multiple per case and the full chart of a case.
+"""A case page's chart as a plotly figure: the series with its spread, baseline and gate band, hosts, the
+figures at max clock, change points and every version, kernel and method change.
 
-Figures are built with plotly's graph objects (validated by plotly) and handed to the page as their JSON;
-the page only calls ``Plotly.newPlot`` on them. The x axis of every chart of a GPU model is the run number
-among that model's runs, so the charts of one model line up; the date is in each point's tooltip.
+The figure is written as plotly's JSON figure spec (traces and layout as plotly.js takes them) and handed to
+the page, which only calls ``Plotly.newPlot`` on it. It is built as plain data rather than through plotly's
+graph objects, whose validation of every property costs more than the rest of the site's build; the tests
+hand every figure to ``plotly.graph_objects.Figure``, which rejects a property plotly does not know. The x
+axis of every chart of a GPU model is the run number among that model's runs, so the charts of one model
+line up (the small multiples of ``trend_thumbnails`` use the same numbers); the date is in the tooltip.
 """
 
 from __future__ import annotations
 
 import math
-
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-import plotly.graph_objects as go
 import plotly.io as pio
 from plotly.colors import qualitative
 
 from gpuperf.output.trend_data import Annotation, CaseSeries, SeriesPoint, TrendData
+from gpuperf.output.trend_thumbnails import ANNOTATION_COLOURS, CHANGE_POINT_COLOUR, RECORDING_STATUSES
 from gpuperf.vocabulary import Status
 
 #: Enough distinct colours for a fleet; a larger fleet reuses them in order.
 HOST_PALETTE: tuple[str, ...] = tuple(qualitative.Dark24) + tuple(qualitative.Light24)
-CHANGE_POINT_COLOUR = "#d62728"
-ANNOTATION_COLOURS = {"version": "#9467bd", "kernel": "#ff7f0e", "method": "#8c564b"}
 #: Longest kernel or version text drawn on a chart's axis; the case page lists every change in full.
 AXIS_TEXT_CHARS = 60
-#: Up to this many runs a small multiple marks every run (a host that ran once is a dot); past it, each host is
-#: a line only: a path per host draws in a fraction of the time of a marker per run.
-SMALL_MARKER_RUNS = 200
-#: Statuses drawn with their own marker, so the runs that recorded a baseline stand out.
-RECORDING_STATUSES = frozenset({Status.UPDATED, Status.NOT_RECORDED})
+#: A plotly trace, as plotly.js takes it.
+Trace = dict[str, Any]
 
 
 def host_colours(hosts: Sequence[str]) -> dict[str, str]:
@@ -42,51 +40,53 @@ def _numbers(data: TrendData, points: Sequence[SeriesPoint]) -> npt.NDArray[np.i
     return np.array([data.run_number(point.run_id) for point in points], dtype=np.int32)
 
 
-def _values(values: Sequence[float | None], detailed: bool) -> npt.NDArray[np.floating[Any]]:
-    """Figures as a typed array (plotly writes it as base64): float32 is plenty for a small multiple."""
-    return np.array([math.nan if v is None else v for v in values], dtype=np.float64 if detailed else np.float32)
+
+def _values(values: Sequence[float | None]) -> npt.NDArray[np.float64]:
+    return np.array([math.nan if v is None else v for v in values], dtype=np.float64)
 
 
-def _steps(data: TrendData, points: Sequence[SeriesPoint]) -> list[SeriesPoint]:
+def _scatter(x: npt.NDArray[Any], y: npt.NDArray[Any], **properties: Any) -> Trace:
+    return {"type": "scatter", "x": x, "y": y, **properties}
+
+
+def _steps(points: Sequence[SeriesPoint]) -> list[SeriesPoint]:
     """The points where the baseline or its band changes, and the last one: enough for a step line."""
-    kept = [p for i, p in enumerate(points)
+    return [p for i, p in enumerate(points)
             if i == 0 or i == len(points) - 1
             or (p.baseline, p.tolerance) != (points[i - 1].baseline, points[i - 1].tolerance)]
-    return kept
 
 
-def _baseline_traces(data: TrendData, series: CaseSeries, detailed: bool) -> list[go.Scatter]:
+def _baseline_traces(data: TrendData, series: CaseSeries) -> list[Trace]:
     """The baseline each run was judged against, as a step line, and the gate's band around it."""
-    judged = _steps(data, [p for p in series.points if p.baseline is not None])
+    judged = _steps([p for p in series.points if p.baseline is not None])
     if not judged:
         return []
     x = _numbers(data, judged)
-    base = _values([p.baseline for p in judged], detailed)
+    base = _values([p.baseline for p in judged])
     traces = []
-    if detailed and all(p.tolerance is not None for p in judged):
-        band = _values([p.tolerance for p in judged], detailed)
-        traces.append(go.Scatter(x=x, y=base * (1 - band), mode="lines", line={"width": 0, "shape": "hv"},
-                                 hoverinfo="skip", showlegend=False, legendgroup="band"))
-        traces.append(go.Scatter(x=x, y=base * (1 + band), mode="lines", line={"width": 0, "shape": "hv"},
-                                 fill="tonexty", fillcolor="rgba(44,160,44,0.12)", name="gate band",
-                                 legendgroup="band", hoverinfo="skip"))
-    traces.append(go.Scatter(x=x, y=base, mode="lines", name="baseline",
-                             line={"color": "#2ca02c", "dash": "dash", "width": 1.5 if detailed else 1, "shape": "hv"},
-                             hoverinfo="y" if detailed else "skip"))
+    if all(p.tolerance is not None for p in judged):
+        band = _values([p.tolerance for p in judged])
+        traces.append(_scatter(x, base * (1 - band), mode="lines", line={"width": 0, "shape": "hv"},
+                               hoverinfo="skip", showlegend=False, legendgroup="band"))
+        traces.append(_scatter(x, base * (1 + band), mode="lines", line={"width": 0, "shape": "hv"},
+                               fill="tonexty", fillcolor="rgba(44,160,44,0.12)", name="gate band",
+                               legendgroup="band", hoverinfo="skip"))
+    traces.append(_scatter(x, base, mode="lines", name="baseline", hoverinfo="y",
+                           line={"color": "#2ca02c", "dash": "dash", "width": 1.5, "shape": "hv"}))
     return traces
 
 
-def _spread_trace(data: TrendData, series: CaseSeries) -> go.Scatter | None:
+def _spread_trace(data: TrendData, series: CaseSeries) -> Trace | None:
     """The sample spread around each figure (± half the IQR), as one shaded band."""
     spread = [p for p in series.points if p.value is not None and p.spread is not None]
     if not spread:
         return None
     x = _numbers(data, spread)
-    value = _values([p.value for p in spread], True)
-    half = _values([p.spread for p in spread], True) / 2
-    return go.Scatter(x=np.concatenate([x, x[::-1]]), y=np.concatenate([value * (1 + half), (value * (1 - half))[::-1]]),
-                      fill="toself", mode="lines", line={"width": 0}, fillcolor="rgba(31,119,180,0.15)",
-                      name="spread (IQR)", hoverinfo="skip")
+    value = _values([p.value for p in spread])
+    half = _values([p.spread for p in spread]) / 2
+    return _scatter(np.concatenate([x, x[::-1]]), np.concatenate([value * (1 + half), (value * (1 - half))[::-1]]),
+                    fill="toself", mode="lines", line={"width": 0}, fillcolor="rgba(31,119,180,0.15)",
+                    name="spread (IQR)", hoverinfo="skip")
 
 
 def _tooltip(data: TrendData, series: CaseSeries, point: SeriesPoint) -> str:
@@ -99,66 +99,53 @@ def _tooltip(data: TrendData, series: CaseSeries, point: SeriesPoint) -> str:
             f"<br>kernels {' + '.join(point.kernels) or '—'}")
 
 
-def _host_traces(data: TrendData, series: CaseSeries, colours: dict[str, str], detailed: bool) -> list[go.Scatter]:
-    """The figures, one trace per host so each host has its colour (and its legend entry on the case page):
-    a marker per run on the case page, a line through the host's runs (and its markers, see
-    ``SMALL_MARKER_RUNS``) in a small multiple."""
+def _host_traces(data: TrendData, series: CaseSeries, colours: dict[str, str]) -> list[Trace]:
+    """The figures, a marker per run, one trace per host so each host has its colour and its legend entry."""
     per_host: dict[str, list[SeriesPoint]] = {}
     for point in series.points:
         if point.value is not None:
             per_host.setdefault(data.run(point.run_id).host, []).append(point)
-    traces = []
-    for host, points in per_host.items():
-        hover: dict[str, Any] = {"hoverinfo": "skip"}
-        if detailed:
-            hover = {"text": [_tooltip(data, series, p) for p in points], "hovertemplate": "%{text}<extra></extra>"}
-        style: dict[str, Any] = {"mode": "markers", "marker": {"color": colours[host], "size": 7}}
-        if not detailed:
-            style = {"mode": "lines" if len(series.points) > SMALL_MARKER_RUNS else "lines+markers",
-                     "line": {"color": colours[host], "width": 1.2}, "marker": {"color": colours[host], "size": 4}}
-        traces.append(go.Scatter(x=_numbers(data, points), y=_values([p.value for p in points], detailed),
-                                 name=host, legendgroup=host, **style, **hover))
-    return traces
+    return [_scatter(_numbers(data, points), _values([p.value for p in points]), name=host, legendgroup=host,
+                     mode="markers", marker={"color": colours[host], "size": 7},
+                     text=[_tooltip(data, series, p) for p in points], hovertemplate="%{text}<extra></extra>")
+            for host, points in per_host.items()]
 
 
-def _status_traces(data: TrendData, series: CaseSeries, detailed: bool) -> list[go.Scatter]:
+def _status_traces(data: TrendData, series: CaseSeries) -> list[Trace]:
     """Rings around the runs that recorded a baseline and crosses on failing runs."""
     traces = []
     for name, wanted, marker in (
-            ("baseline recording run", RECORDING_STATUSES,
-             {"symbol": "diamond-open", "color": "#111", "size": 11 if detailed else 7}),
-            ("failing run", Status.FAILING, {"symbol": "x-thin-open", "color": "#b00", "size": 10 if detailed else 6})):
+            ("baseline recording run", RECORDING_STATUSES, {"symbol": "diamond-open", "color": "#111", "size": 11}),
+            ("failing run", Status.FAILING, {"symbol": "x-thin-open", "color": "#b00", "size": 10})):
         points = [p for p in series.points if p.value is not None and p.status in wanted]
         if points:
-            traces.append(go.Scatter(x=_numbers(data, points), y=_values([p.value for p in points], detailed),
-                                     mode="markers", name=name, marker={**marker, "line": {"width": 1.5}},
-                                     hoverinfo="skip"))
+            traces.append(_scatter(_numbers(data, points), _values([p.value for p in points]), mode="markers",
+                                   name=name, marker={**marker, "line": {"width": 1.5}}, hoverinfo="skip"))
     return traces
 
 
-def _max_clock_trace(data: TrendData, series: CaseSeries) -> go.Scatter | None:
+def _max_clock_trace(data: TrendData, series: CaseSeries) -> Trace | None:
     scaled = [p for p in series.points if p.value_at_max_clock is not None]
     if not scaled:
         return None
-    return go.Scatter(x=_numbers(data, scaled), y=_values([p.value_at_max_clock for p in scaled], True),
-                      mode="markers", name="at max SM clock",
-                      marker={"symbol": "circle-open", "color": "#555", "size": 7},
-                      hovertemplate="at max SM clock %{y:.4g}<extra></extra>")
+    return _scatter(_numbers(data, scaled), _values([p.value_at_max_clock for p in scaled]), mode="markers",
+                    name="at max SM clock", marker={"symbol": "circle-open", "color": "#555", "size": 7},
+                    hovertemplate="at max SM clock %{y:.4g}<extra></extra>")
 
 
-def _level_trace(data: TrendData, series: CaseSeries) -> go.Scatter:
+def _level_trace(data: TrendData, series: CaseSeries) -> Trace:
     """The series in run order, as a thin line under the host markers, so a step reads at a glance."""
     points = [p for p in series.points if p.value is not None]
-    return go.Scatter(x=_numbers(data, points), y=_values([p.value for p in points], True), mode="lines",
-                      line={"color": "rgba(80,80,80,0.45)", "width": 1}, hoverinfo="skip", showlegend=False)
+    return _scatter(_numbers(data, points), _values([p.value for p in points]), mode="lines",
+                    line={"color": "rgba(80,80,80,0.45)", "width": 1}, hoverinfo="skip", showlegend=False)
 
 
 def _short(text: str) -> str:
     return text if len(text) <= AXIS_TEXT_CHARS else text[:AXIS_TEXT_CHARS - 1] + "…"
 
 
-def _markers(data: TrendData, series: CaseSeries, marks: Sequence[Annotation],
-             detailed: bool) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def _markers(data: TrendData, series: CaseSeries,
+             marks: Sequence[Annotation]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Vertical lines and their labels: change points (red, at the top) and what changed (on the axis)."""
     shapes: list[dict[str, Any]] = []
     labels: list[dict[str, Any]] = []
@@ -167,21 +154,20 @@ def _markers(data: TrendData, series: CaseSeries, marks: Sequence[Annotation],
         shapes.append({"type": "line", "xref": "x", "yref": "paper", "x0": x, "x1": x, "y0": 0, "y1": 1,
                        "line": {"color": CHANGE_POINT_COLOUR, "width": 2}})
         labels.append({"x": x, "y": 1, "xref": "x", "yref": "paper", "yanchor": "bottom", "showarrow": False,
-                       "text": f"change point {cp.relative * 100:+.1f} %" if detailed else f"{cp.relative * 100:+.1f} %",
-                       "font": {"color": CHANGE_POINT_COLOUR, "size": 11 if detailed else 9}})
+                       "text": f"change point {cp.relative * 100:+.1f} %",
+                       "font": {"color": CHANGE_POINT_COLOUR, "size": 11}})
     stacked: dict[str, int] = {}
     for mark in marks:
         x = data.run_number(mark.run_id) - 0.5
         colour = ANNOTATION_COLOURS.get(mark.kind, "#444")
         shapes.append({"type": "line", "xref": "x", "yref": "paper", "x0": x, "x1": x, "y0": 0, "y1": 1,
                        "line": {"color": colour, "width": 1, "dash": "dot"}})
-        if detailed:
-            level = stacked.get(mark.run_id, 0)
-            stacked[mark.run_id] = level + 1
-            labels.append({"x": x, "y": 0.02 + 0.07 * level, "xref": "x", "yref": "paper", "xanchor": "left",
-                           "yanchor": "bottom", "showarrow": False, "text": _short(mark.text),
-                           "hovertext": mark.text, "font": {"color": colour, "size": 10},
-                           "bgcolor": "rgba(255,255,255,0.8)"})
+        level = stacked.get(mark.run_id, 0)
+        stacked[mark.run_id] = level + 1
+        labels.append({"x": x, "y": 0.02 + 0.07 * level, "xref": "x", "yref": "paper", "xanchor": "left",
+                       "yanchor": "bottom", "showarrow": False, "text": _short(mark.text),
+                       "hovertext": mark.text, "font": {"color": colour, "size": 10},
+                       "bgcolor": "rgba(255,255,255,0.8)"})
     return shapes, labels
 
 
@@ -191,43 +177,25 @@ def _x_range(data: TrendData, series: CaseSeries) -> list[float]:
     return [min(numbers) - 0.5, max(numbers) + 0.5]
 
 
-def small_multiple(data: TrendData, series: CaseSeries, colours: dict[str, str],
-                   marks: Sequence[Annotation]) -> str:
-    """A card's chart: the figures coloured by host, the baseline, change points and change lines; no hover."""
-    traces = _baseline_traces(data, series, detailed=False)
-    traces += _host_traces(data, series, colours, detailed=False)
-    traces += _status_traces(data, series, detailed=False)
-    shapes, labels = _markers(data, series, marks, detailed=False)
-    layout = go.Layout(height=150, margin={"l": 42, "r": 6, "t": 14, "b": 22}, showlegend=False,
-                       shapes=shapes, annotations=labels, font={"size": 9}, plot_bgcolor="#fafafa",
-                       xaxis={"showgrid": False, "range": _x_range(data, series)}, yaxis={"tickformat": ".4~g"})
-    return _plotly_json(go.Figure(data=traces, layout=layout))
-
-
 def case_figure(data: TrendData, series: CaseSeries, colours: dict[str, str], marks: Sequence[Annotation]) -> str:
-    """The case page's chart: spread band, gate band, baseline, hosts, max-clock figures, every change marked."""
-    traces: list[go.Scatter] = []
+    """The case page's chart, as plotly's JSON: spread band, gate band, baseline, hosts, max-clock figures,
+    every change marked."""
+    traces: list[Trace] = []
     spread = _spread_trace(data, series)
     if spread is not None:
         traces.append(spread)
-    traces += _baseline_traces(data, series, detailed=True)
+    traces += _baseline_traces(data, series)
     traces.append(_level_trace(data, series))
-    traces += _host_traces(data, series, colours, detailed=True)
-    traces += _status_traces(data, series, detailed=True)
+    traces += _host_traces(data, series, colours)
+    traces += _status_traces(data, series)
     max_clock = _max_clock_trace(data, series)
     if max_clock is not None:
         traces.append(max_clock)
-    shapes, labels = _markers(data, series, marks, detailed=True)
-    layout = go.Layout(height=520, margin={"l": 60, "r": 20, "t": 40, "b": 50}, shapes=shapes, annotations=labels,
-                       xaxis={"title": {"text": f"run ({series.gpu_model})"}, "range": _x_range(data, series)},
-                       yaxis={"title": {"text": series.unit}}, legend={"orientation": "h", "y": -0.15},
-                       hovermode="closest", plot_bgcolor="#fafafa")
-    return _plotly_json(go.Figure(data=traces, layout=layout))
-
-
-def _plotly_json(figure: go.Figure) -> str:
-    """The figure as plotly.js takes it (typed arrays as base64), without plotly.py's default template: the
-    page sets none, and it would add 8 kB to every figure."""
-    figure.layout.template = None
-    text: str = pio.to_json(figure, validate=False, pretty=False)
+    shapes, labels = _markers(data, series, marks)
+    layout = {"height": 520, "margin": {"l": 60, "r": 20, "t": 40, "b": 50}, "shapes": shapes,
+              "annotations": labels, "xaxis": {"title": {"text": f"run ({series.gpu_model})"},
+                                               "range": _x_range(data, series)},
+              "yaxis": {"title": {"text": series.unit}}, "legend": {"orientation": "h", "y": -0.15},
+              "hovermode": "closest", "plot_bgcolor": "#fafafa"}
+    text: str = pio.to_json({"data": traces, "layout": layout}, validate=False, pretty=False)
     return text

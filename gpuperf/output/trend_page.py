@@ -1,10 +1,13 @@
 """The trend site: ``index.html`` (what needs attention, then every case as a small multiple, with filters)
-and one page per case, written from a ``TrendData`` with Jinja2 templates and plotly figures.
+and one page per case, written from a ``TrendData`` with Jinja2 templates, matplotlib pictures and plotly
+figures.
 
-The site is static: it works opened from ``file://`` and served by any static host. plotly.js is written once
-as ``plotly.min.js`` beside the pages and every page refers to it; nothing is fetched from a network. Each
-page holds its figures as JSON; ``trend.js`` draws a chart when it scrolls into view (an index of hundreds
-of cases then opens in the time its first screen takes) and applies the filters.
+The site is static: it works opened from ``file://`` and served by any static host. The index's small
+multiples are PNG pictures drawn at build time (``trend_thumbnails``), each linking to its case's page, so
+the index loads no charting library. A case page is one interactive plotly chart: plotly.js's basic bundle
+(packaged with gpuperf, ``vendor/plotly-basic``) is written once beside the pages with its licence and every
+case page refers to it; nothing is fetched from a network.
+``trend.js`` draws a case page's figure and applies the index's filters.
 """
 
 from __future__ import annotations
@@ -18,13 +21,14 @@ from pathlib import Path
 from typing import Any
 
 import jinja2
-import plotly.offline
 
 from gpuperf.output import trend_data
 from gpuperf.store.atomic import write_atomically
 from gpuperf.output.trend_data import Annotation, CaseSeries, TrendData
-from gpuperf.output.trend_paths import CASES_DIR, INDEX_HTML, PLOTLY_JS, page_name_of
-from gpuperf.output.trend_figures import case_figure, host_colours, small_multiple
+from gpuperf.output.trend_paths import (CASES_DIR, INDEX_HTML, PLOTLY_JS, PLOTLY_LICENCE, SMALL_DIR, page_name_of,
+                                        small_multiple_name_of)
+from gpuperf.output.trend_figures import case_figure, host_colours
+from gpuperf.output.trend_thumbnails import HEIGHT_PX, WIDTH_PX, Thumbnail, thumbnail, thumbnails_drawn
 
 #: Files copied verbatim from the templates folder into the site.
 STATIC_FILES = ("trend.css", "trend.js")
@@ -33,6 +37,8 @@ TABLE_RUNS = 25
 #: The version, kernel and method changes of each series, by ``CaseSeries.key``: found once, drawn twice.
 Marks = Mapping[str, Sequence[Annotation]]
 _TEMPLATES = Path(__file__).with_name("templates") / "trend"
+#: plotly.js's basic partial bundle (scatter, bar, pie), packaged with gpuperf: see its README.md.
+_PLOTLY_BUNDLE = Path(__file__).with_name("vendor") / "plotly-basic"
 
 
 class TrendPageError(ValueError):
@@ -73,11 +79,10 @@ def _figure_text(value: float | None) -> str:
     return "—" if value is None else f"{value:.4g}"
 
 
-def _card(data: TrendData, series: CaseSeries, number: int) -> dict[str, Any]:
-    last = series.last
-    return {"series": series, "figure_id": f"f{number}", "page": case_page_name(series),
-            "hosts": data.hosts_of(series), "last": last,
-            "title": series.case_id.split("::")[-1]}
+def _card(data: TrendData, series: CaseSeries) -> dict[str, Any]:
+    return {"series": series, "page": case_page_name(series),
+            "picture": small_multiple_name_of(series.gpu_model, series.case_id), "hosts": data.hosts_of(series),
+            "last": series.last, "title": series.case_id.split("::")[-1]}
 
 
 def _site_summary(data: TrendData, now: datetime) -> dict[str, Any]:
@@ -88,26 +93,18 @@ def _site_summary(data: TrendData, now: datetime) -> dict[str, Any]:
             "generated": now.strftime("%Y-%m-%d %H:%M UTC")}
 
 
-def render_index(data: TrendData, colours: dict[str, str], marks: Marks, now: datetime) -> tuple[str, int]:
+def render_index(data: TrendData, colours: dict[str, str], now: datetime) -> tuple[str, int]:
     """The index's HTML and its number of small multiples."""
-    figures: dict[str, str] = {}
-    sections = []
-    number = 0
-    for family, members in trend_data.by_family(data.series).items():
-        cards = []
-        for series in members:
-            card = _card(data, series, number)
-            figures[card["figure_id"]] = small_multiple(data, series, colours, marks[series.key])
-            cards.append(card)
-            number += 1
-        sections.append({"family": family, "cards": cards})
+    sections = [{"family": family, "cards": [_card(data, series) for series in members]}
+                for family, members in trend_data.by_family(data.series).items()]
     attention = {model: [{"item": item, "page": case_page_name(item.series), "hosts": data.hosts_of(item.series)}
                          for item in items]
                  for model, items in trend_data.attention(data).items()}
     html = _environment().get_template("index.html.j2").render(
         summary=_site_summary(data, now), colours=colours, sections=sections, attention=attention,
-        figures=figures, plotly_js=PLOTLY_JS, root="", recent=trend_data.RECENT_RUNS)
-    return html, number
+        figures={}, plotly_js="", root="", recent=trend_data.RECENT_RUNS,
+        picture_size=(WIDTH_PX, HEIGHT_PX))
+    return html, sum(len(section["cards"]) for section in sections)
 
 
 def render_case(data: TrendData, series: CaseSeries, colours: dict[str, str], marks: Marks, now: datetime) -> str:
@@ -116,8 +113,15 @@ def render_case(data: TrendData, series: CaseSeries, colours: dict[str, str], ma
     change_points = [(data.run_number(cp.run_id), data.run(cp.run_id), cp) for cp in series.change_points]
     return _environment().get_template("case.html.j2").render(
         summary=_site_summary(data, now), series=series, colours=colours, hosts=data.hosts_of(series),
-        figures={"case": case_figure(data, series, colours, marks[series.key])}, runs=list(reversed(runs)), changes=changes,
+        figures={"case": case_figure(data, series, colours, marks[series.key])}, runs=list(reversed(runs)),
+        changes=changes,
         change_points=change_points, plotly_js=f"../{PLOTLY_JS}", root="../", table_runs=TABLE_RUNS)
+
+
+def _thumbnails(data: TrendData, out: Path, colours: dict[str, str], marks: Marks) -> list[Thumbnail]:
+    return [thumbnail(data, series, colours, marks[series.key], out / small_multiple_name_of(series.gpu_model,
+                                                                                           series.case_id))
+            for series in data.series]
 
 
 def write_site(data: TrendData, out: str | Path, now: datetime | None = None) -> Site:
@@ -129,11 +133,14 @@ def write_site(data: TrendData, out: str | Path, now: datetime | None = None) ->
     (out / CASES_DIR).mkdir(parents=True, exist_ok=True)
     colours = host_colours(data.hosts)
     marks = {series.key: trend_data.series_changes(data, series) for series in data.series}
-    write_atomically(out / PLOTLY_JS, plotly.offline.get_plotlyjs())
+    write_atomically(out / PLOTLY_JS, (_PLOTLY_BUNDLE / "plotly-basic.min.js").read_bytes())
+    write_atomically(out / PLOTLY_LICENCE, (_PLOTLY_BUNDLE / "LICENSE").read_bytes())
     for name in STATIC_FILES:
         write_atomically(out / name, (_TEMPLATES / name).read_text(encoding="utf-8"))
-    for series in data.series:
-        write_atomically(out / case_page_name(series), render_case(data, series, colours, marks, now))
-    index_html, charts = render_index(data, colours, marks, now)
-    write_atomically(out / INDEX_HTML, index_html)
+    (out / SMALL_DIR).mkdir(exist_ok=True)
+    with thumbnails_drawn(_thumbnails(data, out, colours, marks)):
+        for series in data.series:
+            write_atomically(out / case_page_name(series), render_case(data, series, colours, marks, now))
+        index_html, charts = render_index(data, colours, now)
+        write_atomically(out / INDEX_HTML, index_html)
     return Site(out, out / INDEX_HTML, len(data.series), charts)

@@ -14,6 +14,17 @@ from gpuperf.store.baseline import versions_of
 from gpuperf.vocabulary import Status
 
 
+class Reason:
+    """The detail of a status that the status alone does not give (``Record.reason``), carried as data so that no
+    reader has to recover it from the note."""
+
+    NONE = ""
+    NOISY = "noisy"  # UNRELIABLE: the measurement's own spread would need a band above the cap
+    THROTTLED = "throttled"  # UNRELIABLE: measured while throttled or shared (``Record.unreliable_reason`` says how)
+    UNKNOWN = "unknown"  # UNRELIABLE, read from a results file written before the reason was stored
+    ALL = (NONE, NOISY, THROTTLED, UNKNOWN)
+
+
 @dataclass(frozen=True)
 class Record:
     """One measured, checked case: identity, parameters, the measurement's summary and the verdict."""
@@ -69,6 +80,10 @@ class Record:
     #: when unknown (no peaks). Only such a case can be judged on cycles.
     clock_bound: bool | None = None
     judged_on: str = ""  # gate.Basis: what the verdict compared ("time" or "cycles"); empty when not judged
+    reason: str = Reason.NONE  # Reason: why the status is what it is, where the status does not say
+    #: Why the measurement itself cannot be trusted (clock events, another process on the GPU), as the measuring
+    #: loop found it; empty when it was clean or the verdict never got that far.
+    unreliable_reason: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -86,11 +101,20 @@ class Record:
             values["sm_clock_mhz"] = tuple(values["sm_clock_mhz"])
         values["clock_events"] = tuple(values.get("clock_events") or ())
         values["kernels"] = tuple(Kernel.from_dict(kernel) for kernel in values.get("kernels") or ())
+        values["reason"] = stored_reason(values)
         return cls(**values)
 
     @property
     def failed(self) -> bool:
         return self.status in Status.FAILING
+
+
+def stored_reason(values: dict[str, Any]) -> str:
+    """A record's ``reason`` as stored, or, for a record of an older file that has none, ``Reason.UNKNOWN`` when
+    its status needs one (UNRELIABLE): never mistaken for a clean figure."""
+    if "reason" in values:
+        return str(values["reason"])
+    return Reason.UNKNOWN if values.get("status") == Status.UNRELIABLE else Reason.NONE
 
 
 @dataclass(frozen=True)

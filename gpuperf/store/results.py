@@ -27,7 +27,7 @@ from typing import Any
 from gpuperf.measure.kernel_records import Kernel
 from gpuperf.store.atomic import write_atomically
 from gpuperf.store.reading import MIB, InputError, load_json, read_text
-from gpuperf.store.records import Record, RunInfo
+from gpuperf.store.records import Reason, Record, RunInfo, stored_reason
 from gpuperf.vocabulary import Status
 
 RESULTS_JSON = "results.json"
@@ -170,6 +170,10 @@ def _record(path: Path, index: int, raw: Any) -> Record:
     if values["value"] is None and values["status"] in NEEDS_FIGURE:
         raise ResultsError(f"{where}: status {values['status']} but no figure (value null): a verdict needs "
                            f"the figure it was given on; {_RERUN}")
+    if values.get("reason", Reason.NONE) not in Reason.ALL:
+        raise ResultsError(f"{where}: reason {values['reason']!r} is not one of "
+                           f"{', '.join(repr(reason) for reason in Reason.ALL)}; {_RERUN}")
+    values["reason"] = stored_reason(values)
     try:
         values["kernels"] = tuple(Kernel.from_dict(kernel) for kernel in values.get("kernels") or ())
     except ValueError as exc:

@@ -27,7 +27,7 @@ from typing import Protocol
 from gpuperf.measure.kernel_records import SAME_KERNELS, describe_change, ncu_command
 from gpuperf.measure.measurement import Method
 from gpuperf.store.baseline import Entry
-from gpuperf.store.records import Record
+from gpuperf.store.records import Reason, Record
 from gpuperf.vocabulary import Status
 
 #: The default allowed slowdown. Chosen from measurement, not taste: over three full H200 runs against one
@@ -48,8 +48,6 @@ VERDICTS = frozenset({Status.PASS, Status.IMPROVED, Status.REGRESSED, Status.ANO
 #: Statuses that do not fail the test but deserve a look.
 FLAGGED = frozenset({Status.UNRELIABLE, Status.NOT_COMPARABLE, Status.NOT_RECORDED, Status.NO_BASELINE,
                      Status.IMPROVED})
-#: The prefix of an unreliable note that came from the noise rule (so confirmation can tell it apart).
-NOISY = "noisy"
 #: How far below the GPU's maximum SM clock a case's calls may run (now, or when its entry was recorded) and
 #: still be judged on time. Beyond it the case ran at the power limit: its time is a property of the host's
 #: power state as much as of the kernel, so it is judged on cycles per call (``Basis``). Set from the H200
@@ -217,7 +215,7 @@ def rejudge(record: Record, entry: Entry, config: GateConfig, context: Context, 
     """``record`` judged afresh against ``entry`` (another run's figure, another baseline): the verdict it carries
     (status, note, band, basis) is dropped first, so only what ``decide`` says now stands."""
     fresh = replace(record, status=Status.PASS, note="", baseline=None, delta_pct=None, tolerance=None,
-                    judged_on="", reliable=not unreliable_reason)
+                    judged_on="", reliable=not unreliable_reason, reason=Reason.NONE, unreliable_reason="")
     return decide(fresh, entry, config, context, findings, unreliable_reason)
 
 
@@ -240,8 +238,8 @@ def _decide(record: Record, entry: Entry | None, config: GateConfig, context: Co
     if findings:
         return replace(record, status=Status.ANOMALY, note=_join(*findings, note))
     if unreliable_reason:
-        return replace(record, status=Status.UNRELIABLE, reliable=False,
-                       note=_join(f"unreliable: {unreliable_reason}", note))
+        return replace(record, status=Status.UNRELIABLE, reliable=False, reason=Reason.THROTTLED,
+                       unreliable_reason=unreliable_reason, note=_join(f"unreliable: {unreliable_reason}", note))
     if context.update:
         return _recorded(record, entry, config, context)
     if entry is None:
@@ -270,8 +268,8 @@ def _decide(record: Record, entry: Entry | None, config: GateConfig, context: Co
     cap = entry_cap(entry, config)
     spread = record.rel_iqr if basis == Basis.TIME else record.cycles_rel_iqr
     if too_noisy(spread, config, cap):
-        return replace(base, status=Status.UNRELIABLE, reliable=False, note=_join(
-            f"{NOISY}: {'cycles ' if basis == Basis.CYCLES else ''}spread {100 * (spread or 0):.1f} % would need "
+        return replace(base, status=Status.UNRELIABLE, reliable=False, reason=Reason.NOISY, note=_join(
+            f"noisy: {'cycles ' if basis == Basis.CYCLES else ''}spread {100 * (spread or 0):.1f} % would need "
             f"a band above the cap {100 * cap:.1f} %; judged against {100 * result.tolerance:.1f} % it could "
             "pass or fail by chance (another process, throttling?)", note))
     versions = f"versions changed since the baseline: {', '.join(context.version_changes)}" \
@@ -324,7 +322,8 @@ def _recorded(record: Record, entry: Entry | None, config: GateConfig, context: 
 
 
 def is_noisy(record: Record) -> bool:
-    return record.status == Status.UNRELIABLE and record.note.startswith(NOISY)
+    """Too noisy to judge (re-measured before it stands), as opposed to measured while throttled or shared."""
+    return record.status == Status.UNRELIABLE and record.reason == Reason.NOISY
 
 
 def needs_confirmation(record: Record) -> bool:

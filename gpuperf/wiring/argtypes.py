@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import math
+from datetime import datetime
 from pathlib import Path
 
 from gpuperf.vocabulary import Flush
@@ -98,3 +99,13 @@ def existing_folder(text: str) -> str:
         raise argparse.ArgumentTypeError(f"{text!r} is a file, not a folder; pass the folder that holds the "
                                          "<gpu-slug>.yaml baselines")
     raise argparse.ArgumentTypeError(f"no folder {text!r}; create it (mkdir -p {text}) or fix the path")
+
+
+def iso_date(text: str) -> str:
+    """A ``--since`` value: an ISO date or date-time, compared with the runs' start times (UTC)."""
+    try:
+        datetime.fromisoformat(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an ISO date; use e.g. 2026-11-30 or "
+                                         "2026-11-30T12:00") from exc
+    return text

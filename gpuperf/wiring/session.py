@@ -11,13 +11,17 @@ from gpuperf.store.baseline import (VERSION_KEYS, BaselineFile, Change, Entry, b
 from gpuperf.verdict.gate import GateConfig, Policy
 from gpuperf.verdict.accounting import GpuAccount, SelectedCase
 from gpuperf.verdict.check import entry_from_record
-from gpuperf.measure.measurement import DEFAULT_MIN_SAMPLE_S
+from gpuperf.measure.measurement import DEFAULT_MIN_SAMPLE_S, DEFAULT_WARMUP_CALLS, DEFAULT_WARMUP_TIME_S
 from gpuperf.store.records import Record, RunInfo
 from gpuperf.measure.stats import StoppingRule
 from gpuperf.vocabulary import Flush, Status
 
 MISSING_POLICIES = ("skip", "fail", "pass")
 UNRELIABLE_POLICIES = ("skip", "fail", "pass")
+#: ``--gpu``: the first device; it exists whenever there is a GPU, so checking it costs no device query.
+DEFAULT_GPUS = "0"
+#: The ``gpuperf_baselines`` ini key: the folder of ``<gpu-slug>.yaml`` files under the rootdir.
+DEFAULT_BASELINES_DIR = "baselines"
 
 
 @dataclass(frozen=True)
@@ -25,13 +29,13 @@ class Options:
     gate: GateConfig = field(default_factory=GateConfig)
     rule: StoppingRule = field(default_factory=StoppingRule)
     update: bool = False
-    missing: str = "skip"
-    on_unreliable: str = "skip"
-    baseline_dir: Path = Path("baselines")
+    missing: str = Policy.missing
+    on_unreliable: str = Policy.on_unreliable
+    baseline_dir: Path = Path(DEFAULT_BASELINES_DIR)
     flush_modes: tuple[str, ...] = (Flush.COLD,)
-    gpus: str = "0"
-    warmup_calls: int = 3
-    warmup_time_s: float = 0.05
+    gpus: str = DEFAULT_GPUS
+    warmup_calls: int = DEFAULT_WARMUP_CALLS
+    warmup_time_s: float = DEFAULT_WARMUP_TIME_S
     min_sample_s: float = DEFAULT_MIN_SAMPLE_S
     results_dir: Path | None = Path("results")
     fail_on_version_change: bool = False

@@ -1,39 +1,37 @@
-// Draws each page's plotly figures as they scroll into view and applies the index's filters.
-// The figures themselves are plotly specs written by the site generator; nothing here draws.
+// Draws a case page's plotly figure and applies the index's filters. The figure is a plotly spec written by
+// the site generator, and the index's small multiples are pictures drawn at build time: nothing here draws.
 (function () {
   "use strict";
-  var figures = JSON.parse(document.getElementById("figures").textContent);
-  var config = {displaylogo: false, responsive: true};
+  var holder = document.getElementById("figures");
+  var figures = holder ? JSON.parse(holder.textContent) : {};
   var pending = 0;
 
   function draw(node) {
-    var spec = figures[node.dataset.figure];
-    var small = !node.classList.contains("case-chart");
     pending += 1;
-    Plotly.newPlot(node, spec.data, spec.layout, small ? {staticPlot: true, responsive: true} : config)
+    var spec = figures[node.dataset.figure];
+    Plotly.newPlot(node, spec.data, spec.layout, {displaylogo: false, responsive: true})
       .then(function () { node.dataset.drawn = "1"; pending -= 1; });
   }
+  document.querySelectorAll("div.chart[data-figure]").forEach(draw);
 
-  var observer = new IntersectionObserver(function (entries) {
-    entries.forEach(function (entry) {
-      if (entry.isIntersecting && !entry.target.dataset.drawn && !entry.target.dataset.queued) {
-        entry.target.dataset.queued = "1";
-        observer.unobserve(entry.target);
-        draw(entry.target);
-      }
-    });
+  // A picture counts as drawn once it is loaded and decoded (ready to paint, not only its size known).
+  function decoded(img) {
+    img.decode().then(function () { img.dataset.drawn = "1"; }, function () { img.dataset.broken = "1"; });
+  }
+  document.querySelectorAll("img.chart").forEach(function (img) {
+    if (img.complete && img.naturalWidth > 0) { decoded(img); }
+    else { img.addEventListener("load", function () { decoded(img); }); }
   });
-  document.querySelectorAll(".chart[data-figure]").forEach(function (node) { observer.observe(node); });
 
-  // True once every chart now in the viewport is drawn (the browser test and a screenshot wait on it).
+  // True once every chart now in the viewport is drawn: a plotly figure has resolved its newPlot, a picture
+  // is decoded. The browser test and a screenshot wait on it.
   window.trendScreenDrawn = function () {
     var height = window.innerHeight;
-    return pending === 0 && Array.prototype.every.call(document.querySelectorAll(".chart[data-figure]"),
-      function (node) {
-        var box = node.getBoundingClientRect();
-        var visible = box.height > 0 && box.bottom > 0 && box.top < height;
-        return !visible || node.dataset.drawn === "1";
-      });
+    return pending === 0 && Array.prototype.every.call(document.querySelectorAll(".chart"), function (node) {
+      var box = node.getBoundingClientRect();
+      var visible = box.height > 0 && box.bottom > 0 && box.top < height;
+      return !visible || node.dataset.drawn === "1";
+    });
   };
 
   var selects = document.querySelectorAll("#filters select");

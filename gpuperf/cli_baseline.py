@@ -1,0 +1,198 @@
+"""``python -m gpuperf baseline diff|check|seal|drop|from-runs``: working with baseline files, each subcommand
+with its own parser."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from gpuperf.cli_common import EXIT_ERROR, EXIT_OK, FIGURES, CliError, other_gpu_line
+from gpuperf.cli_fleet import runs_from
+from gpuperf.output import diff, report
+from gpuperf.output.results import load_figures
+from gpuperf.store.baseline import (BaselineError, BaselineFile, Integrity, drop_entries, load_baseline,
+                                    seal_baseline, update_baseline)
+from gpuperf.verdict.check import baseline_header
+from gpuperf.verdict.fleet import entries_from_runs, with_clock_figures
+from gpuperf.wiring.argtypes import non_negative_float
+from gpuperf.wiring.options import ALLOW_OTHER_GPU, RUNS
+
+#: ``baseline diff``: changes beyond ±this many percent are counted in the summary line.
+DEFAULT_THRESHOLD_PCT = 5.0
+
+
+def cmd_baseline_diff(args: argparse.Namespace) -> int:
+    old, new = load_figures(args.old), load_figures(args.new)
+    other_gpu = other_gpu_line(old, new, args.allow_other_gpu)
+    rows = diff.diff_entries(old.entries, new.entries)
+    old_name, new_name = args.names or (args.old, args.new)
+    shown = diff.select_rows(rows, args.min_delta)
+    summary = report.diff_summary(rows, args.threshold)
+    if other_gpu:
+        print(f"{other_gpu}\n" if args.markdown else other_gpu)
+    if args.markdown:
+        print(f"**{old_name} → {new_name}**: {summary}\n")
+        print(report.format_diff(shown, markdown=True) if shown else "_no differences_")
+    else:
+        print(f"{old_name} → {new_name}")
+        print(report.format_diff(shown) if shown else "no differences")
+        print(summary)
+    return EXIT_OK
+
+
+def describe_sealed(baseline: BaselineFile) -> str:
+    """``N entries, digest 1a2b3c4d5e6f…``: what a good file's seal covers."""
+    integrity = Integrity.of(baseline.entries)
+    noun = "entry" if integrity.entries == 1 else "entries"
+    return f"{integrity.entries} {noun}, digest {integrity.sha256[:12]}…"
+
+
+def check_baseline_file(path: Path) -> tuple[bool, str]:
+    """Whether ``path`` loads as a baseline, and its line for ``baseline check`` (the problem if not)."""
+    try:
+        baseline = load_baseline(path)
+    except BaselineError as exc:
+        return False, str(exc)
+    except OSError as exc:
+        return False, f"{path}: cannot be read ({exc.strerror or exc}); pass a baselines/<gpu-slug>.yaml file"
+    if baseline is None:
+        return False, f"{path}: no such baseline file; check the path (baselines/<gpu-slug>.yaml)"
+    return True, f"{path}: ok ({describe_sealed(baseline)})"
+
+
+def cmd_baseline_check(args: argparse.Namespace) -> int:
+    damaged = 0
+    for name in args.files:
+        ok, line = check_baseline_file(Path(name))
+        print(line)
+        damaged += not ok
+    if damaged:
+        print(f"gpuperf: error: {damaged} of {len(args.files)} baseline file(s) cannot be used; each line above "
+              "names the problem and the fix", file=sys.stderr)
+        return EXIT_ERROR
+    return EXIT_OK
+
+
+def cmd_baseline_seal(args: argparse.Namespace) -> int:
+    path = Path(args.file)
+    written = seal_baseline(path)
+    baseline = load_baseline(path)
+    if baseline is None:
+        raise CliError(f"{path}: disappeared while it was being sealed; restore it from version control "
+                       f"(git checkout -- {path})")
+    if written:
+        print(f"{path}: sealed ({describe_sealed(baseline)}); only the header's integrity field was added: "
+              f"review with git diff {path} and commit it")
+    else:
+        print(f"{path}: already sealed ({describe_sealed(baseline)}); nothing written")
+    return EXIT_OK
+
+
+def cmd_baseline_drop(args: argparse.Namespace) -> int:
+    path = Path(args.file)
+    dropped = drop_entries(path, list(args.cases))
+    for case in dropped:
+        print(f"{path}: dropped {case}")
+    print(f"{path}: {len(dropped)} entr{'y' if len(dropped) == 1 else 'ies'} dropped and the file re-sealed; review "
+          f"with git diff {path} and commit it")
+    return EXIT_OK
+
+
+def cmd_baseline_from_runs(args: argparse.Namespace) -> int:
+    runs = runs_from(args.runs)
+    path = Path(args.file)
+    if args.add_clock_figures:
+        existing = load_baseline(path)
+        entries = with_clock_figures(existing.entries if existing else {}, runs)
+    else:
+        entries = entries_from_runs(runs)
+    if not entries:
+        raise CliError("no case was measured cleanly in any of the runs: nothing to record")
+    newest = runs[-1]
+    recorded = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    header = baseline_header(newest.info, [r for run in runs for r in run.records.values()], recorded)
+    changes = update_baseline(path, header, entries)
+    hosts = len({run.host for run in runs})
+    print(f"{path}: {len(entries)} entries from {len(runs)} runs on {hosts} GPU{'s' if hosts != 1 else ''} "
+          "(old → new):")
+    print(report.format_changes(changes))
+    return EXIT_OK
+
+
+
+def add_baseline_commands(commands: Any) -> None:
+    """``baseline`` and its subcommands, on the CLI's subparsers."""
+    baseline = commands.add_parser("baseline", help="work with baseline files")
+    sub = baseline.add_subparsers(dest="baseline_command", required=True, metavar="COMMAND")
+    for add in (_add_diff, _add_check, _add_seal, _add_drop, _add_from_runs):
+        add(sub)
+
+
+def _add_diff(sub: Any) -> None:
+    diff_command = sub.add_parser(
+        "diff", help="old → new table of two baselines, or of a results file against a baseline",
+        description=f"A and B are each {FIGURES}.")
+    diff_command.add_argument("old", metavar="A", help="the old figures")
+    diff_command.add_argument("new", metavar="B", help="the new figures")
+    diff_command.add_argument("--markdown", action="store_true", help="a Markdown table (for a pull-request body)")
+    diff_command.add_argument("--min-delta", type=non_negative_float, default=0.0, metavar="PCT",
+                              help="hide cases whose |Δ| is below PCT percent (default: show all)")
+    diff_command.add_argument("--threshold", type=non_negative_float, default=DEFAULT_THRESHOLD_PCT, metavar="PCT",
+                              help=f"count changes beyond ±PCT percent in the summary line (default "
+                                   f"{DEFAULT_THRESHOLD_PCT:g})")
+    diff_command.add_argument("--names", nargs=2, metavar=("OLD", "NEW"),
+                              help="how to call A and B in the output (e.g. 'baselines/x.yaml@HEAD' for a "
+                                   "temporary copy)")
+    ALLOW_OTHER_GPU.add_to(diff_command.add_argument)
+    diff_command.set_defaults(func=cmd_baseline_diff)
+
+
+def _add_check(sub: Any) -> None:
+    check = sub.add_parser(
+        "check", help="validate baseline files (CPU only): schema, values, units, duplicate keys, encoding, "
+                      "integrity",
+        description="Runs the checks of loading on each FILE and prints one line per file; exits 1 when any "
+                    "cannot be used.")
+    check.add_argument("files", nargs="+", metavar="FILE", help="baselines/*.yaml files")
+    check.set_defaults(func=cmd_baseline_check)
+
+
+def _add_seal(sub: Any) -> None:
+    seal = sub.add_parser(
+        "seal", help="add the integrity field to a baseline recorded before gpuperf wrote one (legacy files "
+                     "only)",
+        description="Checks everything else, then writes the header's integrity field atomically, changing no "
+                    "measured figure. A file that is already sealed is left as it is; a damaged one is refused. "
+                    "New and re-recorded files are sealed by pytest perf_tests --update-baselines.")
+    seal.add_argument("file", metavar="FILE", help="a baselines/*.yaml file without an integrity field")
+    seal.set_defaults(func=cmd_baseline_seal)
+
+
+def _add_drop(sub: Any) -> None:
+    drop = sub.add_parser(
+        "drop", help="remove entries: stale ones (no test produces them) or ones that can no longer be recorded",
+        description="Removes the named entries under the file's lock, atomically, and re-seals the file; every "
+                    "other entry is kept as it is. A name that is not an entry is refused.")
+    drop.add_argument("file", metavar="FILE", help="a baselines/*.yaml file")
+    drop.add_argument("cases", nargs="+", metavar="CASE", help="entry keys (case ids, with #ratio where it has one)")
+    drop.set_defaults(func=cmd_baseline_drop)
+
+
+def _add_from_runs(sub: Any) -> None:
+    from_runs = sub.add_parser(
+        "from-runs", help="record entries as the median of several runs (several hosts of one GPU model)",
+        description="Each RUN is a results.json or results/<timestamp>/ directory written by a pytest perf_tests "
+                    "run on the GPU model of FILE, optionally as LABEL=PATH to name its host when the results do "
+                    "not record the GPU's UUID. Per case, the entry's value is the median of the runs' clean "
+                    "figures (same method), with runs and run_spread (their relative range), which the gate takes "
+                    "as a floor of the band. Written like --update-baselines: locked, atomic, sealed; other "
+                    "entries and hand-set tolerances are kept.")
+    from_runs.add_argument("file", metavar="FILE", help="the baselines/<gpu>.yaml to write")
+    RUNS.add_to(from_runs.add_argument)
+    from_runs.add_argument("--add-clock-figures", action="store_true",
+                           help="keep the time figures of the entries FILE has and add to each its figure at max "
+                                "clock (cycles per call) from the runs; cases FILE lacks get whole entries")
+    from_runs.set_defaults(func=cmd_baseline_from_runs)

@@ -1,0 +1,26 @@
+"""What the commands of ``python -m gpuperf`` share: the error they raise for ``main`` to print, the exit
+codes, the words for a set of figures, and the header line of a comparison across GPU models."""
+
+from __future__ import annotations
+
+from gpuperf.output.results import Figures
+
+EXIT_OK = 0
+EXIT_ERROR = 1
+FIGURES = "a baselines/*.yaml, a results.json or a results/<timestamp>/ directory"
+
+
+class CliError(Exception):
+    """A user-facing failure: the message names the cause and the fix."""
+
+
+def other_gpu_line(a: Figures, b: Figures, allowed: bool) -> str:
+    """The header line of a comparison across GPU models (``--allow-other-gpu``), ``""`` for one model; a
+    comparison across models that was not asked for is refused: its deltas measure the hardware."""
+    if not a.gpu_slug or not b.gpu_slug or a.gpu_slug == b.gpu_slug:
+        return ""
+    models = f"A is {a.gpu or a.gpu_slug} ({a.gpu_slug}), B is {b.gpu or b.gpu_slug} ({b.gpu_slug})"
+    if not allowed:
+        raise CliError(f"{models}: figures of two GPU models differ by the hardware, not by a change; compare "
+                       "runs of one model, or pass --allow-other-gpu to compare them anyway")
+    return f"GPU models differ ({models}; --allow-other-gpu): the deltas include the hardware's difference"

@@ -1,0 +1,281 @@
+"""The run-wide hooks: start-up checks, what was collected and selected, the device header before the first
+measurement, the records and phases of every test report (from xdist workers too), then the end of the run
+(``run_end.py``) and its summary. Registered once per session by the plugin."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, cast
+
+import pytest
+
+from gpuperf.measure.device import NoGpuError
+from gpuperf.output import report
+from gpuperf.store.baseline import BaselineError
+from gpuperf.store.records import Record, RunInfo
+from gpuperf.verdict.accounting import CollectedTests, SelectedCase
+from gpuperf.wiring.fixtures import case_id_of, run_info_from
+from gpuperf.wiring.run_end import RunEnd
+from gpuperf.wiring.session import DEFAULT_GPUS
+from gpuperf.wiring.stash import (CASE_PROPERTY, COLLECTED, COLLECTED_OUTPUT, GPU_OF, PINNED, POOL, RECORD_PROPERTY,
+                                  RUN_PROPERTY, STATE)
+
+#: ``--gpu`` spec → the GPU indices it selects (the plugin's, which asks CUDA how many there are for ``all``).
+SelectGpus = Callable[[str], list[int]]
+
+
+def is_worker(config: pytest.Config) -> bool:
+    return hasattr(config, "workerinput")
+
+
+def keeps_baselines(config: pytest.Config) -> bool:
+    """Whether this project is a gpuperf suite although nothing tells yet (a perf file skipped at collection, an
+    xdist controller that sees only ids): ``--gate`` was given or its baseline directory exists. A repository
+    that merely has gpuperf installed, even under ``$CI``, is then left alone."""
+    return bool(config.getoption("--gate")) or config.stash[STATE].options.baseline_dir.is_dir()
+
+
+def check_results_dir(directory: Path | None) -> None:
+    """``--results-dir`` must be writable at start-up, not found unwritable after the whole run."""
+    if directory is None:
+        return
+    existing = directory
+    try:
+        while not existing.exists() and existing != existing.parent:
+            existing = existing.parent
+    except OSError as exc:  # a parent that cannot even be looked into
+        raise pytest.UsageError(f"gpuperf: --results-dir {directory}: {existing} cannot be read "
+                                f"({exc.strerror or exc}); choose a writable directory, or --results-dir none to "
+                                "write no results files") from exc
+    problem = ""
+    if not existing.is_dir():
+        problem = f"{existing} is not a directory"
+    else:
+        try:
+            with tempfile.TemporaryFile(dir=existing):
+                pass
+        except OSError as exc:
+            problem = f"{existing} is not writable ({exc.strerror or exc})"
+    if problem:
+        raise pytest.UsageError(f"gpuperf: --results-dir {directory}: {problem}; choose a writable directory, "
+                                "or --results-dir none to write no results files")
+
+
+def _check_gpu_selection(spec: str, pool: Any) -> None:
+    """``--gpu`` must name devices that exist; checked at start-up against what CUDA reports. ``all`` and the
+    default name only devices that exist whenever there is one, so they cost no device query."""
+    if spec in ("all", DEFAULT_GPUS):
+        return
+    try:
+        devices = pool.devices()
+    except NoGpuError:
+        return  # no GPU at all: every GPU test skips with that reason (and gate mode fails the run)
+    absent = [index for index in map(int, spec.split(",")) if index >= len(devices)]
+    if absent:
+        found = ", ".join(f"{index}: {name}" for index, name in devices)
+        raise pytest.UsageError(f"gpuperf: --gpu {spec}: no GPU {', '.join(map(str, absent))} on this machine; it "
+                                f"has {len(devices)} ({found}): use --gpu 0..{len(devices) - 1} or --gpu all")
+
+
+class SessionHooks:
+    """The run-wide hooks, registered once per session with the state they append to and report from."""
+
+    def __init__(self, config: pytest.Config, select_gpus: SelectGpus) -> None:
+        self.config = config
+        self.state = config.stash[STATE]
+        self.select_gpus = select_gpus
+        self.started = False
+        self.collected: list[CollectedTests] = []
+        self.skipped_files: dict[str, str] = {}
+        self.end = RunEnd(config)
+
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        if not is_worker(self.config) and not self.config.option.collectonly:
+            _check_gpu_selection(self.state.options.gpus, self.config.stash[POOL])
+            from gpuperf.store.history import HistoryError, resolve_target
+
+            try:
+                self.end.history_url = resolve_target(self.config.getoption("--history"), os.environ,
+                                                      Path(self.config.rootpath))
+            except HistoryError as exc:
+                raise pytest.UsageError(f"gpuperf: --history: {exc}") from exc
+
+    # -- collection: what exists (before -k/-m) and what is selected --------------------------------------
+
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        """A perf test file skipped at collection (no CuPy, say) measures nothing: remember why."""
+        if report.skipped and report.nodeid.endswith(".py") and self._in_suite(report.nodeid) \
+                and keeps_baselines(self.config):
+            self.skipped_files[report.nodeid] = _skip_reason(report)  # type: ignore[arg-type]
+
+    def _in_suite(self, nodeid: str) -> bool:
+        suites = [str(path).rstrip("/") + "/" for path in self.config.getini("testpaths")]
+        return any(nodeid.startswith(suite) for suite in suites)
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]) -> None:
+        """Every collected case id, before -k, -m and slow deselect any: what exists, for stale entries."""
+        config.stash[COLLECTED] = CollectedTests(
+            case_ids=frozenset(case_id_of(item.nodeid) for item in items),
+            whole_files=frozenset() if _drops_tests_that_passed(config) else
+            frozenset(item.nodeid.split("::", 1)[0] for item in items) - _partly_collected(config),
+            flush_modes=self.state.options.flush_modes,
+            skipped_files=dict(self.skipped_files))
+
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        """Tag the selected perf tests for the accounting, then print the device header (and any version change)
+        before the first measurement."""
+        perf_items = [item for item in session.items if "perf" in getattr(item, "fixturenames", ())]
+        default_gpu = self._default_gpu() if perf_items else 0
+        for item in perf_items:
+            callspec = getattr(item, "callspec", None)
+            params = callspec.params if callspec is not None else {}
+            item.stash[GPU_OF] = int(params["gpu_index"]) if "gpu_index" in params else default_gpu
+            item.user_properties.append((CASE_PROPERTY, {"case_id": case_id_of(item.nodeid),
+                                                         "gpu_index": item.stash[GPU_OF]}))
+        if perf_items and not is_worker(self.config):
+            self._start(sorted({item.stash[GPU_OF] for item in perf_items}))
+
+    def _default_gpu(self) -> int:
+        """The GPU of a test not parametrized over GPUs: a pinned worker's, else the first selected."""
+        if PINNED in self.config.stash:
+            return self.config.stash[PINNED]
+        try:
+            return self.select_gpus(self.state.options.gpus)[0]
+        except NoGpuError:
+            return 0
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
+        """xdist controller: the workers have collected; announce the devices before they measure."""
+        if ids and not self.started and keeps_baselines(self.config):
+            try:
+                indices = self.select_gpus(self.state.options.gpus)
+            except NoGpuError as exc:
+                self.state.unavailable[0] = str(exc)
+                return
+            self._start(indices)
+
+    def _start(self, indices: Sequence[int]) -> None:
+        self.started = True
+        state = self.state
+        writer = self.config.pluginmanager.get_plugin("terminalreporter")
+        changed = []
+        for index, described in _describe_devices(self.config, indices).items():
+            if isinstance(described, str):
+                state.unavailable[index] = described
+                continue
+            try:
+                run = state.remember_device(index, run_info_from(described, state.options.flush_modes))
+                baseline = state.baseline_for(run.gpu_slug)
+            except BaselineError as exc:
+                pytest.exit(f"gpuperf: {exc}", returncode=pytest.ExitCode.USAGE_ERROR)
+            lines = report.header_lines(run)
+            changes = state.version_changes(run.gpu_slug, run.versions)
+            if changes and baseline is not None:
+                changed.append(f"GPU {index} ({run.gpu_slug})")
+                lines += report.version_banner(baseline.path, changes)
+            if writer is not None:
+                for line in lines:
+                    writer.write_line(line)
+        if changed and state.options.fail_on_version_change:
+            pytest.exit(f"gpuperf: --fail-on-version-change: {', '.join(changed)} runs other versions than its "
+                        "baseline (banner above); stopped before measuring", returncode=pytest.ExitCode.TESTS_FAILED)
+
+    # -- running --------------------------------------------------------------------------------------------
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        """Collect records from every test report (on the controller, from xdist workers too), and what each
+        selected perf test's phases said, for the accounting."""
+        properties = [(name, cast(dict[str, Any], value)) for name, value in report.user_properties]
+        case = next((value for name, value in properties if name == CASE_PROPERTY), None)
+        if case is not None:
+            self.state.observe(SelectedCase(report.nodeid, case["case_id"], int(case["gpu_index"]),
+                                            _problem(report)))
+        if report.when != "call":
+            return
+        run = next((RunInfo.from_dict(value) for name, value in properties if name == RUN_PROPERTY), None)
+        for name, value in properties:
+            if name == RECORD_PROPERTY:
+                self.state.add(Record.from_dict(value), run, test_failed=report.failed)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node: Any, error: Any) -> None:
+        """xdist controller: a worker's view of what exists, for stale entries."""
+        data = getattr(node, "workeroutput", {}).get(COLLECTED_OUTPUT)
+        if data:
+            self.collected.append(CollectedTests.from_dict(data))
+
+    # -- the end --------------------------------------------------------------------------------------------
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        """Controller: the end of the run (``RunEnd.finish``). A worker hands its collection to the controller."""
+        if is_worker(self.config):
+            collected = self.config.stash.get(COLLECTED, None)
+            if collected is not None:
+                self.config.workeroutput[COLLECTED_OUTPUT] = collected.to_dict()  # type: ignore[attr-defined]
+            return
+        self.end.finish(session, self.collected, self.skipped_files)
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if is_worker(self.config):
+            return
+        lines = self.end.summary_lines()
+        if lines:
+            terminalreporter.section("gpuperf")
+            for line in lines:
+                terminalreporter.write_line(line)
+
+
+def _describe_devices(config: pytest.Config, indices: Sequence[int]) -> dict[int, dict[str, Any] | str]:
+    """Each selected GPU's description, or why there is none (the run goes on and reports its cases as not
+    measured)."""
+    pool = config.stash[POOL]
+    isolated = config.pluginmanager.get_plugin("dsession") is not None  # an xdist controller
+    described: dict[int, dict[str, Any] | str] = {}
+    for index in indices:
+        try:
+            described[index] = pool.describe(index, isolated=isolated)
+        except Exception as exc:  # NoGpuError, or a CUDA or NVML failure, already naming its cause
+            described[index] = str(exc) if isinstance(exc, NoGpuError) else f"{type(exc).__name__}: {exc}"
+    return described
+
+
+def _skip_reason(report: pytest.TestReport) -> str:
+    longrepr = report.longrepr
+    if isinstance(longrepr, tuple) and len(longrepr) == 3:
+        return str(longrepr[2]).removeprefix("Skipped: ")
+    return str(longrepr or "skipped")
+
+
+def _problem(report: pytest.TestReport) -> str:
+    """Why a test did not run to its verdict, in one line ("" when it did)."""
+    if report.skipped:
+        return f"skipped: {_skip_reason(report)}"
+    if report.failed:
+        first = next((line for line in report.longreprtext.splitlines() if line.strip()), "")
+        phase = "test failed" if report.when == "call" else f"error in {report.when}"
+        return f"{phase}: {first.strip()[:200]}"
+    return ""
+
+
+def _drops_tests_that_passed(config: pytest.Config) -> bool:
+    """``--lf`` and ``--sw`` collect files in part: no file tells which of its tests are gone."""
+    return bool(config.getoption("lf", False) or config.getoption("stepwise", False))
+
+
+def _partly_collected(config: pytest.Config) -> set[str]:
+    """Test files named with a node id (``file.py::test``) on the command line: only part of them was collected."""
+    partial = set()
+    for arg in config.args:
+        if "::" in arg:
+            path = (config.invocation_params.dir / arg.split("::", 1)[0]).resolve()
+            try:
+                partial.add(path.relative_to(config.rootpath).as_posix())
+            except ValueError:
+                continue
+    return partial
