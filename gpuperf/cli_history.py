@@ -15,7 +15,7 @@ import numpy as np
 from gpuperf.cli_trend import add_page_command
 from gpuperf.store.history import History, HistoryError, resolve_target
 from gpuperf.verdict import history_changes
-from gpuperf.verdict.changepoints import DEFAULT_MIN_SEGMENT
+from gpuperf.verdict.changepoints import DEFAULT_TAIL_HISTORY, DEFAULT_TAIL_RUNS
 from gpuperf.verdict.history_changes import Change, RunSummary
 from gpuperf.wiring.argtypes import positive_int
 from gpuperf.wiring.options import HISTORY_TARGET, HISTORY_TARGET_AFTER, RUN_FILTERS, add_all
@@ -92,7 +92,8 @@ def _run_text(run: RunSummary) -> str:
 
 def describe_change(change: Change, unit: str = "") -> str:
     point = change.point
-    parts = [f"{100 * point.relative:+.1f} % ({point.before:.4g} → {point.after:.4g}{' ' + unit if unit else ''})",
+    how = " by the gate's rule" if point.by_gate else " in the last runs" if point.recent else ""
+    parts = [f"{100 * point.relative:+.1f} %{how} ({point.before:.4g} → {point.after:.4g}{' ' + unit if unit else ''})",
              f"between {_run_text(change.before)} and {_run_text(change.after)}",
              f"{change.runs_since} run{'s' if change.runs_since != 1 else ''} since"]
     if change.versions_changed:
@@ -137,7 +138,8 @@ def cmd_changes(args: argparse.Namespace) -> int:
             pks = _concat([pks[start:start + group[2]] for start, group in selected], pks)
             values = _concat([values[start:start + group[2]] for start, group in selected], values)
         grouped = history_changes.series_from_columns(groups, pks, values, runs)
-        changes = _with_kernels(history, history_changes.find_changes(grouped, runs))
+        changes = _with_kernels(history, history_changes.find_changes(
+            grouped, runs, spreads_of=lambda key, pks: history.spreads(key.case_id, key.method, pks)))
     for change in changes:
         key = change.key
         print(f"{'SLOWDOWN' if change.slowdown else 'speed-up'} {key.case_id} [{key.method}] on {key.gpu_slug} "
@@ -173,8 +175,10 @@ def add_history_commands(commands: Any) -> None:
         description="Per series (a case, its method, a GPU model and host, in run order) the change points "
                     "(binary segmentation with a t-test, docs/history.md), with their size, the runs and commits "
                     "between which they happened and whether versions or kernels changed there. Exits 1 when a "
-                    "slowdown's first slow run is among a series' last --last runs (a nightly check); a change "
-                    f"is seen once {DEFAULT_MIN_SEGMENT} runs show the new level.")
+                    "slowdown's first slow run is among a series' last --last runs (a nightly check). A slowdown "
+                    f"in a series' last {DEFAULT_TAIL_RUNS} runs is named at once: by a t-test against the "
+                    f"runs before them when there are {DEFAULT_TAIL_HISTORY} or more, else by the gate's rule "
+                    "against at least 2 of them.")
     _filters(changes)
     changes.add_argument("--case", metavar="TEXT", help="only cases whose id contains TEXT")
     changes.add_argument("--last", type=positive_int, default=DEFAULT_LAST, metavar="K",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -52,6 +54,47 @@ def test_short_series_and_bad_figures() -> None:
         change_points([50.0, float("nan"), 50.0, 50.0, 50.0, 50.0])
     with pytest.raises(ValueError, match="at least 2 runs"):
         Settings(min_segment=1)
+
+
+@pytest.mark.parametrize("noise", [0.005, 0.01])
+def test_a_step_in_the_last_runs_is_found_by_the_third_run_after_it_near_the_bound(noise: float) -> None:
+    """The bound at 0.5 % and 1 % noise is 100 % and 98.2 % (tools/changepoint_bound.py)."""
+    rng = np.random.default_rng(int(noise * 1000))
+    found = 0
+    for _ in range(150):
+        values = np.r_[np.full(100, 50.0), np.full(3, 48.5)] * (1 + noise * rng.standard_normal(103))
+        nights = [change_points(values[:100 + seen]) for seen in (1, 2, 3)]
+        found += any(point.index >= 99 and point.relative < 0 for points in nights for point in points)
+    assert found >= (148 if noise == 0.005 else 135)  # ≥ 98.7 %, ≥ 90 % (placed at most a run early)
+
+
+def test_the_last_runs_test_names_its_step_with_the_runs_seen_and_a_p_value() -> None:
+    values = _noisy([(40, 50.0), (2, 47.5)], 0.004, 2)
+    (point,) = change_points(values)
+    assert point.recent and not point.by_gate and point.index == 40 and point.p_value < 1e-3
+    assert point.relative == pytest.approx(-0.05, abs=0.01)
+
+
+def test_a_check_after_every_run_of_stationary_noise_raises_almost_no_change_point() -> None:
+    """As ``history changes`` run nightly sees a series: every prefix, a run of consecutive alarms counted once."""
+    from tools.changepoint_compare import alarm_episodes
+
+    rng = np.random.default_rng(1)
+    detector = lambda x: [point.index for point in change_points(x) if not point.by_gate]  # noqa: E731
+    episodes = sum(alarm_episodes(detector, 50.0 * (1 + 0.02 * rng.standard_normal(100))) for _ in range(100))
+    assert episodes <= 10  # ≤ 1 per 1,000 runs of 2 % noise (6 with this seed)
+
+
+def test_a_young_series_last_run_is_judged_by_the_gates_rule() -> None:
+    (point,) = change_points([100.0, 100.4, 94.0])  # two runs, then 6 % slower: beyond the 4 % band
+    assert point.by_gate and point.recent and point.index == 2 and math.isnan(point.p_value)
+    assert change_points([100.0, 100.4, 97.0]) == []  # 3 %: inside the band
+    assert change_points([100.0, 100.4, 94.0], spreads=[0.04, 0.04, 0.04]) == []  # the recorded spreads widen it
+    (two,) = change_points([100.0, 99.0, 101.0, 93.0, 94.0])
+    assert two.by_gate and two.index == 3  # both slow runs named, the first of them as the step
+    rng = np.random.default_rng(4)
+    alarms = sum(bool(change_points(50.0 * (1 + 0.01 * rng.standard_normal(8)))) for _ in range(500))
+    assert alarms <= 1  # 1 % run-to-run noise against the gate's 4 % band: quiet
 
 
 def _run(pk: int, host: str = "GPU-a", driver: str = "580") -> RunSummary:

@@ -10,9 +10,10 @@ import pytest
 import sqlalchemy as sa
 
 from history_support import ENGINES, ROOT, database_url, document, write  # noqa: F401  (a fixture)
-from gpuperf.store.history import History, HistoryError, resolve_target, sqlite_url, to_url
-from gpuperf.store.history_rows import canonical_text, run_id
-from gpuperf.store.history_schema import MIGRATIONS, RECORDS, RUNS, SCHEMA_VERSION, VERSION_TABLE, SchemaError
+from gpuperf.store.history import History, HistoryError, records_with_data, resolve_target, sqlite_url, to_url
+from gpuperf.store.history_rows import RECORD_VALUE_COLUMNS, canonical_text, run_id
+from gpuperf.store.history_schema import (MIGRATIONS, RECORDS, RUN_DOCUMENTS, RUNS, SCHEMA_VERSION, SERIES_INDEX,
+                                          VERSION_TABLE, SchemaError, decode_document, has_series_index)
 
 pytestmark = pytest.mark.parametrize("database_url", ENGINES, indirect=True)
 
@@ -82,6 +83,72 @@ def test_an_old_schema_is_migrated_keeping_its_runs(database_url: str) -> None:
     engine.dispose()
     assert version == SCHEMA_VERSION
     assert columns == {"runs": set(RUNS.c.keys()), "records": set(RECORDS.c.keys())}
+
+
+def test_a_version_3_database_keeps_every_figure_of_every_record_in_its_runs_documents(database_url: str) -> None:
+    """Schema 3 kept each record's JSON in ``records.data``; 4 keeps each run's document once, compressed."""
+    docs = [document(f"2026-12-0{day}T10:00:00+00:00", {CASE: 50.0 + day, CASE + "x": 40.0 - day}, commit=str(day) * 40,
+                     future_field={"day": day}) for day in (1, 2)]
+    engine = sa.create_engine(database_url)
+    with engine.begin() as connection:
+        for migration in MIGRATIONS[:3]:
+            migration(connection)
+        connection.execute(sa.insert(VERSION_TABLE).values(version=3))
+        for number, doc in enumerate(docs, start=1):
+            connection.execute(sa.text(
+                "INSERT INTO runs (run_id, kind, started, appended, source, gpu_model, gpu_slug, host, run_json) "
+                "VALUES (:id, 'run', :started, :started, 'old', 'H200', 'nvidia-h200', 'GPU-old', :run)"),
+                {"id": f"old{number}", "started": doc["run"]["started"], "run": json.dumps(doc["run"])})
+            pk = connection.execute(sa.text("SELECT pk FROM runs WHERE run_id = :id"), {"id": f"old{number}"}).scalar()
+            for record in doc["records"]:
+                connection.execute(sa.text("INSERT INTO records (run_pk, case_id, value, data) "
+                                           "VALUES (:pk, :case, :value, :data)"),
+                                   {"pk": pk, "case": record["case_id"], "value": record["value"],
+                                    "data": json.dumps(record)})
+    with History(database_url) as history:
+        kept = {pk: history.record_data(CASE + "x", pk) for pk in history.runs()}
+        assert history.append(document("2026-12-03T10:00:00+00:00", {CASE: 53.0}), "new")
+    with engine.connect() as connection:
+        version = connection.execute(sa.select(VERSION_TABLE.c.version)).scalar()
+        columns = {column["name"] for column in sa.inspect(connection).get_columns("records")}
+        bodies = connection.execute(sa.select(RUN_DOCUMENTS.c.run_pk, RUN_DOCUMENTS.c.body)
+                                    .order_by(RUN_DOCUMENTS.c.run_pk)).all()
+    engine.dispose()
+    assert version == SCHEMA_VERSION == 4 and "data" not in columns and "position" in columns
+    assert list(kept.values()) == [docs[0]["records"][1], docs[1]["records"][1]]  # every key, the future one too
+    assert [json.loads(decode_document(body))["records"] for _, body in bodies[:2]] == [doc["records"] for doc in docs]
+
+
+def test_a_run_document_is_its_results_text_and_records_get_their_data_back(database_url: str) -> None:
+    doc = document("2026-12-01T10:00:00+00:00", {CASE: 50.0, CASE + "x": 40.0}, sm_clock_mhz=[1755, 1740])
+    text = json.dumps(doc, indent=1)
+    with History(database_url) as history:
+        assert history.append(doc, "a", text)
+        with history.reading() as connection:
+            (body,) = connection.execute(sa.select(RUN_DOCUMENTS.c.body)).scalars()
+            rows = [dict(row._mapping) for row in connection.execute(sa.select(RECORDS).order_by(RECORDS.c.pk))]
+            with_data = records_with_data(connection, rows)
+    assert decode_document(body) == text and run_id(decode_document(body)) == next(iter(
+        History(database_url).runs().values())).run_id
+    assert [json.loads(row["data"]) for row in with_data] == doc["records"]
+    assert rows[0]["sm_clock_mhz"] == 1747.5 and [row["position"] for row in rows] == [0, 1]
+    assert tuple(RECORDS.c.keys()) == ("pk", *RECORD_VALUE_COLUMNS)  # the driver-level INSERT's column order
+
+
+def test_a_backfill_builds_the_series_index_at_its_end_and_an_interrupted_one_is_repaired(database_url: str) -> None:
+    with History(database_url) as history:
+        with pytest.raises(KeyboardInterrupt), history.bulk():
+            history.append(document("2026-12-01T10:00:00+00:00", {CASE: 50.0}), "a")
+            with history.reading() as connection:
+                assert not has_series_index(connection)
+            raise KeyboardInterrupt
+        with history.reading() as connection:
+            assert has_series_index(connection)  # rebuilt on the way out
+        with history.engine.begin() as connection:
+            connection.execute(sa.text(f"DROP INDEX {SERIES_INDEX}"))  # as a killed backfill leaves it
+    with History(database_url) as history, history.reading() as connection:
+        assert has_series_index(connection)
+        assert len(history.values(case=CASE)) == 1
 
 
 def test_a_newer_schema_is_refused_naming_the_fix(database_url: str) -> None:

@@ -73,6 +73,31 @@ def test_changes_names_the_slowdown_its_commit_versions_and_kernels(database_url
     assert "2 cases match 'perf_tests'; name one of them" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("database_url", ENGINES, indirect=True)
+def test_a_slowdown_in_the_third_run_is_named_by_the_gates_rule_with_both_commits(
+        database_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The H200 demo's shape: two runs, a commit, a third run with the GEMM 5 % slower and another kernel."""
+    import random
+
+    rng = random.Random(8)
+    for number in (1, 2, 3):
+        slow = number == 3
+        values = {SLOW: 700.0 * (0.95 if slow else 1.0) * (1 + rng.gauss(0, 0.003)),
+                  STEADY: 4000.0 * (1 + rng.gauss(0, 0.003))}
+        write(tmp_path / "results" / f"{number}" / "results.json",
+              document(f"2026-12-01T0{number}:00:00+00:00", values, commit=_commit(1 if number < 3 else 2),
+                       kernels={SLOW: KERNEL + ("_slow" if slow else "")}, rel_iqr=0.004))
+    assert main(["history", "--history", database_url, "ingest", str(tmp_path / "results")]) == 0
+    capsys.readouterr()
+    assert main(["history", "--history", database_url, "changes", "--last", "1"]) == 1
+    out = capsys.readouterr().out
+    (line,) = [line for line in out.splitlines() if line.startswith(("SLOWDOWN", "speed-up"))]
+    assert line.startswith(f"SLOWDOWN {SLOW}") and "by the gate's rule" in line and "1 run since" in line
+    assert f"commit {_commit(1)[:10]}" in line and f"commit {_commit(2)[:10]}" in line
+    assert f"kernels changed: {KERNEL} → {KERNEL}_slow" in line
+    assert "1 slowdown in a series' last 1 runs" in out
+
+
 def test_the_committed_fleet_runs_show_no_change_point(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     from tools.changepoint_compare import committed_fleet_files

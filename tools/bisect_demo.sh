@@ -17,24 +17,10 @@ mkdir -p "$out"
 out=$(cd "$out" && pwd)
 exec > >(tee "$out/demo.log") 2>&1
 
-if ! command -v git >/dev/null; then
-    echo "bisect_demo: git is not installed on this machine; the demo needs it (apt-get install git)" \
-        | tee "$out/NO_GIT"
-    exit 3
-fi
-
-source_tree=$(cd "$(dirname "$0")/.." && pwd)
-scratch=$(mktemp -d /tmp/gpuperf-bisect-demo.XXXXXX)
-trap 'rm -rf "$scratch"' EXIT
-repo=$scratch/repo
-mkdir "$repo"
-tar -C "$source_tree" --exclude=./.git --exclude=./results --exclude=./.kernel_cache --exclude='__pycache__' \
-    -cf - . | tar -C "$repo" -xf -
-cd "$repo"
-git init -q
-git config user.name "gpuperf demo"
-git config user.email demo@gpuperf
-commit() { git add -A && git commit -qm "$1"; }
+source "$(dirname "$0")/scratch_repo.sh"
+require_git bisect_demo "$out"
+scratch_repo bisect-demo
+commit() { scratch_commit "$1"; }
 
 commit "demo 1: the tree under test"
 for n in 2 3 4 5; do

@@ -36,9 +36,12 @@ sys.path.insert(0, str(ROOT))
 
 from gpuperf.store.history import History, sqlite_url  # noqa: E402
 from gpuperf.verdict import changepoints, history_changes  # noqa: E402
+from tools.changepoint_bound import power_bound  # noqa: E402
 
 Detector = Callable[[np.ndarray], list[int]]
 MIN_SEGMENT = changepoints.DEFAULT_MIN_SEGMENT
+RUNS_AFTER = 3
+NOISES = (0.005, 0.01, 0.015, 0.02)
 
 
 def committed_fleet_files(root: Path) -> list[Path]:
@@ -72,7 +75,14 @@ def _sized(x: np.ndarray, indices: Sequence[int]) -> list[int]:
 
 
 def binseg_t(x: np.ndarray) -> list[int]:
+    """``history changes``' detector: segmentation, the last runs' t-test and, in a young series, the gate's
+    rule (the synthetic series record no sample spread: the gate's narrowest band)."""
     return [point.index for point in changepoints.change_points(x)]
+
+
+def binseg_t_without_gate(x: np.ndarray) -> list[int]:
+    """The same without the gate's rule for young series: the change-point detector alone."""
+    return [point.index for point in changepoints.change_points(x) if not point.by_gate]
 
 
 def pelt(x: np.ndarray, c: float = 12.0) -> list[int]:
@@ -101,7 +111,8 @@ def window(x: np.ndarray, before: int = 10, after: int = MIN_SEGMENT, alpha: flo
     return found
 
 
-DETECTORS: dict[str, Detector] = {"binseg-t": binseg_t, "pelt": pelt, "window": window}
+DETECTORS: dict[str, Detector] = {"binseg-t": binseg_t, "binseg-t-without-gate": binseg_t_without_gate, "pelt": pelt,
+                                  "window": window}
 
 
 def step_found(detector: Detector, rng: np.random.Generator, noise: float, post: int,
@@ -118,36 +129,75 @@ def step_found(detector: Detector, rng: np.random.Generator, noise: float, post:
     return hits / trials, near / trials
 
 
+def found_by_third_run(detector: Detector, rng: np.random.Generator, noise: float, trials: int,
+                       step_at: int = 30, step: float = 0.03) -> tuple[float, float]:
+    """How often a ``step`` slowdown after ``step_at`` runs is reported by a check run after each of the 3 runs
+    that follow it (it sees 1, then 2, then 3 runs of the new level): placed at the step or after it, and placed
+    at most one run early."""
+    hits = early = 0
+    for _ in range(trials):
+        level = np.r_[np.ones(step_at), np.full(RUNS_AFTER, 1 - step)]
+        series = 50.0 * level * (1 + noise * rng.standard_normal(len(level)))
+        found = [index for seen in range(1, RUNS_AFTER + 1) for index in detector(series[:step_at + seen])]
+        hits += any(step_at <= index for index in found)
+        early += any(step_at - 1 <= index for index in found)
+    return hits / trials, early / trials
+
+
+def alarm_episodes(detector: Detector, series: np.ndarray, first: int = 3) -> int:
+    """Change points a check run after every run of ``series`` raises: the nights on which it reports one, a run
+    of consecutive such nights counted once."""
+    episodes, alarmed = 0, False
+    for night in range(first, len(series) + 1):
+        now = bool(detector(series[:night]))
+        episodes += now and not alarmed
+        alarmed = now
+    return episodes
+
+
 def false_per_thousand(detector: Detector, rng: np.random.Generator, noise: float, series: int = 200,
-                       length: int = 100) -> float:
-    count = sum(len(detector(50.0 * (1 + noise * rng.standard_normal(length)))) for _ in range(series))
+                       length: int = 100, nightly: bool = False) -> float:
+    """False change points per 1,000 runs of stationary noise: of the whole series at once, or (``nightly``) as
+    a check after every run raises them (``alarm_episodes``)."""
+    count = 0
+    for _ in range(series):
+        values = 50.0 * (1 + noise * rng.standard_normal(length))
+        count += alarm_episodes(detector, values) if nightly else len(detector(values))
     return 1000 * count / (series * length)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--trials", type=int, default=400)
+    parser.add_argument("--series", type=int, default=200, help="stationary 100-run series per noise level")
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--methods", default=",".join(DETECTORS), help="comma list of " + ", ".join(DETECTORS))
+    parser.add_argument("--methods", default="binseg-t,binseg-t-without-gate",
+                        help="comma list of " + ", ".join(DETECTORS))
     args = parser.parse_args(argv)
     fleet = committed_fleet_series(ROOT)
-    print(f"fleet: {len(fleet)} series, {sum(len(v) for v in fleet.values())} runs; trials {args.trials}")
-    print("| method | noise | found, 15 after: at/after step (±3) | found, 3 after: at/after (±3) | "
-          "false / 1,000 runs (100-run, 8-run series) | fleet change points | s |")
-    print("| --- | --- | --- | --- | --- | --- | --- |")
+    print(f"fleet: {len(fleet)} series, {sum(len(v) for v in fleet.values())} runs; trials {args.trials}, "
+          f"{args.series} stationary series of 100 runs")
+    print("| method | noise | found by the 3rd run after it, 30 runs before (a run early too) | the same, 100 runs "
+          "before | bound | found, 15 after (±3) | false / 1,000 runs: nightly check, whole series | fleet: change "
+          "points, nightly alarms | s |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for name in args.methods.split(","):
         detector = DETECTORS[name]
         started = time.perf_counter()
         on_fleet = sum(len(detector(np.asarray(values))) for values in fleet.values())
-        for noise in (0.005, 0.01, 0.02):
+        fleet_nightly = sum(alarm_episodes(detector, np.asarray(values)) for values in fleet.values())
+        for noise in NOISES:
             rng = np.random.default_rng(args.seed)
+            third = found_by_third_run(detector, rng, noise, args.trials)
+            third_long = found_by_third_run(detector, rng, noise, args.trials, step_at=100)
             found = step_found(detector, rng, noise, 15, args.trials)
-            at_three = step_found(detector, rng, noise, 3, args.trials)
-            false = false_per_thousand(detector, rng, noise)
-            false_short = false_per_thousand(detector, rng, noise, series=2500, length=8)
-            print(f"| {name} | {100 * noise:.1f} % | {100 * found[0]:.1f} % ({100 * found[1]:.1f} %) | "
-                  f"{100 * at_three[0]:.1f} % ({100 * at_three[1]:.1f} %) | {false:.2f}, {false_short:.2f} | {on_fleet} | "
-                  f"{time.perf_counter() - started:.1f} |")
+            nightly = false_per_thousand(detector, rng, noise, args.series, nightly=True)
+            whole = false_per_thousand(detector, rng, noise, args.series)
+            print(f"| {name} | {100 * noise:.1f} % | {100 * third[0]:.1f} % ({100 * third[1]:.1f} %) | "
+                  f"{100 * third_long[0]:.1f} % ({100 * third_long[1]:.1f} %) | "
+                  f"{100 * power_bound(0.03, noise):.1f} % | "
+                  f"{100 * found[0]:.1f} % ({100 * found[1]:.1f} %) | {nightly:.2f}, {whole:.2f} | "
+                  f"{on_fleet}, {fleet_nightly} | {time.perf_counter() - started:.0f} |", flush=True)
     return 0
 
 

@@ -18,7 +18,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from gpuperf.output.trend_data import CaseSeries, ChangePoint, SeriesPoint, TrendData, TrendRun
 from gpuperf.output.trend_summary import RecentRuns, SummaryHistory
-from gpuperf.store.history import History, HistoryError, describe
+from gpuperf.store.history import History, HistoryError, describe, records_with_data
 from gpuperf.store.history_schema import RECORDS, RUNS, SchemaError
 from gpuperf.store.records import Record, RunInfo
 from gpuperf.verdict import history_changes
@@ -139,7 +139,7 @@ def _rows(connection: sa.Connection, gpu: str | None,
     records_query = sa.select(RECORDS).order_by(RECORDS.c.pk)
     if gpu or since:
         records_query = records_query.where(RECORDS.c.run_pk.in_(sa.select(query.subquery().c.pk)))
-    records = [dict(row._mapping) for row in connection.execute(records_query)]
+    records = records_with_data(connection, [dict(row._mapping) for row in connection.execute(records_query)])
     return runs, records
 
 

@@ -10,23 +10,31 @@ already present (same run id) is a no-op, also when two processes append it at o
 from __future__ import annotations
 
 import fnmatch
-import json
 import os
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
+import orjson
 import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
 from gpuperf.store import history_rows
 from gpuperf.store.history_rows import HistoryInputError
-from gpuperf.store.history_schema import (RECORDS, RUNS, SCHEMA_VERSION, SERIES_COLUMNS, SchemaError, migrate,
+from gpuperf.store.history_rows import RECORD_VALUE_COLUMNS
+from gpuperf.store.history_schema import (DOCUMENT_ENCODING, RECORDS, RUN_DOCUMENTS, RUNS, SCHEMA_VERSION,
+                                          SERIES_COLUMNS, SERIES_INDEX, SchemaError, create_series_index, decode_document, encode_document,
+                                          has_series_index, migrate,
                                           recorded_version)
-from gpuperf.verdict.history_changes import LEFT_OUT, RunSummary
+
+if TYPE_CHECKING:  # imported where used: a suite's append needs neither them nor NumPy
+    import numpy as np
+
+    from gpuperf.verdict.history_changes import RunSummary
 
 #: Environment variable naming the history when ``--history`` is not given.
 HISTORY_ENV = "GPUPERF_HISTORY"
@@ -35,10 +43,20 @@ DEFAULT_HISTORY = Path("results") / "history.sqlite"
 NONE = "none"
 #: Seconds a writer waits for SQLite's write lock before giving up.
 SQLITE_BUSY_TIMEOUT_S = 60
+#: SQLite's page cache per connection: the series index's pages of a long history stay in memory during a
+#: backfill instead of being read back for every run.
+SQLITE_CACHE_KIB = 64 * 1024
+#: WAL pages between SQLite's checkpoints (each syncs the WAL and the database): 64 MiB rather than the default
+#: 4 MiB saves a backfill of a gigabyte some 250 pairs of syncs; what is committed is as durable either way.
+SQLITE_CHECKPOINT_PAGES = 16384
 #: Results files ingested per transaction.
-INGEST_BATCH = 50
+INGEST_BATCH = 100
+#: An ingest of this many files or more is a backfill (``History.bulk``): the series index is built at its end.
+BULK_RUNS = 1000
 #: PostgreSQL advisory lock key held while a database's schema is migrated.
 _MIGRATION_LOCK = 0x67707066
+#: Run documents decoded per query when records are given their data.
+_DOCUMENTS_AT_ONCE = 500
 
 
 class HistoryError(RuntimeError):
@@ -100,6 +118,8 @@ def _sqlite_engine(url: sa.URL) -> sa.Engine:
         cursor.execute("PRAGMA journal_mode = WAL")
         cursor.execute("PRAGMA synchronous = NORMAL")
         cursor.execute("PRAGMA foreign_keys = ON")
+        cursor.execute(f"PRAGMA cache_size = -{SQLITE_CACHE_KIB}")
+        cursor.execute(f"PRAGMA wal_autocheckpoint = {SQLITE_CHECKPOINT_PAGES}")
         cursor.close()
 
     @sa.event.listens_for(engine, "begin")
@@ -166,12 +186,13 @@ class History:
 
     def _migrate(self) -> None:
         with self.reading() as connection:
-            if recorded_version(connection) == SCHEMA_VERSION:
+            if recorded_version(connection) == SCHEMA_VERSION and has_series_index(connection):
                 return
         with self.engine.begin() as connection:
             if connection.dialect.name == "postgresql":
                 connection.execute(sa.select(sa.func.pg_advisory_xact_lock(_MIGRATION_LOCK)))
             migrate(connection, self.where)
+            create_series_index(connection)  # after a backfill that was interrupted
 
     def append(self, document: dict[str, Any], source: str, text: str | None = None) -> bool:
         """Add a run and its records in one transaction; ``False`` when the run was already there. ``text`` is the
@@ -180,18 +201,25 @@ class History:
 
     def append_batch(self, items: Sequence[tuple[dict[str, Any], str, str | None]]) -> list[bool]:
         """Several runs in one transaction (a backfill); per run, whether it was added. When another process
-        appends one of them at the same moment, they are retried one at a time."""
-        rows = []
-        for document, source, text in items:
+        appends one of them at the same moment, they are retried one at a time.
+
+        Each run's rows are built and its document compressed on a helper thread while the previous run is
+        written: compression and SQLite's writing both release the GIL, so the two overlap on two cores."""
+        for document, source, _ in items:
             history_rows.check_document(document, source)
-            text = history_rows.canonical_text(document) if text is None else text
-            rows.append((history_rows.run_row(document, source, text),
-                         [history_rows.record_row(record) for record in document["records"]]))
+        texts = [history_rows.canonical_text(document) if text is None else text for document, _, text in items]
+        ids = [history_rows.run_id(text) for text in texts]
         try:
-            with self.engine.begin() as connection:
-                return [self._insert(connection, run, records) for run, records in rows]
+            with self.engine.begin() as connection, ThreadPoolExecutor(max_workers=1) as helper:
+                present = {row[0] for row in connection.execute(sa.select(RUNS.c.run_id).where(RUNS.c.run_id.in_(ids)))}
+                wanted = [index for index, run in enumerate(ids) if run not in present and ids.index(run) == index]
+                prepared = helper.map(lambda index: _prepare(items[index][0], items[index][1], texts[index]), wanted)
+                for run, body, records in prepared:
+                    self._insert(connection, run, body, records)
+            added = set(wanted)
+            return [index in added for index in range(len(items))]
         except IntegrityError:
-            if len(rows) == 1:
+            if len(items) == 1:
                 return [False]  # another process appended this run at the same moment
             return [self.append_batch([item])[0] for item in items]
         except SQLAlchemyError as exc:
@@ -199,23 +227,43 @@ class History:
             raise HistoryError(f"history {self.where}: the run from {sources} was not appended "
                                f"({_reason(exc)}); nothing of it was written") from exc
 
+    @contextmanager
+    def bulk(self) -> Iterator[None]:
+        """A backfill: the series index is dropped while it runs and built once at its end (keeping it up to
+        date costs half of each run's writing). Reads stay right meanwhile, only slower; a backfill that is
+        interrupted leaves it to the next opening of the database to rebuild."""
+        with self.engine.begin() as connection:
+            connection.execute(sa.text(f"DROP INDEX IF EXISTS {SERIES_INDEX}"))
+        try:
+            yield
+        finally:
+            with self.engine.begin() as connection:
+                create_series_index(connection)
+
     @staticmethod
-    def _insert(connection: sa.Connection, run: dict[str, Any], records: list[dict[str, Any]]) -> bool:
-        if connection.execute(sa.select(RUNS.c.pk).where(RUNS.c.run_id == run["run_id"])).first():
-            return False
+    def _insert(connection: sa.Connection, run: dict[str, Any], body: bytes, records: list[tuple[Any, ...]]) -> None:
         inserted = connection.execute(sa.insert(RUNS).values(**run)).inserted_primary_key
         pk = inserted[0] if inserted is not None else None
+        connection.execute(sa.insert(RUN_DOCUMENTS).values(run_pk=pk, encoding=DOCUMENT_ENCODING, body=body))
         if records:
-            connection.execute(sa.insert(RECORDS), [{**record, "run_pk": pk} for record in records])
-        return True
+            statement, named = _record_insert(connection.dialect)
+            rows: list[Any] = [(pk, *values[1:]) for values in records]
+            if named:
+                rows = [dict(zip(RECORD_VALUE_COLUMNS, row)) for row in rows]
+            connection.exec_driver_sql(statement, rows)
 
     def ingest(self, paths: Sequence[Path], batch: int = INGEST_BATCH, exclude: Sequence[str] = ()) -> IngestReport:
         """Backfill from results files and folders of them, but those whose name matches an ``exclude`` glob; a
         file that is not a results file is refused, named."""
         report = IngestReport([], [], [])
-        pending: list[tuple[dict[str, Any], str, str | None]] = []
         files = [path for path in history_rows.results_files(paths)
                  if not any(fnmatch.fnmatch(path.name, pattern) for pattern in exclude)]
+        with self.bulk() if len(files) >= BULK_RUNS else nullcontext():
+            self._ingest(files, batch, report)
+        return report
+
+    def _ingest(self, files: Sequence[Path], batch: int, report: IngestReport) -> None:
+        pending: list[tuple[dict[str, Any], str, str | None]] = []
         for path in [*files, None]:
             if path is not None:
                 try:
@@ -228,9 +276,10 @@ class History:
                 for (_, source, _), added in zip(pending, self.append_batch(pending)):
                     (report.added if added else report.present).append(Path(source))
                 pending = []
-        return report
 
     def runs(self, gpu: str | None = None, since: str | None = None) -> dict[int, RunSummary]:
+        from gpuperf.verdict.history_changes import RunSummary
+
         query = sa.select(*_SUMMARY_COLUMNS).order_by(RUNS.c.started, RUNS.c.pk)
         if gpu:
             query = query.where(RUNS.c.gpu_slug == gpu)
@@ -256,6 +305,10 @@ class History:
     def series_columns(self) -> tuple[list[tuple[str, str, int]], np.ndarray, np.ndarray]:
         """The judged figures as columns for ``history_changes.series_from_columns``: ``(case_id, method,
         count)`` per group, then every group's run pks and values, in group order."""
+        import numpy as np
+
+        from gpuperf.verdict.history_changes import LEFT_OUT
+
         judged = sa.and_(RECORDS.c.status.not_in(sorted(LEFT_OUT)), RECORDS.c.value > 0)
         key = (RECORDS.c.case_id, RECORDS.c.method)
         groups = sa.select(*key, sa.func.count()).where(judged).group_by(*key).order_by(*key)
@@ -263,8 +316,9 @@ class History:
         with self.reading() as connection:
             counted = [(str(case), str(method or ""), int(count)) for case, method, count in _fetch(connection, groups)]
             rows = _fetch(connection, figures)
-        pks = np.fromiter((row[0] for row in rows), dtype=np.int64, count=len(rows))
-        values = np.fromiter((row[1] for row in rows), dtype=float, count=len(rows))
+        run_pks, judged_values = zip(*rows) if rows else ((), ())
+        pks = np.array(run_pks, dtype=np.int64)
+        values = np.array(judged_values, dtype=float)
         return counted, pks, values
 
     def kernels(self, case: str, run_pks: Sequence[int]) -> dict[int, str]:
@@ -274,6 +328,14 @@ class History:
         with self.reading() as connection:
             return {row.run_pk: row.kernels or "" for row in connection.execute(query)}
 
+    def spreads(self, case: str, method: str, run_pks: Sequence[int]) -> dict[int, float | None]:
+        """The sample spread (relative IQR) of ``case`` measured by ``method`` in each of those runs."""
+        query = sa.select(RECORDS.c.run_pk, RECORDS.c.spread).where(
+            RECORDS.c.case_id == case, sa.func.coalesce(RECORDS.c.method, "") == method,
+            RECORDS.c.run_pk.in_(list(run_pks)))
+        with self.reading() as connection:
+            return {int(row.run_pk): row.spread for row in connection.execute(query)}
+
     def case_ids(self, pattern: str) -> list[str]:
         """Case ids equal to ``pattern``, else containing it."""
         with self.reading() as connection:
@@ -282,10 +344,57 @@ class History:
         return exact or sorted(case for case in found if pattern in case)
 
     def record_data(self, case: str, run_pk: int) -> dict[str, Any] | None:
-        query = sa.select(RECORDS.c.data).where(RECORDS.c.case_id == case, RECORDS.c.run_pk == run_pk)
+        """The results-file record of ``case`` in that run, every field of it, from the run's document."""
+        position = sa.select(RECORDS.c.position).where(RECORDS.c.case_id == case, RECORDS.c.run_pk == run_pk)
         with self.reading() as connection:
-            text = connection.execute(query).scalar()
-        return None if text is None else dict(json.loads(text))
+            index = connection.execute(position).scalar()
+            documents = _documents(connection, [run_pk]) if index is not None else {}
+        if index is None or run_pk not in documents:
+            return None
+        return dict(documents[run_pk]["records"][index])
+
+
+def _prepare(document: dict[str, Any], source: str,
+             text: str | None) -> tuple[dict[str, Any], bytes, list[tuple[Any, ...]]]:
+    """A run's row, its compressed document and its records' values, checked, before any transaction."""
+    history_rows.check_document(document, source)
+    text = history_rows.canonical_text(document) if text is None else text
+    records = [history_rows.record_values(record, position) for position, record in enumerate(document["records"])]
+    return history_rows.run_row(document, source, text), encode_document(text), records
+
+
+@lru_cache(maxsize=4)
+def _record_insert(dialect: sa.Dialect) -> tuple[str, bool]:
+    """The records' INSERT as the driver takes it, compiled once: ``executemany`` of plain tuples skips
+    SQLAlchemy's per-row parameter handling, a third of a backfill's time. ``True`` when the driver's
+    parameters are named (PostgreSQL's ``%(name)s``), ``False`` for positional ones (SQLite's ``?``)."""
+    compiled = sa.insert(RECORDS).compile(dialect=dialect, column_keys=list(RECORD_VALUE_COLUMNS))
+    if compiled.positiontup is not None and list(compiled.positiontup) != list(RECORD_VALUE_COLUMNS):
+        raise AssertionError(f"the records' INSERT binds {compiled.positiontup}, not {RECORD_VALUE_COLUMNS}")
+    return str(compiled), compiled.positiontup is None
+
+
+def _documents(connection: sa.Connection, run_pks: Sequence[int]) -> dict[int, dict[str, Any]]:
+    """Those runs' documents, decoded."""
+    query = sa.select(RUN_DOCUMENTS.c.run_pk, RUN_DOCUMENTS.c.body).where(RUN_DOCUMENTS.c.run_pk.in_(list(run_pks)))
+    return {int(pk): orjson.loads(decode_document(body)) for pk, body in connection.execute(query)}
+
+
+def records_with_data(connection: sa.Connection, rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """``records`` rows (with ``run_pk`` and ``position``) with ``data`` added: the results-file record as JSON
+    text, from its run's document, as schema 3 kept it in a column of its own."""
+    wanted = sorted({int(row["run_pk"]) for row in rows})
+    documents: dict[int, dict[str, Any]] = {}
+    for start in range(0, len(wanted), _DOCUMENTS_AT_ONCE):
+        documents.update(_documents(connection, wanted[start:start + _DOCUMENTS_AT_ONCE]))
+    out = []
+    for row in rows:
+        document = documents.get(int(row["run_pk"]))
+        records = document["records"] if document else []
+        position = row.get("position")
+        record = records[position] if isinstance(position, int) and 0 <= position < len(records) else None
+        out.append({**row, "data": None if record is None else orjson.dumps(record).decode("utf-8")})
+    return out
 
 
 def _fetch(connection: sa.Connection, query: sa.Select[Any]) -> list[Any]:

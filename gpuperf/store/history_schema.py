@@ -6,18 +6,23 @@ migration above the version it records in ``schema_version`` (a fresh database r
 is exercised by every new database). A database recorded by a newer gpuperf is refused, never rewritten.
 
 A run row carries what explains a curve a month later (host, model, versions, commit, CI job, options, the
-baseline digest); a record row is one case's figures: indexed columns for the questions asked of the history and
-the whole results-file record as JSON, so a field added to results files later is kept without a migration.
+baseline digest); a record row is one case's figures as the columns the history's questions read, and its
+``position`` in the run's document. The whole results document of a run is kept once, compressed, in
+``run_documents``: every figure of every record (samples, kernels, fields added to results files later) is
+recovered from it, and the records table stays small enough for a million rows to be read in a second.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
+import json
+import zlib
+
 import sqlalchemy as sa
 
 #: The schema this code reads and writes.
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 METADATA = sa.MetaData()
 
@@ -73,9 +78,20 @@ RECORDS = sa.Table(
     sa.Column("cycles_per_call", sa.Float),
     sa.Column("sm_clock_mhz", sa.Float),
     sa.Column("value_at_max_clock", sa.Float),
-    sa.Column("data", sa.Text, nullable=False),
+    sa.Column("position", sa.Integer, nullable=False),
     sa.Index(SERIES_INDEX, *SERIES_COLUMNS),
     sa.Index("records_run", "run_pk"),
+)
+
+#: How ``run_documents.body`` is encoded: the results-file text, UTF-8, zlib-compressed.
+DOCUMENT_ENCODING = "zlib-json"
+
+RUN_DOCUMENTS = sa.Table(
+    "run_documents", METADATA,
+    sa.Column("run_pk", sa.Integer, sa.ForeignKey("runs.pk", ondelete="CASCADE"), primary_key=True,
+              autoincrement=False),
+    sa.Column("encoding", sa.String(16), nullable=False),
+    sa.Column("body", sa.LargeBinary, nullable=False),
 )
 
 
@@ -129,14 +145,66 @@ def _add_clock_figures(connection: sa.Connection) -> None:
         connection.execute(sa.text(f"ALTER TABLE records ADD COLUMN {name} FLOAT"))
 
 
+def create_series_index(connection: sa.Connection) -> None:
+    connection.execute(sa.text(f"CREATE INDEX IF NOT EXISTS {SERIES_INDEX} ON records ({', '.join(SERIES_COLUMNS)})"))
+
+
+def has_series_index(connection: sa.Connection) -> bool:
+    """Whether the series index is there (a backfill drops it while it runs)."""
+    if connection.dialect.name == "sqlite":
+        query = "SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = :name"
+    else:
+        query = "SELECT 1 FROM pg_indexes WHERE indexname = :name AND schemaname = current_schema()"
+    return connection.execute(sa.text(query), {"name": SERIES_INDEX}).first() is not None
+
+
 def _index_series(connection: sa.Connection) -> None:
     """Version 3: the covering index of the series, in place of the (case, run) index it extends."""
     connection.execute(sa.text("DROP INDEX records_case_run"))
     connection.execute(sa.text(f"CREATE INDEX {SERIES_INDEX} ON records ({', '.join(SERIES_COLUMNS)})"))
 
 
+def encode_document(text: str) -> bytes:
+    """A run's results-file text as ``run_documents.body`` stores it (zlib level 1: a 150-record document
+    shrinks ~7× in ~2 ms; higher levels save little more and cost twice the time)."""
+    return zlib.compress(text.encode("utf-8"), 1)
+
+
+def decode_document(body: bytes) -> str:
+    return zlib.decompress(body).decode("utf-8")
+
+
+def _documents_once_per_run(connection: sa.Connection) -> None:
+    """Version 4: each run's document once, compressed, in place of every record's JSON; a record keeps its
+    position in that document. A migrated run's document is rebuilt from its run and records as they were kept
+    (its text is then canonical JSON, not the original file's)."""
+    frozen = sa.MetaData()
+    sa.Table("runs", frozen, sa.Column("pk", sa.Integer, primary_key=True))  # what the key points at
+    documents = sa.Table(
+        "run_documents", frozen,
+        sa.Column("run_pk", sa.Integer, sa.ForeignKey("runs.pk", ondelete="CASCADE"), primary_key=True,
+                  autoincrement=False),
+        sa.Column("encoding", sa.String(16), nullable=False),
+        sa.Column("body", sa.LargeBinary, nullable=False))
+    documents.create(connection)
+    connection.execute(sa.text("ALTER TABLE records ADD COLUMN position INTEGER"))
+    runs = connection.execute(sa.text("SELECT pk, run_json FROM runs ORDER BY pk")).all()
+    for pk, run_json in runs:
+        kept = connection.execute(sa.text("SELECT pk, data FROM records WHERE run_pk = :run ORDER BY pk"),
+                                  {"run": pk}).all()
+        document = {"run": json.loads(run_json), "records": [json.loads(data) for _, data in kept]}
+        text = json.dumps(document, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+        connection.execute(sa.insert(documents).values(run_pk=pk, encoding=DOCUMENT_ENCODING,
+                                                       body=encode_document(text)))
+        if kept:
+            connection.execute(sa.text("UPDATE records SET position = :position WHERE pk = :pk"),
+                               [{"position": position, "pk": record} for position, (record, _) in enumerate(kept)])
+    connection.execute(sa.text("ALTER TABLE records DROP COLUMN data"))
+
+
 #: ``MIGRATIONS[n - 1]`` takes a database from version ``n - 1`` to ``n``.
-MIGRATIONS: tuple[Callable[[sa.Connection], None], ...] = (_create_v1, _add_clock_figures, _index_series)
+MIGRATIONS: tuple[Callable[[sa.Connection], None], ...] = (_create_v1, _add_clock_figures, _index_series,
+                                                           _documents_once_per_run)
 
 
 def recorded_version(connection: sa.Connection) -> int:

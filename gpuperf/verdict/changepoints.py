@@ -8,30 +8,59 @@ short segment, ``Settings.alpha_for``) and the two means differ by at least ``mi
 point against only its neighbouring segments and drops those that no longer pass (one strong step first found
 as two weak ones, say), until none is dropped.
 
+Binary segmentation needs ``min_segment`` runs on each side, so on its own it sees a step only once three runs
+show it, and weakly then. The last runs are therefore also tested on their own (``recent_slowdown``): the mean
+of the last k runs (k = 1 … ``tail_runs``) against the long segment before them (since its last change point),
+a one-sided t-test of a slowdown with that segment's own spread, the best of the k corrected for the choice
+(Bonferroni). With the noise known this is the Neyman-Pearson test, whose power is the bound
+``tools/changepoint_bound.py`` computes; estimating the noise from ≥ ``tail_history`` runs costs little.
+
+A young series, whose last runs follow fewer than ``tail_history`` runs, has too few runs for a t-test; there
+its last runs are judged by the gate's own rule (``gate_slowdown``): each of them against an entry made from the
+runs before them as a baseline recorded from several runs is made (their median, their median sample spread,
+their range), with the gate's band. That is how a slowdown in the third run of a new case is named at once.
+
 Figures are compared relative to the series' median, so the thresholds are fractions whatever the unit; the
-test estimates the noise from the series itself, so a quiet case and a noisy one are judged on their own noise.
+tests estimate the noise from the series itself, so a quiet case and a noisy one are judged on their own noise.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
+
+from gpuperf.store.baseline import Entry
+from gpuperf.verdict.gate import GateConfig, compare
+from gpuperf.vocabulary import Status
 
 #: Per-test significance after the correction for the choice of split. Measured (docs/history.md): 0.05 keeps
 #: false change points in stationary noise at ≤ 0.05 per 1,000 runs and finds none on the committed fleet
 #: series, while 1e-3 misses a third more of the 3 % steps in 2 % noise.
 DEFAULT_ALPHA = 0.05
 #: Change points allowed per run of stationary noise: a segment of n runs is tested at min(alpha, n × this), so
-#: a short series (a few runs of a new host) is held to the same false-alarm rate per run as a long one.
-DEFAULT_FALSE_RATE = 2e-4
+#: a short series (a few runs of a new host) is held to the same false-alarm rate per run as a long one. A check
+#: after every run re-tests every prefix of the series, so this is a quarter of what one look at a whole series
+#: would allow: measured (docs/history.md), 2e-4 let such checks raise 1.5 false change points per 1,000 runs
+#: of 2 % noise and 5e-5 still 0.5; 1e-5 leaves most of that budget to the last runs' test, which finds a step
+#: within 3 runs far more often than segmentation can.
+DEFAULT_FALSE_RATE = 1e-5
 #: Smaller steps are not reported: below the gate's own tolerance by a wide margin, and below what hosts of
 #: one model drift by between runs of unchanged code.
 DEFAULT_MIN_SIZE = 0.015
 #: Runs on each side of a change point at least: one outlying run is never a level.
 DEFAULT_MIN_SEGMENT = 3
+#: The last runs tested on their own against the segment before them: 1, 2 and 3.
+DEFAULT_TAIL_RUNS = 3
+#: Runs the segment before them needs for that test: its spread is then estimated well enough.
+DEFAULT_TAIL_HISTORY = 8
+#: The last runs' test's significance after the Bonferroni correction over the k tried. It is tested after every
+#: run, so this bounds its false alarms per run: 1e-3 measured 0.9 false change points per 1,000 runs of
+#: stationary noise (a run of consecutive alarms counted once), 4e-4 missed a tenth more of the 3 % steps at 1 %
+#: noise; 9e-4 with segmentation's 1e-5 shares the budget of 1 per 1,000 between the two (docs/history.md).
+DEFAULT_TAIL_ALPHA = 9e-4
 
 
 @dataclass(frozen=True)
@@ -42,6 +71,8 @@ class ChangePoint:
     before: float  # mean figure of the segment before
     after: float  # mean figure of the segment after
     p_value: float
+    recent: bool = False  # found by the test of the last runs, not (yet) by segmentation
+    by_gate: bool = False  # found by the gate's rule in a young series (``p_value`` is then NaN)
 
     @property
     def relative(self) -> float:
@@ -55,6 +86,9 @@ class Settings:
     min_size: float = DEFAULT_MIN_SIZE
     min_segment: int = DEFAULT_MIN_SEGMENT
     false_rate: float = DEFAULT_FALSE_RATE
+    tail_runs: int = DEFAULT_TAIL_RUNS
+    tail_history: int = DEFAULT_TAIL_HISTORY
+    tail_alpha: float = DEFAULT_TAIL_ALPHA
 
     def alpha_for(self, runs: int) -> float:
         """The significance a segment of ``runs`` runs is tested at."""
@@ -67,6 +101,14 @@ class Settings:
             raise ValueError(f"the smallest change must be ≥ 0, got {self.min_size}")
         if self.min_segment < 2:
             raise ValueError(f"a segment needs at least 2 runs to have a spread, got {self.min_segment}")
+
+
+def _t_tail(t: float, df: int) -> float:
+    """P(T > t) for Student's t with ``df`` degrees of freedom. From ``scipy.special`` rather than
+    ``scipy.stats``, whose import takes a second that ``history changes`` would spend before reading a row."""
+    from scipy.special import stdtr
+
+    return float(stdtr(df, -t))
 
 
 def _best_split(x: np.ndarray, min_segment: int) -> tuple[int, float]:
@@ -94,11 +136,8 @@ def _significant(x: np.ndarray, split: int, t: float, splits: int, settings: Set
     left, right = x[:split], x[split:]
     if abs(right.mean() - left.mean()) < settings.min_size:
         return None
-    # Imported here: scipy.stats takes about a second to import, and a suite run's append loads this module
-    # without ever testing a split.
-    from scipy import stats
 
-    p = float(2 * stats.t.sf(t, len(x) - 2)) if math.isfinite(t) else 0.0
+    p = float(2 * _t_tail(t, len(x) - 2)) if math.isfinite(t) else 0.0
     corrected = min(1.0, p * max(splits, 1))
     return corrected if corrected < settings.alpha_for(len(x)) else None
 
@@ -147,13 +186,62 @@ def _t_at(x: np.ndarray, split: int) -> tuple[int, float]:
     return split, diff / scale if scale > 0 else (math.inf if diff > 0 else 0.0)
 
 
-def change_points(values: Sequence[float], settings: Settings | None = None) -> list[ChangePoint]:
-    """The change points of a series in run order; values that are not positive finite numbers are refused."""
+def recent_slowdown(x: np.ndarray, start: int, settings: Settings) -> ChangePoint | None:
+    """A slowdown in the last k runs of ``x`` (k = 1 … ``tail_runs``) against ``x[start:n - k]``, the segment
+    before them: the k whose one-sided t-test is strongest, when its p-value times the k tried is below
+    ``tail_alpha`` and the means differ by ``min_size``. ``x`` is relative to the series' level."""
+    best: tuple[float, int] | None = None
+    for k in range(1, settings.tail_runs + 1):
+        prior, tail = x[start:len(x) - k], x[len(x) - k:]
+        if len(prior) < settings.tail_history:
+            break
+        drop = float(prior.mean() - tail.mean())
+        sd = float(prior.std(ddof=1))
+        if drop < settings.min_size or sd <= 0:
+            continue
+        p = _t_tail(drop / (sd * math.sqrt(1 / k + 1 / len(prior))), len(prior) - 1)
+        if best is None or p < best[0]:
+            best = (p, k)
+    if best is None or best[0] * settings.tail_runs >= settings.tail_alpha:
+        return None
+    p, k = best
+    return ChangePoint(index=len(x) - k, before=float(x[start:len(x) - k].mean()), after=float(x[len(x) - k:].mean()),
+                       p_value=min(1.0, p * settings.tail_runs), recent=True)
+
+
+def _relative_range(values: np.ndarray) -> float:
+    return float((values.max() - values.min()) / np.median(values))
+
+
+def gate_slowdown(x: np.ndarray, spreads: np.ndarray, start: int, settings: Settings,
+                  config: GateConfig = GateConfig()) -> ChangePoint | None:
+    """A slowdown in the last j runs (j = ``tail_runs`` … 1, the longest first) of a young series: every one of
+    them ``REGRESSED`` by ``gate.compare`` against an entry made from the 2 to ``tail_history - 1`` runs before
+    them (since ``start``), as a baseline recorded from several runs holds them: their median figure, their median
+    sample spread (``spreads``, the records' relative IQR) and their relative range."""
+    n = len(x)
+    for j in range(settings.tail_runs, 0, -1):
+        prior, tail = x[start:n - j], x[n - j:]
+        if not 2 <= len(prior) < settings.tail_history:
+            continue
+        entry = Entry(metric="", value=float(np.median(prior)), unit="", spread=float(np.median(spreads[start:n - j])),
+                      runs=len(prior), run_spread=_relative_range(prior))
+        if all(compare(float(value), entry, config).status == Status.REGRESSED for value in tail):
+            return ChangePoint(index=n - j, before=float(prior.mean()), after=float(tail.mean()), p_value=math.nan,
+                               recent=True, by_gate=True)
+    return None
+
+
+def change_points(values: Sequence[float], settings: Settings | None = None,
+                  spreads: Sequence[float] | None = None) -> list[ChangePoint]:
+    """The change points of a series in run order, a slowdown in its last runs included; values that are not
+    positive finite numbers are refused. ``spreads``: each run's sample spread (relative IQR), for the gate's
+    rule in a young series (none known: 0, the gate's narrowest band)."""
     settings = settings or Settings()
     x = np.asarray(values, dtype=float)
     if len(x) and (not np.all(np.isfinite(x)) or np.any(x <= 0)):
         raise ValueError("change points need positive finite figures; leave out runs whose figure is missing")
-    if len(x) < 2 * settings.min_segment:
+    if len(x) < 3:
         return []
     level = float(np.median(x))
     relative = x / level
@@ -166,4 +254,36 @@ def change_points(values: Sequence[float], settings: Settings | None = None) -> 
         before = float(x[bounds[position]:index].mean())
         after = float(x[index:bounds[position + 2]].mean())
         points.append(ChangePoint(index=index, before=before, after=after, p_value=kept[index]))
+    recent = _recent(x, relative, sorted(kept), settings, spreads)
+    if recent is None:
+        return points
+    near = len(x) - settings.tail_runs - settings.min_segment
+    same = [point for point in points if point.index >= near and point.relative < 0]
+    if not same:
+        return [*points, recent]
+    # Segmentation found the step too, with at least min_segment runs after it: keep whichever split of the
+    # runs since the change point before them separates the two levels better.
+    start = max((point.index for point in points if point.index < min(same[0].index, recent.index)), default=0)
+    window = relative[start:]
+    if _t_at(window, recent.index - start)[1] > _t_at(window, same[0].index - start)[1]:
+        return [*(point for point in points if point not in same), recent]
     return points
+
+
+def _recent(x: np.ndarray, relative: np.ndarray, kept: list[int], settings: Settings,
+            spreads: Sequence[float] | None) -> ChangePoint | None:
+    """A slowdown in the last runs, against the segment since the last change point before them: the t-test
+    where that segment is long enough, else the gate's rule. A change point segmentation found among the last
+    ``tail_history`` runs is not a bound of the t-test's segment: with only a few runs after a step it is often
+    placed a run or two early, and would leave the test too few runs."""
+    before_tail = [index for index in kept if index <= len(x) - settings.tail_runs - settings.tail_history]
+    start = max(before_tail, default=0)
+    found = recent_slowdown(relative, start, settings)
+    if found is not None:
+        level = float(np.median(x))
+        return replace(found, before=found.before * level, after=found.after * level)
+    start = max(kept, default=0)
+    if kept and len(x) - start <= settings.tail_runs:
+        return None  # segmentation has told the step among the last runs
+    known = np.zeros(len(x)) if spreads is None else np.nan_to_num(np.asarray(spreads, dtype=float))
+    return gate_slowdown(x, known, start, settings)

@@ -9,7 +9,7 @@ before it and the first after it (dates, commits), and whether the versions or t
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from itertools import groupby
 from dataclasses import dataclass, replace
 
@@ -153,12 +153,28 @@ def version_change(before: RunSummary, after: RunSummary) -> str:
     return ", ".join(changed)
 
 
+#: A series' runs' sample spreads (relative IQR), by run pk, when the gate's rule needs them.
+SpreadsOf = Callable[[SeriesKey, Sequence[int]], Mapping[int, float | None]]
+
+
+def _series_points(key: SeriesKey, points: Sequence[tuple[int, float]], settings: Settings | None,
+                   spreads_of: SpreadsOf | None) -> list[ChangePoint]:
+    """The series' change points; where the gate's rule named one, judged again with the recorded spreads (read
+    only then: a million records' spreads are not needed to find the few young series' slowdowns)."""
+    values = [value for _, value in points]
+    found = change_points(values, settings)
+    if spreads_of is None or not any(point.by_gate for point in found):
+        return found
+    known = spreads_of(key, [pk for pk, _ in points])
+    return change_points(values, settings, [known.get(pk) or 0.0 for pk, _ in points])
+
+
 def find_changes(grouped: Mapping[SeriesKey, Sequence[tuple[int, float]]], runs: Mapping[int, RunSummary],
-                 settings: Settings | None = None) -> list[Change]:
+                 settings: Settings | None = None, spreads_of: SpreadsOf | None = None) -> list[Change]:
     """Every series' change points, without the kernels (``with_kernels`` adds them where known)."""
     changes = []
     for key, points in grouped.items():
-        for point in change_points([value for _, value in points], settings):
+        for point in _series_points(key, points, settings, spreads_of):
             before, after = runs[points[point.index - 1][0]], runs[points[point.index][0]]
             changes.append(Change(key, point, before, after, len(points) - point.index,
                                   version_change(before, after), ""))

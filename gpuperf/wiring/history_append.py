@@ -13,14 +13,15 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gpuperf.store.history import History, HistoryError, describe
 from gpuperf.store.history_rows import KIND_RUN, KIND_UPDATE, PROVENANCE, Provenance
-from gpuperf.store.baseline import BaselineFile, entries_digest
-from gpuperf.store.records import Record, RunInfo
-from gpuperf.wiring import provenance
-from gpuperf.wiring.session import Options
+
+if TYPE_CHECKING:  # the session has them loaded; a suite's append imports no more than it writes with
+    from gpuperf.store.baseline import BaselineFile
+    from gpuperf.store.records import Record, RunInfo
+    from gpuperf.wiring.session import Options
 
 
 def recorded_options(options: Options, args: Sequence[str]) -> dict[str, Any]:
@@ -32,6 +33,9 @@ def recorded_options(options: Options, args: Sequence[str]) -> dict[str, Any]:
 
 def session_provenance(root: Path, options: Options, args: Sequence[str], baseline: BaselineFile | None,
                        environ: Mapping[str, str] = os.environ) -> Provenance:
+    from gpuperf.store.baseline import entries_digest
+    from gpuperf.wiring import provenance
+
     commit, dirty, branch = provenance.git_state(root)
     return Provenance(kind=KIND_UPDATE if options.update else KIND_RUN, git_commit=commit, git_dirty=dirty,
                       branch=provenance.ci_branch(environ) or branch, ci_job=provenance.ci_job(environ),

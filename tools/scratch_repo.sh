@@ -1,0 +1,27 @@
+# Sourced by the GPU demos (tools/history_demo.sh, tools/bisect_demo.sh): a scratch git repository made from a
+# copy of this tree (the device's copy has no .git), so every run records a real commit.
+#
+#   source tools/scratch_repo.sh; scratch_repo NAME      → sets $scratch (removed at exit) and $repo, cd's there
+#   scratch_commit MESSAGE                               → commits every change in $repo
+require_git() {  # $1: the demo's name, $2: its output folder
+    command -v git >/dev/null && return 0
+    echo "$1: git is not installed on this machine; the demo needs it (apt-get install git)" | tee "$2/NO_GIT"
+    exit 3
+}
+
+scratch_repo() {
+    local source_tree
+    source_tree=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+    scratch=$(mktemp -d "/tmp/gpuperf-$1.XXXXXX")
+    trap 'rm -rf "$scratch"' EXIT
+    repo=$scratch/repo
+    mkdir "$repo"
+    tar -C "$source_tree" --exclude=./.git --exclude=./results --exclude=./.kernel_cache --exclude='__pycache__' \
+        -cf - . | tar -C "$repo" -xf -
+    cd "$repo"
+    git init -q
+    git config user.name "gpuperf demo"
+    git config user.email demo@gpuperf
+}
+
+scratch_commit() { git add -A && git commit -qm "$1"; }
