@@ -9,12 +9,10 @@ already present (same run id) is a no-op, also when two processes append it at o
 
 from __future__ import annotations
 
-import fnmatch
 import os
-from collections.abc import Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, nullcontext
-from dataclasses import dataclass
+import functools
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -24,7 +22,7 @@ import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
 from gpuperf.store import history_rows
-from gpuperf.store.history_rows import HistoryInputError
+from gpuperf.store.history_ingest import IngestReport, Prepared, ingest_files, prepare, selected_files
 from gpuperf.store.history_rows import RECORD_VALUE_COLUMNS
 from gpuperf.store.history_schema import (DOCUMENT_ENCODING, RECORDS, RUN_DOCUMENTS, RUNS, SCHEMA_VERSION,
                                           SERIES_COLUMNS, SERIES_INDEX, SchemaError, create_series_index, decode_document, encode_document,
@@ -146,13 +144,6 @@ _SUMMARY_COLUMNS = [RUNS.c[name] for name in
                      "driver", "cuda_runtime", "cublas", "cupy")]
 
 
-@dataclass(frozen=True)
-class IngestReport:
-    added: list[Path]
-    present: list[Path]
-    refused: list[tuple[Path, str]]
-
-
 class History:
     """One history database, migrated to the current schema when opened."""
 
@@ -208,23 +199,34 @@ class History:
         for document, source, _ in items:
             history_rows.check_document(document, source)
         texts = [history_rows.canonical_text(document) if text is None else text for document, _, text in items]
-        ids = [history_rows.run_id(text) for text in texts]
+        return self._write([history_rows.run_id(text) for text in texts], [source for _, source, _ in items],
+                           lambda index: prepare(items[index][0], items[index][1], texts[index]))
+
+    def append_prepared(self, items: Sequence[tuple[str, Prepared]]) -> list[bool]:
+        """``append_batch`` of runs already prepared (``history_ingest.prepare``), given with their sources."""
+        return self._write([str(prepared[0]["run_id"]) for _, prepared in items], [source for source, _ in items],
+                           lambda index: items[index][1])
+
+    def _write(self, ids: Sequence[str], sources: Sequence[str], prepared: Callable[[int], Prepared]) -> list[bool]:
+        """Write the runs ``prepared(index)`` gives, but those present, in one transaction."""
+        from concurrent.futures import ThreadPoolExecutor  # here: a suite's append need not import it at start-up
+
         try:
             with self.engine.begin() as connection, ThreadPoolExecutor(max_workers=1) as helper:
                 present = {row[0] for row in connection.execute(sa.select(RUNS.c.run_id).where(RUNS.c.run_id.in_(ids)))}
                 wanted = [index for index, run in enumerate(ids) if run not in present and ids.index(run) == index]
-                prepared = helper.map(lambda index: _prepare(items[index][0], items[index][1], texts[index]), wanted)
-                for run, body, records in prepared:
+                for run, body, records in helper.map(prepared, wanted):
                     self._insert(connection, run, body, records)
             added = set(wanted)
-            return [index in added for index in range(len(items))]
+            return [index in added for index in range(len(ids))]
         except IntegrityError:
-            if len(items) == 1:
+            if len(ids) == 1:
                 return [False]  # another process appended this run at the same moment
-            return [self.append_batch([item])[0] for item in items]
+            return [self._write([ids[index]], [sources[index]], functools.partial(_fixed, prepared, index))[0]
+                    for index in range(len(ids))]
         except SQLAlchemyError as exc:
-            sources = ", ".join(source for _, source, _ in items[:3]) + (", …" if len(items) > 3 else "")
-            raise HistoryError(f"history {self.where}: the run from {sources} was not appended "
+            named = ", ".join(sources[:3]) + (", …" if len(sources) > 3 else "")
+            raise HistoryError(f"history {self.where}: the run from {named} was not appended "
                                f"({_reason(exc)}); nothing of it was written") from exc
 
     @contextmanager
@@ -252,30 +254,14 @@ class History:
                 rows = [dict(zip(RECORD_VALUE_COLUMNS, row)) for row in rows]
             connection.exec_driver_sql(statement, rows)
 
-    def ingest(self, paths: Sequence[Path], batch: int = INGEST_BATCH, exclude: Sequence[str] = ()) -> IngestReport:
+    def ingest(self, paths: Sequence[Path], batch: int = INGEST_BATCH, exclude: Sequence[str] = (),
+               workers: int | None = None) -> IngestReport:
         """Backfill from results files and folders of them, but those whose name matches an ``exclude`` glob; a
-        file that is not a results file is refused, named."""
-        report = IngestReport([], [], [])
-        files = [path for path in history_rows.results_files(paths)
-                 if not any(fnmatch.fnmatch(path.name, pattern) for pattern in exclude)]
+        file that is not a results file is refused, named. Files are read and checked in ``workers`` processes
+        (default: one per core) while this one writes."""
+        files = selected_files(paths, exclude)
         with self.bulk() if len(files) >= BULK_RUNS else nullcontext():
-            self._ingest(files, batch, report)
-        return report
-
-    def _ingest(self, files: Sequence[Path], batch: int, report: IngestReport) -> None:
-        pending: list[tuple[dict[str, Any], str, str | None]] = []
-        for path in [*files, None]:
-            if path is not None:
-                try:
-                    document, text = history_rows.read_results_document(path)
-                except HistoryInputError as exc:
-                    report.refused.append((path, str(exc)))
-                    continue
-                pending.append((document, str(path), text))
-            if pending and (path is None or len(pending) >= batch):
-                for (_, source, _), added in zip(pending, self.append_batch(pending)):
-                    (report.added if added else report.present).append(Path(source))
-                pending = []
+            return ingest_files(files, self.append_prepared, batch, workers)
 
     def runs(self, gpu: str | None = None, since: str | None = None) -> dict[int, RunSummary]:
         from gpuperf.verdict.history_changes import RunSummary
@@ -354,13 +340,8 @@ class History:
         return dict(documents[run_pk]["records"][index])
 
 
-def _prepare(document: dict[str, Any], source: str,
-             text: str | None) -> tuple[dict[str, Any], bytes, list[tuple[Any, ...]]]:
-    """A run's row, its compressed document and its records' values, checked, before any transaction."""
-    history_rows.check_document(document, source)
-    text = history_rows.canonical_text(document) if text is None else text
-    records = [history_rows.record_values(record, position) for position, record in enumerate(document["records"])]
-    return history_rows.run_row(document, source, text), encode_document(text), records
+def _fixed(prepared: Callable[[int], Prepared], index: int, _ignored: int) -> Prepared:
+    return prepared(index)
 
 
 @lru_cache(maxsize=4)

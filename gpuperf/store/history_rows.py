@@ -188,14 +188,13 @@ def check_document(document: Any, where: str) -> dict[str, Any]:
 def read_results_document(path: Path) -> tuple[dict[str, Any], str]:
     """One ``results.json`` as its document and text, checked by the results format's own reader, with every key
     kept (the one reader of results files for the history)."""
-    from gpuperf.store.reading import InputError, load_json, read_text
-    from gpuperf.store.results import MAX_RESULTS_BYTES, ResultsError, parse_run
+    from gpuperf.store.reading import InputError, read_text
+    from gpuperf.store.results import MAX_RESULTS_BYTES, ResultsError, check_run, parse_json
 
-    fix = "re-run the suite to get a complete results file"
     try:
-        text = read_text(path, MAX_RESULTS_BYTES, "a results file", fix)
-        parse_run(path, text)
-        data = load_json(path, text, fix)
+        text = read_text(path, MAX_RESULTS_BYTES, "a results file", "re-run the suite to get a complete results file")
+        data = parse_json(path, text)
+        check_run(path, data)  # the checked run is not kept: the history stores the document, every key of it
     except OSError as exc:
         raise HistoryInputError(f"{path}: cannot be read ({exc.strerror or exc})") from None
     except (InputError, ResultsError) as exc:
