@@ -340,7 +340,7 @@ _CONTAINERS = (dict, list)
 def _keys_within(data: Any, limit: int) -> int:
     """How many keys the objects in ``data`` hold; -1 when containers nest deeper than ``limit`` or a float
     reaches ``_LARGE_FLOAT``."""
-    keys, level, depth = 0, [data] if type(data) in _CONTAINERS else [], 1
+    keys, level, depth = 0, [[data]], 0  # the value, in a list of depth 0 of its own
     while level:
         if depth > limit:
             return -1
@@ -386,8 +386,11 @@ def load_json(path: Path, text: str, fix: str) -> Any:
     text is named as such, a cut-short file as cut short. A text that is certainly valid takes orjson's
     parser (several times faster); any other takes Python's, with a check on every object and number."""
     fast = _fast_json(text)
-    if fast is not None:
-        return fast
+    return fast if fast is not None else load_json_strictly(path, text, fix)
+
+
+def load_json_strictly(path: Path, text: str, fix: str) -> Any:
+    """``load_json`` by Python's parser alone, every object and number checked as it is read."""
     try:
         data = json.loads(text, parse_constant=_refuse_constant, object_pairs_hook=_unique_pairs,
                           parse_int=_json_int)
