@@ -24,7 +24,7 @@ from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from gpuperf.store import history_rows
 from gpuperf.store.history_ingest import IngestReport, Prepared, ingest_files, prepare, selected_files
 from gpuperf.store.history_rows import RECORD_VALUE_COLUMNS
-from gpuperf.store.history_schema import (DOCUMENT_ENCODING, RECORDS, RUN_DOCUMENTS, RUNS, SCHEMA_VERSION,
+from gpuperf.store.history_schema import (DOCUMENT_ENCODING, RECORDS, RUN_DOCUMENTS, RUNS, SCHEMA_VERSION, SERIES,
                                           SERIES_COLUMNS, SERIES_INDEX, SchemaError, create_series_index, decode_document, encode_document,
                                           has_series_index, migrate,
                                           recorded_version)
@@ -151,6 +151,7 @@ class History:
         self.url = url
         self.where = describe(url)
         self.engine = create_engine(url)
+        self._series: dict[tuple[str, str], int] = {}  # series numbers known in the transaction under way
         try:
             self._migrate()
         except SQLAlchemyError as exc:
@@ -212,14 +213,17 @@ class History:
         from concurrent.futures import ThreadPoolExecutor  # here: a suite's append need not import it at start-up
 
         try:
+            self._series.clear()
             with self.engine.begin() as connection, ThreadPoolExecutor(max_workers=1) as helper:
                 present = {row[0] for row in connection.execute(sa.select(RUNS.c.run_id).where(RUNS.c.run_id.in_(ids)))}
                 wanted = [index for index, run in enumerate(ids) if run not in present and ids.index(run) == index]
                 for run, body, records in helper.map(prepared, wanted):
                     self._insert(connection, run, body, records)
+            self._series.clear()
             added = set(wanted)
             return [index in added for index in range(len(ids))]
         except IntegrityError:
+            self._series.clear()
             if len(ids) == 1:
                 return [False]  # another process appended this run at the same moment
             return [self._write([ids[index]], [sources[index]], functools.partial(_fixed, prepared, index))[0]
@@ -242,17 +246,34 @@ class History:
             with self.engine.begin() as connection:
                 create_series_index(connection)
 
-    @staticmethod
-    def _insert(connection: sa.Connection, run: dict[str, Any], body: bytes, records: list[tuple[Any, ...]]) -> None:
+    def _insert(self, connection: sa.Connection, run: dict[str, Any], body: bytes,
+                records: list[tuple[Any, ...]]) -> None:
         inserted = connection.execute(sa.insert(RUNS).values(**run)).inserted_primary_key
         pk = inserted[0] if inserted is not None else None
         connection.execute(sa.insert(RUN_DOCUMENTS).values(run_pk=pk, encoding=DOCUMENT_ENCODING, body=body))
         if records:
+            numbers = self._series_numbers(connection, {(values[1], values[6] or "") for values in records})
             statement, named = _record_insert(connection.dialect)
-            rows: list[Any] = [(pk, *values[1:]) for values in records]
+            rows: list[Any] = [(pk, *values[1:], numbers[values[1], values[6] or ""]) for values in records]
             if named:
                 rows = [dict(zip(RECORD_VALUE_COLUMNS, row)) for row in rows]
             connection.exec_driver_sql(statement, rows)
+
+    def _series_numbers(self, connection: sa.Connection, keys: set[tuple[str, str]]) -> dict[tuple[str, str], int]:
+        """The number of each ``(case_id, method)``, those not yet in ``series`` added (a concurrent writer's
+        addition of the same key is taken, not repeated). Known numbers are kept for the transaction only: one
+        that is rolled back takes its additions with it."""
+        known = self._series
+        missing = keys - known.keys()
+        if missing:
+            connection.execute(_insert_new_series(connection.dialect.name),
+                               [{"case_id": case, "method": method} for case, method in sorted(missing)])
+            cases = sorted({case for case, _ in missing})
+            for start in range(0, len(cases), _DOCUMENTS_AT_ONCE):
+                query = sa.select(SERIES.c.case_id, SERIES.c.method, SERIES.c.pk).where(
+                    SERIES.c.case_id.in_(cases[start:start + _DOCUMENTS_AT_ONCE]))
+                known.update({(case, method): pk for case, method, pk in connection.execute(query)})
+        return known
 
     def ingest(self, paths: Sequence[Path], batch: int = INGEST_BATCH, exclude: Sequence[str] = (),
                workers: int | None = None) -> IngestReport:
@@ -278,9 +299,10 @@ class History:
                case: str | None = None) -> list[tuple[str, str, int, float | None, str]]:
         """``(case_id, method, run_pk, value, status)`` of the records, optionally of one case or some runs,
         grouped by case and method."""
-        query = sa.select(*(RECORDS.c[name] for name in SERIES_COLUMNS)).order_by(RECORDS.c.case_id, RECORDS.c.method)
-        if case is not None:
-            query = query.where(RECORDS.c.case_id == case)
+        query = sa.select(RECORDS.c.case_id, RECORDS.c.method, RECORDS.c.run_pk, RECORDS.c.value,
+                          RECORDS.c.status).order_by(RECORDS.c.case_id, RECORDS.c.method)
+        if case is not None:  # through the series index
+            query = query.where(RECORDS.c.series_pk.in_(sa.select(SERIES.c.pk).where(SERIES.c.case_id == case)))
         with self.reading() as connection:
             rows = _fetch(connection, query)
         if run_pks is not None:
@@ -296,16 +318,17 @@ class History:
         from gpuperf.verdict.history_changes import LEFT_OUT
 
         judged = sa.and_(RECORDS.c.status.not_in(sorted(LEFT_OUT)), RECORDS.c.value > 0)
-        key = (RECORDS.c.case_id, RECORDS.c.method)
-        groups = sa.select(*key, sa.func.count()).where(judged).group_by(*key).order_by(*key)
-        figures = sa.select(RECORDS.c.run_pk, RECORDS.c.value).where(judged).order_by(*key)
+        figures = sa.select(RECORDS.c.series_pk, RECORDS.c.run_pk, RECORDS.c.value).where(judged).order_by(
+            RECORDS.c.series_pk)
         with self.reading() as connection:
-            counted = [(str(case), str(method or ""), int(count)) for case, method, count in _fetch(connection, groups)]
-            rows = _fetch(connection, figures)
-        run_pks, judged_values = zip(*rows) if rows else ((), ())
-        pks = np.array(run_pks, dtype=np.int64)
-        values = np.array(judged_values, dtype=float)
-        return counted, pks, values
+            names = {int(pk): (str(case), str(method)) for pk, case, method in _fetch(connection, sa.select(SERIES))}
+            columns = np.array(_fetch(connection, figures), dtype=float).reshape(-1, 3)
+        numbers, starts, counts = np.unique(columns[:, 0].astype(np.int64), return_index=True, return_counts=True)
+        groups = sorted(zip(numbers.tolist(), starts.tolist(), counts.tolist()), key=lambda group: names[group[0]])
+        order = np.concatenate([np.arange(start, start + count) for _, start, count in groups]) if groups else \
+            np.zeros(0, dtype=np.int64)
+        return ([(*names[number], count) for number, _, count in groups], columns[order, 1].astype(np.int64),
+                columns[order, 2])
 
     def kernels(self, case: str, run_pks: Sequence[int]) -> dict[int, str]:
         """The kernels each of those runs' record of ``case`` names (``name + name``)."""
@@ -325,7 +348,7 @@ class History:
     def case_ids(self, pattern: str) -> list[str]:
         """Case ids equal to ``pattern``, else containing it."""
         with self.reading() as connection:
-            found = [row[0] for row in connection.execute(sa.select(RECORDS.c.case_id).distinct())]
+            found = [row[0] for row in connection.execute(sa.select(SERIES.c.case_id).distinct())]
         exact = [case for case in found if case == pattern]
         return exact or sorted(case for case in found if pattern in case)
 
@@ -338,6 +361,17 @@ class History:
         if index is None or run_pk not in documents:
             return None
         return dict(documents[run_pk]["records"][index])
+
+
+def _insert_new_series(dialect: str) -> sa.Executable:
+    """``INSERT INTO series … ON CONFLICT DO NOTHING``, as SQLite and PostgreSQL each spell it."""
+    if dialect == "postgresql":
+        from sqlalchemy.dialects import postgresql
+
+        return postgresql.insert(SERIES).on_conflict_do_nothing()
+    from sqlalchemy.dialects import sqlite
+
+    return sqlite.insert(SERIES).on_conflict_do_nothing()
 
 
 def _fixed(prepared: Callable[[int], Prepared], index: int, _ignored: int) -> Prepared:

@@ -136,13 +136,14 @@ def kernel_names(record: Mapping[str, Any]) -> str:
 #: The ``records`` columns ``record_values`` fills, in the table's order (``run_pk`` first, set when appended).
 RECORD_VALUE_COLUMNS = ("run_pk", "case_id", "value", "unit", "spread", "samples", "method", "flush", "kernels",
                         "status", "note", "gpu_index", "cycles_per_call", "sm_clock_mhz", "value_at_max_clock",
-                        "position")
+                        "position", "series_pk")
 _FLOAT, _INT, _STR = float, int, str
 
 
 def record_values(record: Mapping[str, Any], position: int, run_pk: int | None = None) -> tuple[Any, ...]:
     """The ``records`` row of the results-file record at ``position`` of its run's document, as values in
-    ``RECORD_VALUE_COLUMNS`` order, each read from its ``RECORD_COLUMNS`` key. Written out rather than looped
+    ``RECORD_VALUE_COLUMNS`` order (but the last, ``series_pk``, the database's), each read from its
+    ``RECORD_COLUMNS`` key. Written out rather than looped
     over the columns: a backfill builds a million of these, and this is a third of its Python time."""
     get = record.get
     value, spread, unit, method, flush = get("value"), get("rel_iqr"), get("unit"), get("method"), get("flush")

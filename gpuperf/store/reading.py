@@ -340,17 +340,17 @@ _CONTAINERS = (dict, list)
 def _keys_within(data: Any, limit: int) -> int:
     """How many keys the objects in ``data`` hold; -1 when containers nest deeper than ``limit`` or a float
     reaches ``_LARGE_FLOAT``."""
-    keys, level, depth = 0, [[data]], 0  # the value, in a list of depth 0 of its own
+    level: list[Any] = [[data]]  # the value, in a list of depth 0 of its own
+    keys, depth = 0, 0
     while level:
         if depth > limit:
             return -1
         below: list[Any] = []
         for item in level:
+            children: Any = item
             if type(item) is dict:
                 keys += len(item)
-                children: Any = item.values()
-            else:
-                children = item
+                children = item.values()
             for child in children:
                 kind = type(child)
                 if kind is dict or kind is list:
