@@ -298,9 +298,9 @@ class History:
     def values(self, run_pks: Sequence[int] | None = None,
                case: str | None = None) -> list[tuple[str, str, int, float | None, str]]:
         """``(case_id, method, run_pk, value, status)`` of the records, optionally of one case or some runs,
-        grouped by case and method."""
+        grouped by case and method, in the order the runs were appended."""
         query = sa.select(RECORDS.c.case_id, RECORDS.c.method, RECORDS.c.run_pk, RECORDS.c.value,
-                          RECORDS.c.status).order_by(RECORDS.c.case_id, RECORDS.c.method)
+                          RECORDS.c.status).order_by(RECORDS.c.case_id, RECORDS.c.method, RECORDS.c.run_pk)
         if case is not None:  # through the series index
             query = query.where(RECORDS.c.series_pk.in_(sa.select(SERIES.c.pk).where(SERIES.c.case_id == case)))
         with self.reading() as connection:
