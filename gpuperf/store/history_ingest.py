@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import fnmatch
 import os
+from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,8 +25,9 @@ from gpuperf.store.history_schema import encode_document
 Prepared = tuple[dict[str, Any], bytes, list[tuple[Any, ...]]]
 #: Fewer files than this are read in the main process.
 POOL_FILES = 64
-#: Files handed to a worker at a time.
+#: Files handed to a worker at a time, and chunks in flight per worker.
 _CHUNK = 4
+_WINDOW_CHUNKS = 8
 
 
 @dataclass(frozen=True)
@@ -65,12 +67,23 @@ def _prepared(files: Sequence[Path], workers: int | None) -> Iterator[tuple[str,
         yield from map(read_and_prepare, names)
         return
     import multiprocessing  # a suite's append reads no files: it imports neither
-    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures import Future, ProcessPoolExecutor
 
     methods = multiprocessing.get_all_start_methods()
     context = multiprocessing.get_context("fork" if "fork" in methods else None)
     with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
-        yield from pool.map(read_and_prepare, names, chunksize=_CHUNK)
+        # a bounded window of chunks in flight: what the workers read ahead of the writing is held in memory
+        window: deque[Future[list[tuple[str, Prepared | None, str]]]] = deque()
+        for start in range(0, len(names), _CHUNK):
+            window.append(pool.submit(_read_chunk, names[start:start + _CHUNK]))
+            if len(window) >= _WINDOW_CHUNKS * workers:
+                yield from window.popleft().result()
+        while window:
+            yield from window.popleft().result()
+
+
+def _read_chunk(paths: Sequence[str]) -> list[tuple[str, Prepared | None, str]]:
+    return [read_and_prepare(path) for path in paths]
 
 
 def ingest_files(files: Sequence[Path], write: Callable[[Sequence[tuple[str, Prepared]]], list[bool]],
