@@ -108,6 +108,11 @@ def test_a_version_3_database_keeps_every_figure_of_every_record_in_its_runs_doc
     with History(database_url) as history:
         kept = {pk: history.record_data(CASE + "x", pk) for pk in history.runs()}
         assert history.append(document("2026-12-03T10:00:00+00:00", {CASE: 53.0}), "new")
+        groups, pks, figures = history.series_columns()
+        shown = {case: sorted(row[3] for row in history.values(case=case)) for case in (CASE, CASE + "x")}
+    # the migrated records are numbered into their series (and, with no status kept, not judged)
+    assert shown == {CASE: [51.0, 52.0, 53.0], CASE + "x": [38.0, 39.0]}
+    assert [group[0] for group in groups] == [CASE] and figures.tolist() == [53.0] and len(pks) == 1
     with engine.connect() as connection:
         version = connection.execute(sa.select(VERSION_TABLE.c.version)).scalar()
         columns = {column["name"] for column in sa.inspect(connection).get_columns("records")}

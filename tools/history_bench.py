@@ -1,15 +1,16 @@
 """How fast the history is: a year of nightly runs of a fleet, ingested into SQLite and asked for change points.
 
-    PYTHONPATH=$PWD python3 tools/history_bench.py [--runs 10000] [--cases 150] [--out /tmp/history-bench]
+    PYTHONPATH=$PWD python3 tools/history_bench.py [--runs 10000] [--cases 150] [--out /tmp/history-bench]\n        [--reuse-files]
 
-1. ``ingest``: RUNS synthetic runs × CASES cases (records shaped like the README's H200 run, every field, with
-   0.5–2 % noise and a 3 % step in every tenth case) appended ``INGEST_BATCH`` runs a transaction through
-   ``History.append_batch`` inside ``History.bulk``, with their results-file text: the path ``history ingest``
-   takes after reading its files. Reading and checking a results file from disk (the store's checked reader) is
-   timed apart, on 200 files.
+1. ``ingest``: RUNS synthetic results files × CASES cases (records shaped like the README's H200 run, every
+   field, with 0.5–2 % noise and a 3 % step in every tenth case) are written to OUT/files first (timed apart),
+   then ``python -m gpuperf history ingest OUT/files`` is timed as a fresh process: every file read, parsed and
+   checked by the results format's reader, its rows built and its document compressed (in worker processes),
+   written to SQLite, the series index built at the end.
 2. ``changes``: ``python -m gpuperf history changes`` over the whole database, as a fresh process.
-3. ``append``: what a suite run pays at its end, in a fresh process: importing the append module (SQLAlchemy),
-   opening the full database, appending one CASES-record run (``history_append.append_run``).
+3. ``append``: what the history adds to a suite run's end, in a fresh process: importing the append module
+   (SQLAlchemy), opening the full database, appending one CASES-record run (``history_append.append_run``) after
+   the run's results files were written (as the session writes them, history or not; not counted).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import copy
 import json
 import os
 import random
+import shutil
 import subprocess
 import sys
 import time
@@ -31,8 +33,7 @@ import orjson
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from gpuperf.store.history import INGEST_BATCH, History, sqlite_url  # noqa: E402
-from gpuperf.store.history_rows import read_results_document  # noqa: E402
+from gpuperf.store.history import sqlite_url  # noqa: E402
 
 START = datetime(2027, 1, 1, tzinfo=timezone.utc)
 TEMPLATE = json.loads((ROOT / "docs" / "h200" / "results.json").read_text())
@@ -63,47 +64,17 @@ def document(number: int, templates: list[dict[str, Any]], rng: random.Random, r
     return {"schema": 1, "run": run, "records": records}
 
 
-def ingest(url: str, runs: int, count: int) -> float:
-    """Seconds spent in the history: ``append_batch`` of INGEST_BATCH runs at a time inside ``History.bulk``
-    (as ``history ingest`` of that many files does), the series index built at the end included; making the
-    documents and their text is not counted."""
+def write_files(folder: Path, runs: int, count: int) -> float:
+    """RUNS results files of COUNT records into ``folder`` (as a suite's runs would leave them, one a run, in
+    the suite's own indented JSON); the seconds it took."""
     templates = cases(count)
     rng = random.Random(1)
-    spent = 0.0
-    with History(url) as history:
-        started = time.perf_counter()
-        with history.bulk():
-            spent += time.perf_counter() - started
-            for first in range(0, runs, INGEST_BATCH):
-                batch = []
-                for number in range(first, min(first + INGEST_BATCH, runs)):
-                    data = document(number, templates, rng, runs)
-                    # its results file's text, as ingest reads it (writing the file is the suite's part)
-                    batch.append((data, f"bench run {number}", orjson.dumps(data).decode("utf-8")))
-                started = time.perf_counter()
-                history.append_batch(batch)
-                spent += time.perf_counter() - started
-                if first and first % 1000 == 0:
-                    print(f"  {first} runs, {spent:.1f} s", flush=True)
-            started = time.perf_counter()
-        spent += time.perf_counter() - started
-    return spent
-
-
-def read_files(out: Path, count: int, files: int = 200) -> float:
-    templates = cases(count)
-    rng = random.Random(2)
-    folder = out / "files"
     folder.mkdir(parents=True, exist_ok=True)
-    paths = []
-    for number in range(files):
-        path = folder / f"{number}.json"
-        path.write_text(json.dumps(document(number, templates, rng, files)))
-        paths.append(path)
     started = time.perf_counter()
-    for path in paths:
-        read_results_document(path)
-    return (time.perf_counter() - started) / files
+    for number in range(runs):
+        data = document(number, templates, rng, runs)
+        (folder / f"run-{number:06d}.json").write_bytes(orjson.dumps(data, option=orjson.OPT_INDENT_2) + b"\n")
+    return time.perf_counter() - started
 
 
 def timed(command: list[str]) -> tuple[float, str]:
@@ -113,17 +84,19 @@ def timed(command: list[str]) -> tuple[float, str]:
 
 
 APPEND = """
-import json, sys, time
+import json, sys, tempfile, time
 started = time.perf_counter()
 from gpuperf.wiring import history_append
-from gpuperf.store.records import Record, RunInfo
 imported = time.perf_counter()
+from gpuperf.store.records import Record, RunInfo
+from gpuperf.store.results import write_results
 data = json.loads(open(sys.argv[2]).read())
 run, records = RunInfo.from_dict(data["run"]), [Record.from_dict(r) for r in data["records"]]
+write_results(tempfile.mkdtemp(), run, records)  # the suite writes its results files, history or not
 loaded = time.perf_counter()
 line = history_append.append_run(sys.argv[1], run, records, "bench")
 done = time.perf_counter()
-print(f"import {imported - started:.3f} s + append {done - loaded:.3f} s = {done - started - (loaded - imported):.3f} s"
+print(f"import {imported - started:.3f} s + append {done - loaded:.3f} s = {done - loaded + imported - started:.3f} s"
       f" ({line})")
 """
 
@@ -133,16 +106,26 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=10_000)
     parser.add_argument("--cases", type=int, default=150)
     parser.add_argument("--out", type=Path, default=Path("/tmp/history-bench"))
+    parser.add_argument("--reuse-files", action="store_true",
+                        help="use the results files a previous run wrote under OUT/files when there are RUNS of them")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     database = args.out / "history.sqlite"
     for suffix in ("", "-wal", "-shm"):
         Path(f"{database}{suffix}").unlink(missing_ok=True)
     url = sqlite_url(database)
-    seconds = ingest(url, args.runs, args.cases)
+    folder = args.out / "files"
+    if args.reuse_files and len(list(folder.glob("run-*.json"))) == args.runs:
+        print(f"files: reusing {args.runs} results files in {folder}")
+    else:
+        shutil.rmtree(folder, ignore_errors=True)
+        written = write_files(folder, args.runs, args.cases)
+        print(f"files: {args.runs} results files of {args.cases} records written in {written:.1f} s (not timed "
+              f"below)", flush=True)
+    ingest_s, last = timed([sys.executable, "-m", "gpuperf", "history", "--history", url, "ingest", str(folder)])
     size = database.stat().st_size / 2**20
-    print(f"ingest: {args.runs} runs × {args.cases} cases in {seconds:.1f} s ({size:.0f} MiB)")
-    print(f"reading a results file of {args.cases} records: {1000 * read_files(args.out, args.cases):.1f} ms")
+    print(f"ingest (python -m gpuperf history ingest, a fresh process, reading and checking every file): "
+          f"{args.runs} runs × {args.cases} cases in {ingest_s:.1f} s ({size:.0f} MiB): {last}", flush=True)
     changes_s, last = timed([sys.executable, "-m", "gpuperf", "history", "--history", url, "changes"])
     print(f"history changes (a fresh process): {changes_s:.2f} s: {last}")
     sample = args.out / "one-run.json"

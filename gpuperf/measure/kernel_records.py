@@ -141,6 +141,8 @@ class Kernel:
 
 def _dim3(data: Mapping[str, Any], key: str, default: int) -> Dim3:
     value = data.get(key, [default, default, default])
+    if type(value) is list and len(value) == 3 and all([type(v) is int and v >= 0 for v in value]):
+        return value[0], value[1], value[2]
     if (not isinstance(value, (list, tuple)) or len(value) != 3
             or not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in value)):
         raise ValueError(f"kernel {data.get('name')!r}: {key} must be three non-negative integers, got {value!r}")

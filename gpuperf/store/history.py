@@ -9,12 +9,10 @@ already present (same run id) is a no-op, also when two processes append it at o
 
 from __future__ import annotations
 
-import fnmatch
 import os
-from collections.abc import Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, nullcontext
-from dataclasses import dataclass
+import functools
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -24,9 +22,9 @@ import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
 from gpuperf.store import history_rows
-from gpuperf.store.history_rows import HistoryInputError
+from gpuperf.store.history_ingest import IngestReport, Prepared, ingest_files, prepare, selected_files
 from gpuperf.store.history_rows import RECORD_VALUE_COLUMNS
-from gpuperf.store.history_schema import (DOCUMENT_ENCODING, RECORDS, RUN_DOCUMENTS, RUNS, SCHEMA_VERSION,
+from gpuperf.store.history_schema import (DOCUMENT_ENCODING, RECORDS, RUN_DOCUMENTS, RUNS, SCHEMA_VERSION, SERIES,
                                           SERIES_COLUMNS, SERIES_INDEX, SchemaError, create_series_index, decode_document, encode_document,
                                           has_series_index, migrate,
                                           recorded_version)
@@ -146,13 +144,6 @@ _SUMMARY_COLUMNS = [RUNS.c[name] for name in
                      "driver", "cuda_runtime", "cublas", "cupy")]
 
 
-@dataclass(frozen=True)
-class IngestReport:
-    added: list[Path]
-    present: list[Path]
-    refused: list[tuple[Path, str]]
-
-
 class History:
     """One history database, migrated to the current schema when opened."""
 
@@ -160,6 +151,7 @@ class History:
         self.url = url
         self.where = describe(url)
         self.engine = create_engine(url)
+        self._series: dict[tuple[str, str], int] = {}  # series numbers known in the transaction under way
         try:
             self._migrate()
         except SQLAlchemyError as exc:
@@ -208,23 +200,37 @@ class History:
         for document, source, _ in items:
             history_rows.check_document(document, source)
         texts = [history_rows.canonical_text(document) if text is None else text for document, _, text in items]
-        ids = [history_rows.run_id(text) for text in texts]
+        return self._write([history_rows.run_id(text) for text in texts], [source for _, source, _ in items],
+                           lambda index: prepare(items[index][0], items[index][1], texts[index]))
+
+    def append_prepared(self, items: Sequence[tuple[str, Prepared]]) -> list[bool]:
+        """``append_batch`` of runs already prepared (``history_ingest.prepare``), given with their sources."""
+        return self._write([str(prepared[0]["run_id"]) for _, prepared in items], [source for source, _ in items],
+                           lambda index: items[index][1])
+
+    def _write(self, ids: Sequence[str], sources: Sequence[str], prepared: Callable[[int], Prepared]) -> list[bool]:
+        """Write the runs ``prepared(index)`` gives, but those present, in one transaction."""
+        from concurrent.futures import ThreadPoolExecutor  # here: a suite's append need not import it at start-up
+
         try:
+            self._series.clear()
             with self.engine.begin() as connection, ThreadPoolExecutor(max_workers=1) as helper:
                 present = {row[0] for row in connection.execute(sa.select(RUNS.c.run_id).where(RUNS.c.run_id.in_(ids)))}
                 wanted = [index for index, run in enumerate(ids) if run not in present and ids.index(run) == index]
-                prepared = helper.map(lambda index: _prepare(items[index][0], items[index][1], texts[index]), wanted)
-                for run, body, records in prepared:
+                for run, body, records in helper.map(prepared, wanted):
                     self._insert(connection, run, body, records)
+            self._series.clear()
             added = set(wanted)
-            return [index in added for index in range(len(items))]
+            return [index in added for index in range(len(ids))]
         except IntegrityError:
-            if len(items) == 1:
+            self._series.clear()
+            if len(ids) == 1:
                 return [False]  # another process appended this run at the same moment
-            return [self.append_batch([item])[0] for item in items]
+            return [self._write([ids[index]], [sources[index]], functools.partial(_fixed, prepared, index))[0]
+                    for index in range(len(ids))]
         except SQLAlchemyError as exc:
-            sources = ", ".join(source for _, source, _ in items[:3]) + (", …" if len(items) > 3 else "")
-            raise HistoryError(f"history {self.where}: the run from {sources} was not appended "
+            named = ", ".join(sources[:3]) + (", …" if len(sources) > 3 else "")
+            raise HistoryError(f"history {self.where}: the run from {named} was not appended "
                                f"({_reason(exc)}); nothing of it was written") from exc
 
     @contextmanager
@@ -240,42 +246,43 @@ class History:
             with self.engine.begin() as connection:
                 create_series_index(connection)
 
-    @staticmethod
-    def _insert(connection: sa.Connection, run: dict[str, Any], body: bytes, records: list[tuple[Any, ...]]) -> None:
+    def _insert(self, connection: sa.Connection, run: dict[str, Any], body: bytes,
+                records: list[tuple[Any, ...]]) -> None:
         inserted = connection.execute(sa.insert(RUNS).values(**run)).inserted_primary_key
         pk = inserted[0] if inserted is not None else None
         connection.execute(sa.insert(RUN_DOCUMENTS).values(run_pk=pk, encoding=DOCUMENT_ENCODING, body=body))
         if records:
+            numbers = self._series_numbers(connection, {(values[1], values[6] or "") for values in records})
             statement, named = _record_insert(connection.dialect)
-            rows: list[Any] = [(pk, *values[1:]) for values in records]
+            rows: list[Any] = [(pk, *values[1:], numbers[values[1], values[6] or ""]) for values in records]
             if named:
                 rows = [dict(zip(RECORD_VALUE_COLUMNS, row)) for row in rows]
             connection.exec_driver_sql(statement, rows)
 
-    def ingest(self, paths: Sequence[Path], batch: int = INGEST_BATCH, exclude: Sequence[str] = ()) -> IngestReport:
-        """Backfill from results files and folders of them, but those whose name matches an ``exclude`` glob; a
-        file that is not a results file is refused, named."""
-        report = IngestReport([], [], [])
-        files = [path for path in history_rows.results_files(paths)
-                 if not any(fnmatch.fnmatch(path.name, pattern) for pattern in exclude)]
-        with self.bulk() if len(files) >= BULK_RUNS else nullcontext():
-            self._ingest(files, batch, report)
-        return report
+    def _series_numbers(self, connection: sa.Connection, keys: set[tuple[str, str]]) -> dict[tuple[str, str], int]:
+        """The number of each ``(case_id, method)``, those not yet in ``series`` added (a concurrent writer's
+        addition of the same key is taken, not repeated). Known numbers are kept for the transaction only: one
+        that is rolled back takes its additions with it."""
+        known = self._series
+        missing = keys - known.keys()
+        if missing:
+            connection.execute(_insert_new_series(connection.dialect.name),
+                               [{"case_id": case, "method": method} for case, method in sorted(missing)])
+            cases = sorted({case for case, _ in missing})
+            for start in range(0, len(cases), _DOCUMENTS_AT_ONCE):
+                query = sa.select(SERIES.c.case_id, SERIES.c.method, SERIES.c.pk).where(
+                    SERIES.c.case_id.in_(cases[start:start + _DOCUMENTS_AT_ONCE]))
+                known.update({(case, method): pk for case, method, pk in connection.execute(query)})
+        return known
 
-    def _ingest(self, files: Sequence[Path], batch: int, report: IngestReport) -> None:
-        pending: list[tuple[dict[str, Any], str, str | None]] = []
-        for path in [*files, None]:
-            if path is not None:
-                try:
-                    document, text = history_rows.read_results_document(path)
-                except HistoryInputError as exc:
-                    report.refused.append((path, str(exc)))
-                    continue
-                pending.append((document, str(path), text))
-            if pending and (path is None or len(pending) >= batch):
-                for (_, source, _), added in zip(pending, self.append_batch(pending)):
-                    (report.added if added else report.present).append(Path(source))
-                pending = []
+    def ingest(self, paths: Sequence[Path], batch: int = INGEST_BATCH, exclude: Sequence[str] = (),
+               workers: int | None = None) -> IngestReport:
+        """Backfill from results files and folders of them, but those whose name matches an ``exclude`` glob; a
+        file that is not a results file is refused, named. Files are read and checked in ``workers`` processes
+        (default: one per core) while this one writes."""
+        files = selected_files(paths, exclude)
+        with self.bulk() if len(files) >= BULK_RUNS else nullcontext():
+            return ingest_files(files, self.append_prepared, batch, workers)
 
     def runs(self, gpu: str | None = None, since: str | None = None) -> dict[int, RunSummary]:
         from gpuperf.verdict.history_changes import RunSummary
@@ -291,10 +298,11 @@ class History:
     def values(self, run_pks: Sequence[int] | None = None,
                case: str | None = None) -> list[tuple[str, str, int, float | None, str]]:
         """``(case_id, method, run_pk, value, status)`` of the records, optionally of one case or some runs,
-        grouped by case and method."""
-        query = sa.select(*(RECORDS.c[name] for name in SERIES_COLUMNS)).order_by(RECORDS.c.case_id, RECORDS.c.method)
-        if case is not None:
-            query = query.where(RECORDS.c.case_id == case)
+        grouped by case and method, in the order the runs were appended."""
+        query = sa.select(RECORDS.c.case_id, RECORDS.c.method, RECORDS.c.run_pk, RECORDS.c.value,
+                          RECORDS.c.status).order_by(RECORDS.c.case_id, RECORDS.c.method, RECORDS.c.run_pk)
+        if case is not None:  # through the series index
+            query = query.where(RECORDS.c.series_pk.in_(sa.select(SERIES.c.pk).where(SERIES.c.case_id == case)))
         with self.reading() as connection:
             rows = _fetch(connection, query)
         if run_pks is not None:
@@ -310,16 +318,17 @@ class History:
         from gpuperf.verdict.history_changes import LEFT_OUT
 
         judged = sa.and_(RECORDS.c.status.not_in(sorted(LEFT_OUT)), RECORDS.c.value > 0)
-        key = (RECORDS.c.case_id, RECORDS.c.method)
-        groups = sa.select(*key, sa.func.count()).where(judged).group_by(*key).order_by(*key)
-        figures = sa.select(RECORDS.c.run_pk, RECORDS.c.value).where(judged).order_by(*key)
+        figures = sa.select(RECORDS.c.series_pk, RECORDS.c.run_pk, RECORDS.c.value).where(judged).order_by(
+            RECORDS.c.series_pk)
         with self.reading() as connection:
-            counted = [(str(case), str(method or ""), int(count)) for case, method, count in _fetch(connection, groups)]
-            rows = _fetch(connection, figures)
-        run_pks, judged_values = zip(*rows) if rows else ((), ())
-        pks = np.array(run_pks, dtype=np.int64)
-        values = np.array(judged_values, dtype=float)
-        return counted, pks, values
+            names = {int(pk): (str(case), str(method)) for pk, case, method in _fetch(connection, sa.select(SERIES))}
+            columns = np.array(_fetch(connection, figures), dtype=float).reshape(-1, 3)
+        numbers, starts, counts = np.unique(columns[:, 0].astype(np.int64), return_index=True, return_counts=True)
+        groups = sorted(zip(numbers.tolist(), starts.tolist(), counts.tolist()), key=lambda group: names[group[0]])
+        order = np.concatenate([np.arange(start, start + count) for _, start, count in groups]) if groups else \
+            np.zeros(0, dtype=np.int64)
+        return ([(*names[number], count) for number, _, count in groups], columns[order, 1].astype(np.int64),
+                columns[order, 2])
 
     def kernels(self, case: str, run_pks: Sequence[int]) -> dict[int, str]:
         """The kernels each of those runs' record of ``case`` names (``name + name``)."""
@@ -339,7 +348,7 @@ class History:
     def case_ids(self, pattern: str) -> list[str]:
         """Case ids equal to ``pattern``, else containing it."""
         with self.reading() as connection:
-            found = [row[0] for row in connection.execute(sa.select(RECORDS.c.case_id).distinct())]
+            found = [row[0] for row in connection.execute(sa.select(SERIES.c.case_id).distinct())]
         exact = [case for case in found if case == pattern]
         return exact or sorted(case for case in found if pattern in case)
 
@@ -354,13 +363,19 @@ class History:
         return dict(documents[run_pk]["records"][index])
 
 
-def _prepare(document: dict[str, Any], source: str,
-             text: str | None) -> tuple[dict[str, Any], bytes, list[tuple[Any, ...]]]:
-    """A run's row, its compressed document and its records' values, checked, before any transaction."""
-    history_rows.check_document(document, source)
-    text = history_rows.canonical_text(document) if text is None else text
-    records = [history_rows.record_values(record, position) for position, record in enumerate(document["records"])]
-    return history_rows.run_row(document, source, text), encode_document(text), records
+def _insert_new_series(dialect: str) -> sa.Executable:
+    """``INSERT INTO series … ON CONFLICT DO NOTHING``, as SQLite and PostgreSQL each spell it."""
+    if dialect == "postgresql":
+        from sqlalchemy.dialects import postgresql
+
+        return postgresql.insert(SERIES).on_conflict_do_nothing()
+    from sqlalchemy.dialects import sqlite
+
+    return sqlite.insert(SERIES).on_conflict_do_nothing()
+
+
+def _fixed(prepared: Callable[[int], Prepared], index: int, _ignored: int) -> Prepared:
+    return prepared(index)
 
 
 @lru_cache(maxsize=4)

@@ -136,13 +136,14 @@ def kernel_names(record: Mapping[str, Any]) -> str:
 #: The ``records`` columns ``record_values`` fills, in the table's order (``run_pk`` first, set when appended).
 RECORD_VALUE_COLUMNS = ("run_pk", "case_id", "value", "unit", "spread", "samples", "method", "flush", "kernels",
                         "status", "note", "gpu_index", "cycles_per_call", "sm_clock_mhz", "value_at_max_clock",
-                        "position")
+                        "position", "series_pk")
 _FLOAT, _INT, _STR = float, int, str
 
 
 def record_values(record: Mapping[str, Any], position: int, run_pk: int | None = None) -> tuple[Any, ...]:
     """The ``records`` row of the results-file record at ``position`` of its run's document, as values in
-    ``RECORD_VALUE_COLUMNS`` order, each read from its ``RECORD_COLUMNS`` key. Written out rather than looped
+    ``RECORD_VALUE_COLUMNS`` order (but the last, ``series_pk``, the database's), each read from its
+    ``RECORD_COLUMNS`` key. Written out rather than looped
     over the columns: a backfill builds a million of these, and this is a third of its Python time."""
     get = record.get
     value, spread, unit, method, flush = get("value"), get("rel_iqr"), get("unit"), get("method"), get("flush")
@@ -188,14 +189,13 @@ def check_document(document: Any, where: str) -> dict[str, Any]:
 def read_results_document(path: Path) -> tuple[dict[str, Any], str]:
     """One ``results.json`` as its document and text, checked by the results format's own reader, with every key
     kept (the one reader of results files for the history)."""
-    from gpuperf.store.reading import InputError, load_json, read_text
-    from gpuperf.store.results import MAX_RESULTS_BYTES, ResultsError, parse_run
+    from gpuperf.store.reading import InputError, read_text
+    from gpuperf.store.results import MAX_RESULTS_BYTES, ResultsError, check_run, parse_json
 
-    fix = "re-run the suite to get a complete results file"
     try:
-        text = read_text(path, MAX_RESULTS_BYTES, "a results file", fix)
-        parse_run(path, text)
-        data = load_json(path, text, fix)
+        text = read_text(path, MAX_RESULTS_BYTES, "a results file", "re-run the suite to get a complete results file")
+        data = parse_json(path, text)
+        check_run(path, data)  # the checked run is not kept: the history stores the document, every key of it
     except OSError as exc:
         raise HistoryInputError(f"{path}: cannot be read ({exc.strerror or exc})") from None
     except (InputError, ResultsError) as exc:

@@ -49,7 +49,16 @@ class ResultsError(InputError):
 # --- writing -------------------------------------------------------------------------------------------
 
 
+#: The last ``results.json`` text ``write_results`` wrote and what it wrote it from: the session then appends
+#: that run to the history with the very text of its file (its run id), without serializing it again.
+_WRITTEN: list[tuple[RunInfo, list[Record], str]] = []
+
+
 def results_json_text(run: RunInfo, records: Iterable[Record]) -> str:
+    records = list(records)
+    for written_run, written_records, text in _WRITTEN:
+        if written_run == run and written_records == records:
+            return text
     data = {"schema": SCHEMA, "run": run.to_dict(), "records": [record.to_dict() for record in records]}
     return json.dumps(_strict_json(data), indent=2, allow_nan=False, default=_json_default) + "\n"
 
@@ -89,7 +98,9 @@ def csv_columns(records: Sequence[Record]) -> list[str]:
 def write_results(directory: Path, run: RunInfo, records: Sequence[Record]) -> tuple[Path, Path]:
     """``results.json`` and ``results.csv`` into ``directory``, each atomically; their paths."""
     json_path, csv_path = Path(directory) / RESULTS_JSON, Path(directory) / RESULTS_CSV
-    write_atomically(json_path, results_json_text(run, records))
+    text = results_json_text(run, records)
+    write_atomically(json_path, text)
+    _WRITTEN[:] = [(run, list(records), text)]
     write_atomically(csv_path, results_csv_text(records, run))
     return json_path, csv_path
 
@@ -116,9 +127,10 @@ def _scalar(value: Any) -> bool:
 
 #: What the JSON may hold for each field type a record or run declares, and what that is in words.
 _TYPE_CHECKS: dict[str, tuple[Callable[[Any], bool], str]] = {
-    "str": (lambda v: isinstance(v, str), "text"),
-    "float": (lambda v: v is None or _number(v), "a finite number (or null for no figure)"),
-    "float | None": (lambda v: v is None or _number(v), "a finite number or null"),
+    "str": (lambda v: type(v) is str or isinstance(v, str), "text"),
+    "float": (lambda v: v is None or type(v) is float and v - v == 0 or _number(v),
+              "a finite number (or null for no figure)"),
+    "float | None": (lambda v: v is None or type(v) is float and v - v == 0 or _number(v), "a finite number or null"),
     "int | None": (lambda v: v is None or _whole(v), "a whole number or null"),
     "bool": (lambda v: isinstance(v, bool), "true or false"),
     "bool | None": (lambda v: v is None or isinstance(v, bool), "true, false or null"),
@@ -138,21 +150,32 @@ def _checked_fields(cls: type[Record] | type[RunInfo], raw: Any, where: str) -> 
     gpuperf's additions), a missing required field is named with the others missing."""
     if not isinstance(raw, dict):
         raise ResultsError(f"{where}: expected a mapping of fields, got {_short(raw)}; {_RERUN}")
-    declared = fields(cls)
-    missing = [f.name for f in declared if f.name not in raw and f.default is MISSING
-               and f.default_factory is MISSING]
+    table = _field_table(cls)
+    missing = [name for name, required, _, _ in table if required and name not in raw]
     if missing:
         raise ResultsError(f"{where}: lacks the field(s) {', '.join(missing)}: the file was written by another "
                            f"gpuperf version or edited by hand; {_RERUN}")
     values: dict[str, Any] = {}
-    for f in declared:
-        if f.name not in raw:
-            continue
-        check, expected = _TYPE_CHECKS.get(str(f.type), (_scalar, "a plain value"))
-        if not check(raw[f.name]):
-            raise ResultsError(f"{where}: field {f.name!r} must be {expected}, got {_short(raw[f.name])}; {_RERUN}")
-        values[f.name] = raw[f.name]
+    for name, _, check, expected in table:
+        if name in raw:
+            value = raw[name]
+            if not check(value):
+                raise ResultsError(f"{where}: field {name!r} must be {expected}, got {_short(value)}; {_RERUN}")
+            values[name] = value
     return values
+
+
+_FieldTable = tuple[tuple[str, bool, Callable[[Any], bool], str], ...]
+_FIELD_TABLES: dict[type, _FieldTable] = {}
+
+
+def _field_table(cls: type[Record] | type[RunInfo]) -> _FieldTable:
+    """Each declared field of ``cls``: its name, whether it is required, its check and what it must be (worked
+    out once: a backfill checks a million records)."""
+    if cls not in _FIELD_TABLES:
+        _FIELD_TABLES[cls] = tuple((f.name, f.default is MISSING and f.default_factory is MISSING,
+                                    *_TYPE_CHECKS.get(str(f.type), (_scalar, "a plain value"))) for f in fields(cls))
+    return _FIELD_TABLES[cls]
 
 
 def _short(value: Any) -> str:
@@ -205,10 +228,19 @@ def _refuse_repeated_cases(path: Path, records: Sequence[Record]) -> None:
 
 def parse_run(path: Path, text: str) -> tuple[RunInfo, list[Record]]:
     """A results file's text, checked as described in the module docstring."""
+    return check_run(path, parse_json(path, text))
+
+
+def parse_json(path: Path, text: str) -> Any:
+    """A results file's JSON value, strict (``reading.load_json``), not yet checked as a results file."""
     try:
-        data = load_json(path, text, _RERUN)
+        return load_json(path, text, _RERUN)
     except InputError as exc:
         raise ResultsError(str(exc)) from None
+
+
+def check_run(path: Path, data: Any) -> tuple[RunInfo, list[Record]]:
+    """A results file's parsed JSON, checked as described in the module docstring."""
     if not isinstance(data, dict) or not isinstance(data.get("run"), dict) \
             or not isinstance(data.get("records"), list):
         hint = " (a baseline file?)" if isinstance(data, dict) and "entries" in data else ""

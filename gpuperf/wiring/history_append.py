@@ -7,13 +7,14 @@ one run id: ingesting that file later is a no-op.
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+import orjson
 
 from gpuperf.store.history import History, HistoryError, describe
 from gpuperf.store.history_rows import KIND_RUN, KIND_UPDATE, PROVENANCE, Provenance
@@ -52,7 +53,7 @@ def document(run: RunInfo, records: Sequence[Record]) -> tuple[dict[str, Any], s
     from gpuperf.store.results import results_json_text
 
     text = results_json_text(run, records)
-    return dict(json.loads(text)), text
+    return dict(orjson.loads(text)), text
 
 
 def append_run(url: str, run: RunInfo, records: Sequence[Record], source: str) -> str:

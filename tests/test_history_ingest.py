@@ -1,0 +1,72 @@
+"""A backfill of many files: read and checked in worker processes, written in the files' order, on both engines."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+
+from history_support import ENGINES, TEMPLATE, database_url  # noqa: F401  (a fixture)
+from gpuperf.store.history import History
+from gpuperf.store.history_ingest import POOL_FILES
+from gpuperf.store.history_schema import RUNS
+
+pytestmark = pytest.mark.parametrize("database_url", ENGINES, indirect=True)
+
+
+def _files(folder: Path, count: int) -> list[Path]:
+    """``count`` results files of distinct runs (the README's H200 run, started an hour apart, figures moved)."""
+    folder.mkdir(parents=True)
+    paths = []
+    for number in range(count):
+        data = json.loads(json.dumps(TEMPLATE))
+        data["run"]["started"] = f"2027-01-{1 + number // 24:02d}T{number % 24:02d}:00:00+00:00"
+        for index, record in enumerate(data["records"]):
+            record["value"] = record["value"] * (1 + 0.001 * ((number * 7 + index) % 11))
+        path = folder / f"run-{number:03d}.json"
+        path.write_text(json.dumps(data, indent=2) + "\n")
+        paths.append(path)
+    return paths
+
+
+def test_a_pool_ingests_every_file_in_order_and_names_the_refused(database_url: str, tmp_path: Path) -> None:
+    paths = _files(tmp_path / "runs", POOL_FILES + 6)
+    broken = tmp_path / "runs" / "run-010.json"
+    broken.write_text(broken.read_text().replace('"value": ', '"value": "', 1))  # damaged JSON
+    duplicated = tmp_path / "runs" / "run-011.json"
+    data = json.loads(duplicated.read_text())
+    duplicated.write_text(json.dumps(data)[:-1] + ', "schema": 1}')  # a repeated key
+    with History(database_url) as history:
+        first = history.ingest([tmp_path / "runs"], workers=2, batch=7)
+        second = history.ingest([tmp_path / "runs"], workers=2)
+        kept = [path for path in paths if path not in (broken, duplicated)]
+        assert first.added == kept and second.present == kept and second.added == []
+        assert sorted(path for path, _ in first.refused) == [broken, duplicated]
+        reasons = dict(first.refused)
+        assert "not valid JSON" in reasons[broken] and "appears twice" in reasons[duplicated]
+        engine = sa.create_engine(database_url)
+        with engine.connect() as connection:
+            started = [row.started for row in connection.execute(sa.select(RUNS.c.started).order_by(RUNS.c.pk))]
+        engine.dispose()
+        assert started == [json.loads(path.read_text())["run"]["started"] for path in kept]
+        last = json.loads(kept[-1].read_text())["records"][3]
+        runs = history.runs()
+        assert history.record_data(last["case_id"], list(runs)[-1]) == last
+
+
+def test_a_pool_and_the_main_process_store_the_same_rows(database_url: str, tmp_path: Path) -> None:
+    _files(tmp_path / "runs", POOL_FILES)
+    with History(database_url) as history:
+        history.ingest([tmp_path / "runs"], workers=2)
+        pooled = history.values()
+    other = tmp_path / "other.sqlite"
+    with History(f"sqlite:///{other}") as history:
+        history.ingest([tmp_path / "runs"], workers=1)
+        inline = history.values()
+    assert len(pooled) == POOL_FILES * len(TEMPLATE["records"])
+    def without_pk(rows: list[tuple[str, str, int, float | None, str]]) -> list[tuple[str, str, float, str]]:
+        return sorted((case, method, value or 0.0, status) for case, method, _, value, status in rows)
+
+    assert without_pk(pooled) == without_pk(inline)  # (the engines number their runs each their own way)
