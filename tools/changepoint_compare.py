@@ -1,6 +1,6 @@
 """Which change-point method the history uses: three candidates measured on synthetic and real series.
 
-    PYTHONPATH=$PWD python3 tools/changepoint_compare.py [--trials 400] [--seed 1]
+    PYTHONPATH=$PWD python3 tools/changepoint_compare.py [--trials 1000] [--series 1000] [--seed 1]
 
 Candidates, each reporting only changes of at least ``changepoints.DEFAULT_MIN_SIZE`` with ≥ 3 runs a side:
 
@@ -12,10 +12,13 @@ Candidates, each reporting only changes of at least ``changepoints.DEFAULT_MIN_S
 
 Measured, per noise level (Gaussian, standard deviation 0.5, 1 and 2 % of the level):
 
-- ``found``: a 3 % slowdown after 30 runs, 15 runs after it: a change point reported within 3 runs after it.
-- ``at 3``: the same with only 3 runs after the step (what a nightly check sees on the third night).
-- ``false/1k``: change points per 1,000 runs of stationary noise, in 200 series of 100 runs and in 2,500 series
-  of 8 runs (a new host's first nights).
+- ``found by the 3rd run``: a 3 % slowdown after 30 (or 100) stationary runs, checked after each of the 3 runs
+  that follow it, with a 95 % confidence interval (Clopper-Pearson) and the bounds of
+  ``tools/changepoint_bound.py`` beside it.
+- ``found, 15 after``: the series continued 15 runs, the step placed within 3 runs after it.
+- ``false / 1,000 runs``: change points in stationary series of 100 runs checked after every run (a run of
+  consecutive alarms counted once), with a 95 % confidence interval (Poisson, exact), and looking at each whole
+  series once.
 - ``fleet``: change points on every committed fleet series (docs/fleet/**, docs/h200; runs of one host, one
   case, one method), the planted ``*-slow-*`` runs left out.
 """
@@ -25,7 +28,6 @@ from __future__ import annotations
 import argparse
 import sys
 import tempfile
-import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -36,7 +38,7 @@ sys.path.insert(0, str(ROOT))
 
 from gpuperf.store.history import History, sqlite_url  # noqa: E402
 from gpuperf.verdict import changepoints, history_changes  # noqa: E402
-from tools.changepoint_bound import power_bound  # noqa: E402
+from tools.changepoint_bound import change_point_bound, t_test_bound  # noqa: E402
 
 Detector = Callable[[np.ndarray], list[int]]
 MIN_SEGMENT = changepoints.DEFAULT_MIN_SEGMENT
@@ -155,49 +157,83 @@ def alarm_episodes(detector: Detector, series: np.ndarray, first: int = 3) -> in
     return episodes
 
 
-def false_per_thousand(detector: Detector, rng: np.random.Generator, noise: float, series: int = 200,
-                       length: int = 100, nightly: bool = False) -> float:
-    """False change points per 1,000 runs of stationary noise: of the whole series at once, or (``nightly``) as
-    a check after every run raises them (``alarm_episodes``)."""
+def false_change_points(detector: Detector, rng: np.random.Generator, noise: float, series: int = 200,
+                        length: int = 100, nightly: bool = False) -> int:
+    """False change points in ``series`` stationary series of ``length`` runs: of each whole series at once, or
+    (``nightly``) as a check after every run raises them (``alarm_episodes``)."""
     count = 0
     for _ in range(series):
         values = 50.0 * (1 + noise * rng.standard_normal(length))
         count += alarm_episodes(detector, values) if nightly else len(detector(values))
-    return 1000 * count / (series * length)
+    return count
+
+
+def false_per_thousand(detector: Detector, rng: np.random.Generator, noise: float, series: int = 200,
+                       length: int = 100, nightly: bool = False) -> float:
+    """``false_change_points`` per 1,000 runs."""
+    return 1000 * false_change_points(detector, rng, noise, series, length, nightly) / (series * length)
+
+
+def rate_interval(count: int, runs: int) -> tuple[float, float]:
+    """The exact (Garwood) 95 % confidence interval of a Poisson rate, per 1,000 runs, from ``count`` events."""
+    from scipy import stats
+
+    low = float(stats.chi2.ppf(0.025, 2 * count)) / 2 if count else 0.0
+    high = float(stats.chi2.ppf(0.975, 2 * count + 2)) / 2
+    return 1000 * low / runs, 1000 * high / runs
+
+
+def share_interval(hits: int, trials: int) -> tuple[float, float]:
+    """The Clopper-Pearson 95 % confidence interval of a proportion."""
+    from scipy import stats
+
+    interval = stats.binomtest(hits, trials).proportion_ci(confidence_level=0.95)
+    return float(interval.low), float(interval.high)
+
+
+def _found_cell(share: tuple[float, float], trials: int) -> str:
+    low, high = share_interval(round(share[0] * trials), trials)
+    return f"{100 * share[0]:.1f} % [{100 * low:.1f}, {100 * high:.1f}] ({100 * share[1]:.1f} %)"
+
+
+def _row(name: str, detector: Detector, noise: float, args: argparse.Namespace, fleet_cell: str) -> str:
+    """One noise level's row of the table, every measurement drawn from one generator seeded ``args.seed``."""
+    rng = np.random.default_rng(args.seed)
+    third = found_by_third_run(detector, rng, noise, args.trials)
+    third_long = found_by_third_run(detector, rng, noise, args.trials, step_at=100)
+    found = step_found(detector, rng, noise, 15, args.trials)
+    runs = 100 * args.series
+    nightly = false_change_points(detector, rng, noise, args.series, nightly=True)
+    whole = false_change_points(detector, rng, noise, args.series)
+    low, high = rate_interval(nightly, runs)
+    return (f"| {name} | {100 * noise:.1f} % | {_found_cell(third, args.trials)} | "
+            f"{_found_cell(third_long, args.trials)} | {100 * t_test_bound(0.03, noise, 30):.1f} % / "
+            f"{100 * t_test_bound(0.03, noise, 100):.1f} % / {100 * change_point_bound(0.03, noise):.1f} % | "
+            f"{100 * found[0]:.1f} % ({100 * found[1]:.1f} %) | {1000 * nightly / runs:.2f} [{low:.2f}, {high:.2f}] "
+            f"({nightly}), {1000 * whole / runs:.2f} | {fleet_cell} |")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--trials", type=int, default=400)
-    parser.add_argument("--series", type=int, default=200, help="stationary 100-run series per noise level")
+    parser.add_argument("--trials", type=int, default=1000, help="step trials per noise level and measurement")
+    parser.add_argument("--series", type=int, default=1000, help="stationary 100-run series per noise level")
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--methods", default="binseg-t,binseg-t-without-gate",
+    parser.add_argument("--methods", default="binseg-t-without-gate,binseg-t",
                         help="comma list of " + ", ".join(DETECTORS))
     args = parser.parse_args(argv)
     fleet = committed_fleet_series(ROOT)
-    print(f"fleet: {len(fleet)} series, {sum(len(v) for v in fleet.values())} runs; trials {args.trials}, "
-          f"{args.series} stationary series of 100 runs")
-    print("| method | noise | found by the 3rd run after it, 30 runs before (a run early too) | the same, 100 runs "
-          "before | bound | found, 15 after (±3) | false / 1,000 runs: nightly check, whole series | fleet: change "
-          "points, nightly alarms | s |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    print(f"fleet: {len(fleet)} series, {sum(len(v) for v in fleet.values())} runs; seed {args.seed}, {args.trials} "
+          f"step trials per noise level and column, {args.series} stationary series of 100 runs per noise level")
+    print("| method | noise | found by the 3rd run after it, 30 runs before [95 % CI] (a run early too) | the same, "
+          "100 runs before | bound: t-test 30 / 100 runs before / level and σ known | found, 15 after (±3) | false / "
+          "1,000 runs: nightly check [95 % CI] (count), whole series | fleet: change points, nightly alarms |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
     for name in args.methods.split(","):
         detector = DETECTORS[name]
-        started = time.perf_counter()
         on_fleet = sum(len(detector(np.asarray(values))) for values in fleet.values())
         fleet_nightly = sum(alarm_episodes(detector, np.asarray(values)) for values in fleet.values())
         for noise in NOISES:
-            rng = np.random.default_rng(args.seed)
-            third = found_by_third_run(detector, rng, noise, args.trials)
-            third_long = found_by_third_run(detector, rng, noise, args.trials, step_at=100)
-            found = step_found(detector, rng, noise, 15, args.trials)
-            nightly = false_per_thousand(detector, rng, noise, args.series, nightly=True)
-            whole = false_per_thousand(detector, rng, noise, args.series)
-            print(f"| {name} | {100 * noise:.1f} % | {100 * third[0]:.1f} % ({100 * third[1]:.1f} %) | "
-                  f"{100 * third_long[0]:.1f} % ({100 * third_long[1]:.1f} %) | "
-                  f"{100 * power_bound(0.03, noise):.1f} % | "
-                  f"{100 * found[0]:.1f} % ({100 * found[1]:.1f} %) | {nightly:.2f}, {whole:.2f} | "
-                  f"{on_fleet}, {fleet_nightly} | {time.perf_counter() - started:.0f} |", flush=True)
+            print(_row(name, detector, noise, args, f"{on_fleet}, {fleet_nightly}"), flush=True)
     return 0
 
 
