@@ -2,7 +2,7 @@
 # The history on a real GPU, as the history's target puts it: two full default runs and a slowed one appended;
 # `history changes` names the slowed cases and their commit.
 #
-#   tools/history_demo.sh OUT_DIR
+#   tools/history_demo.sh OUT_DIR [PYTEST ARGS...]      (e.g. --gate: each run also gated)
 #
 # In a scratch git repository made from a copy of this tree (tools/scratch_repo.sh), so each run records its
 # commit: two full default runs (`pytest perf_tests`, every case), a commit, one full default run slowed 5 % by
@@ -14,7 +14,9 @@
 # output and exit code), show.txt, demo.log and, when the slowed cases were named with their commit, DEMO_OK.
 set -euo pipefail
 
-out=${1:?usage: tools/history_demo.sh OUT_DIR}
+out=${1:?usage: tools/history_demo.sh OUT_DIR [PYTEST ARGS...]}
+shift
+run_args=("$@")
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 exec > >(tee "$out/demo.log") 2>&1
@@ -24,7 +26,7 @@ require_git history_demo "$out"
 scratch_repo history-demo
 scratch_commit "history demo: before"
 db=$out/history.sqlite
-suite() { python3 -m pytest perf_tests -q -p no:cacheprovider --history "$db" --results-dir "$out/results" "$@" \
+suite() { python3 -m pytest perf_tests -q -p no:cacheprovider --history "$db" --results-dir "$out/results" "${run_args[@]}" "$@" \
               | tail -3 || true; }
 
 for n in 1 2; do echo "history_demo: run $n ($(date -u +%T))"; suite; done
