@@ -79,15 +79,40 @@ def _sized(x: np.ndarray, indices: Sequence[int]) -> list[int]:
     return kept
 
 
+#: Student's t degrees of freedom of the noise (``--student-t``): heavy tails; 0 for Gaussian noise.
+TAILS = [0]
+
+
+def draws(rng: np.random.Generator, count: int) -> np.ndarray:
+    """``count`` draws of noise of standard deviation 1: Gaussian, or Student's t scaled to it."""
+    df = TAILS[0]
+    if not df:
+        return rng.standard_normal(count)
+    return np.asarray(rng.standard_t(df, count) / np.sqrt(df / (df - 2)), dtype=float)
+
+
+def fleet_tails(fleet: dict[history_changes.SeriesKey, list[float]], shortest: int = 6) -> tuple[int, float]:
+    """``(figures, share beyond 3 standard deviations)`` of the fleet series of ≥ ``shortest`` runs, each
+    standardised by its own mean and standard deviation: how heavy the real run-to-run noise's tails are."""
+    scores = [(values - values.mean()) / values.std(ddof=1) for values in map(np.asarray, fleet.values())
+              if len(values) >= shortest and values.std(ddof=1) > 0]
+    joined = np.concatenate(scores) if scores else np.zeros(0)
+    return len(joined), float(np.mean(np.abs(joined) > 3)) if len(joined) else 0.0
+
+
+#: The detector's settings: its defaults, or (``--tail-alpha``) another false-alarm rate of the last runs' test.
+SETTINGS = [changepoints.Settings()]
+
+
 def binseg_t(x: np.ndarray) -> list[int]:
-    """``history changes``' detector: segmentation, the last runs' t-test and, in a young series, the gate's
+    """``history changes``' detector: segmentation, the last runs' t-tests and, in a young series, the gate's
     rule (the synthetic series record no sample spread: the gate's narrowest band)."""
-    return [point.index for point in changepoints.change_points(x)]
+    return [point.index for point in changepoints.change_points(x.tolist(), SETTINGS[0])]
 
 
 def binseg_t_without_gate(x: np.ndarray) -> list[int]:
     """The same without the gate's rule for young series: the change-point detector alone."""
-    return [point.index for point in changepoints.change_points(x) if not point.by_gate]
+    return [point.index for point in changepoints.change_points(x.tolist(), SETTINGS[0]) if not point.by_gate]
 
 
 def pelt(x: np.ndarray, c: float = 12.0) -> list[int]:
@@ -127,7 +152,7 @@ def step_found(detector: Detector, rng: np.random.Generator, noise: float, post:
     hits = near = 0
     for _ in range(trials):
         level = np.r_[np.ones(step_at), np.full(post, 0.97)]
-        series = 50.0 * level * (1 + noise * rng.standard_normal(len(level)))
+        series = 50.0 * level * (1 + noise * draws(rng, len(level)))
         found = detector(series)
         hits += any(step_at <= index <= step_at + 3 for index in found)
         near += any(abs(index - step_at) <= 3 for index in found)
@@ -142,7 +167,7 @@ def found_by_third_run(detector: Detector, rng: np.random.Generator, noise: floa
     hits = early = 0
     for _ in range(trials):
         level = np.r_[np.ones(step_at), np.full(RUNS_AFTER, 1 - step)]
-        series = 50.0 * level * (1 + noise * rng.standard_normal(len(level)))
+        series = 50.0 * level * (1 + noise * draws(rng, len(level)))
         found = [index for seen in range(1, RUNS_AFTER + 1) for index in detector(series[:step_at + seen])]
         hits += any(step_at <= index for index in found)
         early += any(step_at - 1 <= index for index in found)
@@ -166,7 +191,7 @@ def false_change_points(detector: Detector, rng: np.random.Generator, noise: flo
     (``nightly``) as a check after every run raises them (``alarm_episodes``)."""
     count = 0
     for _ in range(series):
-        values = 50.0 * (1 + noise * rng.standard_normal(length))
+        values = 50.0 * (1 + noise * draws(rng, length))
         count += alarm_episodes(detector, values) if nightly else len(detector(values))
     return count
 
@@ -225,10 +250,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--methods", default="binseg-t-without-gate,binseg-t",
                         help="comma list of " + ", ".join(DETECTORS))
+    parser.add_argument("--noises", default=",".join(map(str, NOISES)), help="comma list of relative noise levels")
+    parser.add_argument("--tail-alpha", type=float, default=changepoints.DEFAULT_TAIL_ALPHA,
+                        help="the last runs' test's false-alarm rate per run (the calibration of the default)")
+    parser.add_argument("--student-t", type=int, default=0, metavar="DF",
+                        help="Student's t noise of DF > 2 degrees of freedom (heavy tails) instead of Gaussian")
     args = parser.parse_args(argv)
+    if args.student_t and args.student_t <= 2:
+        parser.error("--student-t needs more than 2 degrees of freedom (a finite standard deviation)")
+    TAILS[0] = args.student_t
+    SETTINGS[0] = changepoints.Settings(tail_alpha=args.tail_alpha)
     fleet = committed_fleet_series(ROOT)
     print(f"fleet: {len(fleet)} series, {sum(len(v) for v in fleet.values())} runs; seed {args.seed}, {args.trials} "
-          f"step trials per noise level and column, {args.series} stationary series of 100 runs per noise level")
+          f"step trials per noise level and column, {args.series} stationary series of 100 runs per noise level; "
+          f"the last runs' test at {args.tail_alpha:g} per run; "
+          + (f"Student's t noise, {args.student_t} degrees of freedom" if args.student_t else "Gaussian noise"))
+    figures, beyond = fleet_tails(fleet)
+    print(f"fleet figures in series of ≥ 6 runs: {figures}, {100 * beyond:.2f} % beyond 3 standard deviations "
+          "(Gaussian noise: 0.27 %)")
     print("| method | noise | found by the 3rd run after it, placed at most a run early [95 % CI] (at the step or "
           "after), 30 runs before | the same, 100 runs before | bound: t-test 30 / 100 runs before / level and σ known "
           "| found, 15 after (±3) | false / "
@@ -238,7 +277,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         detector = DETECTORS[name]
         on_fleet = sum(len(detector(np.asarray(values))) for values in fleet.values())
         fleet_nightly = sum(alarm_episodes(detector, np.asarray(values)) for values in fleet.values())
-        for noise in NOISES:
+        for noise in map(float, args.noises.split(",")):
             print(_row(name, detector, noise, args, f"{on_fleet}, {fleet_nightly}"), flush=True)
     return 0
 

@@ -63,8 +63,8 @@ DEFAULT_TAIL_HISTORY = 8
 #: The false-alarm rate per run of the test of the last ``tail_runs`` runs' mean (its one-sided p-value).
 #: Calibrated by simulation (docs/history.md): with segmentation and the last run's test it raises 0.6-0.7 false
 #: change points per 1,000 runs of stationary noise (a run of consecutive alarms counted once; the 95 % interval
-#: below 0.85) and finds 96.6 % of the 3 % steps at 1 % noise by the third run after them; at 1e-3 the last
-#: runs' tests alone raised 0.79, leaving segmentation too little of the budget for the interval to stay below 1.
+#: below 0.85) and finds 96.6 % of the 3 % steps at 1 % noise by the third run after them; 1e-3 found 97.0 % and
+#: raised 0.71 (interval to 0.90) at 1 % noise, 1.5e-3 found 97.4 % and raised 0.93, no longer shown to be below 1.
 DEFAULT_TAIL_ALPHA = 8e-4
 #: The false-alarm rate per run of the test of the last run alone: a share small enough to cost the budget
 #: little (it needs a drop of four times the noise), there so that a large step is named the night it happens.
