@@ -57,15 +57,28 @@ def test_short_series_and_bad_figures() -> None:
 
 
 @pytest.mark.parametrize("noise", [0.005, 0.01])
-def test_a_step_in_the_last_runs_is_found_by_the_third_run_after_it_near_the_bound(noise: float) -> None:
-    """The bound at 0.5 % and 1 % noise is 100 % and 98.2 % (tools/changepoint_bound.py)."""
+def test_a_step_in_the_last_runs_is_found_by_the_third_run_after_it_in_95_percent(noise: float) -> None:
+    """The target: a 3 % step found by a check after each of the 3 runs after it in ≥ 95 % of trials. The bound
+    at 0.5 % and 1 % noise is 100 % and 98.2 %, 97.2 % for the t-test with 100 runs before
+    (tools/changepoint_bound.py); docs/history.md measured the rate at 1 % on 1,000 trials."""
     rng = np.random.default_rng(int(noise * 1000))
     found = 0
-    for _ in range(150):
+    for _ in range(400):
         values = np.r_[np.full(100, 50.0), np.full(3, 48.5)] * (1 + noise * rng.standard_normal(103))
         nights = [change_points(values[:100 + seen]) for seen in (1, 2, 3)]
         found += any(point.index >= 99 and point.relative < 0 for points in nights for point in points)
-    assert found >= (148 if noise == 0.005 else 135)  # ≥ 98.7 %, ≥ 90 % (placed at most a run early)
+    assert found >= (398 if noise == 0.005 else 380)  # ≥ 99.5 %, ≥ 95 %, placed at most one run early
+
+
+def test_a_large_step_in_the_last_run_alone_is_named_the_night_it_happens() -> None:
+    rng = np.random.default_rng(8)
+    named = 0
+    for _ in range(100):
+        values = np.r_[np.full(40, 50.0), 47.0] * (1 + 0.01 * rng.standard_normal(41))  # 6 %: six times the noise
+        named += any(point.recent and point.index == 40 for point in change_points(values))
+    assert named >= 80
+    with pytest.raises(ValueError, match="false-alarm rates"):
+        Settings(last_run_alpha=0)
 
 
 def test_the_last_runs_test_names_its_step_with_the_runs_seen_and_a_p_value() -> None:
@@ -75,14 +88,16 @@ def test_the_last_runs_test_names_its_step_with_the_runs_seen_and_a_p_value() ->
     assert point.relative == pytest.approx(-0.05, abs=0.01)
 
 
-def test_a_check_after_every_run_of_stationary_noise_raises_almost_no_change_point() -> None:
-    """As ``history changes`` run nightly sees a series: every prefix, a run of consecutive alarms counted once."""
+@pytest.mark.parametrize("noise", [0.01, 0.02])
+def test_a_check_after_every_run_of_stationary_noise_raises_under_one_change_point_per_1000_runs(noise: float) -> None:
+    """As ``history changes`` run nightly sees a series: every prefix, a run of consecutive alarms counted once.
+    docs/history.md measured 0.6-0.7 per 1,000 on 100,000 runs per noise level."""
     from tools.changepoint_compare import alarm_episodes
 
     rng = np.random.default_rng(1)
     detector = lambda x: [point.index for point in change_points(x) if not point.by_gate]  # noqa: E731
-    episodes = sum(alarm_episodes(detector, 50.0 * (1 + 0.02 * rng.standard_normal(100))) for _ in range(100))
-    assert episodes <= 10  # ≤ 1 per 1,000 runs of 2 % noise (6 with this seed)
+    episodes = sum(alarm_episodes(detector, 50.0 * (1 + noise * rng.standard_normal(100))) for _ in range(150))
+    assert episodes <= 15  # ≤ 1 per 1,000 runs
 
 
 def test_a_young_series_last_run_is_judged_by_the_gates_rule() -> None:

@@ -1,6 +1,6 @@
 """Which change-point method the history uses: three candidates measured on synthetic and real series.
 
-    PYTHONPATH=$PWD python3 tools/changepoint_compare.py [--trials 400] [--seed 1]
+    PYTHONPATH=$PWD python3 tools/changepoint_compare.py [--trials 1000] [--series 1000] [--seed 1]
 
 Candidates, each reporting only changes of at least ``changepoints.DEFAULT_MIN_SIZE`` with ≥ 3 runs a side:
 
@@ -12,10 +12,14 @@ Candidates, each reporting only changes of at least ``changepoints.DEFAULT_MIN_S
 
 Measured, per noise level (Gaussian, standard deviation 0.5, 1 and 2 % of the level):
 
-- ``found``: a 3 % slowdown after 30 runs, 15 runs after it: a change point reported within 3 runs after it.
-- ``at 3``: the same with only 3 runs after the step (what a nightly check sees on the third night).
-- ``false/1k``: change points per 1,000 runs of stationary noise, in 200 series of 100 runs and in 2,500 series
-  of 8 runs (a new host's first nights).
+- ``found by the 3rd run``: a 3 % slowdown after 30 (or 100) stationary runs, checked after each of the 3 runs
+  that follow it, placed at most one run early, with a 95 % confidence interval (Clopper-Pearson), and placed at
+  the step or after it; the bounds of ``tools/changepoint_bound.py`` for false change points (3 nights' false-alarm
+  rates together, 3/1,000) beside it: the t-test with 30 or 100 runs before, and the level and σ known.
+- ``found, 15 after``: the series continued 15 runs, the step placed within 3 runs after it.
+- ``false / 1,000 runs``: change points in stationary series of 100 runs checked after every run (a run of
+  consecutive alarms counted once), with a 95 % confidence interval (Poisson, exact), and looking at each whole
+  series once.
 - ``fleet``: change points on every committed fleet series (docs/fleet/**, docs/h200; runs of one host, one
   case, one method), the planted ``*-slow-*`` runs left out.
 """
@@ -25,7 +29,6 @@ from __future__ import annotations
 import argparse
 import sys
 import tempfile
-import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -36,12 +39,14 @@ sys.path.insert(0, str(ROOT))
 
 from gpuperf.store.history import History, sqlite_url  # noqa: E402
 from gpuperf.verdict import changepoints, history_changes  # noqa: E402
-from tools.changepoint_bound import power_bound  # noqa: E402
+from tools.changepoint_bound import FALSE_RATE, change_point_bound, t_test_bound  # noqa: E402
 
 Detector = Callable[[np.ndarray], list[int]]
 MIN_SEGMENT = changepoints.DEFAULT_MIN_SEGMENT
 RUNS_AFTER = 3
 NOISES = (0.005, 0.01, 0.015, 0.02)
+#: The false-alarm rate the bounds allow a detector on the 3 nights after the step (tools/changepoint_bound.py).
+UNION = RUNS_AFTER * FALSE_RATE
 
 
 def committed_fleet_files(root: Path) -> list[Path]:
@@ -74,15 +79,40 @@ def _sized(x: np.ndarray, indices: Sequence[int]) -> list[int]:
     return kept
 
 
+#: Student's t degrees of freedom of the noise (``--student-t``): heavy tails; 0 for Gaussian noise.
+TAILS = [0]
+
+
+def draws(rng: np.random.Generator, count: int) -> np.ndarray:
+    """``count`` draws of noise of standard deviation 1: Gaussian, or Student's t scaled to it."""
+    df = TAILS[0]
+    if not df:
+        return rng.standard_normal(count)
+    return np.asarray(rng.standard_t(df, count) / np.sqrt(df / (df - 2)), dtype=float)
+
+
+def fleet_tails(fleet: dict[history_changes.SeriesKey, list[float]], shortest: int = 6) -> tuple[int, float]:
+    """``(figures, share beyond 3 standard deviations)`` of the fleet series of ≥ ``shortest`` runs, each
+    standardised by its own mean and standard deviation: how heavy the real run-to-run noise's tails are."""
+    scores = [(values - values.mean()) / values.std(ddof=1) for values in map(np.asarray, fleet.values())
+              if len(values) >= shortest and values.std(ddof=1) > 0]
+    joined = np.concatenate(scores) if scores else np.zeros(0)
+    return len(joined), float(np.mean(np.abs(joined) > 3)) if len(joined) else 0.0
+
+
+#: The detector's settings: its defaults, or (``--tail-alpha``) another false-alarm rate of the last runs' test.
+SETTINGS = [changepoints.Settings()]
+
+
 def binseg_t(x: np.ndarray) -> list[int]:
-    """``history changes``' detector: segmentation, the last runs' t-test and, in a young series, the gate's
+    """``history changes``' detector: segmentation, the last runs' t-tests and, in a young series, the gate's
     rule (the synthetic series record no sample spread: the gate's narrowest band)."""
-    return [point.index for point in changepoints.change_points(x)]
+    return [point.index for point in changepoints.change_points(x.tolist(), SETTINGS[0])]
 
 
 def binseg_t_without_gate(x: np.ndarray) -> list[int]:
     """The same without the gate's rule for young series: the change-point detector alone."""
-    return [point.index for point in changepoints.change_points(x) if not point.by_gate]
+    return [point.index for point in changepoints.change_points(x.tolist(), SETTINGS[0]) if not point.by_gate]
 
 
 def pelt(x: np.ndarray, c: float = 12.0) -> list[int]:
@@ -122,7 +152,7 @@ def step_found(detector: Detector, rng: np.random.Generator, noise: float, post:
     hits = near = 0
     for _ in range(trials):
         level = np.r_[np.ones(step_at), np.full(post, 0.97)]
-        series = 50.0 * level * (1 + noise * rng.standard_normal(len(level)))
+        series = 50.0 * level * (1 + noise * draws(rng, len(level)))
         found = detector(series)
         hits += any(step_at <= index <= step_at + 3 for index in found)
         near += any(abs(index - step_at) <= 3 for index in found)
@@ -137,7 +167,7 @@ def found_by_third_run(detector: Detector, rng: np.random.Generator, noise: floa
     hits = early = 0
     for _ in range(trials):
         level = np.r_[np.ones(step_at), np.full(RUNS_AFTER, 1 - step)]
-        series = 50.0 * level * (1 + noise * rng.standard_normal(len(level)))
+        series = 50.0 * level * (1 + noise * draws(rng, len(level)))
         found = [index for seen in range(1, RUNS_AFTER + 1) for index in detector(series[:step_at + seen])]
         hits += any(step_at <= index for index in found)
         early += any(step_at - 1 <= index for index in found)
@@ -155,49 +185,100 @@ def alarm_episodes(detector: Detector, series: np.ndarray, first: int = 3) -> in
     return episodes
 
 
-def false_per_thousand(detector: Detector, rng: np.random.Generator, noise: float, series: int = 200,
-                       length: int = 100, nightly: bool = False) -> float:
-    """False change points per 1,000 runs of stationary noise: of the whole series at once, or (``nightly``) as
-    a check after every run raises them (``alarm_episodes``)."""
+def false_change_points(detector: Detector, rng: np.random.Generator, noise: float, series: int = 200,
+                        length: int = 100, nightly: bool = False) -> int:
+    """False change points in ``series`` stationary series of ``length`` runs: of each whole series at once, or
+    (``nightly``) as a check after every run raises them (``alarm_episodes``)."""
     count = 0
     for _ in range(series):
-        values = 50.0 * (1 + noise * rng.standard_normal(length))
+        values = 50.0 * (1 + noise * draws(rng, length))
         count += alarm_episodes(detector, values) if nightly else len(detector(values))
-    return 1000 * count / (series * length)
+    return count
+
+
+def false_per_thousand(detector: Detector, rng: np.random.Generator, noise: float, series: int = 200,
+                       length: int = 100, nightly: bool = False) -> float:
+    """``false_change_points`` per 1,000 runs."""
+    return 1000 * false_change_points(detector, rng, noise, series, length, nightly) / (series * length)
+
+
+def rate_interval(count: int, runs: int) -> tuple[float, float]:
+    """The exact (Garwood) 95 % confidence interval of a Poisson rate, per 1,000 runs, from ``count`` events."""
+    from scipy import stats
+
+    low = float(stats.chi2.ppf(0.025, 2 * count)) / 2 if count else 0.0
+    high = float(stats.chi2.ppf(0.975, 2 * count + 2)) / 2
+    return 1000 * low / runs, 1000 * high / runs
+
+
+def share_interval(hits: int, trials: int) -> tuple[float, float]:
+    """The Clopper-Pearson 95 % confidence interval of a proportion."""
+    from scipy import stats
+
+    interval = stats.binomtest(hits, trials).proportion_ci(confidence_level=0.95)
+    return float(interval.low), float(interval.high)
+
+
+def _found_cell(share: tuple[float, float], trials: int) -> str:
+    """Found placed at most one run early, with its interval, and (in brackets) placed at the step or after."""
+    low, high = share_interval(round(share[1] * trials), trials)
+    return f"{100 * share[1]:.1f} % [{100 * low:.1f}, {100 * high:.1f}] ({100 * share[0]:.1f} %)"
+
+
+def _row(name: str, detector: Detector, noise: float, args: argparse.Namespace, fleet_cell: str) -> str:
+    """One noise level's row of the table, every measurement drawn from one generator seeded ``args.seed``."""
+    rng = np.random.default_rng(args.seed)
+    third = found_by_third_run(detector, rng, noise, args.trials)
+    third_long = found_by_third_run(detector, rng, noise, args.trials, step_at=100)
+    found = step_found(detector, rng, noise, 15, args.trials)
+    runs = 100 * args.series
+    nightly = false_change_points(detector, rng, noise, args.series, nightly=True)
+    whole = false_change_points(detector, rng, noise, args.series)
+    low, high = rate_interval(nightly, runs)
+    return (f"| {name} | {100 * noise:.1f} % | {_found_cell(third, args.trials)} | "
+            f"{_found_cell(third_long, args.trials)} | {100 * t_test_bound(0.03, noise, 30, false_rate=UNION):.1f} % / "
+            f"{100 * t_test_bound(0.03, noise, 100, false_rate=UNION):.1f} % / "
+            f"{100 * change_point_bound(0.03, noise):.1f} % | "
+            f"{100 * found[0]:.1f} % ({100 * found[1]:.1f} %) | {1000 * nightly / runs:.2f} [{low:.2f}, {high:.2f}] "
+            f"({nightly}), {1000 * whole / runs:.2f} | {fleet_cell} |")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--trials", type=int, default=400)
-    parser.add_argument("--series", type=int, default=200, help="stationary 100-run series per noise level")
+    parser.add_argument("--trials", type=int, default=1000, help="step trials per noise level and measurement")
+    parser.add_argument("--series", type=int, default=1000, help="stationary 100-run series per noise level")
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--methods", default="binseg-t,binseg-t-without-gate",
+    parser.add_argument("--methods", default="binseg-t-without-gate,binseg-t",
                         help="comma list of " + ", ".join(DETECTORS))
+    parser.add_argument("--noises", default=",".join(map(str, NOISES)), help="comma list of relative noise levels")
+    parser.add_argument("--tail-alpha", type=float, default=changepoints.DEFAULT_TAIL_ALPHA,
+                        help="the last runs' test's false-alarm rate per run (the calibration of the default)")
+    parser.add_argument("--student-t", type=int, default=0, metavar="DF",
+                        help="Student's t noise of DF > 2 degrees of freedom (heavy tails) instead of Gaussian")
     args = parser.parse_args(argv)
+    if args.student_t and args.student_t <= 2:
+        parser.error("--student-t needs more than 2 degrees of freedom (a finite standard deviation)")
+    TAILS[0] = args.student_t
+    SETTINGS[0] = changepoints.Settings(tail_alpha=args.tail_alpha)
     fleet = committed_fleet_series(ROOT)
-    print(f"fleet: {len(fleet)} series, {sum(len(v) for v in fleet.values())} runs; trials {args.trials}, "
-          f"{args.series} stationary series of 100 runs")
-    print("| method | noise | found by the 3rd run after it, 30 runs before (a run early too) | the same, 100 runs "
-          "before | bound | found, 15 after (±3) | false / 1,000 runs: nightly check, whole series | fleet: change "
-          "points, nightly alarms | s |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    print(f"fleet: {len(fleet)} series, {sum(len(v) for v in fleet.values())} runs; seed {args.seed}, {args.trials} "
+          f"step trials per noise level and column, {args.series} stationary series of 100 runs per noise level; "
+          f"the last runs' test at {args.tail_alpha:g} per run; "
+          + (f"Student's t noise, {args.student_t} degrees of freedom" if args.student_t else "Gaussian noise"))
+    figures, beyond = fleet_tails(fleet)
+    print(f"fleet figures in series of ≥ 6 runs: {figures}, {100 * beyond:.2f} % beyond 3 standard deviations "
+          "(Gaussian noise: 0.27 %)")
+    print("| method | noise | found by the 3rd run after it, placed at most a run early [95 % CI] (at the step or "
+          "after), 30 runs before | the same, 100 runs before | bound: t-test 30 / 100 runs before / level and σ known "
+          "| found, 15 after (±3) | false / "
+          "1,000 runs: nightly check [95 % CI] (count), whole series | fleet: change points, nightly alarms |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
     for name in args.methods.split(","):
         detector = DETECTORS[name]
-        started = time.perf_counter()
         on_fleet = sum(len(detector(np.asarray(values))) for values in fleet.values())
         fleet_nightly = sum(alarm_episodes(detector, np.asarray(values)) for values in fleet.values())
-        for noise in NOISES:
-            rng = np.random.default_rng(args.seed)
-            third = found_by_third_run(detector, rng, noise, args.trials)
-            third_long = found_by_third_run(detector, rng, noise, args.trials, step_at=100)
-            found = step_found(detector, rng, noise, 15, args.trials)
-            nightly = false_per_thousand(detector, rng, noise, args.series, nightly=True)
-            whole = false_per_thousand(detector, rng, noise, args.series)
-            print(f"| {name} | {100 * noise:.1f} % | {100 * third[0]:.1f} % ({100 * third[1]:.1f} %) | "
-                  f"{100 * third_long[0]:.1f} % ({100 * third_long[1]:.1f} %) | "
-                  f"{100 * power_bound(0.03, noise):.1f} % | "
-                  f"{100 * found[0]:.1f} % ({100 * found[1]:.1f} %) | {nightly:.2f}, {whole:.2f} | "
-                  f"{on_fleet}, {fleet_nightly} | {time.perf_counter() - started:.0f} |", flush=True)
+        for noise in map(float, args.noises.split(",")):
+            print(_row(name, detector, noise, args, f"{on_fleet}, {fleet_nightly}"), flush=True)
     return 0
 
 

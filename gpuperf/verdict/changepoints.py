@@ -9,11 +9,14 @@ point against only its neighbouring segments and drops those that no longer pass
 as two weak ones, say), until none is dropped.
 
 Binary segmentation needs ``min_segment`` runs on each side, so on its own it sees a step only once three runs
-show it, and weakly then. The last runs are therefore also tested on their own (``recent_slowdown``): the mean
-of the last k runs (k = 1 … ``tail_runs``) against the long segment before them (since its last change point),
-a one-sided t-test of a slowdown with that segment's own spread, the best of the k corrected for the choice
-(Bonferroni). With the noise known this is the Neyman-Pearson test, whose power is the bound
-``tools/changepoint_bound.py`` computes; estimating the noise from ≥ ``tail_history`` runs costs little.
+show it, and weakly then. The last runs are therefore also tested on their own (``recent_slowdown``) against the
+long segment before them (since its last change point), with one-sided t-tests of a slowdown that estimate the
+noise from that segment: the mean of the last ``tail_runs`` runs at ``tail_alpha``, the most powerful test of a
+step that many runs old (with the noise known it is the Neyman-Pearson test whose power is the bound
+``tools/changepoint_bound.py`` computes), and the last run alone at the much smaller ``last_run_alpha``, so that a
+large step is named the first night. Both run after every run, so their thresholds are false alarms per run;
+windows of consecutive nights overlap, and the rate of false change points (runs of consecutive alarms) they give
+is measured by simulation (``tools/changepoint_compare.py``, ``docs/history.md``) rather than assumed.
 
 A young series, whose last runs follow fewer than ``tail_history`` runs, has too few runs for a t-test; there
 its last runs are judged by the gate's own rule (``gate_slowdown``): each of them against an entry made from the
@@ -52,15 +55,20 @@ DEFAULT_FALSE_RATE = 1e-5
 DEFAULT_MIN_SIZE = 0.015
 #: Runs on each side of a change point at least: one outlying run is never a level.
 DEFAULT_MIN_SEGMENT = 3
-#: The last runs tested on their own against the segment before them: 1, 2 and 3.
+#: The last runs whose mean is tested on its own against the segment before them (the last run is also tested
+#: alone); a slowdown found there is placed at whichever of the last 1 … ``tail_runs`` runs it separates best.
 DEFAULT_TAIL_RUNS = 3
 #: Runs the segment before them needs for that test: its spread is then estimated well enough.
 DEFAULT_TAIL_HISTORY = 8
-#: The last runs' test's significance after the Bonferroni correction over the k tried. It is tested after every
-#: run, so this bounds its false alarms per run: 1e-3 measured 0.9 false change points per 1,000 runs of
-#: stationary noise (a run of consecutive alarms counted once), 4e-4 missed a tenth more of the 3 % steps at 1 %
-#: noise; 9e-4 with segmentation's 1e-5 shares the budget of 1 per 1,000 between the two (docs/history.md).
-DEFAULT_TAIL_ALPHA = 9e-4
+#: The false-alarm rate per run of the test of the last ``tail_runs`` runs' mean (its one-sided p-value).
+#: Calibrated by simulation (docs/history.md): with segmentation and the last run's test it raises 0.6-0.7 false
+#: change points per 1,000 runs of stationary noise (a run of consecutive alarms counted once; the 95 % interval
+#: below 0.85) and finds 96.6 % of the 3 % steps at 1 % noise by the third run after them; 1e-3 found 97.0 % and
+#: raised 0.71 (interval to 0.90) at 1 % noise, 1.5e-3 found 97.4 % and raised 0.93, no longer shown to be below 1.
+DEFAULT_TAIL_ALPHA = 8e-4
+#: The false-alarm rate per run of the test of the last run alone: a share small enough to cost the budget
+#: little (it needs a drop of four times the noise), there so that a large step is named the night it happens.
+DEFAULT_LAST_RUN_ALPHA = 3e-5
 
 
 @dataclass(frozen=True)
@@ -89,6 +97,7 @@ class Settings:
     tail_runs: int = DEFAULT_TAIL_RUNS
     tail_history: int = DEFAULT_TAIL_HISTORY
     tail_alpha: float = DEFAULT_TAIL_ALPHA
+    last_run_alpha: float = DEFAULT_LAST_RUN_ALPHA
 
     def alpha_for(self, runs: int) -> float:
         """The significance a segment of ``runs`` runs is tested at."""
@@ -101,6 +110,9 @@ class Settings:
             raise ValueError(f"the smallest change must be ≥ 0, got {self.min_size}")
         if self.min_segment < 2:
             raise ValueError(f"a segment needs at least 2 runs to have a spread, got {self.min_segment}")
+        if self.tail_runs < 1 or not (0 < self.tail_alpha < 1 and 0 < self.last_run_alpha < 1):
+            raise ValueError("the last runs' test needs tail_runs ≥ 1 and its false-alarm rates in (0, 1), got "
+                             f"{self.tail_runs}, {self.tail_alpha}, {self.last_run_alpha}")
 
 
 def _t_tail(t: float, df: int) -> float:
@@ -186,27 +198,35 @@ def _t_at(x: np.ndarray, split: int) -> tuple[int, float]:
     return split, diff / scale if scale > 0 else (math.inf if diff > 0 else 0.0)
 
 
-def recent_slowdown(x: np.ndarray, start: int, settings: Settings) -> ChangePoint | None:
-    """A slowdown in the last k runs of ``x`` (k = 1 … ``tail_runs``) against ``x[start:n - k]``, the segment
-    before them: the k whose one-sided t-test is strongest, when its p-value times the k tried is below
-    ``tail_alpha`` and the means differ by ``min_size``. ``x`` is relative to the series' level."""
-    best: tuple[float, int] | None = None
-    for k in range(1, settings.tail_runs + 1):
-        prior, tail = x[start:len(x) - k], x[len(x) - k:]
-        if len(prior) < settings.tail_history:
-            break
-        drop = float(prior.mean() - tail.mean())
-        sd = float(prior.std(ddof=1))
-        if drop < settings.min_size or sd <= 0:
-            continue
-        p = _t_tail(drop / (sd * math.sqrt(1 / k + 1 / len(prior))), len(prior) - 1)
-        if best is None or p < best[0]:
-            best = (p, k)
-    if best is None or best[0] * settings.tail_runs >= settings.tail_alpha:
+def _tail_test(x: np.ndarray, start: int, k: int, settings: Settings) -> tuple[float, float, float] | None:
+    """``(p, t, drop)`` of the one-sided t-test of a slowdown in the last ``k`` runs of ``x`` against
+    ``x[start:n - k]``, with that segment's spread (``None`` when it has fewer than ``tail_history`` runs)."""
+    prior, tail = x[start:len(x) - k], x[len(x) - k:]
+    if len(prior) < settings.tail_history:
         return None
-    p, k = best
-    return ChangePoint(index=len(x) - k, before=float(x[start:len(x) - k].mean()), after=float(x[len(x) - k:].mean()),
-                       p_value=min(1.0, p * settings.tail_runs), recent=True)
+    drop = float(prior.mean() - tail.mean())
+    sd = float(prior.std(ddof=1))
+    if sd <= 0:
+        return (0.0, math.inf, drop) if drop > 0 else None
+    t = drop / (sd * math.sqrt(1 / k + 1 / len(prior)))
+    return _t_tail(t, len(prior) - 1), t, drop
+
+
+def recent_slowdown(x: np.ndarray, start: int, settings: Settings) -> ChangePoint | None:
+    """A slowdown in the last runs of ``x`` against the segment before them (since ``start``): the mean of the
+    last ``tail_runs`` runs with a one-sided p-value below ``tail_alpha``, or the last run alone below
+    ``last_run_alpha``, the drop at least ``min_size``. It is placed at the k of the last 1 … ``tail_runs``
+    runs whose test is strongest; ``p_value`` is the detecting test's. ``x`` is relative to the series' level."""
+    tests = {k: _tail_test(x, start, k, settings) for k in range(1, settings.tail_runs + 1)}
+    sized = {k: test for k, test in tests.items() if test is not None and test[2] >= settings.min_size}
+    alarms = [sized[k][0] for k, alpha in ((settings.tail_runs, settings.tail_alpha), (1, settings.last_run_alpha))
+              if k in sized and sized[k][0] < alpha]
+    if not alarms:
+        return None
+    k = max(sized, key=lambda runs: sized[runs][1])
+    n = len(x)
+    return ChangePoint(index=n - k, before=float(x[start:n - k].mean()), after=float(x[n - k:].mean()),
+                       p_value=min(alarms), recent=True)
 
 
 def _relative_range(values: np.ndarray) -> float:
