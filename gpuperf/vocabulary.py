@@ -47,6 +47,9 @@ class Status:
     NOT_RECORDED = "NOT_RECORDED"  # --update-baselines measured it, but did not record it (the note says why)
 
     FAILING = frozenset({REGRESSED, ANOMALY, ERROR})
+    #: Figures that say more about the machine or the measurement than about the kernel: a history's series
+    #: leaves them out.
+    UNJUDGED = frozenset({ERROR, UNRELIABLE, ANOMALY})
 
 
 class Metric:

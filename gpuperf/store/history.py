@@ -23,16 +23,16 @@ from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
 from gpuperf.store import history_rows
 from gpuperf.store.history_ingest import IngestReport, Prepared, ingest_files, prepare, selected_files
-from gpuperf.store.history_rows import RECORD_VALUE_COLUMNS
+from gpuperf.store.history_rows import RECORD_VALUE_COLUMNS, RunSummary
 from gpuperf.store.history_schema import (DOCUMENT_ENCODING, RECORDS, RUN_DOCUMENTS, RUNS, SCHEMA_VERSION, SERIES,
                                           SERIES_COLUMNS, SERIES_INDEX, SchemaError, create_series_index, decode_document, encode_document,
                                           has_series_index, migrate,
                                           recorded_version)
+from gpuperf.vocabulary import Status
 
 if TYPE_CHECKING:  # imported where used: a suite's append needs neither them nor NumPy
     import numpy as np
 
-    from gpuperf.verdict.history_changes import RunSummary
 
 #: Environment variable naming the history when ``--history`` is not given.
 HISTORY_ENV = "GPUPERF_HISTORY"
@@ -285,8 +285,7 @@ class History:
             return ingest_files(files, self.append_prepared, batch, workers)
 
     def runs(self, gpu: str | None = None, since: str | None = None) -> dict[int, RunSummary]:
-        from gpuperf.verdict.history_changes import RunSummary
-
+    
         query = sa.select(*_SUMMARY_COLUMNS).order_by(RUNS.c.started, RUNS.c.pk)
         if gpu:
             query = query.where(RUNS.c.gpu_slug == gpu)
@@ -315,9 +314,8 @@ class History:
         count)`` per group, then every group's run pks and values, in group order."""
         import numpy as np
 
-        from gpuperf.verdict.history_changes import LEFT_OUT
 
-        judged = sa.and_(RECORDS.c.status.not_in(sorted(LEFT_OUT)), RECORDS.c.value > 0)
+        judged = sa.and_(RECORDS.c.status.not_in(sorted(Status.UNJUDGED)), RECORDS.c.value > 0)
         figures = sa.select(RECORDS.c.series_pk, RECORDS.c.run_pk, RECORDS.c.value).where(judged).order_by(
             RECORDS.c.series_pk)
         with self.reading() as connection:

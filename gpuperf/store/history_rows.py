@@ -215,3 +215,33 @@ def results_files(paths: Sequence[Path]) -> list[Path]:
             raise HistoryInputError(f"{path}: no such file or directory; name results/ directories, "
                                     "results.json files or folders of them (docs/fleet/)")
     return found
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """A run as the history's questions show it."""
+
+    pk: int
+    run_id: str
+    kind: str
+    started: str
+    gpu_slug: str
+    host: str
+    git_commit: str | None
+    git_dirty: bool | None
+    branch: str | None
+    driver: str | None
+    cuda_runtime: str | None
+    cublas: str | None
+    cupy: str | None
+
+    @property
+    def versions(self) -> str:
+        """Driver / CUDA / cuBLAS / CuPy."""
+        return " / ".join(value or "?" for value in (self.driver, self.cuda_runtime, self.cublas, self.cupy))
+
+    @property
+    def commit(self) -> str:
+        if not self.git_commit:
+            return "?"
+        return self.git_commit[:10] + ("+dirty" if self.git_dirty else "")

@@ -15,46 +15,13 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from gpuperf.store.history_rows import RunSummary
 from gpuperf.verdict.changepoints import DEFAULT_MIN_SIZE, ChangePoint, Settings, change_points
 from gpuperf.verdict.gate import valid_figure
 from gpuperf.vocabulary import Status
 
 #: The ``host`` of a series pooled over every host of its GPU model.
 ALL_HOSTS = "all hosts"
-
-#: Figures that say more about the machine or the measurement than about the kernel.
-LEFT_OUT = frozenset({Status.ERROR, Status.UNRELIABLE, Status.ANOMALY})
-
-
-@dataclass(frozen=True)
-class RunSummary:
-    """A run as the history's questions show it."""
-
-    pk: int
-    run_id: str
-    kind: str
-    started: str
-    gpu_slug: str
-    host: str
-    git_commit: str | None
-    git_dirty: bool | None
-    branch: str | None
-    driver: str | None
-    cuda_runtime: str | None
-    cublas: str | None
-    cupy: str | None
-
-    @property
-    def versions(self) -> str:
-        """Driver / CUDA / cuBLAS / CuPy."""
-        return " / ".join(value or "?" for value in (self.driver, self.cuda_runtime, self.cublas, self.cupy))
-
-    @property
-    def commit(self) -> str:
-        if not self.git_commit:
-            return "?"
-        return self.git_commit[:10] + ("+dirty" if self.git_dirty else "")
-
 
 @dataclass(frozen=True)
 class SeriesKey:
@@ -102,7 +69,7 @@ def series(rows: Iterable[tuple[str, str, int, float | None, str]], runs: Mappin
     """``(case_id, method, run_pk, value, status)`` rows → ``(run_pk, value)`` per series, in run order (the
     order of ``runs``); rows of runs not in ``runs`` are left out (another GPU, before ``--since``)."""
     kept = sorted(((case_id, method or "", run_pk, float(value)) for case_id, method, run_pk, value, status in rows
-                   if status not in LEFT_OUT and value is not None and valid_figure(value)),
+                   if status not in Status.UNJUDGED and value is not None and valid_figure(value)),
                   key=lambda row: (row[0], row[1]))
     groups = [(case_id, method, len(list(group))) for (case_id, method), group
               in groupby(kept, key=lambda row: (row[0], row[1]))]
