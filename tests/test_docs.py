@@ -117,8 +117,11 @@ def _named_cli_command_exists(argv: list[str]) -> str:
         word = words.pop(0)
         commands = next((a for a in parser._actions if isinstance(a, argparse._SubParsersAction)), None)
         if word.startswith("-"):
-            if word.split("=", 1)[0] not in parser._option_string_actions:
+            action = parser._option_string_actions.get(word.split("=", 1)[0])
+            if action is None:
                 return f"{parser.prog} has no option {word}"
+            if "=" not in word and action.nargs in (None, 1) and words:
+                words.pop(0)  # the option's value, not a command
         elif commands is not None:
             if word not in commands.choices:
                 return f"{parser.prog} has no command {word!r}"
