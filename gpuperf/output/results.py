@@ -21,7 +21,7 @@ from gpuperf.output.trend_summary import SummaryHistory
 from gpuperf.store.atomic import write_atomically
 from gpuperf.store.baseline import BaselineFile, Entry, load_baseline, versions_of
 from gpuperf.store.records import Record, RunInfo
-from gpuperf.store.results import RESULTS_JSON, ResultsError, load_run, write_results
+from gpuperf.store.results import RESULTS_JSON, ResultsError, load_run, results_json_text, write_results
 from gpuperf.verdict.check import entry_from_record
 from gpuperf.verdict.gate import FLAGGED, valid_figure
 from gpuperf.output.table import Column
@@ -47,6 +47,8 @@ class RunFiles:
     results_csv: Path
     summary_md: Path
     step_summary: Path | None = None
+    #: The text of ``results.json``: the history appends the run with it, so its run id is the file's.
+    results_text: str = ""
 
 
 # --- writing -------------------------------------------------------------------------------------------
@@ -80,14 +82,15 @@ def write_run(directory: Path, run: RunInfo, records: Sequence[Record],
     """
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
-    json_path, csv_path = write_results(directory, run, records)
+    results_text = results_json_text(run, records)
+    json_path, csv_path = write_results(directory, run, records, results_text)
     summary_path = directory / SUMMARY_MD
     text = summary_markdown(run, records, results_dir=directory, history=history)
     write_atomically(summary_path, text)
     step = _step_summary_path(os.environ)
     if step is not None:
         write_summary_markdown(_fit_step_summary(text, run, records, directory, history), directory)
-    return RunFiles(directory, json_path, csv_path, summary_path, step)
+    return RunFiles(directory, json_path, csv_path, summary_path, step, results_text)
 
 
 def write_summary_markdown(text: str, directory: Path, environ: Mapping[str, str] | None = None) -> Path:

@@ -49,16 +49,7 @@ class ResultsError(InputError):
 # --- writing -------------------------------------------------------------------------------------------
 
 
-#: The last ``results.json`` text ``write_results`` wrote and what it wrote it from: the session then appends
-#: that run to the history with the very text of its file (its run id), without serializing it again.
-_WRITTEN: list[tuple[RunInfo, list[Record], str]] = []
-
-
 def results_json_text(run: RunInfo, records: Iterable[Record]) -> str:
-    records = list(records)
-    for written_run, written_records, text in _WRITTEN:
-        if written_run == run and written_records == records:
-            return text
     data = {"schema": SCHEMA, "run": run.to_dict(), "records": [record.to_dict() for record in records]}
     return json.dumps(_strict_json(data), indent=2, allow_nan=False, default=_json_default) + "\n"
 
@@ -95,12 +86,12 @@ def csv_columns(records: Sequence[Record]) -> list[str]:
     return head + [f"param.{name}" for name in params] + rest + extras
 
 
-def write_results(directory: Path, run: RunInfo, records: Sequence[Record]) -> tuple[Path, Path]:
-    """``results.json`` and ``results.csv`` into ``directory``, each atomically; their paths."""
+def write_results(directory: Path, run: RunInfo, records: Sequence[Record],
+                  text: str | None = None) -> tuple[Path, Path]:
+    """``results.json`` and ``results.csv`` into ``directory``, each atomically; their paths. ``text`` is the
+    ``results.json`` text when the caller has made it already (``results_json_text`` of the same run)."""
     json_path, csv_path = Path(directory) / RESULTS_JSON, Path(directory) / RESULTS_CSV
-    text = results_json_text(run, records)
-    write_atomically(json_path, text)
-    _WRITTEN[:] = [(run, list(records), text)]
+    write_atomically(json_path, results_json_text(run, records) if text is None else text)
     write_atomically(csv_path, results_csv_text(records, run))
     return json_path, csv_path
 

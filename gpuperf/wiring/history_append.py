@@ -48,18 +48,21 @@ def with_provenance(run: RunInfo, recorded: Provenance) -> RunInfo:
     return replace(run, extra={**run.extra, PROVENANCE: recorded.to_dict()})
 
 
-def document(run: RunInfo, records: Sequence[Record]) -> tuple[dict[str, Any], str]:
-    """The run as its ``results.json`` holds it, and that file's text (the same writer, so the same run id)."""
-    from gpuperf.store.results import results_json_text
+def document(run: RunInfo, records: Sequence[Record], text: str | None = None) -> tuple[dict[str, Any], str]:
+    """The run as its ``results.json`` holds it, and that file's text (the same writer, so the same run id).
+    ``text`` is that file's text when the session wrote one."""
+    if text is None:
+        from gpuperf.store.results import results_json_text
 
-    text = results_json_text(run, records)
+        text = results_json_text(run, records)
     return dict(orjson.loads(text)), text
 
 
-def append_run(url: str, run: RunInfo, records: Sequence[Record], source: str) -> str:
-    """Append the run; the line the session prints about it. ``HistoryError`` names what went wrong."""
+def append_run(url: str, run: RunInfo, records: Sequence[Record], source: str, text: str | None = None) -> str:
+    """Append the run (``text``: its ``results.json`` text, when written); the line the session prints about
+    it. ``HistoryError`` names what went wrong."""
     started = time.perf_counter()
-    data, text = document(run, records)
+    data, text = document(run, records, text)
     with History(url) as history:
         added = history.append(data, source, text)
     seconds = time.perf_counter() - started

@@ -24,6 +24,7 @@ class RunEnd:
         self.config = config
         self.state = config.stash[STATE]
         self.results_dir: Path | None = None
+        self.results_text: str | None = None
         self.failures: list[str] = []  # why gate mode fails the run
         self.update_failures: list[str] = []  # why --update-baselines wrote nothing
         self.history_url: str | None = None
@@ -36,8 +37,9 @@ class RunEnd:
         origin = self._provenance()
         self._write_updates()
         self._account(collected, skipped_files)
-        self._write_results(origin)
-        self._append_history(origin)
+        run = self._run(origin)
+        self._write_results(run)
+        self._append_history(run, origin)
         failed = self.failures or self.update_failures or self.history_failures
         if failed and session.exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
@@ -57,18 +59,24 @@ class RunEnd:
                 self.update_failures.append(str(exc))
         state.forget_baselines()  # account against the files as written
 
-    def _write_results(self, origin: Any) -> None:
+    def _run(self, origin: Any) -> Any:
+        """The run header the results file and the history get: the first GPU's, with its provenance."""
+        if not self.state.run_infos:
+            return None
+        run = next(iter(self.state.run_infos.values()))
+        if origin is None:
+            return run
+        from gpuperf.wiring.history_append import with_provenance
+
+        return with_provenance(run, origin)
+
+    def _write_results(self, run: Any) -> None:
         state = self.state
-        if not state.records or state.options.results_dir is None or not state.run_infos:
+        if not state.records or state.options.results_dir is None or run is None:
             return
         from gpuperf.output import results
 
         directory = results.timestamped_dir(state.options.results_dir)
-        run = next(iter(state.run_infos.values()))
-        if origin is not None:
-            from gpuperf.wiring.history_append import with_provenance
-
-            run = with_provenance(run, origin)
         summary_history = None
         if self.history_url is not None:
             from gpuperf.output.trend_paths import DEFAULT_SITE
@@ -76,7 +84,8 @@ class RunEnd:
 
             summary_history = read_recent(self.history_url, run, state.records,
                                           Path(self.config.rootpath) / DEFAULT_SITE)
-        self.results_dir = results.write_run(directory, run, state.records, history=summary_history).directory
+        files = results.write_run(directory, run, state.records, history=summary_history)
+        self.results_dir, self.results_text = files.directory, files.results_text
 
     def _provenance(self) -> Any:
         """Where this run's figures came from (``None`` when it has none), taken before baselines are rewritten."""
@@ -93,15 +102,15 @@ class RunEnd:
         return history_append.session_provenance(Path(self.config.rootpath), state.options,
                                                  self.config.invocation_params.args, baseline)
 
-    def _append_history(self, origin: Any) -> None:
+    def _append_history(self, run: Any, origin: Any) -> None:
         if origin is None or self.history_url is None:
             return
         from gpuperf.wiring import history_append
 
-        run = history_append.with_provenance(next(iter(self.state.run_infos.values())), origin)
         source = str(self.results_dir / "results.json") if self.results_dir is not None else "pytest session"
         try:
-            self.history_lines.append(history_append.append_run(self.history_url, run, self.state.records, source))
+            self.history_lines.append(history_append.append_run(self.history_url, run, self.state.records, source,
+                                                                self.results_text))
         except history_append.HistoryError as exc:
             self.history_failures.append(str(exc))
 
