@@ -13,11 +13,8 @@ set -euo pipefail
 
 out=${1:?usage: tools/bisect_demo.sh OUT_DIR [CASE]}
 case=${2:-"perf_tests/test_custom.py::test_custom_perf[tiled-4096x4096x4096-cold]"}
-mkdir -p "$out"
-out=$(cd "$out" && pwd)
-exec > >(tee "$out/demo.log") 2>&1
-
 source "$(dirname "$0")/scratch_repo.sh"
+demo_output "$out"
 require_git bisect_demo "$out"
 scratch_repo bisect-demo
 commit() { scratch_commit "$1"; }

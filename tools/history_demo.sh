@@ -17,11 +17,8 @@ set -euo pipefail
 out=${1:?usage: tools/history_demo.sh OUT_DIR [PYTEST ARGS...]}
 shift
 run_args=("$@")
-mkdir -p "$out"
-out=$(cd "$out" && pwd)
-exec > >(tee "$out/demo.log") 2>&1
-
 source "$(dirname "$0")/scratch_repo.sh"
+demo_output "$out"
 require_git history_demo "$out"
 scratch_repo history-demo
 scratch_commit "history demo: before"

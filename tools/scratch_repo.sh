@@ -3,6 +3,13 @@
 #
 #   source tools/scratch_repo.sh; scratch_repo NAME      → sets $scratch (removed at exit) and $repo, cd's there
 #   scratch_commit MESSAGE                               → commits every change in $repo
+#   demo_output DIR                                      → sets $out (absolute, created), logs to $out/demo.log
+demo_output() {
+    mkdir -p "$1"
+    out=$(cd "$1" && pwd)
+    exec > >(tee "$out/demo.log") 2>&1
+}
+
 require_git() {  # $1: the demo's name, $2: its output folder
     command -v git >/dev/null && return 0
     echo "$1: git is not installed on this machine; the demo needs it (apt-get install git)" | tee "$2/NO_GIT"
