@@ -14,6 +14,7 @@ Every module the selection needs is compiled up front, in parallel, so a case's 
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -144,19 +145,14 @@ def _unavailable(kernel: str) -> str | None:
     return None
 
 
-#: The number of modules the run's first build case compiled; every later case finds them compiled.
-_PREBUILT: list[int] = []
-
-
 @pytest.fixture
 def prebuilt(stream: Any) -> int:
     """Compile every module of the selection's builds before the first case is timed, once per run (a test-scoped
-    fixture, since it needs the test-scoped measuring stream; the count is kept in ``_PREBUILT``)."""
-    if not _PREBUILT:
-        _PREBUILT.append(_prebuild_all())
-    return _PREBUILT[0]
+    fixture, since it needs the test-scoped measuring stream; ``_prebuild_all`` is cached)."""
+    return _prebuild_all()
 
 
+@functools.cache
 def _prebuild_all() -> int:
     """Each build is planned on small operands of its own kind: the plan's source and defines, which name the
     module, do not depend on size."""
