@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, nullcontext
 import functools
 from functools import lru_cache
+from itertools import chain
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -285,14 +286,18 @@ class History:
             return ingest_files(files, self.append_prepared, batch, workers)
 
     def runs(self, gpu: str | None = None, since: str | None = None) -> dict[int, RunSummary]:
-    
+        """The runs (of one GPU model, since a date), in run order, by pk."""
         query = sa.select(*_SUMMARY_COLUMNS).order_by(RUNS.c.started, RUNS.c.pk)
         if gpu:
             query = query.where(RUNS.c.gpu_slug == gpu)
         if since:
             query = query.where(RUNS.c.started >= since)
+        names = [column.name for column in _SUMMARY_COLUMNS]
         with self.reading() as connection:
-            return {row.pk: RunSummary(**row._asdict()) for row in connection.execute(query)}
+            rows = [dict(zip(names, row)) for row in _fetch(connection, query)]
+        # the driver's own values: SQLite's Boolean is 0 or 1, made a bool as SQLAlchemy would
+        return {row["pk"]: RunSummary(**{**row, "git_dirty": None if row["git_dirty"] is None else bool(row["git_dirty"])})
+                for row in rows}
 
     def values(self, run_pks: Sequence[int] | None = None,
                case: str | None = None) -> list[tuple[str, str, int, float | None, str]]:
@@ -311,22 +316,27 @@ class History:
 
     def series_columns(self) -> tuple[list[tuple[str, str, int]], np.ndarray, np.ndarray]:
         """The judged figures as columns for ``history_changes.series_from_columns``: ``(case_id, method,
-        count)`` per group, then every group's run pks and values, in group order."""
+        count)`` per group, then every group's run pks and values, in group order.
+
+        One query a series, through the series index: the series number need not come back with each of a
+        million rows, and each row's two numbers go straight into an array, never into a list of tuples."""
         import numpy as np
 
-
-        judged = sa.and_(RECORDS.c.status.not_in(sorted(Status.UNJUDGED)), RECORDS.c.value > 0)
-        figures = sa.select(RECORDS.c.series_pk, RECORDS.c.run_pk, RECORDS.c.value).where(judged).order_by(
-            RECORDS.c.series_pk)
-        with self.reading() as connection:
-            names = {int(pk): (str(case), str(method)) for pk, case, method in _fetch(connection, sa.select(SERIES))}
-            columns = np.array(_fetch(connection, figures), dtype=float).reshape(-1, 3)
-        numbers, starts, counts = np.unique(columns[:, 0].astype(np.int64), return_index=True, return_counts=True)
-        groups = sorted(zip(numbers.tolist(), starts.tolist(), counts.tolist()), key=lambda group: names[group[0]])
-        order = np.concatenate([np.arange(start, start + count) for _, start, count in groups]) if groups else \
-            np.zeros(0, dtype=np.int64)
-        return ([(*names[number], count) for number, _, count in groups], columns[order, 1].astype(np.int64),
-                columns[order, 2])
+        judged = sa.and_(RECORDS.c.series_pk == sa.bindparam("series", None, type_=sa.Integer),
+                         RECORDS.c.status.not_in(sorted(Status.UNJUDGED)), RECORDS.c.value > 0)
+        figures = sa.select(RECORDS.c.run_pk, RECORDS.c.value).where(judged).order_by(RECORDS.c.run_pk)
+        groups: list[tuple[str, str, int]] = []
+        columns = []
+        with self.reading() as connection, _fetcher(connection, figures) as fetch:
+            names = sorted((str(case), str(method), int(pk)) for pk, case, method in
+                           _fetch(connection, sa.select(SERIES)))
+            for case, method, number in names:
+                rows = fetch({"series": number})
+                if rows:
+                    groups.append((case, method, len(rows)))
+                    columns.append(np.fromiter(chain.from_iterable(rows), float, count=2 * len(rows)))
+        pairs = np.concatenate(columns).reshape(-1, 2) if columns else np.zeros((0, 2))
+        return groups, pairs[:, 0].astype(np.int64), pairs[:, 1].copy()
 
     def kernels(self, case: str, run_pks: Sequence[int]) -> dict[int, str]:
         """The kernels each of those runs' record of ``case`` names (``name + name``)."""
@@ -413,14 +423,27 @@ def records_with_data(connection: sa.Connection, rows: Sequence[Mapping[str, Any
 def _fetch(connection: sa.Connection, query: sa.Select[Any]) -> list[Any]:
     """All rows of ``query`` through the driver's cursor: a million rows as SQLAlchemy rows would take seconds
     more. The statement is still SQLAlchemy's, compiled for the engine at hand."""
+    with _fetcher(connection, query) as fetch:
+        return fetch({})
+
+
+@contextmanager
+def _fetcher(connection: sa.Connection, query: sa.Select[Any]) -> Iterator[Callable[[Mapping[str, Any]], list[Any]]]:
+    """``_fetch`` of ``query`` with its bound parameters given values, as often as needed: compiled once, run on
+    one cursor."""
     compiled = query.compile(dialect=connection.dialect, compile_kwargs={"render_postcompile": True})
-    parameters: Any = compiled.params
-    if compiled.positiontup is not None:  # a positional paramstyle (SQLite's "?")
-        parameters = tuple(compiled.params[name] for name in compiled.positiontup)
+    statement, order = str(compiled), compiled.positiontup
     cursor = connection.connection.cursor()
-    try:
-        cursor.execute(str(compiled), parameters)
+
+    def fetch(values: Mapping[str, Any]) -> list[Any]:
+        parameters: Any = {**compiled.params, **values}
+        if order is not None:  # a positional paramstyle (SQLite's "?")
+            parameters = tuple(parameters[name] for name in order)
+        cursor.execute(statement, parameters)
         return list(cursor.fetchall())
+
+    try:
+        yield fetch
     finally:
         cursor.close()
 

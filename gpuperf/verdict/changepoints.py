@@ -252,7 +252,7 @@ def gate_slowdown(x: np.ndarray, spreads: np.ndarray, start: int, settings: Sett
     return None
 
 
-def change_points(values: Sequence[float], settings: Settings | None = None,
+def change_points(values: Sequence[float] | np.ndarray, settings: Settings | None = None,
                   spreads: Sequence[float] | None = None) -> list[ChangePoint]:
     """The change points of a series in run order, a slowdown in its last runs included; values that are not
     positive finite numbers are refused. ``spreads``: each run's sample spread (relative IQR), for the gate's

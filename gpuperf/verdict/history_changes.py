@@ -9,9 +9,10 @@ before it and the first after it (dates, commits), and whether the versions or t
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from itertools import groupby
 from dataclasses import dataclass, replace
+from typing import overload
 
 import numpy as np
 
@@ -51,21 +52,68 @@ class Change:
         return self.point.relative < 0
 
 
-def _split_by_host(key: SeriesKey, pks: np.ndarray, values: np.ndarray, hosts: np.ndarray,
-                   host_names: Sequence[str], host_split: float) -> dict[SeriesKey, list[tuple[int, float]]]:
+class Points(Sequence[tuple[int, float]]):
+    """A series' ``(run_pk, figure)`` pairs in run order, held as two arrays (``pks``, ``values``): the
+    change-point tests read the figures as an array, and a million of them never become a million tuples."""
+
+    def __init__(self, pks: np.ndarray, values: np.ndarray) -> None:
+        self.pks = pks
+        self.values = values
+
+    def __len__(self) -> int:
+        return len(self.pks)
+
+    @overload
+    def __getitem__(self, index: int) -> tuple[int, float]: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> Points: ...
+
+    def __getitem__(self, index: int | slice) -> tuple[int, float] | Points:
+        if isinstance(index, slice):
+            return Points(self.pks[index], self.values[index])
+        return int(self.pks[index]), float(self.values[index])
+
+    def __iter__(self) -> Iterator[tuple[int, float]]:
+        return zip(self.pks.tolist(), self.values.tolist())
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Sequence) and len(self) == len(other) and list(self) == list(other)
+
+    def __repr__(self) -> str:
+        return f"Points({list(self)!r})"
+
+    def taken(self, rows: np.ndarray) -> Points:
+        """The pairs at those positions (an index array or a mask)."""
+        return Points(self.pks[rows], self.values[rows])
+
+
+def _split_by_host(key: SeriesKey, points: Points, hosts: np.ndarray, host_names: Sequence[str],
+                   host_split: float) -> dict[SeriesKey, Points]:
     """One series over all hosts, or one per host when two hosts' medians are ``host_split`` or more apart."""
-    present = np.unique(hosts)
-    if len(present) == 1:
-        return {replace(key, host=host_names[present[0]]): list(zip(pks.tolist(), values.tolist()))}
-    medians = [float(np.median(values[hosts == host])) for host in present]
-    if max(medians) / min(medians) - 1 < host_split:
-        return {key: list(zip(pks.tolist(), values.tolist()))}
-    return {replace(key, host=host_names[host]): list(zip(pks[hosts == host].tolist(), values[hosts == host].tolist()))
-            for host in present}
+    if np.all(hosts == hosts[0]):
+        return {replace(key, host=host_names[hosts[0]]): points}
+    by_figure = np.argsort(points.values)
+    ranked = by_figure[np.argsort(hosts[by_figure], kind="stable")]  # by host, then by figure
+    present, first, counts = np.unique(hosts[ranked], return_index=True, return_counts=True)
+    medians = _medians(points.values[ranked], first, counts)
+    if medians.max() / medians.min() - 1 < host_split:
+        return {key: points}
+    by_host = np.argsort(hosts, kind="stable")  # each host's runs together, still in run order
+    return {replace(key, host=host_names[host]): points.taken(by_host[start:start + count])
+            for host, start, count in zip(present.tolist(), first.tolist(), counts.tolist())}
+
+
+def _medians(ranked: np.ndarray, first: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Each group's median as ``np.median`` takes it (its middle figure, or the mean of the middle two), from
+    figures sorted within their groups, which start at ``first`` and are ``counts`` long."""
+    low, high = ranked[first + (counts - 1) // 2], ranked[first + counts // 2]
+    medians: np.ndarray = np.where(counts % 2 == 1, low, (low + high) / 2)
+    return medians
 
 
 def series(rows: Iterable[tuple[str, str, int, float | None, str]], runs: Mapping[int, RunSummary],
-           host_split: float = DEFAULT_MIN_SIZE) -> dict[SeriesKey, list[tuple[int, float]]]:
+           host_split: float = DEFAULT_MIN_SIZE) -> dict[SeriesKey, Points]:
     """``(case_id, method, run_pk, value, status)`` rows → ``(run_pk, value)`` per series, in run order (the
     order of ``runs``); rows of runs not in ``runs`` are left out (another GPU, before ``--since``)."""
     kept = sorted(((case_id, method or "", run_pk, float(value)) for case_id, method, run_pk, value, status in rows
@@ -79,7 +127,7 @@ def series(rows: Iterable[tuple[str, str, int, float | None, str]], runs: Mappin
 
 def series_from_columns(groups: Sequence[tuple[str, str, int]], pks: np.ndarray, values: np.ndarray,
                         runs: Mapping[int, RunSummary],
-                        host_split: float = DEFAULT_MIN_SIZE) -> dict[SeriesKey, list[tuple[int, float]]]:
+                        host_split: float = DEFAULT_MIN_SIZE) -> dict[SeriesKey, Points]:
     """``series`` from judged figures as columns: ``(case_id, method, count)`` per group, and the groups' run
     pks and values one after the other (what ``History.series_columns`` reads, a million rows in a second)."""
     size = max([*runs, int(pks.max()) if len(pks) else 0]) + 1
@@ -92,7 +140,7 @@ def series_from_columns(groups: Sequence[tuple[str, str, int]], pks: np.ndarray,
         order[pk] = position
         host_of[pk] = _index(host_names, run.host)
         slug_of[pk] = _index(slug_names, run.gpu_slug)
-    grouped: dict[SeriesKey, list[tuple[int, float]]] = {}
+    grouped: dict[SeriesKey, Points] = {}
     start = 0
     for case_id, method, count in groups:
         group_pks, group_values = pks[start:start + count], values[start:start + count]
@@ -102,8 +150,9 @@ def series_from_columns(groups: Sequence[tuple[str, str, int]], pks: np.ndarray,
         in_order, figures = group_pks[selected][ranked], group_values[selected][ranked]
         for slug in np.unique(slug_of[in_order]):
             mine = slug_of[in_order] == slug
-            grouped.update(_split_by_host(SeriesKey(slug_names[slug], ALL_HOSTS, case_id, method), in_order[mine],
-                                          figures[mine], host_of[in_order[mine]], host_names, host_split))
+            grouped.update(_split_by_host(SeriesKey(slug_names[slug], ALL_HOSTS, case_id, method),
+                                          Points(in_order[mine], figures[mine]), host_of[in_order[mine]], host_names,
+                                          host_split))
     return grouped
 
 
@@ -124,19 +173,19 @@ def version_change(before: RunSummary, after: RunSummary) -> str:
 SpreadsOf = Callable[[SeriesKey, Sequence[int]], Mapping[int, float | None]]
 
 
-def _series_points(key: SeriesKey, points: Sequence[tuple[int, float]], settings: Settings | None,
+def _series_points(key: SeriesKey, points: Points, settings: Settings | None,
                    spreads_of: SpreadsOf | None) -> list[ChangePoint]:
     """The series' change points; where the gate's rule named one, judged again with the recorded spreads (read
     only then: a million records' spreads are not needed to find the few young series' slowdowns)."""
-    values = [value for _, value in points]
-    found = change_points(values, settings)
+    found = change_points(points.values, settings)
     if spreads_of is None or not any(point.by_gate for point in found):
         return found
-    known = spreads_of(key, [pk for pk, _ in points])
-    return change_points(values, settings, [known.get(pk) or 0.0 for pk, _ in points])
+    pks = points.pks.tolist()
+    known = spreads_of(key, pks)
+    return change_points(points.values, settings, [known.get(pk) or 0.0 for pk in pks])
 
 
-def find_changes(grouped: Mapping[SeriesKey, Sequence[tuple[int, float]]], runs: Mapping[int, RunSummary],
+def find_changes(grouped: Mapping[SeriesKey, Points], runs: Mapping[int, RunSummary],
                  settings: Settings | None = None, spreads_of: SpreadsOf | None = None) -> list[Change]:
     """Every series' change points, without the kernels (``with_kernels`` adds them where known)."""
     changes = []
