@@ -15,35 +15,22 @@ from __future__ import annotations
 
 import argparse
 import errno
-import importlib.metadata
+import importlib
 import json
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import gpuperf
-from gpuperf.bisect import BisectError, add_bisect_command
-from gpuperf.cli_baseline import add_baseline_commands
 from gpuperf.cli_common import EXIT_ERROR, EXIT_OK, CliError
-from gpuperf.cli_compare import add_compare_command
-from gpuperf.cli_fleet import add_fleet_command
-from gpuperf.cli_history import add_history_commands
-from gpuperf.cli_trend import PageError
-from gpuperf.measure.device import DeviceInfo, query_device
-from gpuperf.measure.peaks import DevicePeaks, device_peaks
-from gpuperf.output.results import load_figures
-from gpuperf.output.table import peaks_line
-from gpuperf.store.atomic import write_atomically
-from gpuperf.store.baseline import BaselineError
-from gpuperf.store.history import HistoryError
-from gpuperf.store.history_rows import HistoryInputError
-from gpuperf.store.history_schema import SchemaError
-from gpuperf.store.reading import MIB, InputError, read_text
-from gpuperf.store.results import RESULTS_JSON, ResultsError, load_run
-from gpuperf.verdict.fleet import FleetError
+from gpuperf.store.reading import MIB
 from gpuperf.wiring.argtypes import non_negative_int
+
+if TYPE_CHECKING:  # the commands' modules are imported when their command runs (``COMMANDS``)
+    from gpuperf.measure.device import DeviceInfo
+    from gpuperf.measure.peaks import DevicePeaks
 
 README_LIMIT = 8 * MIB
 #: ``device --gpu``: the CUDA device queried.
@@ -54,6 +41,9 @@ DEFAULT_DEVICE = 0
 
 
 def cmd_device(args: argparse.Namespace) -> int:
+    from gpuperf.measure.device import query_device
+    from gpuperf.measure.peaks import device_peaks
+
     try:
         info, _ = query_device(args.gpu)
     except Exception as exc:  # NoGpuError (no CuPy, no GPU) and CUDA runtime errors name their cause
@@ -75,6 +65,8 @@ def cmd_device(args: argparse.Namespace) -> int:
 
 def describe_device(info: DeviceInfo, peaks: DevicePeaks | None, peaks_error: str = "") -> str:
     """The ``device`` command's text: identity, versions, clocks, peaks; fields NVML could not read are left out."""
+    from gpuperf.output.table import peaks_line
+
     rows: list[tuple[str, str, object]] = [
         ("identity", "baseline file", f"baselines/{info.slug}.yaml"),
         ("identity", "SMs", info.sm_count),
@@ -123,6 +115,7 @@ def _mhz(value: int | None) -> str | None:
 
 def cmd_plot(args: argparse.Namespace) -> int:
     from gpuperf.output.plot import plot_roofline, plot_throughput, records_from_baseline
+    from gpuperf.output.results import load_figures
 
     figures = load_figures(args.path)
     path = figures.path
@@ -149,6 +142,9 @@ def cmd_plot(args: argparse.Namespace) -> int:
 
 def cmd_readme(args: argparse.Namespace) -> int:
     from gpuperf.output import readme
+    from gpuperf.store.atomic import write_atomically
+    from gpuperf.store.reading import InputError, read_text
+    from gpuperf.store.results import load_run
 
     run, records = load_run(Path(args.results))
     readme_path = Path(args.readme)
@@ -173,6 +169,8 @@ def cmd_readme(args: argparse.Namespace) -> int:
 
 def package_version() -> str:
     """The installed distribution's version, else (an uninstalled checkout) ``gpuperf.__version__``."""
+    import importlib.metadata
+
     try:
         return importlib.metadata.version("gpuperf")
     except importlib.metadata.PackageNotFoundError:
@@ -198,6 +196,8 @@ def _add_device_command(commands: Any) -> None:
 
 
 def _add_plot_command(commands: Any) -> None:
+    from gpuperf.store.results import RESULTS_JSON
+
     plot = commands.add_parser("plot", help="throughput and roofline PNGs from a run or a baseline")
     plot.add_argument("path", metavar="PATH", help=f"results/<timestamp>/, its {RESULTS_JSON}, or a baselines/*.yaml")
     plot.add_argument("--out", metavar="DIR",
@@ -216,20 +216,40 @@ def _add_readme_command(commands: Any) -> None:
     section.set_defaults(func=cmd_readme)
 
 
-#: Each command's parser, in ``--help`` order: each adds itself (and its subcommands) to the CLI's subparsers.
-COMMANDS = (_add_device_command, add_compare_command, add_baseline_commands, _add_plot_command, add_fleet_command,
-            _add_readme_command, add_history_commands, add_bisect_command)
+#: Each command's name and, in ``--help`` order, the function that adds its parser (and its subcommands') to the
+#: CLI's subparsers, by module: a command line that names a command imports that command's module alone.
+COMMANDS = (("device", __name__, "_add_device_command"), ("compare", "gpuperf.cli_compare", "add_compare_command"),
+            ("baseline", "gpuperf.cli_baseline", "add_baseline_commands"), ("plot", __name__, "_add_plot_command"),
+            ("fleet", "gpuperf.cli_fleet", "add_fleet_command"), ("readme", __name__, "_add_readme_command"),
+            ("history", "gpuperf.cli_history", "add_history_commands"), ("bisect", "gpuperf.bisect", "add_bisect_command"))
+
+#: The errors that name their cause and the fix, by the module that defines each: ``main`` prints one as a line
+#: and exits 1. Only a module that was imported can have raised its error, so none is imported to look.
+ERRORS = (("gpuperf.cli_common", "CliError"), ("gpuperf.store.reading", "InputError"),
+          ("gpuperf.store.results", "ResultsError"), ("gpuperf.store.baseline_entry", "BaselineError"),
+          ("gpuperf.verdict.fleet", "FleetError"), ("gpuperf.store.history", "HistoryError"),
+          ("gpuperf.store.history_schema", "SchemaError"), ("gpuperf.store.history_rows", "HistoryInputError"),
+          ("gpuperf.bisect", "BisectError"), ("gpuperf.cli_trend", "PageError"))
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The whole command line's parser; given a command line that starts with a command, only that command's."""
     parser = argparse.ArgumentParser(prog=_prog(),
                                      description="gpuperf: GPU identity and peaks, run comparisons, baseline "
                                                  "files, plots.")
     parser.add_argument("--version", action="version", version=f"gpuperf {package_version()}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for add_command in COMMANDS:
-        add_command(commands)
+    named = argv[0] if argv and argv[0] in {name for name, _, _ in COMMANDS} else None
+    for name, module, function in COMMANDS:
+        if named in (None, name):
+            add_command: Callable[[Any], None] = getattr(importlib.import_module(module), function)
+            add_command(commands)
     return parser
+
+
+def _known_error(exc: Exception) -> bool:
+    return isinstance(exc, tuple(getattr(sys.modules[module], name) for module, name in ERRORS
+                                 if module in sys.modules))
 
 
 def describe_os_error(exc: OSError) -> str:
@@ -266,15 +286,16 @@ def _quiet_broken_pipe() -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    args = build_parser(sys.argv[1:] if argv is None else argv).parse_args(argv)
     try:
         return int(args.func(args))
     except BrokenPipeError:
         return _quiet_broken_pipe()
-    except (CliError, ResultsError, BaselineError, FleetError, InputError, HistoryError, SchemaError,
-            HistoryInputError, BisectError, PageError) as exc:
-        print(f"gpuperf: error: {exc}", file=sys.stderr)
-        return EXIT_ERROR
-    except OSError as exc:
-        print(f"gpuperf: error: {describe_os_error(exc)}", file=sys.stderr)
-        return EXIT_ERROR
+    except Exception as exc:
+        if _known_error(exc):
+            print(f"gpuperf: error: {exc}", file=sys.stderr)
+            return EXIT_ERROR
+        if isinstance(exc, OSError):
+            print(f"gpuperf: error: {describe_os_error(exc)}", file=sys.stderr)
+            return EXIT_ERROR
+        raise

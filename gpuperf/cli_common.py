@@ -3,7 +3,10 @@ codes, the words for a set of figures, and the header line of a comparison acros
 
 from __future__ import annotations
 
-from gpuperf.output.results import Figures
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # a command that compares has it loaded; the others need not import it
+    from gpuperf.output.results import Figures
 
 EXIT_OK = 0
 EXIT_ERROR = 1

@@ -13,11 +13,11 @@ from typing import Any
 
 import pytest
 
-from gpuperf import cli
 
 from gpuperf.output import diff, results
 from gpuperf.store.baseline import Entry, dump_baseline, load_baseline
 from gpuperf.cli import main
+from gpuperf.measure import device
 from gpuperf.measure.device import DeviceInfo, NoGpuError
 from gpuperf.verdict.check import entry_from_record
 from gpuperf.verdict.gate import Context, GateConfig, decide
@@ -367,7 +367,7 @@ def device_info(index: int = 0) -> DeviceInfo:
 
 def test_device_prints_identity_versions_clocks_and_peaks(monkeypatch: pytest.MonkeyPatch,
                                                           capsys: pytest.CaptureFixture[str]) -> None:
-    monkeypatch.setattr(cli, "query_device", lambda index: (device_info(index), None))
+    monkeypatch.setattr(device, "query_device", lambda index: (device_info(index), None))
     assert main(["device", "--gpu", "0"]) == 0
     out = capsys.readouterr().out
     for fragment in ("GPU 0: Synthetic GPU (sm_90, compute capability 9.0)", "baselines/synthetic-gpu.yaml",
@@ -395,7 +395,7 @@ def test_device_without_a_gpu_reports_the_device_error(monkeypatch: pytest.Monke
     def no_gpu(index: int) -> None:
         raise NoGpuError("no CUDA device is usable: this machine has no NVIDIA GPU or driver")
 
-    monkeypatch.setattr(cli, "query_device", no_gpu)
+    monkeypatch.setattr(device, "query_device", no_gpu)
     assert main(["device", "--gpu", "3"]) == 1
     assert "cannot query GPU 3: no CUDA device is usable" in capsys.readouterr().err
 
