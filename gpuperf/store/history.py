@@ -23,6 +23,7 @@ import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
 from gpuperf.store import history_rows
+from gpuperf.store.fetching import fetch, fetcher
 from gpuperf.store.history_ingest import IngestReport, Prepared, ingest_files, prepare, selected_files
 from gpuperf.store.history_rows import RECORD_VALUE_COLUMNS, RunSummary
 from gpuperf.store.history_schema import (DOCUMENT_ENCODING, RECORDS, RUN_DOCUMENTS, RUNS, SCHEMA_VERSION, SERIES,
@@ -294,10 +295,10 @@ class History:
             query = query.where(RUNS.c.started >= since)
         names = [column.name for column in _SUMMARY_COLUMNS]
         with self.reading() as connection:
-            rows = [dict(zip(names, row)) for row in _fetch(connection, query)]
-        # the driver's own values: SQLite's Boolean is 0 or 1, made a bool as SQLAlchemy would
-        return {row["pk"]: RunSummary(**{**row, "git_dirty": None if row["git_dirty"] is None else bool(row["git_dirty"])})
-                for row in rows}
+            rows = [dict(zip(names, row)) for row in fetch(connection, query)]
+        for row in rows:  # the driver's own values: SQLite's Boolean is 0 or 1, made a bool as SQLAlchemy would
+            row["git_dirty"] = None if row["git_dirty"] is None else bool(row["git_dirty"])
+        return {row["pk"]: RunSummary(**row) for row in rows}
 
     def values(self, run_pks: Sequence[int] | None = None,
                case: str | None = None) -> list[tuple[str, str, int, float | None, str]]:
@@ -308,7 +309,7 @@ class History:
         if case is not None:  # through the series index
             query = query.where(RECORDS.c.series_pk.in_(sa.select(SERIES.c.pk).where(SERIES.c.case_id == case)))
         with self.reading() as connection:
-            rows = _fetch(connection, query)
+            rows = fetch(connection, query)
         if run_pks is not None:
             wanted = set(run_pks)
             rows = [row for row in rows if row[2] in wanted]
@@ -327,11 +328,11 @@ class History:
         figures = sa.select(RECORDS.c.run_pk, RECORDS.c.value).where(judged).order_by(RECORDS.c.run_pk)
         groups: list[tuple[str, str, int]] = []
         columns = []
-        with self.reading() as connection, _fetcher(connection, figures) as fetch:
+        with self.reading() as connection, fetcher(connection, figures) as figures_of:
             names = sorted((str(case), str(method), int(pk)) for pk, case, method in
-                           _fetch(connection, sa.select(SERIES)))
+                           fetch(connection, sa.select(SERIES)))
             for case, method, number in names:
-                rows = fetch({"series": number})
+                rows = figures_of({"series": number})
                 if rows:
                     groups.append((case, method, len(rows)))
                     columns.append(np.fromiter(chain.from_iterable(rows), float, count=2 * len(rows)))
@@ -418,34 +419,6 @@ def records_with_data(connection: sa.Connection, rows: Sequence[Mapping[str, Any
         record = records[position] if isinstance(position, int) and 0 <= position < len(records) else None
         out.append({**row, "data": None if record is None else orjson.dumps(record).decode("utf-8")})
     return out
-
-
-def _fetch(connection: sa.Connection, query: sa.Select[Any]) -> list[Any]:
-    """All rows of ``query`` through the driver's cursor: a million rows as SQLAlchemy rows would take seconds
-    more. The statement is still SQLAlchemy's, compiled for the engine at hand."""
-    with _fetcher(connection, query) as fetch:
-        return fetch({})
-
-
-@contextmanager
-def _fetcher(connection: sa.Connection, query: sa.Select[Any]) -> Iterator[Callable[[Mapping[str, Any]], list[Any]]]:
-    """``_fetch`` of ``query`` with its bound parameters given values, as often as needed: compiled once, run on
-    one cursor."""
-    compiled = query.compile(dialect=connection.dialect, compile_kwargs={"render_postcompile": True})
-    statement, order = str(compiled), compiled.positiontup
-    cursor = connection.connection.cursor()
-
-    def fetch(values: Mapping[str, Any]) -> list[Any]:
-        parameters: Any = {**compiled.params, **values}
-        if order is not None:  # a positional paramstyle (SQLite's "?")
-            parameters = tuple(parameters[name] for name in order)
-        cursor.execute(statement, parameters)
-        return list(cursor.fetchall())
-
-    try:
-        yield fetch
-    finally:
-        cursor.close()
 
 
 def _reason(exc: BaseException) -> str:
