@@ -3,17 +3,22 @@ the plain per-record way of cutting them, on fresh random data and on both engin
 
 from __future__ import annotations
 
+import gc
 import math
 import random
+import sqlite3
 import statistics
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
 
 import numpy as np
 import pytest
+import sqlalchemy as sa
 
 from history_support import ENGINES, database_url, document  # noqa: F401  (a fixture)
-from gpuperf.store.history import History
+from gpuperf.store.fetching import fetch
+from gpuperf.store.history import History, sqlite_url
 from gpuperf.store.history_rows import RunSummary
 from gpuperf.verdict.changepoints import DEFAULT_MIN_SIZE
 from gpuperf.verdict.history_changes import (ALL_HOSTS, Points, SeriesKey, find_changes, series,
@@ -136,3 +141,17 @@ def test_the_history_s_columns_hold_every_judged_figure_of_each_series(database_
     assert sum(len(points) for points in columns.values()) == sum(
         1 for doc, _, _ in documents for record in doc["records"] if record["status"] not in Status.UNJUDGED)
     assert len(recent) == 6 and {key: list(points) for key, points in since.items()} == per_record(rows, recent)
+
+
+def test_reading_rows_pauses_the_cycle_collector_and_gives_it_back(tmp_path: Path) -> None:
+    with History(sqlite_url(tmp_path / "h.sqlite")) as history:
+        assert history.append(document("2027-01-01T00:00:00+00:00", {"case": 5.0}), "run")
+        assert gc.isenabled() and len(history.runs()) == 1 and gc.isenabled()
+        gc.disable()
+        try:
+            assert len(history.series_columns()[0]) == 1 and not gc.isenabled()  # left as it was found
+        finally:
+            gc.enable()
+        with history.reading() as connection, pytest.raises(sqlite3.OperationalError, match="no such table"):
+            fetch(connection, sa.select(sa.table("missing", sa.column("x"))))
+        assert gc.isenabled()
