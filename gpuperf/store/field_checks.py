@@ -19,7 +19,8 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import MISSING, dataclass, fields
-from itertools import chain
+from itertools import chain, repeat
+from operator import itemgetter
 from typing import Any
 
 NoneType = type(None)
@@ -76,7 +77,7 @@ def _mappings_of(allowed: frozenset[type]) -> Callable[[set[type], Sequence[Any]
     def check(kinds: set[type], column: Sequence[Any]) -> bool:
         if not kinds <= _DICTS:
             return False
-        values = list(chain.from_iterable(value.values() for value in column))
+        values = list(chain.from_iterable(map(dict.values, column)))
         return set(map(type, values)) <= allowed and finite_floats(values)
     return check
 
@@ -138,9 +139,10 @@ def columns_sound(cls: type, rows: Sequence[Any]) -> dict[str, list[Any]] | None
     the value-by-value check names the fault (or finds none)."""
     if not set(map(type, rows)) <= _DICTS:
         return None
-    columns: dict[str, list[Any]] = {}
-    for name, required, checks in field_table(cls):
-        column = [row.get(name, ABSENT) for row in rows]
+    table = field_table(cls)
+    columns = _columns(rows, [name for name, _, _ in table])
+    for name, required, checks in table:
+        column = columns[name]
         kinds = set(map(type, column))
         present = column
         if object in kinds:
@@ -150,5 +152,19 @@ def columns_sound(cls: type, rows: Sequence[Any]) -> dict[str, list[Any]] | None
             kinds.discard(object)
         if not checks.column(kinds, present):
             return None
-        columns[name] = column
     return columns
+
+
+def _columns(rows: Sequence[dict[str, Any]], names: list[str]) -> dict[str, list[Any]]:
+    """The values of ``names`` over ``rows``, a list per name. The names the first row holds are taken apart by
+    ``itemgetter`` and ``zip``, without a Python step per value, when every row holds them (as a suite writes
+    its records); any other name, or all of them when the rows differ, is read row by row."""
+    held = [name for name in names if name in rows[0]] if rows else []
+    columns: dict[str, list[Any]] = {}
+    if len(held) > 1:
+        try:
+            columns = dict(zip(held, map(list, zip(*map(itemgetter(*held), rows)))))
+        except KeyError:
+            columns = {}
+    return {name: columns[name] if name in columns else list(map(dict.get, rows, repeat(name), repeat(ABSENT)))
+            for name in names}
