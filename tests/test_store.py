@@ -15,7 +15,8 @@ from gpuperf.cli import describe_os_error, main
 from gpuperf.store import atomic
 from gpuperf.store.baseline import MAX_BASELINE_BYTES, dump_baseline, load_baseline, parse_baseline
 from gpuperf.store.reading import MAX_DEPTH, InputError, load_json, load_yaml, read_text
-from gpuperf.store.results import STATUSES, ResultsError, _TYPE_CHECKS, load_run
+from gpuperf.store.field_checks import TYPE_CHECKS
+from gpuperf.store.results import STATUSES, ResultsError, load_run
 from gpuperf.store.records import Record, RunInfo
 from dataclasses import fields
 
@@ -90,8 +91,8 @@ def test_an_interrupted_write_leaves_no_temporary_file_and_git_ignores_one_a_kil
 
 def test_every_declared_record_and_run_field_type_has_a_check() -> None:
     """A field added to Record or RunInfo with a new type must say what the reader accepts for it."""
-    missing = {str(f.type) for cls in (Record, RunInfo) for f in fields(cls)} - set(_TYPE_CHECKS)
-    assert not missing, f"add these field types to store.results._TYPE_CHECKS: {missing}"
+    missing = {str(f.type) for cls in (Record, RunInfo) for f in fields(cls)} - set(TYPE_CHECKS)
+    assert not missing, f"add these field types to store.field_checks.TYPE_CHECKS: {missing}"
     assert "PASS" in STATUSES and "NOT_RECORDED" in STATUSES
 
 

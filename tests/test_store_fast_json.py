@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -65,3 +66,60 @@ def test_hostile_texts_read_alike(text: str) -> None:
 def test_a_results_file_takes_the_fast_path() -> None:
     text = (Path(__file__).resolve().parent.parent / "docs" / "h200" / "results.json").read_text()
     assert reading._fast_json(text) == load_json_strictly(HERE, text, "fix it")
+    assert reading._fast_json(text.encode()) == load_json_strictly(HERE, text, "fix it")
+
+
+def _indented(value: Any) -> str | None:
+    """orjson's indented form, as gpuperf writes results files; ``None`` for an integer beyond 64 bits."""
+    try:
+        return orjson.dumps(value, option=orjson.OPT_INDENT_2).decode() + "\n"
+    except TypeError:
+        return None
+
+
+@settings(max_examples=400, deadline=None)
+@given(VALUES)
+def test_orjsons_indented_form_reads_as_the_strict_reader_reads_it(value: Any) -> None:
+    text = _indented(value)
+    if text is not None:
+        _same(text)
+        assert _outcome(load_json, text.encode()) == _outcome(load_json, text)
+
+
+@settings(max_examples=300, deadline=None)
+@given(VALUES)
+def test_a_repeated_key_in_the_indented_form_is_refused_on_both_paths(value: Any) -> None:
+    text = _indented({"k": value, "other": [value]})
+    if text is not None:
+        doubled = text.rstrip()[:-1].rstrip() + ',\n  "k": 1\n}\n'
+        _same(doubled)
+        assert _outcome(load_json, doubled)[0] == "refused"
+        assert _outcome(load_json, doubled.encode())[0] == "refused"
+
+
+@pytest.mark.parametrize("depth", [MAX_DEPTH - 1, MAX_DEPTH, MAX_DEPTH + 1])
+def test_deep_nesting_in_the_indented_form_reads_alike(depth: int) -> None:
+    value: Any = [1]
+    for _ in range(depth - 1):
+        value = {"a": value}
+    text = _indented(value)
+    assert text is not None
+    _same(text)
+    assert _outcome(load_json, text)[0] == ("value" if depth <= MAX_DEPTH else "refused")
+
+
+@pytest.mark.parametrize("raw", [
+    b'\xef\xbb\xbf{"a": 1}', b'{"a": "\xff"}', b'{"a": "\xed\xa0\x80"}', '{"a": "µ"}'.encode(),
+    b'\xff\xfe{\x00}\x00', b'{"a": 1, "a": 2}', b'{"a": 1}', b"",
+])
+def test_bytes_read_as_their_text_reads(raw: bytes) -> None:
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        assert _outcome(load_json, raw)[0] == "refused" and "not UTF-8" in _outcome(load_json, raw)[1] \
+            or "UTF-16" in _outcome(load_json, raw)[1]
+        return
+    if text.startswith("\ufeff"):
+        assert "byte-order mark" in _outcome(load_json, raw)[1]
+        return
+    assert _outcome(load_json, raw) == _outcome(load_json, text)

@@ -28,12 +28,12 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
-import orjson
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from gpuperf.store.history import sqlite_url  # noqa: E402
+from gpuperf.store.results import document_text  # noqa: E402
 
 START = datetime(2027, 1, 1, tzinfo=timezone.utc)
 TEMPLATE = json.loads((ROOT / "docs" / "h200" / "results.json").read_text())
@@ -65,15 +65,15 @@ def document(number: int, templates: list[dict[str, Any]], rng: random.Random, r
 
 
 def write_files(folder: Path, runs: int, count: int) -> float:
-    """RUNS results files of COUNT records into ``folder`` (as a suite's runs would leave them, one a run, in
-    the suite's own indented JSON); the seconds it took."""
+    """RUNS results files of COUNT records into ``folder`` (as a suite's runs would leave them, one a run, by
+    the suite's own writer); the seconds it took."""
     templates = cases(count)
     rng = random.Random(1)
     folder.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
     for number in range(runs):
         data = document(number, templates, rng, runs)
-        (folder / f"run-{number:06d}.json").write_bytes(orjson.dumps(data, option=orjson.OPT_INDENT_2) + b"\n")
+        (folder / f"run-{number:06d}.json").write_text(document_text(data))
     return time.perf_counter() - started
 
 

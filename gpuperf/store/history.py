@@ -250,9 +250,10 @@ class History:
 
     def _insert(self, connection: sa.Connection, run: dict[str, Any], body: bytes,
                 records: list[tuple[Any, ...]]) -> None:
-        inserted = connection.execute(sa.insert(RUNS).values(**run)).inserted_primary_key
+        # statements without values, their parameters given apart: compiled once and cached, not per run
+        inserted = connection.execute(_RUN_INSERT, run).inserted_primary_key
         pk = inserted[0] if inserted is not None else None
-        connection.execute(sa.insert(RUN_DOCUMENTS).values(run_pk=pk, encoding=DOCUMENT_ENCODING, body=body))
+        connection.execute(_DOCUMENT_INSERT, {"run_pk": pk, "encoding": DOCUMENT_ENCODING, "body": body})
         if records:
             numbers = self._series_numbers(connection, {(values[1], values[6] or "") for values in records})
             statement, named = _record_insert(connection.dialect)
@@ -370,6 +371,10 @@ class History:
         if index is None or run_pk not in documents:
             return None
         return dict(documents[run_pk]["records"][index])
+
+
+_RUN_INSERT = sa.insert(RUNS)
+_DOCUMENT_INSERT = sa.insert(RUN_DOCUMENTS)
 
 
 def _insert_new_series(dialect: str) -> sa.Executable:

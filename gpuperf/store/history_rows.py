@@ -13,9 +13,10 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from itertools import repeat
 from pathlib import Path
 from typing import Any
 
@@ -33,8 +34,6 @@ RECORD_COLUMNS: dict[str, str] = {
     "method": "method", "flush": "flush", "status": "status", "note": "note", "gpu_index": "gpu_index",
     "cycles_per_call": "cycles_per_call", "sm_clock_mhz": "sm_clock_mhz", "value_at_max_clock": "value_at_max_clock",
 }
-_NUMERIC = frozenset({"value", "spread", "cycles_per_call", "sm_clock_mhz", "value_at_max_clock"})
-_INTEGER = frozenset({"samples", "gpu_index"})
 
 
 class HistoryInputError(ValueError):
@@ -59,9 +58,9 @@ class Provenance:
                 "baseline_digest": self.baseline_digest}
 
 
-def run_id(text: str) -> str:
-    """The run's identity: SHA-256 of its results-file text."""
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+def run_id(text: str | bytes) -> str:
+    """The run's identity: SHA-256 of its results-file text (or of that text's bytes, the same)."""
+    return hashlib.sha256(text if isinstance(text, bytes) else text.encode("utf-8")).hexdigest()
 
 
 def canonical_text(document: Mapping[str, Any]) -> str:
@@ -83,7 +82,8 @@ def _text(value: Any) -> str | None:
     return None if value is None or value == "" else str(value)
 
 
-def run_row(document: Mapping[str, Any], source: str, text: str, appended: datetime | None = None) -> dict[str, Any]:
+def run_row(document: Mapping[str, Any], source: str, text: str | bytes,
+            appended: datetime | None = None) -> dict[str, Any]:
     """The ``runs`` row of a document whose results-file text is ``text`` (its ``pk`` is the database's)."""
     run = document["run"]
     extra = run.get("extra") or {}
@@ -133,39 +133,50 @@ def kernel_names(record: Mapping[str, Any]) -> str:
     return " + ".join([str(kernel.get("name", "?")) for kernel in kernels if isinstance(kernel, dict)])
 
 
-#: The ``records`` columns ``record_values`` fills, in the table's order (``run_pk`` first, set when appended).
+#: The ``records`` columns ``records_values`` fills, in the table's order (``run_pk`` first, set when appended).
 RECORD_VALUE_COLUMNS = ("run_pk", "case_id", "value", "unit", "spread", "samples", "method", "flush", "kernels",
                         "status", "note", "gpu_index", "cycles_per_call", "sm_clock_mhz", "value_at_max_clock",
                         "position", "series_pk")
-_FLOAT, _INT, _STR = float, int, str
 
 
-def record_values(record: Mapping[str, Any], position: int, run_pk: int | None = None) -> tuple[Any, ...]:
-    """The ``records`` row of the results-file record at ``position`` of its run's document, as values in
-    ``RECORD_VALUE_COLUMNS`` order (but the last, ``series_pk``, the database's), each read from its
-    ``RECORD_COLUMNS`` key. Written out rather than looped
-    over the columns: a backfill builds a million of these, and this is a third of its Python time."""
-    get = record.get
-    value, spread, unit, method, flush = get("value"), get("rel_iqr"), get("unit"), get("method"), get("flush")
-    status, note, samples, gpu_index = get("status"), get("note"), get("samples"), get("gpu_index")
-    return (run_pk, str(record["case_id"]),
-            value if type(value) is _FLOAT and value - value == 0 else _number(value),
-            unit if type(unit) is _STR else _optional_text(unit),
-            spread if type(spread) is _FLOAT and spread - spread == 0 else _number(spread),
-            samples if type(samples) is _INT else _integer(samples),
-            method if type(method) is _STR else _optional_text(method),
-            flush if type(flush) is _STR else _optional_text(flush),
-            kernel_names(record),
-            status if type(status) is _STR else _optional_text(status),
-            note if type(note) is _STR else _optional_text(note),
-            gpu_index if type(gpu_index) is _INT else _integer(gpu_index),
-            _number(get("cycles_per_call")), _number(get("sm_clock_mhz")), _number(get("value_at_max_clock")),
-            position)
+def _figures(column: list[Any]) -> list[float | None]:
+    return [value if type(value) is float and value - value == 0 else _number(value) for value in column]
+
+
+def _integers(column: list[Any]) -> list[int | None]:
+    return [value if type(value) is int else _integer(value) for value in column]
+
+
+def _texts(column: list[Any]) -> list[str | None]:
+    return [value if type(value) is str else _optional_text(value) for value in column]
+
+
+#: How each ``records`` column's values are made from the results-file records' values of its key.
+_CONVERT: dict[str, Callable[[list[Any]], list[Any]]] = {
+    "case_id": lambda column: [str(value) for value in column], "value": _figures, "unit": _texts,
+    "spread": _figures, "samples": _integers, "method": _texts, "flush": _texts, "status": _texts, "note": _texts,
+    "gpu_index": _integers, "cycles_per_call": _figures, "sm_clock_mhz": _figures, "value_at_max_clock": _figures,
+}
+
+
+def records_values(records: Sequence[Mapping[str, Any]], run_pk: int | None = None) -> list[tuple[Any, ...]]:
+    """The ``records`` rows of a run's results-file records, as values in ``RECORD_VALUE_COLUMNS`` order (but
+    the last, ``series_pk``, the database's), each column read from its ``RECORD_COLUMNS`` key. Made a column at
+    a time: a backfill makes a million of these."""
+    columns: list[list[Any]] = []
+    for name in RECORD_VALUE_COLUMNS[1:-2]:
+        if name == "kernels":
+            columns.append([kernel_names(record) for record in records])
+        else:
+            key = RECORD_COLUMNS[name]
+            columns.append(_CONVERT[name]([record.get(key) for record in records]))
+    return list(zip(repeat(run_pk), *columns, range(len(records))))
 
 
 def record_row(record: Mapping[str, Any], position: int = 0) -> dict[str, Any]:
     """The ``records`` row of one results-file record as a column → value mapping (``run_pk`` left out)."""
-    return dict(zip(RECORD_VALUE_COLUMNS[1:], record_values(record, position)[1:]))
+    values = records_values([record])[0]
+    return dict(zip(RECORD_VALUE_COLUMNS[1:], (*values[1:-1], position)))
 
 
 def check_document(document: Any, where: str) -> dict[str, Any]:
@@ -186,21 +197,21 @@ def check_document(document: Any, where: str) -> dict[str, Any]:
     return document
 
 
-def read_results_document(path: Path) -> tuple[dict[str, Any], str]:
-    """One ``results.json`` as its document and text, checked by the results format's own reader, with every key
-    kept (the one reader of results files for the history)."""
-    from gpuperf.store.reading import InputError, read_text
-    from gpuperf.store.results import MAX_RESULTS_BYTES, ResultsError, check_run, parse_json
+def read_results_document(path: Path) -> tuple[dict[str, Any], bytes]:
+    """One ``results.json`` as its document and its bytes (its UTF-8 text), checked by the results format's own
+    reader, with every key kept (the one reader of results files for the history)."""
+    from gpuperf.store.reading import InputError, read_bytes
+    from gpuperf.store.results import MAX_RESULTS_BYTES, ResultsError, check_results, parse_json
 
     try:
-        text = read_text(path, MAX_RESULTS_BYTES, "a results file", "re-run the suite to get a complete results file")
-        data = parse_json(path, text)
-        check_run(path, data)  # the checked run is not kept: the history stores the document, every key of it
+        raw = read_bytes(path, MAX_RESULTS_BYTES, "a results file")
+        data = parse_json(path, raw)
+        check_results(path, data)  # nothing is built from it: the history stores the document, every key of it
     except OSError as exc:
         raise HistoryInputError(f"{path}: cannot be read ({exc.strerror or exc})") from None
     except (InputError, ResultsError) as exc:
         raise HistoryInputError(str(exc)) from None
-    return check_document(data, str(path)), text
+    return check_document(data, str(path)), raw
 
 
 def results_files(paths: Sequence[Path]) -> list[Path]:

@@ -361,32 +361,64 @@ def _keys_within(data: Any, limit: int) -> int:
     return keys
 
 
-def _fast_json(text: str) -> Any:
-    """The JSON value in ``text`` when it is certainly one the strict reader accepts, and the same value; else
-    ``None``, and the strict reader decides and names the fault. orjson parses strictly (no ``NaN``, no control
-    character in a string, nothing after the value) but keeps the last of a repeated key, makes a long integer
-    a float and nests up to 1,024 levels. So a text is taken only when its value nests at most ``MAX_DEPTH``
-    levels, holds no float of 2**63 or more, and its objects hold as many keys as the text has ``":``: every
-    key's closing quote is one (when no space precedes a colon), any other ``":`` only adds to the count, so a
-    repeated key, kept once, always leaves the keys fewer."""
-    if _SPACED_COLON.search(text) is not None:
-        return None
+#: In orjson's indented form, a line indented this deep lies within ``MAX_DEPTH`` containers.
+_DEEP_LINE = b"\n" + b" " * (2 * MAX_DEPTH)
+#: What ``_fast_json`` gives for a text it leaves to the strict reader.
+UNCERTAIN: Any = object()
+
+
+def _fast_json(text: str | bytes) -> Any:
+    """The JSON value in ``text`` (or in its UTF-8 bytes) when it is certainly one the strict reader accepts,
+    and the same value; else ``UNCERTAIN``, and the strict reader decides and names the fault. orjson parses
+    strictly (no ``NaN``, no control character in a string, no byte-order mark, UTF-8 only, nothing after the
+    value) but keeps the last of a repeated key, makes a long integer a float and nests up to 1,024 levels. So
+    a text is taken only when it is certain to hold none of those:
+
+    - when it is exactly orjson's own indented form of the value it parses to (as gpuperf writes its results
+      files): a repeated key, kept once, would be missing from that form, and a long integer would be written
+      as a float; and no line of it is indented as deep as ``MAX_DEPTH`` containers;
+    - or when its value nests at most ``MAX_DEPTH`` levels, holds no float of 2**63 or more, and its objects
+      hold as many keys as the text has ``":``: every key's closing quote is one (when no space precedes a
+      colon), any other ``":`` only adds to the count, so a repeated key, kept once, always leaves the keys
+      fewer.
+
+    Bytes are parsed as they are (a text's first parse would also encode it to UTF-8 for orjson, which costs as
+    much as the parse), and decoded only when the first test fails."""
     try:
         data = orjson.loads(text)
     except orjson.JSONDecodeError:
-        return None
+        return UNCERTAIN
+    raw = text if isinstance(text, bytes) else text.encode("utf-8")
+    if _DEEP_LINE not in raw and raw in _canonical_forms(data):
+        return data
+    text = raw.decode("utf-8")  # orjson has read it as UTF-8
+    if _SPACED_COLON.search(text) is not None:
+        return UNCERTAIN
     keys = _keys_within(data, MAX_DEPTH)
     if keys < 0 or keys != text.count('":'):
-        return None
+        return UNCERTAIN
     return data
 
 
-def load_json(path: Path, text: str, fix: str) -> Any:
-    """The JSON value in ``text``: strict (no ``NaN``, no repeated key, at most ``MAX_DEPTH`` levels); YAML
-    text is named as such, a cut-short file as cut short. A text that is certainly valid takes orjson's
-    parser (several times faster); any other takes Python's, with a check on every object and number."""
+def _canonical_forms(data: Any) -> tuple[bytes, bytes]:
+    """orjson's indented text of ``data``, with and without the closing newline gpuperf writes."""
+    try:
+        text = orjson.dumps(data, option=orjson.OPT_INDENT_2)
+    except TypeError:  # nested too deep for orjson's writer
+        return b"", b""
+    return text, text + b"\n"
+
+
+def load_json(path: Path, text: str | bytes, fix: str) -> Any:
+    """The JSON value in ``text`` (a file's text, or its bytes as read, decoded here only when needed): strict
+    (no ``NaN``, no repeated key, at most ``MAX_DEPTH`` levels); YAML text is named as such, a cut-short file
+    as cut short, bytes that are not UTF-8 as ``decode`` names them. A text that is certainly valid takes
+    orjson's parser (several times faster); any other takes Python's, with a check on every object and
+    number."""
     fast = _fast_json(text)
-    return fast if fast is not None else load_json_strictly(path, text, fix)
+    if fast is not UNCERTAIN:
+        return fast
+    return load_json_strictly(path, decode(path, text, fix) if isinstance(text, bytes) else text, fix)
 
 
 def load_json_strictly(path: Path, text: str, fix: str) -> Any:

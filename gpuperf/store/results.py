@@ -19,13 +19,16 @@ import csv
 import io
 import json
 import math
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import MISSING, fields
+from collections.abc import Iterable, Sequence
+from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
-from gpuperf.measure.kernel_records import Kernel
+import orjson
+
+from gpuperf.measure.kernel_records import Kernel, kernels_sound
 from gpuperf.store.atomic import write_atomically
+from gpuperf.store.field_checks import ABSENT, columns_sound, field_table
 from gpuperf.store.reading import MIB, InputError, load_json, read_text
 from gpuperf.store.records import Reason, Record, RunInfo, stored_reason
 from gpuperf.vocabulary import Status
@@ -39,6 +42,8 @@ MAX_RESULTS_BYTES = 32 * MIB
 STATUSES = frozenset(value for name, value in vars(Status).items() if name.isupper() and isinstance(value, str))
 #: Statuses that are a verdict on a figure: a record holding one must hold the figure.
 NEEDS_FIGURE = frozenset({Status.PASS, Status.IMPROVED, Status.REGRESSED, Status.UPDATED, Status.NO_BASELINE})
+#: orjson writes NaN and infinities as null, NumPy scalars and arrays as numbers and lists.
+_ORJSON_OPTIONS = orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS
 _RERUN = "re-run the suite (pytest perf_tests) or restore the file"
 
 
@@ -50,8 +55,18 @@ class ResultsError(InputError):
 
 
 def results_json_text(run: RunInfo, records: Iterable[Record]) -> str:
-    data = {"schema": SCHEMA, "run": run.to_dict(), "records": [record.to_dict() for record in records]}
-    return json.dumps(_strict_json(data), indent=2, allow_nan=False, default=_json_default) + "\n"
+    """The ``results.json`` text: orjson's two-space indented form, which its reader recognises and then checks
+    cheaply (``reading.load_json``). A value orjson cannot write (an integer beyond 64 bits) takes Python's
+    writer; either way a non-finite figure is ``null``."""
+    return document_text({"schema": SCHEMA, "run": run.to_dict(), "records": [record.to_dict() for record in records]})
+
+
+def document_text(data: dict[str, Any]) -> str:
+    """``results_json_text`` of a document already made of plain values."""
+    try:
+        return orjson.dumps(data, option=_ORJSON_OPTIONS, default=_json_default).decode("utf-8") + "\n"
+    except TypeError:
+        return json.dumps(_strict_json(data), indent=2, allow_nan=False, default=_json_default) + "\n"
 
 
 def results_csv_text(records: Sequence[Record], run: RunInfo | None = None) -> str:
@@ -99,74 +114,24 @@ def write_results(directory: Path, run: RunInfo, records: Sequence[Record],
 # --- reading -------------------------------------------------------------------------------------------
 
 
-def _number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-
-
-def _whole(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _texts(value: Any) -> bool:
-    return isinstance(value, list) and all(isinstance(item, str) for item in value)
-
-
-def _scalar(value: Any) -> bool:
-    return value is None or isinstance(value, (str, int, float, bool)) and (not isinstance(value, float)
-                                                                          or math.isfinite(value))
-
-
-#: What the JSON may hold for each field type a record or run declares, and what that is in words.
-_TYPE_CHECKS: dict[str, tuple[Callable[[Any], bool], str]] = {
-    "str": (lambda v: type(v) is str or isinstance(v, str), "text"),
-    "float": (lambda v: v is None or type(v) is float and v - v == 0 or _number(v),
-              "a finite number (or null for no figure)"),
-    "float | None": (lambda v: v is None or type(v) is float and v - v == 0 or _number(v), "a finite number or null"),
-    "int | None": (lambda v: v is None or _whole(v), "a whole number or null"),
-    "bool": (lambda v: isinstance(v, bool), "true or false"),
-    "bool | None": (lambda v: v is None or isinstance(v, bool), "true, false or null"),
-    "tuple[str, ...]": (lambda v: v is None or _texts(v), "a list of texts"),
-    "tuple[int, int] | None": (lambda v: v is None or isinstance(v, list) and len(v) == 2 and all(map(_whole, v)),
-                               "two whole numbers or null"),
-    "dict[str, str]": (lambda v: isinstance(v, dict) and all(map(_scalar, v.values())), "a mapping of names to values"),
-    "dict[str, int]": (lambda v: isinstance(v, dict) and all(map(_whole, v.values())),
-                       "a mapping of sizes to whole numbers"),
-    "dict[str, Any]": (lambda v: isinstance(v, dict), "a mapping"),
-    "tuple[Kernel, ...]": (lambda v: v is None or isinstance(v, list), "a list of kernels"),
-}
-
-
 def _checked_fields(cls: type[Record] | type[RunInfo], raw: Any, where: str) -> dict[str, Any]:
     """The fields of ``cls`` in ``raw``, each of its declared type; unknown keys are left out (a newer
     gpuperf's additions), a missing required field is named with the others missing."""
     if not isinstance(raw, dict):
         raise ResultsError(f"{where}: expected a mapping of fields, got {_short(raw)}; {_RERUN}")
-    table = _field_table(cls)
-    missing = [name for name, required, _, _ in table if required and name not in raw]
+    table = field_table(cls)
+    missing = [name for name, required, _ in table if required and name not in raw]
     if missing:
         raise ResultsError(f"{where}: lacks the field(s) {', '.join(missing)}: the file was written by another "
                            f"gpuperf version or edited by hand; {_RERUN}")
     values: dict[str, Any] = {}
-    for name, _, check, expected in table:
+    for name, _, checks in table:
         if name in raw:
             value = raw[name]
-            if not check(value):
-                raise ResultsError(f"{where}: field {name!r} must be {expected}, got {_short(value)}; {_RERUN}")
+            if not checks.value(value):
+                raise ResultsError(f"{where}: field {name!r} must be {checks.words}, got {_short(value)}; {_RERUN}")
             values[name] = value
     return values
-
-
-_FieldTable = tuple[tuple[str, bool, Callable[[Any], bool], str], ...]
-_FIELD_TABLES: dict[type, _FieldTable] = {}
-
-
-def _field_table(cls: type[Record] | type[RunInfo]) -> _FieldTable:
-    """Each declared field of ``cls``: its name, whether it is required, its check and what it must be (worked
-    out once: a backfill checks a million records)."""
-    if cls not in _FIELD_TABLES:
-        _FIELD_TABLES[cls] = tuple((f.name, f.default is MISSING and f.default_factory is MISSING,
-                                    *_TYPE_CHECKS.get(str(f.type), (_scalar, "a plain value"))) for f in fields(cls))
-    return _FIELD_TABLES[cls]
 
 
 def _short(value: Any) -> str:
@@ -222,12 +187,41 @@ def parse_run(path: Path, text: str) -> tuple[RunInfo, list[Record]]:
     return check_run(path, parse_json(path, text))
 
 
-def parse_json(path: Path, text: str) -> Any:
-    """A results file's JSON value, strict (``reading.load_json``), not yet checked as a results file."""
+def parse_json(path: Path, text: str | bytes) -> Any:
+    """A results file's JSON value (from its text or its bytes), strict (``reading.load_json``), not yet checked
+    as a results file."""
     try:
         return load_json(path, text, _RERUN)
     except InputError as exc:
         raise ResultsError(str(exc)) from None
+
+
+def check_results(path: Path, data: Any) -> None:
+    """Refuse a results file's parsed JSON as ``check_run`` would, without building its records: a sound file is
+    proved so a column at a time (``_sound``), and only another is checked record by record, which names the
+    fault."""
+    if not _sound(data):
+        check_run(path, data)
+
+
+def _sound(data: Any) -> bool:
+    """Whether ``check_run`` certainly accepts ``data`` (``False``: let it decide)."""
+    if type(data) is not dict or data.get("schema") != SCHEMA or type(data.get("records")) is not list \
+            or type(data.get("run")) is not dict or columns_sound(RunInfo, [data["run"]]) is None:
+        return False
+    records = data["records"]
+    columns = columns_sound(Record, records)
+    if columns is None:
+        return False
+    statuses, values = columns["status"], columns["value"]
+    if not set(statuses) <= STATUSES or not set(columns["reason"]) <= {*Reason.ALL, ABSENT}:
+        return False
+    if any(status in NEEDS_FIGURE for value, status in zip(values, statuses) if value is None):
+        return False
+    if not kernels_sound([kernel for kernels in columns["kernels"] if type(kernels) is list for kernel in kernels]):
+        return False
+    cases = set(zip(columns["case_id"], [None if index is ABSENT else index for index in columns["gpu_index"]]))
+    return len(cases) == len(records)
 
 
 def check_run(path: Path, data: Any) -> tuple[RunInfo, list[Record]]:
