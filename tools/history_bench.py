@@ -1,16 +1,25 @@
 """How fast the history is: a year of nightly runs of a fleet, ingested into SQLite and asked for change points.
 
-    PYTHONPATH=$PWD python3 tools/history_bench.py [--runs 10000] [--cases 150] [--out /tmp/history-bench]\n        [--reuse-files]
+    PYTHONPATH=$PWD python3 tools/history_bench.py [--runs 10000] [--cases 150] [--out /tmp/history-bench]
+        [--reuse-files | --reuse-database] [--appends 5]
 
 1. ``ingest``: RUNS synthetic results files × CASES cases (records shaped like the README's H200 run, every
    field, with 0.5–2 % noise and a 3 % step in every tenth case) are written to OUT/files first (timed apart),
    then ``python -m gpuperf history ingest OUT/files`` is timed as a fresh process: every file read, parsed and
    checked by the results format's reader, its rows built and its document compressed (in worker processes),
    written to SQLite, the series index built at the end.
-2. ``changes``: ``python -m gpuperf history changes`` over the whole database, as a fresh process.
-3. ``append``: what the history adds to a suite run's end, in a fresh process: importing the append module
-   (SQLAlchemy), opening the full database, appending one CASES-record run (``history_append.append_run``) after
-   the run's results files were written (as the session writes them, history or not; not counted).
+2. ``changes``: ``python -m gpuperf history changes`` over the whole database, as a fresh process, three times.
+3. ``append``: what the history adds to a suite run, each time in a fresh process (APPENDS of them, each
+   appending a run of its own to the database: median and max). The process first imports what a suite session
+   has loaded when it ends without a history (pytest, NumPy, the plugin with its options, fixtures, lifecycle and
+   run end, the results writer) and reads the baseline (the gate does); then it times what the history adds: the
+   imports (the append module with SQLAlchemy and the store, the recent-runs reader), the run's provenance (git,
+   the baseline's digest), the recent runs ``summary.md`` shows (read from the history) and the append of the
+   CASES-record run (``history_append.append_run``, opening the database). The results files are written between
+   the last two, as the session writes them, history or not (not counted).
+
+``--reuse-database`` skips the files and the ingest and times the other two against OUT/history.sqlite as it is
+(the appends add their runs to it: point OUT at a copy).
 """
 
 from __future__ import annotations
@@ -21,6 +30,7 @@ import json
 import os
 import random
 import shutil
+import statistics
 import subprocess
 import sys
 import time
@@ -85,20 +95,61 @@ def timed(command: list[str]) -> tuple[float, str]:
 
 APPEND = """
 import json, sys, tempfile, time
+from pathlib import Path
+import numpy, pytest
+import gpuperf.wiring.plugin
+from gpuperf.output import results
+from gpuperf.output.trend_paths import DEFAULT_SITE
+from gpuperf.store.baseline import load_baseline
+from gpuperf.store.records import Record, RunInfo
+from gpuperf.wiring.session import Options
+root, url, sample = Path(sys.argv[1]), sys.argv[2], Path(sys.argv[3])
+data = json.loads(sample.read_text())
+run, records = RunInfo.from_dict(data["run"]), [Record.from_dict(record) for record in data["records"]]
+baseline = load_baseline(root / "baselines" / "nvidia-h200.yaml")
 started = time.perf_counter()
 from gpuperf.wiring import history_append
+from gpuperf.output.trend_source import summary_history
 imported = time.perf_counter()
-from gpuperf.store.records import Record, RunInfo
-from gpuperf.store.results import write_results
-data = json.loads(open(sys.argv[2]).read())
-run, records = RunInfo.from_dict(data["run"]), [Record.from_dict(r) for r in data["records"]]
-write_results(tempfile.mkdtemp(), run, records)  # the suite writes its results files, history or not
-loaded = time.perf_counter()
-line = history_append.append_run(sys.argv[1], run, records, "bench")
+run = history_append.with_provenance(run, history_append.session_provenance(root, Options(), ["perf_tests"],
+                                                                             baseline))
+provenance = time.perf_counter()
+recent = summary_history(url, run, records, root / DEFAULT_SITE)
+summarised = time.perf_counter()
+files = results.write_run(Path(tempfile.mkdtemp()), run, records, history=recent)
+written = time.perf_counter()
+line = history_append.append_run(url, run, records, str(files.results_json), files.results_text)
 done = time.perf_counter()
-print(f"import {imported - started:.3f} s + append {done - loaded:.3f} s = {done - loaded + imported - started:.3f} s"
-      f" ({line})")
+parts = {"import": imported - started, "provenance": provenance - imported, "recent runs": summarised - provenance,
+         "append": done - written}
+print(json.dumps({**parts, "total": sum(parts.values()), "line": line}))
 """
+
+
+def appends(url: str, out: Path, runs: int, count: int, processes: int) -> str:
+    """The history's cost at a suite run's end, ``processes`` times in a fresh process: median and max. The
+    database is on disk first: the ingest has just written a gigabyte, and the first append's checkpoint would
+    wait for all of it, where a suite's database was written long before."""
+    os.sync()
+    measured = []
+    for number in range(processes):
+        sample = out / f"one-run-{number}.json"
+        sample.write_text(json.dumps(document(runs + 1 + number, cases(count), random.Random(1000 + number), runs)))
+        done = subprocess.run([sys.executable, "-c", APPEND, str(ROOT), url, str(sample)], capture_output=True,
+                              text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+        sample.unlink()
+        if done.returncode != 0:
+            raise SystemExit(f"the append's process failed:\n{done.stderr}")
+        measured.append(json.loads(done.stdout.splitlines()[-1]))
+        if "records appended" not in measured[-1]["line"]:
+            raise SystemExit(f"{url}: {measured[-1]['line']}: it holds this bench's runs already; time the appends "
+                             "on a fresh copy of the database")
+    totals = sorted(figures["total"] for figures in measured)
+    parts = ", ".join(f"{name} {statistics.median(figures[name] for figures in measured):.3f}"
+                      for name in ("import", "provenance", "recent runs", "append"))
+    each = ", ".join(f"{figures['total']:.2f}" for figures in measured)
+    return (f"median {statistics.median(totals):.2f} s, max {totals[-1]:.2f} s over {processes} processes "
+            f"({each} s; medians: {parts} s; {measured[-1]['line']})")
 
 
 def main() -> int:
@@ -108,12 +159,27 @@ def main() -> int:
     parser.add_argument("--out", type=Path, default=Path("/tmp/history-bench"))
     parser.add_argument("--reuse-files", action="store_true",
                         help="use the results files a previous run wrote under OUT/files when there are RUNS of them")
+    parser.add_argument("--reuse-database", action="store_true",
+                        help="no files, no ingest: time changes and the appends against OUT/history.sqlite as it is "
+                             "(the appends add runs to it)")
+    parser.add_argument("--appends", type=int, default=5, metavar="N", help="fresh processes that each append a run")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     database = args.out / "history.sqlite"
+    url = sqlite_url(database)
+    if not args.reuse_database:
+        ingest(args, database, url)
+    changes = [timed([sys.executable, "-m", "gpuperf", "history", "--history", url, "changes"]) for _ in range(3)]
+    print(f"history changes (a fresh process, 3 times): median {statistics.median(s for s, _ in changes):.2f} s "
+          f"({', '.join(f'{s:.2f}' for s, _ in changes)} s): {changes[-1][1]}", flush=True)
+    print(f"suite-end history (import, provenance, recent runs, append): "
+          f"{appends(url, args.out, args.runs, args.cases, args.appends)}")
+    return 0
+
+
+def ingest(args: argparse.Namespace, database: Path, url: str) -> None:
     for suffix in ("", "-wal", "-shm"):
         Path(f"{database}{suffix}").unlink(missing_ok=True)
-    url = sqlite_url(database)
     folder = args.out / "files"
     if args.reuse_files and len(list(folder.glob("run-*.json"))) == args.runs:
         print(f"files: reusing {args.runs} results files in {folder}")
@@ -126,13 +192,6 @@ def main() -> int:
     size = database.stat().st_size / 2**20
     print(f"ingest (python -m gpuperf history ingest, a fresh process, reading and checking every file): "
           f"{args.runs} runs × {args.cases} cases in {ingest_s:.1f} s ({size:.0f} MiB): {last}", flush=True)
-    changes_s, last = timed([sys.executable, "-m", "gpuperf", "history", "--history", url, "changes"])
-    print(f"history changes (a fresh process): {changes_s:.2f} s: {last}")
-    sample = args.out / "one-run.json"
-    sample.write_text(json.dumps(document(args.runs + 1, cases(args.cases), random.Random(3), args.runs)))
-    append_s, line = timed([sys.executable, "-c", APPEND, url, str(sample)])
-    print(f"suite-end append (a fresh process, {append_s:.2f} s wall with interpreter start): {line}")
-    return 0
 
 
 if __name__ == "__main__":
