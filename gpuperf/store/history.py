@@ -9,6 +9,7 @@ already present (same run id) is a no-op, also when two processes append it at o
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, nullcontext
@@ -141,9 +142,8 @@ def create_engine(url: str) -> sa.Engine:
                            "pip install 'gpuperf[postgres]'") from exc
 
 
-_SUMMARY_COLUMNS = [RUNS.c[name] for name in
-                    ("pk", "run_id", "kind", "started", "gpu_slug", "host", "git_commit", "git_dirty", "branch",
-                     "driver", "cuda_runtime", "cublas", "cupy")]
+#: The columns of a ``RunSummary``, in the order of its fields.
+_SUMMARY_COLUMNS = [RUNS.c[field.name] for field in dataclasses.fields(RunSummary)]
 
 
 class History:
@@ -294,12 +294,12 @@ class History:
             query = query.where(RUNS.c.gpu_slug == gpu)
         if since:
             query = query.where(RUNS.c.started >= since)
-        names = [column.name for column in _SUMMARY_COLUMNS]
         with self.reading() as connection:
-            rows = [dict(zip(names, row)) for row in fetch(connection, query)]
-        for row in rows:  # the driver's own values: SQLite's Boolean is 0 or 1, made a bool as SQLAlchemy would
-            row["git_dirty"] = None if row["git_dirty"] is None else bool(row["git_dirty"])
-        return {row["pk"]: RunSummary(**row) for row in rows}
+            rows = [list(row) for row in fetch(connection, query)]
+        dirty = _SUMMARY_COLUMNS.index(RUNS.c.git_dirty)
+        for row in rows:  # SQLite's Boolean is 0 or 1: made a bool, as SQLAlchemy does
+            row[dirty] = None if row[dirty] is None else bool(row[dirty])
+        return {row[0]: RunSummary(*row) for row in rows}
 
     def values(self, run_pks: Sequence[int] | None = None,
                case: str | None = None) -> list[tuple[str, str, int, float | None, str]]:
