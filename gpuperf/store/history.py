@@ -15,26 +15,21 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, nullcontext
 import functools
 from functools import lru_cache
-from itertools import chain
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import orjson
 import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
-from gpuperf.store import history_rows
-from gpuperf.store.fetching import fetch, fetcher
+from gpuperf.store import history_rows, history_series
+from gpuperf.store.fetching import fetch
 from gpuperf.store.history_ingest import IngestReport, Prepared, ingest_files, prepare, selected_files
 from gpuperf.store.history_rows import RECORD_VALUE_COLUMNS, RunSummary
 from gpuperf.store.history_schema import (DOCUMENT_ENCODING, RECORDS, RUN_DOCUMENTS, RUNS, SCHEMA_VERSION, SERIES,
                                           SERIES_COLUMNS, SERIES_INDEX, SchemaError, create_series_index, decode_document, encode_document,
                                           has_series_index, migrate,
                                           recorded_version)
-from gpuperf.vocabulary import Status
-
-if TYPE_CHECKING:  # imported where used: a suite's append needs neither them nor NumPy
-    import numpy as np
 
 
 #: Environment variable naming the history when ``--history`` is not given.
@@ -316,29 +311,11 @@ class History:
             rows = [row for row in rows if row[2] in wanted]
         return [(row[0], row[1], row[2], row[3], row[4]) for row in rows]
 
-    def series_columns(self) -> tuple[list[tuple[str, str, int]], np.ndarray, np.ndarray]:
+    def series_columns(self, workers: int | None = None) -> history_series.Columns:
         """The judged figures as columns for ``history_changes.series_from_columns``: ``(case_id, method,
-        count)`` per group, then every group's run pks and values, in group order.
-
-        One query a series, through the series index: the series number need not come back with each of a
-        million rows, and each row's two numbers go straight into an array, never into a list of tuples."""
-        import numpy as np
-
-        judged = sa.and_(RECORDS.c.series_pk == sa.bindparam("series", None, type_=sa.Integer),
-                         RECORDS.c.status.not_in(sorted(Status.UNJUDGED)), RECORDS.c.value > 0)
-        figures = sa.select(RECORDS.c.run_pk, RECORDS.c.value).where(judged).order_by(RECORDS.c.run_pk)
-        groups: list[tuple[str, str, int]] = []
-        columns = []
-        with self.reading() as connection, fetcher(connection, figures) as figures_of:
-            names = sorted((str(case), str(method), int(pk)) for pk, case, method in
-                           fetch(connection, sa.select(SERIES)))
-            for case, method, number in names:
-                rows = figures_of({"series": number})
-                if rows:
-                    groups.append((case, method, len(rows)))
-                    columns.append(np.fromiter(chain.from_iterable(rows), float, count=2 * len(rows)))
-        pairs = np.concatenate(columns).reshape(-1, 2) if columns else np.zeros((0, 2))
-        return groups, pairs[:, 0].astype(np.int64), pairs[:, 1].copy()
+        count)`` per group, then every group's run pks and values, in group order (``history_series``)."""
+        with self.reading() as connection:
+            return history_series.series_columns(self.url, connection, workers)
 
     def kernels(self, case: str, run_pks: Sequence[int]) -> dict[int, str]:
         """The kernels each of those runs' record of ``case`` names (``name + name``)."""
