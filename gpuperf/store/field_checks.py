@@ -61,7 +61,13 @@ def finite_floats(values: Any) -> bool:
 
 
 def _figures(kinds: set[type], column: Sequence[Any]) -> bool:
-    return kinds <= _NUMBERS and (float not in kinds or finite_floats(column))
+    if not kinds <= _NUMBERS:
+        return False
+    try:
+        total = sum(filter(None, column))  # no true or false here: only nulls and zeros are left out
+    except OverflowError:  # a whole number too large for a float: left to the value-by-value check
+        return False
+    return bool(total - total == 0)
 
 
 def _inner_types(column: Sequence[Any]) -> set[type]:

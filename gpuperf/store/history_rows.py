@@ -140,7 +140,8 @@ RECORD_VALUE_COLUMNS = ("run_pk", "case_id", "value", "unit", "spread", "samples
 
 
 def _figures(column: list[Any]) -> list[float | None]:
-    return [value if type(value) is float and value - value == 0 else _number(value) for value in column]
+    return [value if type(value) is float and value - value == 0 else None if value is None else _number(value)
+            for value in column]
 
 
 def _integers(column: list[Any]) -> list[int | None]:
