@@ -17,7 +17,7 @@ overflows is not finite either, and leaves the column to the value-by-value chec
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import MISSING, dataclass, fields
 from itertools import chain, repeat
 from operator import itemgetter
@@ -61,7 +61,13 @@ def finite_floats(values: Any) -> bool:
 
 
 def _figures(kinds: set[type], column: Sequence[Any]) -> bool:
-    return kinds <= _NUMBERS and (float not in kinds or finite_floats(column))
+    if not kinds <= _NUMBERS:
+        return False
+    try:
+        total = sum(filter(None, column))  # no true or false here: only nulls and zeros are left out
+    except OverflowError:  # a whole number too large for a float: left to the value-by-value check
+        return False
+    return bool(total - total == 0)
 
 
 def _inner_types(column: Sequence[Any]) -> set[type]:
@@ -140,7 +146,7 @@ def columns_sound(cls: type, rows: Sequence[Any]) -> dict[str, list[Any]] | None
     if not set(map(type, rows)) <= _DICTS:
         return None
     table = field_table(cls)
-    columns = _columns(rows, [name for name, _, _ in table])
+    columns = columns_of(rows, [name for name, _, _ in table])
     for name, required, checks in table:
         column = columns[name]
         kinds = set(map(type, column))
@@ -155,10 +161,11 @@ def columns_sound(cls: type, rows: Sequence[Any]) -> dict[str, list[Any]] | None
     return columns
 
 
-def _columns(rows: Sequence[dict[str, Any]], names: list[str]) -> dict[str, list[Any]]:
-    """The values of ``names`` over ``rows``, a list per name. The names the first row holds are taken apart by
-    ``itemgetter`` and ``zip``, without a Python step per value, when every row holds them (as a suite writes
-    its records); any other name, or all of them when the rows differ, is read row by row."""
+def columns_of(rows: Sequence[Mapping[str, Any]], names: Sequence[str], absent: Any = ABSENT) -> dict[str, list[Any]]:
+    """The values of ``names`` over ``rows``, a list per name (``absent`` where a row lacks one). The names the
+    first row holds are taken apart by ``itemgetter`` and ``zip``, without a Python step per value, when every
+    row holds them (as a suite writes its records); any other name, or all of them when the rows differ, is
+    read row by row."""
     held = [name for name in names if name in rows[0]] if rows else []
     columns: dict[str, list[Any]] = {}
     if len(held) > 1:
@@ -166,5 +173,4 @@ def _columns(rows: Sequence[dict[str, Any]], names: list[str]) -> dict[str, list
             columns = dict(zip(held, map(list, zip(*map(itemgetter(*held), rows)))))
         except KeyError:
             columns = {}
-    return {name: columns[name] if name in columns else list(map(dict.get, rows, repeat(name), repeat(ABSENT)))
-            for name in names}
+    return {name: columns[name] if name in columns else [row.get(name, absent) for row in rows] for name in names}

@@ -41,8 +41,8 @@ class IngestReport:
 
 
 def prepare(document: dict[str, Any], source: str, text: str | bytes | None) -> Prepared:
-    """A run's row, its compressed document and its records' values, checked, before any transaction."""
-    history_rows.check_document(document, source)
+    """A run's row, its compressed document and its records' values, before any transaction, of a document
+    ``history_rows.check_document`` has passed (every caller checks it first)."""
     text = history_rows.canonical_text(document) if text is None else text
     records = history_rows.records_values(document["records"])
     return history_rows.run_row(document, source, text), encode_document(text), records

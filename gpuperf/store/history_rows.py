@@ -20,6 +20,8 @@ from itertools import repeat
 from pathlib import Path
 from typing import Any
 
+from gpuperf.store.field_checks import columns_of
+
 #: ``run.extra`` key under which a session records where its figures came from (``Provenance``).
 PROVENANCE = "provenance"
 
@@ -140,7 +142,8 @@ RECORD_VALUE_COLUMNS = ("run_pk", "case_id", "value", "unit", "spread", "samples
 
 
 def _figures(column: list[Any]) -> list[float | None]:
-    return [value if type(value) is float and value - value == 0 else _number(value) for value in column]
+    return [value if type(value) is float and value - value == 0 else None if value is None else _number(value)
+            for value in column]
 
 
 def _integers(column: list[Any]) -> list[int | None]:
@@ -163,13 +166,9 @@ def records_values(records: Sequence[Mapping[str, Any]], run_pk: int | None = No
     """The ``records`` rows of a run's results-file records, as values in ``RECORD_VALUE_COLUMNS`` order (but
     the last, ``series_pk``, the database's), each column read from its ``RECORD_COLUMNS`` key. Made a column at
     a time: a backfill makes a million of these."""
-    columns: list[list[Any]] = []
-    for name in RECORD_VALUE_COLUMNS[1:-2]:
-        if name == "kernels":
-            columns.append([kernel_names(record) for record in records])
-        else:
-            key = RECORD_COLUMNS[name]
-            columns.append(_CONVERT[name]([record.get(key) for record in records]))
+    keys = columns_of(records, list(RECORD_COLUMNS.values()), None)
+    columns = [[kernel_names(record) for record in records] if name == "kernels"
+               else _CONVERT[name](keys[RECORD_COLUMNS[name]]) for name in RECORD_VALUE_COLUMNS[1:-2]]
     return list(zip(repeat(run_pk), *columns, range(len(records))))
 
 

@@ -1,0 +1,81 @@
+"""A run's record rows, made a column at a time (``history_rows.records_values``), are what the columns' rules give
+record by record, written out plainly here, whatever the records hold and whichever keys they lack."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gpuperf.store.history_rows import RECORD_COLUMNS, RECORD_VALUE_COLUMNS, record_row, records_values
+
+VALUES = st.sampled_from([None, 0, 1, -3, 2.5, -0.0, 1e300, float("inf"), float("nan"), True, False, "x", "",
+                          [1980, 1965], [1980], [], [1.5, "a"], {"a": 1}]) | st.floats() | st.integers(-10**6, 10**6)
+KERNELS = st.none() | st.lists(st.dictionaries(st.sampled_from(["name", "grid"]), st.text(max_size=3) | st.integers(),
+                                                max_size=2) | st.integers(), max_size=3)
+RECORDS = st.fixed_dictionaries({"case_id": st.text(min_size=1, max_size=5) | st.integers()},
+                                optional={**{key: VALUES for key in RECORD_COLUMNS.values() if key != "case_id"},
+                                          "kernels": KERNELS})
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, (list, tuple)):
+        numbers = [float(item) for item in value if isinstance(item, (int, float)) and not isinstance(item, bool)]
+        return sum(numbers) / len(numbers) if numbers else None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return None
+    return float(value)
+
+
+def _reference(record: dict[str, Any], position: int) -> tuple[Any, ...]:
+    def text(key: str) -> str | None:
+        value = record.get(key)
+        return None if value is None else str(value)
+
+    def whole(key: str) -> int | None:
+        value = record.get(key)
+        if type(value) is int:
+            return value
+        number = _number(value)
+        return None if number is None else int(number)
+
+    kernels = record.get("kernels") or []
+    names = " + ".join(str(kernel.get("name", "?")) for kernel in kernels if isinstance(kernel, dict))
+    by_column: dict[str, Any] = {
+        "case_id": str(record["case_id"]), "kernels": names, "position": position,
+        **{column: _number(record.get(key)) for column, key in RECORD_COLUMNS.items()
+           if column in ("value", "spread", "cycles_per_call", "sm_clock_mhz", "value_at_max_clock")},
+        **{column: text(key) for column, key in RECORD_COLUMNS.items()
+           if column in ("unit", "method", "flush", "status", "note")},
+        **{column: whole(key) for column, key in RECORD_COLUMNS.items() if column in ("samples", "gpu_index")},
+    }
+    return (None, *(by_column[column] for column in RECORD_VALUE_COLUMNS[1:-1]))
+
+
+def _same(made: tuple[Any, ...], expected: tuple[Any, ...]) -> bool:
+    return len(made) == len(expected) and all(
+        type(a) is type(b) and (a == b or isinstance(a, float) and math.isnan(a) and math.isnan(b))
+        for a, b in zip(made, expected))
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(RECORDS, min_size=1, max_size=6))
+def test_rows_made_by_columns_are_the_per_record_rules(records: list[dict[str, Any]]) -> None:
+    made = records_values(records)
+    assert len(made) == len(records)
+    for position, (row, record) in enumerate(zip(made, records)):
+        assert _same(row, _reference(record, position)), (record, row)
+        assert record_row(record, position) == dict(zip(RECORD_VALUE_COLUMNS[1:], _reference(record, position)[1:]))
+
+
+def test_a_run_of_records_holding_every_key_takes_the_same_rows() -> None:
+    """Records that all hold the same keys (as a suite writes them) are taken apart by ``itemgetter``."""
+    records = [{"case_id": f"case-{index}", "value": 10.0 + index, "rel_iqr": 0.01, "unit": "TFLOPS", "method": "m",
+                "flush": "cold", "status": "PASS", "note": "", "samples": 9, "gpu_index": 0, "cycles_per_call": 5e6,
+                "sm_clock_mhz": [1980, 1970], "value_at_max_clock": 10.5, "kernels": [{"name": "k"}]}
+               for index in range(50)]
+    assert all(_same(row, _reference(record, position))
+               for position, (row, record) in enumerate(zip(records_values(records), records)))
+    assert records_values(records)[3][13] == 1975.0
