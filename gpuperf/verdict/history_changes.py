@@ -90,12 +90,16 @@ class Points(Sequence[tuple[int, float]]):
 
 def _split_by_host(key: SeriesKey, points: Points, hosts: np.ndarray, host_names: Sequence[str],
                    host_split: float) -> dict[SeriesKey, Points]:
-    """One series over all hosts, or one per host when two hosts' medians are ``host_split`` or more apart."""
+    """One series over all hosts, or one per host when two hosts' medians are ``host_split`` or more apart.
+    ``hosts`` numbers each point's host (small integers: sorting by them is a counting sort)."""
     if np.all(hosts == hosts[0]):
         return {replace(key, host=host_names[hosts[0]]): points}
+    counts = np.bincount(hosts)
+    present = np.flatnonzero(counts)
+    counts = counts[present]
+    first = np.cumsum(counts) - counts
     by_figure = np.argsort(points.values)
     ranked = by_figure[np.argsort(hosts[by_figure], kind="stable")]  # by host, then by figure
-    present, first, counts = np.unique(hosts[ranked], return_index=True, return_counts=True)
     medians = _medians(points.values[ranked], first, counts)
     if medians.max() / medians.min() - 1 < host_split:
         return {key: points}
@@ -131,15 +135,17 @@ def series_from_columns(groups: Sequence[tuple[str, str, int]], pks: np.ndarray,
     """``series`` from judged figures as columns: ``(case_id, method, count)`` per group, and the groups' run
     pks and values one after the other (what ``History.series_columns`` reads, a million rows in a second)."""
     size = max([*runs, int(pks.max()) if len(pks) else 0]) + 1
+    host_names = list(dict.fromkeys(run.host for run in runs.values()))
+    slug_names = list(dict.fromkeys(run.gpu_slug for run in runs.values()))
+    host_index = {name: index for index, name in enumerate(host_names)}
+    slug_index = {name: index for index, name in enumerate(slug_names)}
     order = np.full(size, -1, dtype=np.int64)
-    host_of = np.zeros(size, dtype=np.int64)
+    host_of = np.zeros(size, dtype=np.int16 if len(host_names) <= np.iinfo(np.int16).max else np.int64)  # sorts fast
     slug_of = np.zeros(size, dtype=np.int64)
-    host_names: list[str] = []
-    slug_names: list[str] = []
     for position, (pk, run) in enumerate(runs.items()):
         order[pk] = position
-        host_of[pk] = _index(host_names, run.host)
-        slug_of[pk] = _index(slug_names, run.gpu_slug)
+        host_of[pk] = host_index[run.host]
+        slug_of[pk] = slug_index[run.gpu_slug]
     grouped: dict[SeriesKey, Points] = {}
     start = 0
     for case_id, method, count in groups:
@@ -148,18 +154,12 @@ def series_from_columns(groups: Sequence[tuple[str, str, int]], pks: np.ndarray,
         selected = order[group_pks] >= 0
         ranked = np.argsort(order[group_pks[selected]], kind="stable")
         in_order, figures = group_pks[selected][ranked], group_values[selected][ranked]
-        for slug in np.unique(slug_of[in_order]):
-            mine = slug_of[in_order] == slug
+        for slug in np.flatnonzero(np.bincount(slug_of[in_order])):
+            mine = slug_of[in_order] == slug if len(slug_names) > 1 else slice(None)
             grouped.update(_split_by_host(SeriesKey(slug_names[slug], ALL_HOSTS, case_id, method),
                                           Points(in_order[mine], figures[mine]), host_of[in_order[mine]], host_names,
                                           host_split))
     return grouped
-
-
-def _index(names: list[str], name: str) -> int:
-    if name not in names:
-        names.append(name)
-    return names.index(name)
 
 
 def version_change(before: RunSummary, after: RunSummary) -> str:
