@@ -42,9 +42,12 @@ SQLITE_BUSY_TIMEOUT_S = 60
 #: SQLite's page cache per connection: the series index's pages of a long history stay in memory during a
 #: backfill instead of being read back for every run.
 SQLITE_CACHE_KIB = 64 * 1024
+#: A new database's page size: a backfill's writing takes a quarter less time than with 4 KiB pages (fewer pages
+#: to split and to log for the same rows), and reading whole series does not slow.
+SQLITE_PAGE_BYTES = 16384
 #: WAL pages between SQLite's checkpoints (each syncs the WAL and the database): 64 MiB rather than the default
 #: 4 MiB saves a backfill of a gigabyte some 250 pairs of syncs; what is committed is as durable either way.
-SQLITE_CHECKPOINT_PAGES = 16384
+SQLITE_CHECKPOINT_PAGES = 64 * 2**20 // SQLITE_PAGE_BYTES
 #: Results files ingested per transaction.
 INGEST_BATCH = 100
 #: An ingest of this many files or more is a backfill (``History.bulk``): the series index is built at its end.
@@ -111,6 +114,7 @@ def _sqlite_engine(url: sa.URL) -> sa.Engine:
         dbapi_connection.isolation_level = None  # transactions begin below, not in the driver
         cursor = dbapi_connection.cursor()
         cursor.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_S * 1000}")
+        cursor.execute(f"PRAGMA page_size = {SQLITE_PAGE_BYTES}")  # a new database's; an existing one keeps its own
         cursor.execute("PRAGMA journal_mode = WAL")
         cursor.execute("PRAGMA synchronous = NORMAL")
         cursor.execute("PRAGMA foreign_keys = ON")
@@ -245,10 +249,13 @@ class History:
 
     def _insert(self, connection: sa.Connection, run: dict[str, Any], body: bytes,
                 records: list[tuple[Any, ...]]) -> None:
-        # statements without values, their parameters given apart: compiled once and cached, not per run
-        inserted = connection.execute(_RUN_INSERT, run).inserted_primary_key
-        pk = inserted[0] if inserted is not None else None
-        connection.execute(_DOCUMENT_INSERT, {"run_pk": pk, "encoding": DOCUMENT_ENCODING, "body": body})
+        dialect = connection.dialect
+        statement, order, returning = _run_insert(dialect, tuple(run))
+        inserted = connection.exec_driver_sql(statement, _parameters(order, run))
+        pk = inserted.scalar() if returning else inserted.lastrowid
+        statement, order, _ = _document_insert(dialect)
+        connection.exec_driver_sql(statement, _parameters(order, {"run_pk": pk, "encoding": DOCUMENT_ENCODING,
+                                                                  "body": body}))
         if records:
             numbers = self._series_numbers(connection, {(values[1], values[6] or "") for values in records})
             statement, named = _record_insert(connection.dialect)
@@ -350,8 +357,35 @@ class History:
         return dict(documents[run_pk]["records"][index])
 
 
-_RUN_INSERT = sa.insert(RUNS)
-_DOCUMENT_INSERT = sa.insert(RUN_DOCUMENTS)
+DriverInsert = tuple[str, "tuple[str, ...] | None", bool]
+
+
+@lru_cache(maxsize=8)
+def _run_insert(dialect: sa.Dialect, keys: tuple[str, ...]) -> DriverInsert:
+    """A run's INSERT as the driver takes it, compiled once (through SQLAlchemy it costs more than the row's
+    writing): the statement, its parameters' order (``None``: named), and whether it returns the new ``pk``
+    (else the cursor's ``lastrowid`` is it)."""
+    statement = sa.insert(RUNS)
+    returning = bool(dialect.insert_returning)
+    compiled = (statement.returning(RUNS.c.pk) if returning else statement).compile(dialect=dialect,
+                                                                                   column_keys=list(keys))
+    return str(compiled), _order(compiled), returning
+
+
+@lru_cache(maxsize=4)
+def _document_insert(dialect: sa.Dialect) -> DriverInsert:
+    compiled = sa.insert(RUN_DOCUMENTS).compile(dialect=dialect, column_keys=["run_pk", "encoding", "body"])
+    return str(compiled), _order(compiled), False
+
+
+def _order(compiled: sa.Compiled) -> tuple[str, ...] | None:
+    order = getattr(compiled, "positiontup", None)
+    return None if order is None else tuple(order)
+
+
+def _parameters(order: tuple[str, ...] | None, values: Mapping[str, Any]) -> Any:
+    """``values`` as the driver takes them: by name, or in the statement's order."""
+    return values if order is None else tuple(values[name] for name in order)
 
 
 def _insert_new_series(dialect: str) -> sa.Executable:

@@ -28,9 +28,10 @@ from gpuperf.store.history_schema import encode_document
 Prepared = tuple[dict[str, Any], bytes, list[tuple[Any, ...]]]
 #: Fewer files than this are read in the main process.
 POOL_FILES = 64
-#: Files handed to a worker at a time, and chunks in flight per worker.
+#: Files handed to a worker at a time, and chunks in flight per worker: some 128 files a worker, half a second of
+#: its work, so that a commit that waits for the disk does not leave the workers idle.
 _CHUNK = 4
-_WINDOW_CHUNKS = 8
+_WINDOW_CHUNKS = 32
 
 
 @dataclass(frozen=True)
