@@ -228,7 +228,7 @@ COMMANDS = (("device", __name__, "_add_device_command"), ("compare", "gpuperf.cl
 #: and exits 1. Only a module that was imported can have raised its error, so none is imported to look.
 ERRORS = (("gpuperf.cli_common", "CliError"), ("gpuperf.store.reading", "InputError"),
           ("gpuperf.store.results", "ResultsError"), ("gpuperf.store.baseline_entry", "BaselineError"),
-          ("gpuperf.verdict.fleet", "FleetError"), ("gpuperf.store.history", "HistoryError"),
+          ("gpuperf.verdict.fleet", "FleetError"), ("gpuperf.store.history_target", "HistoryError"),
           ("gpuperf.store.history_schema", "SchemaError"), ("gpuperf.store.history_rows", "HistoryInputError"),
           ("gpuperf.bisect", "BisectError"), ("gpuperf.cli_trend", "PageError"))
 

@@ -16,8 +16,8 @@
    imports (the append module with SQLAlchemy and the store, the recent-runs reader), the run's provenance (git,
    the baseline's digest), the recent runs ``summary.md`` shows (read from the history) and the append of the
    CASES-record run (``history_append.append_run``, opening the database). The results files are written between
-   the last two, as the session writes them, history or not (not counted). SQLAlchemy is counted although a
-   session imports the store at its start (to resolve ``--history``) even with ``--history none``.
+   the last two, as the session writes them, history or not (not counted). SQLAlchemy's import is counted: a
+   session with ``--history none`` does not load it.
 
 ``--reuse-database`` skips the files and the ingest and times the other two against OUT/history.sqlite as it is
 (the appends add their runs to it: point OUT at a copy).

@@ -10,7 +10,6 @@ already present (same run id) is a no-op, also when two processes append it at o
 from __future__ import annotations
 
 import dataclasses
-import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, nullcontext
 import functools
@@ -30,13 +29,12 @@ from gpuperf.store.history_schema import (DOCUMENT_ENCODING, RECORDS, RUN_DOCUME
                                           SERIES_COLUMNS, SERIES_INDEX, SchemaError, create_series_index, decode_document, encode_document,
                                           has_series_index, migrate,
                                           recorded_version)
+from gpuperf.store.history_target import HistoryError as HistoryError  # the store's error, as before
+from gpuperf.store.history_target import resolve_target as resolve_target
+from gpuperf.store.history_target import sqlite_url as sqlite_url
+from gpuperf.store.history_target import to_url as to_url
 
 
-#: Environment variable naming the history when ``--history`` is not given.
-HISTORY_ENV = "GPUPERF_HISTORY"
-#: The default SQLite file, relative to the rootdir of the suite.
-DEFAULT_HISTORY = Path("results") / "history.sqlite"
-NONE = "none"
 #: Seconds a writer waits for SQLite's write lock before giving up.
 SQLITE_BUSY_TIMEOUT_S = 60
 #: SQLite's page cache per connection: the series index's pages of a long history stay in memory during a
@@ -56,39 +54,6 @@ BULK_RUNS = 1000
 _MIGRATION_LOCK = 0x67707066
 #: Run documents decoded per query when records are given their data.
 _DOCUMENTS_AT_ONCE = 500
-
-
-class HistoryError(RuntimeError):
-    """The history cannot be opened, read or written; the message names the database and the fix."""
-
-
-def resolve_target(option: str | None, environ: dict[str, str] | os._Environ[str], root: Path) -> str | None:
-    """The history URL from ``--history``, else ``$GPUPERF_HISTORY``, else ``<root>/results/history.sqlite``;
-    ``None`` for ``none``."""
-    value = (option or environ.get(HISTORY_ENV, "") or "").strip()
-    if not value:
-        return sqlite_url(root / DEFAULT_HISTORY)
-    if value.lower() == NONE:
-        return None
-    return to_url(value, root)
-
-
-def sqlite_url(path: Path) -> str:
-    return f"sqlite:///{path}"
-
-
-def to_url(value: str, root: Path) -> str:
-    """A URL as SQLAlchemy takes it (PostgreSQL through psycopg 3), or a file path made a SQLite URL."""
-    if "://" not in value:
-        path = Path(value).expanduser()
-        return sqlite_url(path if path.is_absolute() else root / path)
-    scheme, rest = value.split("://", 1)
-    if scheme in ("postgresql", "postgres"):
-        return f"postgresql+psycopg://{rest}"
-    if scheme in ("sqlite", "postgresql+psycopg"):
-        return value
-    raise HistoryError(f"history {value!r}: unknown database kind {scheme!r}; use a file path, sqlite:///PATH, "
-                       "postgresql://user@host/db, or none")
 
 
 def describe(url: str) -> str:

@@ -95,7 +95,7 @@ class SessionHooks:
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         if not is_worker(self.config) and not self.config.option.collectonly:
             _check_gpu_selection(self.state.options.gpus, self.config.stash[POOL])
-            from gpuperf.store.history import HistoryError, resolve_target
+            from gpuperf.store.history_target import HistoryError, resolve_target
 
             try:
                 self.end.history_url = resolve_target(self.config.getoption("--history"), os.environ,

@@ -1,0 +1,35 @@
+"""A session with ``--history none`` never loads the database layer: SQLAlchemy's import (a quarter of a second) is
+the history's cost, paid only by a session that has one."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from test_history_cli import project  # noqa: F401  (the fixture: a git project with the fake-timed plugin)
+
+pytest_plugins = ["pytester"]
+
+REPORT = """
+import json, sys
+
+def pytest_unconfigure(config):
+    with open("modules.json", "w") as out:
+        json.dump(sorted(name for name in sys.modules if name.split(".")[0] == "sqlalchemy")[:3], out)
+"""
+
+
+@pytest.mark.parametrize("history", ["none", "hist.sqlite"])
+def test_only_a_session_with_a_history_imports_sqlalchemy(project: pytest.Pytester, history: str) -> None:  # noqa: F811
+    conftest = project.path / "conftest.py"
+    conftest.write_text(conftest.read_text() + REPORT)
+    result = project.runpytest_subprocess("-p", "no:cacheprovider", "--missing-baseline=pass", "--history", history)
+    result.assert_outcomes(passed=2, deselected=1)
+    loaded = json.loads((project.path / "modules.json").read_text())
+    if history == "none":
+        assert loaded == [] and (project.path / "results").is_dir()
+        results = sorted((project.path / "results").glob("*/results.json"))
+        assert json.loads(results[-1].read_text())["run"]["extra"]["provenance"]["git_commit"]
+    else:
+        assert loaded and (project.path / "hist.sqlite").exists()
