@@ -17,7 +17,7 @@ import pytest
 
 from gpuperf.output import custom_builds
 from gpuperf.store.results import load_run
-from test_plugin import CONFTEST, set_timings
+from test_plugin import fake_project
 
 pytest_plugins = ["pytester"]
 
@@ -60,12 +60,7 @@ SLOW_S = REF_S / 0.5  # 0.5x cuBLAS
 
 @pytest.fixture
 def project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
-    monkeypatch.delenv("CI", raising=False)
-    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
-    pytester.makeconftest(CONFTEST)
-    pytester.makepyfile(test_builds=BUILDS_TESTS)
-    set_timings(pytester, ref=REF_S, fast=FAST_S, slow=SLOW_S)
-    return pytester
+    return fake_project(pytester, monkeypatch, {"test_builds": BUILDS_TESTS}, ref=REF_S, fast=FAST_S, slow=SLOW_S)
 
 
 def _tool(*args: str) -> subprocess.CompletedProcess[str]:

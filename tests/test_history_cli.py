@@ -12,7 +12,7 @@ import pytest
 from gpuperf.cli import main
 from gpuperf.store.history import History, sqlite_url
 from history_support import ENGINES, ROOT, database_url, document, write  # noqa: F401  (a fixture)
-from test_plugin import CONFTEST, GEMM_S, GEMV_S, TESTS, set_timings
+from test_plugin import GEMM_S, GEMV_S, TESTS, fake_project
 
 pytest_plugins = ["pytester"]
 
@@ -137,12 +137,9 @@ def test_ingest_names_a_refused_file_and_bad_arguments_are_refused(tmp_path: Pat
 
 @pytest.fixture
 def project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
-    for name in ("CI", "GITHUB_STEP_SUMMARY", "GPUPERF_HISTORY", "GITHUB_RUN_ID", "GITHUB_HEAD_REF",
-                 "GITHUB_REF_NAME"):
-        monkeypatch.delenv(name, raising=False)
-    pytester.makeconftest(CONFTEST)
-    pytester.makepyfile(test_perf=TESTS)
-    set_timings(pytester, gemv=GEMV_S, gemm=GEMM_S, slow=8 * GEMM_S)
+    fake_project(pytester, monkeypatch, {"test_perf": TESTS},
+                 ("GPUPERF_HISTORY", "GITHUB_RUN_ID", "GITHUB_HEAD_REF", "GITHUB_REF_NAME"),
+                 gemv=GEMV_S, gemm=GEMM_S, slow=8 * GEMM_S)
     (pytester.path / ".gitignore").write_text("out/\n*.sqlite*\nresults/\ntimings.json\n")
     for args in (["init", "-q", "-b", "trunk"], ["add", "-A"], ["commit", "-q", "-m", "project"]):
         subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=pytester.path, check=True)

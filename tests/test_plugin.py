@@ -126,14 +126,22 @@ GEMV_ID = "test_perf.py::test_gemv[16384x16384-cold]"
 GEMM_ID = "test_perf.py::test_gemm[fp32-4096x4096x4096-cold]"
 
 
+def fake_project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tests: dict[str, str],
+                 unset: tuple[str, ...] = (), **timings: object) -> pytest.Pytester:
+    """A project of ``tests`` (module name → source) run by the plugin with the synthetic GPU of ``CONFTEST``
+    and these ``timings``; CI's environment (and the ``unset`` variables) left out of its runs."""
+    for name in ("CI", "GITHUB_STEP_SUMMARY", *unset):
+        monkeypatch.delenv(name, raising=False)
+    pytester.makeconftest(CONFTEST)
+    pytester.makepyfile(**tests)
+    if timings:
+        set_timings(pytester, **timings)
+    return pytester
+
+
 @pytest.fixture
 def project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
-    monkeypatch.delenv("CI", raising=False)
-    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
-    pytester.makeconftest(CONFTEST)
-    pytester.makepyfile(test_perf=TESTS)
-    set_timings(pytester, gemv=GEMV_S, gemm=GEMM_S, slow=8 * GEMM_S)
-    return pytester
+    return fake_project(pytester, monkeypatch, {"test_perf": TESTS}, gemv=GEMV_S, gemm=GEMM_S, slow=8 * GEMM_S)
 
 
 def set_timings(pytester: pytest.Pytester, **timings: object) -> None:

@@ -18,7 +18,7 @@ from gpuperf.vocabulary import Status
 from gpuperf.output import trend_page, trend_source  # noqa: F401  (imported once, before pytester's in-process runs)
 from gpuperf.output.trend_paths import DEFAULT_SITE, page_name_of
 
-from test_plugin import CONFTEST, GEMM_ID, GEMM_S, GEMV_S, TESTS, set_timings
+from test_plugin import GEMM_ID, GEMM_S, GEMV_S, TESTS, fake_project, set_timings
 
 REPO = Path(__file__).resolve().parents[1]
 pytest_plugins = ["pytester"]
@@ -26,11 +26,7 @@ pytest_plugins = ["pytester"]
 
 @pytest.fixture
 def project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
-    for name in ("CI", "GITHUB_STEP_SUMMARY", "GPUPERF_HISTORY"):
-        monkeypatch.delenv(name, raising=False)
-    pytester.makeconftest(CONFTEST)
-    pytester.makepyfile(test_perf=TESTS)
-    return pytester
+    return fake_project(pytester, monkeypatch, {"test_perf": TESTS}, ("GPUPERF_HISTORY",))
 
 
 def _session(project: pytest.Pytester, gemm_s: float, *args: str) -> pytest.RunResult:

@@ -215,17 +215,19 @@ class History:
     def _insert(self, connection: sa.Connection, run: dict[str, Any], body: bytes,
                 records: list[tuple[Any, ...]]) -> None:
         dialect = connection.dialect
-        statement, order, returning = _run_insert(dialect, tuple(run))
+        statement, order, returning = _driver_insert(RUNS, dialect, tuple(run), returning=True)
         inserted = connection.exec_driver_sql(statement, _parameters(order, run))
         pk = inserted.scalar() if returning else inserted.lastrowid
-        statement, order, _ = _document_insert(dialect)
-        connection.exec_driver_sql(statement, _parameters(order, {"run_pk": pk, "encoding": DOCUMENT_ENCODING,
-                                                                  "body": body}))
+        document = {"run_pk": pk, "encoding": DOCUMENT_ENCODING, "body": body}
+        statement, order, _ = _driver_insert(RUN_DOCUMENTS, dialect, tuple(document))
+        connection.exec_driver_sql(statement, _parameters(order, document))
         if records:
             numbers = self._series_numbers(connection, {(values[1], values[6] or "") for values in records})
-            statement, named = _record_insert(connection.dialect)
+            statement, order, _ = _driver_insert(RECORDS, dialect, RECORD_VALUE_COLUMNS)
+            if order is not None and order != RECORD_VALUE_COLUMNS:
+                raise AssertionError(f"the records' INSERT binds {order}, not {RECORD_VALUE_COLUMNS}")
             rows: list[Any] = [(pk, *values[1:], numbers[values[1], values[6] or ""]) for values in records]
-            if named:
+            if order is None:  # named parameters (PostgreSQL's %(name)s); SQLite's "?" take the tuples as they are
                 rows = [dict(zip(RECORD_VALUE_COLUMNS, row)) for row in rows]
             connection.exec_driver_sql(statement, rows)
 
@@ -325,22 +327,16 @@ class History:
 DriverInsert = tuple[str, "tuple[str, ...] | None", bool]
 
 
-@lru_cache(maxsize=8)
-def _run_insert(dialect: sa.Dialect, keys: tuple[str, ...]) -> DriverInsert:
-    """A run's INSERT as the driver takes it, compiled once (through SQLAlchemy it costs more than the row's
-    writing): the statement, its parameters' order (``None``: named), and whether it returns the new ``pk``
-    (else the cursor's ``lastrowid`` is it)."""
-    statement = sa.insert(RUNS)
-    returning = bool(dialect.insert_returning)
-    compiled = (statement.returning(RUNS.c.pk) if returning else statement).compile(dialect=dialect,
-                                                                                   column_keys=list(keys))
+@lru_cache(maxsize=16)
+def _driver_insert(table: sa.Table, dialect: sa.Dialect, keys: tuple[str, ...], returning: bool = False) -> DriverInsert:
+    """An INSERT of ``keys`` into ``table`` as the driver takes it, compiled once (through SQLAlchemy, a run's
+    rows cost more to hand over than to write): the statement, its parameters' order (``None``: named), and
+    whether it returns the new ``pk`` (asked for and the engine has RETURNING; else the cursor's ``lastrowid``
+    is it)."""
+    returning = returning and bool(dialect.insert_returning)
+    statement = sa.insert(table).returning(table.c.pk) if returning else sa.insert(table)
+    compiled = statement.compile(dialect=dialect, column_keys=list(keys))
     return str(compiled), _order(compiled), returning
-
-
-@lru_cache(maxsize=4)
-def _document_insert(dialect: sa.Dialect) -> DriverInsert:
-    compiled = sa.insert(RUN_DOCUMENTS).compile(dialect=dialect, column_keys=["run_pk", "encoding", "body"])
-    return str(compiled), _order(compiled), False
 
 
 def _order(compiled: sa.Compiled) -> tuple[str, ...] | None:
@@ -366,17 +362,6 @@ def _insert_new_series(dialect: str) -> sa.Executable:
 
 def _fixed(prepared: Callable[[int], Prepared], index: int, _ignored: int) -> Prepared:
     return prepared(index)
-
-
-@lru_cache(maxsize=4)
-def _record_insert(dialect: sa.Dialect) -> tuple[str, bool]:
-    """The records' INSERT as the driver takes it, compiled once: ``executemany`` of plain tuples skips
-    SQLAlchemy's per-row parameter handling, a third of a backfill's time. ``True`` when the driver's
-    parameters are named (PostgreSQL's ``%(name)s``), ``False`` for positional ones (SQLite's ``?``)."""
-    compiled = sa.insert(RECORDS).compile(dialect=dialect, column_keys=list(RECORD_VALUE_COLUMNS))
-    if compiled.positiontup is not None and list(compiled.positiontup) != list(RECORD_VALUE_COLUMNS):
-        raise AssertionError(f"the records' INSERT binds {compiled.positiontup}, not {RECORD_VALUE_COLUMNS}")
-    return str(compiled), compiled.positiontup is None
 
 
 def _documents(connection: sa.Connection, run_pks: Sequence[int]) -> dict[int, dict[str, Any]]:

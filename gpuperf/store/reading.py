@@ -361,6 +361,8 @@ def _keys_within(data: Any, limit: int) -> int:
     return keys
 
 
+#: orjson's options for the indented form gpuperf writes its JSON files in and recognises when reading them.
+INDENTED = orjson.OPT_INDENT_2
 #: In orjson's indented form, a line indented this deep lies within ``MAX_DEPTH`` containers.
 _DEEP_LINE = b"\n" + b" " * (2 * MAX_DEPTH)
 #: What ``_fast_json`` gives for a text it leaves to the strict reader.
@@ -391,7 +393,8 @@ def _fast_json(text: str | bytes) -> Any:
     raw = text if isinstance(text, bytes) else text.encode("utf-8")
     if _DEEP_LINE not in raw and raw in _canonical_forms(data):
         return data
-    text = raw.decode("utf-8")  # orjson has read it as UTF-8
+    if isinstance(text, bytes):
+        text = raw.decode("utf-8")  # orjson has read it as UTF-8
     if _SPACED_COLON.search(text) is not None:
         return UNCERTAIN
     keys = _keys_within(data, MAX_DEPTH)
@@ -403,7 +406,7 @@ def _fast_json(text: str | bytes) -> Any:
 def _canonical_forms(data: Any) -> tuple[bytes, bytes]:
     """orjson's indented text of ``data``, with and without the closing newline gpuperf writes."""
     try:
-        text = orjson.dumps(data, option=orjson.OPT_INDENT_2)
+        text = orjson.dumps(data, option=INDENTED)
     except TypeError:  # nested too deep for orjson's writer
         return b"", b""
     return text, text + b"\n"

@@ -29,7 +29,7 @@ import orjson
 from gpuperf.measure.kernel_records import Kernel, kernels_sound
 from gpuperf.store.atomic import write_atomically
 from gpuperf.store.field_checks import ABSENT, columns_sound, field_table
-from gpuperf.store.reading import MIB, InputError, load_json, read_text
+from gpuperf.store.reading import INDENTED, MIB, InputError, load_json, read_text
 from gpuperf.store.records import Reason, Record, RunInfo, stored_reason
 from gpuperf.vocabulary import Status
 
@@ -42,8 +42,9 @@ MAX_RESULTS_BYTES = 32 * MIB
 STATUSES = frozenset(value for name, value in vars(Status).items() if name.isupper() and isinstance(value, str))
 #: Statuses that are a verdict on a figure: a record holding one must hold the figure.
 NEEDS_FIGURE = frozenset({Status.PASS, Status.IMPROVED, Status.REGRESSED, Status.UPDATED, Status.NO_BASELINE})
-#: orjson writes NaN and infinities as null, NumPy scalars and arrays as numbers and lists.
-_ORJSON_OPTIONS = orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS
+#: The reader's indented form; orjson writes NaN and infinities as null, NumPy scalars and arrays as numbers and
+#: lists.
+_ORJSON_OPTIONS = INDENTED | orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS
 _RERUN = "re-run the suite (pytest perf_tests) or restore the file"
 
 
