@@ -1,0 +1,39 @@
+"""tools/history_bench.py, as docs/history.md runs it, at a small scale: it writes the files, times the ingest, the
+changes and the suite-end appends in fresh processes, reuses files when asked, and refuses to time appends on a
+database that holds them already."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _bench(out: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, str(ROOT / "tools" / "history_bench.py"), "--runs", "70", "--cases", "3",
+                           "--out", str(out), *args], capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+
+
+def test_the_bench_times_each_target_and_reuses_what_it_is_told_to(tmp_path: Path) -> None:
+    first = _bench(tmp_path, "--appends", "2")
+    assert first.returncode == 0, first.stderr
+    assert "files: 70 results files of 3 records written" in first.stdout
+    assert re.search(r"ingest .*: 70 runs × 3 cases in [\d.]+ s .*70 runs added, 0 already present, 0 files refused",
+                     first.stdout)
+    assert re.search(r"history changes \(a fresh process, 3 times\): median [\d.]+ s .* in 3 series over 70 runs",
+                     first.stdout)
+    appends = re.search(r"suite-end history .*: median ([\d.]+) s, max ([\d.]+) s over 2 processes .*3 records appended",
+                        first.stdout)
+    assert appends and 0 < float(appends.group(1)) <= float(appends.group(2))
+    again = _bench(tmp_path, "--reuse-files", "--appends", "1")
+    assert again.returncode == 0, again.stderr
+    assert "files: reusing 70 results files" in again.stdout and "70 runs added" in again.stdout
+    held = _bench(tmp_path, "--reuse-database", "--appends", "1")
+    assert "ingest" not in held.stdout and "over 71 runs" in held.stdout
+    assert "it holds this bench's runs already; time the appends on a fresh copy of the database" in held.stdout \
+        + held.stderr
