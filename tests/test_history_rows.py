@@ -14,7 +14,8 @@ from gpuperf.store.history_rows import RECORD_COLUMNS, RECORD_VALUE_COLUMNS, rec
 VALUES = st.sampled_from([None, 0, 1, -3, 2.5, -0.0, 1e300, float("inf"), float("nan"), True, False, "x", "",
                           [1980, 1965], [1980], [], [1.5, "a"], {"a": 1}]) | st.floats() | st.integers(-10**6, 10**6)
 KERNELS = st.none() | st.lists(st.dictionaries(st.sampled_from(["name", "grid"]), st.text(max_size=3) | st.integers(),
-                                                max_size=2) | st.integers(), max_size=3)
+                                                max_size=2) | st.integers(), max_size=3) \
+    | st.text(max_size=3) | st.dictionaries(st.just("name"), st.text(max_size=3), max_size=1)
 RECORDS = st.fixed_dictionaries({"case_id": st.text(min_size=1, max_size=5) | st.integers()},
                                 optional={**{key: VALUES for key in RECORD_COLUMNS.values() if key != "case_id"},
                                           "kernels": KERNELS})

@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, nullcontext
 import functools
 from functools import lru_cache
+from itertools import repeat
 from pathlib import Path
 from typing import Any
 
@@ -24,11 +25,12 @@ from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from gpuperf.store import history_rows, history_series
 from gpuperf.store.fetching import fetch
 from gpuperf.store.history_ingest import IngestReport, Prepared, ingest_files, prepare, selected_files
-from gpuperf.store.history_rows import RECORD_VALUE_COLUMNS, RunSummary
+from gpuperf.store.history_rows import CASE_COLUMN, METHOD_COLUMN, RECORD_VALUE_COLUMNS, RunSummary
 from gpuperf.store.history_schema import (DOCUMENT_ENCODING, RECORDS, RUN_DOCUMENTS, RUNS, SCHEMA_VERSION, SERIES,
                                           SERIES_COLUMNS, SERIES_INDEX, SchemaError, create_series_index, decode_document, encode_document,
                                           has_series_index, migrate,
                                           recorded_version)
+from gpuperf.store.sqlite_checkpoints import checkpointing
 from gpuperf.store.history_target import HistoryError as HistoryError  # the store's error, as before
 from gpuperf.store.history_target import resolve_target as resolve_target
 from gpuperf.store.history_target import sqlite_url as sqlite_url
@@ -117,7 +119,7 @@ class History:
         self.url = url
         self.where = describe(url)
         self.engine = create_engine(url)
-        self._series: dict[tuple[str, str], int] = {}  # series numbers known in the transaction under way
+        self._series = _SeriesNumbers()  # series numbers known in the transaction under way
         try:
             self._migrate()
         except SQLAlchemyError as exc:
@@ -183,8 +185,8 @@ class History:
             with self.engine.begin() as connection, ThreadPoolExecutor(max_workers=1) as helper:
                 present = {row[0] for row in connection.execute(sa.select(RUNS.c.run_id).where(RUNS.c.run_id.in_(ids)))}
                 wanted = [index for index, run in enumerate(ids) if run not in present and ids.index(run) == index]
-                for run, body, records in helper.map(prepared, wanted):
-                    self._insert(connection, run, body, records)
+                for run, body, columns in helper.map(prepared, wanted):
+                    self._insert(connection, run, body, columns)
             self._series.clear()
             added = set(wanted)
             return [index in added for index in range(len(ids))]
@@ -207,13 +209,14 @@ class History:
         with self.engine.begin() as connection:
             connection.execute(sa.text(f"DROP INDEX IF EXISTS {SERIES_INDEX}"))
         try:
-            yield
+            with checkpointing(self.engine):
+                yield
         finally:
             with self.engine.begin() as connection:
                 create_series_index(connection)
 
     def _insert(self, connection: sa.Connection, run: dict[str, Any], body: bytes,
-                records: list[tuple[Any, ...]]) -> None:
+                columns: list[list[Any]]) -> None:
         dialect = connection.dialect
         statement, order, returning = _driver_insert(RUNS, dialect, tuple(run), returning=True)
         inserted = connection.exec_driver_sql(statement, _parameters(order, run))
@@ -221,31 +224,15 @@ class History:
         document = {"run_pk": pk, "encoding": DOCUMENT_ENCODING, "body": body}
         statement, order, _ = _driver_insert(RUN_DOCUMENTS, dialect, tuple(document))
         connection.exec_driver_sql(statement, _parameters(order, document))
-        if records:
-            numbers = self._series_numbers(connection, {(values[1], values[6] or "") for values in records})
+        if columns[0]:
+            numbers = self._series.column(connection, columns[CASE_COLUMN], columns[METHOD_COLUMN])
             statement, order, _ = _driver_insert(RECORDS, dialect, RECORD_VALUE_COLUMNS)
             if order is not None and order != RECORD_VALUE_COLUMNS:
                 raise AssertionError(f"the records' INSERT binds {order}, not {RECORD_VALUE_COLUMNS}")
-            rows: list[Any] = [(pk, *values[1:], numbers[values[1], values[6] or ""]) for values in records]
+            rows: list[Any] = list(zip(repeat(pk), *columns, numbers))
             if order is None:  # named parameters (PostgreSQL's %(name)s); SQLite's "?" take the tuples as they are
                 rows = [dict(zip(RECORD_VALUE_COLUMNS, row)) for row in rows]
             connection.exec_driver_sql(statement, rows)
-
-    def _series_numbers(self, connection: sa.Connection, keys: set[tuple[str, str]]) -> dict[tuple[str, str], int]:
-        """The number of each ``(case_id, method)``, those not yet in ``series`` added (a concurrent writer's
-        addition of the same key is taken, not repeated). Known numbers are kept for the transaction only: one
-        that is rolled back takes its additions with it."""
-        known = self._series
-        missing = keys - known.keys()
-        if missing:
-            connection.execute(_insert_new_series(connection.dialect.name),
-                               [{"case_id": case, "method": method} for case, method in sorted(missing)])
-            cases = sorted({case for case, _ in missing})
-            for start in range(0, len(cases), _DOCUMENTS_AT_ONCE):
-                query = sa.select(SERIES.c.case_id, SERIES.c.method, SERIES.c.pk).where(
-                    SERIES.c.case_id.in_(cases[start:start + _DOCUMENTS_AT_ONCE]))
-                known.update({(case, method): pk for case, method, pk in connection.execute(query)})
-        return known
 
     def ingest(self, paths: Sequence[Path], batch: int = INGEST_BATCH, exclude: Sequence[str] = (),
                workers: int | None = None) -> IngestReport:
@@ -322,6 +309,39 @@ class History:
         if index is None or run_pk not in documents:
             return None
         return dict(documents[run_pk]["records"][index])
+
+
+class _SeriesNumbers:
+    """The ``series`` number of each ``(case_id, method)`` known in the transaction under way, those not yet in
+    ``series`` added as they are met (a concurrent writer's addition of the same key is taken, not repeated).
+    Cleared with each transaction: one that is rolled back takes its additions with it."""
+
+    def __init__(self) -> None:
+        self.known: dict[tuple[str, str], int] = {}
+        self._last: tuple[tuple[list[str], list[str | None]], list[int]] | None = None
+
+    def clear(self) -> None:
+        self.known.clear()
+        self._last = None
+
+    def column(self, connection: sa.Connection, case_ids: list[str], methods: list[str | None]) -> list[int]:
+        """Each record's series number, from its case and method. A run whose cases and methods are those of
+        the run before (a backfill's runs are) takes the same numbers, found by comparing the columns."""
+        if self._last is not None and self._last[0] == (case_ids, methods):
+            return self._last[1]
+        keys = list(zip(case_ids, [method or "" for method in methods]))
+        missing = set(keys) - self.known.keys()
+        if missing:
+            connection.execute(_insert_new_series(connection.dialect.name),
+                               [{"case_id": case, "method": method} for case, method in sorted(missing)])
+            cases = sorted({case for case, _ in missing})
+            for start in range(0, len(cases), _DOCUMENTS_AT_ONCE):
+                query = sa.select(SERIES.c.case_id, SERIES.c.method, SERIES.c.pk).where(
+                    SERIES.c.case_id.in_(cases[start:start + _DOCUMENTS_AT_ONCE]))
+                self.known.update({(case, method): pk for case, method, pk in connection.execute(query)})
+        numbers = [self.known[key] for key in keys]
+        self._last = ((case_ids, methods), numbers)
+        return numbers
 
 
 DriverInsert = tuple[str, "tuple[str, ...] | None", bool]

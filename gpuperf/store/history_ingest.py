@@ -24,8 +24,9 @@ from gpuperf.store import history_rows
 from gpuperf.store.history_rows import HistoryInputError
 from gpuperf.store.history_schema import encode_document
 
-#: A run as the database takes it: its ``runs`` row, its compressed document, its records' values.
-Prepared = tuple[dict[str, Any], bytes, list[tuple[Any, ...]]]
+#: A run as the database takes it: its ``runs`` row, its compressed document, its records' columns
+#: (``history_rows.records_columns``).
+Prepared = tuple[dict[str, Any], bytes, list[list[Any]]]
 #: Fewer files than this are read in the main process.
 POOL_FILES = 64
 #: Files handed to a worker at a time, and chunks in flight per worker: some 128 files a worker, half a second of
@@ -42,11 +43,11 @@ class IngestReport:
 
 
 def prepare(document: dict[str, Any], source: str, text: str | bytes | None) -> Prepared:
-    """A run's row, its compressed document and its records' values, before any transaction, of a document
+    """A run's row, its compressed document and its records' columns, before any transaction, of a document
     ``history_rows.check_document`` has passed (every caller checks it first)."""
     text = history_rows.canonical_text(document) if text is None else text
-    records = history_rows.records_values(document["records"])
-    return history_rows.run_row(document, source, text), encode_document(text), records
+    columns = history_rows.records_columns(document["records"])
+    return history_rows.run_row(document, source, text), encode_document(text), columns
 
 
 def read_and_prepare(path: str) -> tuple[str, Prepared | None, str]:

@@ -13,10 +13,12 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from itertools import repeat
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -135,6 +137,28 @@ def kernel_names(record: Mapping[str, Any]) -> str:
     return " + ".join([str(kernel.get("name", "?")) for kernel in kernels if isinstance(kernel, dict)])
 
 
+def _kernel_names_column(records: Sequence[Mapping[str, Any]], column: list[Any]) -> list[str]:
+    """``kernel_names`` of each record, its ``kernels`` given as a column: when every kernel is an object with a
+    text name (as a suite writes them) the names are joined without a Python step per kernel, else record by
+    record. Each text is interned (``_interned``)."""
+    try:
+        return _interned([" + ".join(map(_NAME, kernels)) if kernels else "" for kernels in column])
+    except (KeyError, TypeError, IndexError):
+        return _interned([kernel_names(record) for record in records])
+
+
+_NAME = itemgetter("name")
+
+
+def _interned(texts: list[Any]) -> list[str]:
+    """``texts`` as text, each one the interpreter's one copy of it: a backfill's worker hands a few runs at a
+    time to the writing process, and a case id or a kernel's name that those runs share is then sent once."""
+    try:
+        return list(map(sys.intern, texts))
+    except TypeError:  # a value that is not exactly text
+        return [sys.intern(str(text)) for text in texts]
+
+
 #: The ``records`` columns ``records_values`` fills, in the table's order (``run_pk`` first, set when appended).
 RECORD_VALUE_COLUMNS = ("run_pk", "case_id", "value", "unit", "spread", "samples", "method", "flush", "kernels",
                         "status", "note", "gpu_index", "cycles_per_call", "sm_clock_mhz", "value_at_max_clock",
@@ -156,20 +180,30 @@ def _texts(column: list[Any]) -> list[str | None]:
 
 #: How each ``records`` column's values are made from the results-file records' values of its key.
 _CONVERT: dict[str, Callable[[list[Any]], list[Any]]] = {
-    "case_id": lambda column: [str(value) for value in column], "value": _figures, "unit": _texts,
+    "case_id": _interned, "value": _figures, "unit": _texts,
     "spread": _figures, "samples": _integers, "method": _texts, "flush": _texts, "status": _texts, "note": _texts,
     "gpu_index": _integers, "cycles_per_call": _figures, "sm_clock_mhz": _figures, "value_at_max_clock": _figures,
 }
 
 
-def records_values(records: Sequence[Mapping[str, Any]], run_pk: int | None = None) -> list[tuple[Any, ...]]:
-    """The ``records`` rows of a run's results-file records, as values in ``RECORD_VALUE_COLUMNS`` order (but
-    the last, ``series_pk``, the database's), each column read from its ``RECORD_COLUMNS`` key. Made a column at
-    a time: a backfill makes a million of these."""
-    keys = columns_of(records, list(RECORD_COLUMNS.values()), None)
-    columns = [[kernel_names(record) for record in records] if name == "kernels"
+#: Where ``records_columns`` puts the columns a record's series is known by.
+CASE_COLUMN = RECORD_VALUE_COLUMNS.index("case_id") - 1
+METHOD_COLUMN = RECORD_VALUE_COLUMNS.index("method") - 1
+
+
+def records_columns(records: Sequence[Mapping[str, Any]]) -> list[list[Any]]:
+    """The ``records`` columns of a run's results-file records, ``case_id`` to ``position`` (the run's and the
+    series' numbers are the database's), each read from its ``RECORD_COLUMNS`` key and made a column at a time:
+    a backfill makes a million rows of them."""
+    keys = columns_of(records, [*RECORD_COLUMNS.values(), "kernels"], None)
+    columns = [_kernel_names_column(records, keys["kernels"]) if name == "kernels"
                else _CONVERT[name](keys[RECORD_COLUMNS[name]]) for name in RECORD_VALUE_COLUMNS[1:-2]]
-    return list(zip(repeat(run_pk), *columns, range(len(records))))
+    return [*columns, list(range(len(records)))]
+
+
+def records_values(records: Sequence[Mapping[str, Any]], run_pk: int | None = None) -> list[tuple[Any, ...]]:
+    """``records_columns`` as rows in ``RECORD_VALUE_COLUMNS`` order, from ``run_pk`` to ``position``."""
+    return list(zip(repeat(run_pk), *records_columns(records)))
 
 
 def record_row(record: Mapping[str, Any], position: int = 0) -> dict[str, Any]:

@@ -99,17 +99,21 @@ def read_bytes(path: Path, max_bytes: int, what: str) -> bytes:
     except IsADirectoryError:
         raise InputError(f"{path}: is a folder, not {what}; pass the file itself") from None
     try:
-        mode = os.fstat(descriptor).st_mode
-        if not stat.S_ISREG(mode):
-            raise InputError(f"{path}: is {_kind(mode)}, not {what}; pass a regular file")
+        status = os.fstat(descriptor)
+        if not stat.S_ISREG(status.st_mode):
+            raise InputError(f"{path}: is {_kind(status.st_mode)}, not {what}; pass a regular file")
         chunks: list[bytes] = []
         size = 0
+        # first the size it has and a byte more, to see it end (a larger buffer costs more to allocate than the
+        # read); a file that grows meanwhile is read on, up to the limit
+        want = status.st_size + 1
         while size <= max_bytes:
-            chunk = os.read(descriptor, min(MIB, max_bytes + 1 - size))
+            chunk = os.read(descriptor, min(want, max_bytes + 1 - size))
             if not chunk:
                 break
             chunks.append(chunk)
             size += len(chunk)
+            want = MIB
     except OSError as exc:
         if exc.errno == errno.EISDIR:
             raise InputError(f"{path}: is a folder, not {what}; pass the file itself") from None
