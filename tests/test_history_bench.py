@@ -23,8 +23,10 @@ def test_the_bench_times_each_target_and_reuses_what_it_is_told_to(tmp_path: Pat
     first = _bench(tmp_path, "--appends", "2")
     assert first.returncode == 0, first.stderr
     assert "files: 70 results files of 3 records written" in first.stdout
-    assert re.search(r"ingest .*: 70 runs × 3 cases in [\d.]+ s .*70 runs added, 0 already present, 0 files refused",
-                     first.stdout)
+    ingested = re.search(r"ingest .*: 70 runs × 3 cases in ([\d.]+) s \(.*; ([\d.]+) CPU-seconds over \d+ cores, load "
+                         r"[\d.]+, [\d.]+, [\d.]+ before, .* after\): .*70 runs added, 0 already present, 0 files refused",
+                         first.stdout)
+    assert ingested and float(ingested.group(2)) > 0
     assert re.search(r"history changes \(a fresh process, 3 times\): median [\d.]+ s .* in 3 series over 70 runs",
                      first.stdout)
     appends = re.search(r"suite-end history .*: median ([\d.]+) s, max ([\d.]+) s over 2 processes .*3 records appended",

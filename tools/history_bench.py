@@ -30,6 +30,7 @@ import copy
 import json
 import os
 import random
+import resource
 import shutil
 import statistics
 import subprocess
@@ -92,6 +93,16 @@ def timed(command: list[str]) -> tuple[float, str]:
     started = time.perf_counter()
     done = subprocess.run(command, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
     return time.perf_counter() - started, (done.stdout + done.stderr).strip().splitlines()[-1]
+
+
+def children_cpu_s() -> float:
+    """CPU-seconds (user and system) of the finished child processes so far, theirs included."""
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
+
+
+def load() -> str:
+    return ", ".join(f"{value:.2f}" for value in os.getloadavg())
 
 
 APPEND = """
@@ -189,10 +200,13 @@ def ingest(args: argparse.Namespace, database: Path, url: str) -> None:
         written = write_files(folder, args.runs, args.cases)
         print(f"files: {args.runs} results files of {args.cases} records written in {written:.1f} s (not timed "
               f"below)", flush=True)
+    before_cpu_s, before_load = children_cpu_s(), load()
     ingest_s, last = timed([sys.executable, "-m", "gpuperf", "history", "--history", url, "ingest", str(folder)])
+    cpu_s = children_cpu_s() - before_cpu_s
     size = database.stat().st_size / 2**20
     print(f"ingest (python -m gpuperf history ingest, a fresh process, reading and checking every file): "
-          f"{args.runs} runs × {args.cases} cases in {ingest_s:.1f} s ({size:.0f} MiB): {last}", flush=True)
+          f"{args.runs} runs × {args.cases} cases in {ingest_s:.1f} s ({size:.0f} MiB; {cpu_s:.1f} CPU-seconds over "
+          f"{os.cpu_count()} cores, load {before_load} before, {load()} after): {last}", flush=True)
 
 
 if __name__ == "__main__":
