@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 import sqlalchemy as sa
@@ -70,3 +71,35 @@ def test_a_pool_and_the_main_process_store_the_same_rows(database_url: str, tmp_
         return sorted((case, method, value or 0.0, status) for case, method, _, value, status in rows)
 
     assert without_pk(pooled) == without_pk(inline)  # (the engines number their runs each their own way)
+
+
+def test_a_file_whose_run_is_held_already_is_not_parsed_again(database_url: str, tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """A backfill run again over the same folder: a file whose bytes are a held run's (its id is their SHA-256)
+    is counted present without being parsed, in the pool's workers and in the main process; a file whose bytes
+    changed is parsed and added."""
+    from gpuperf.store import history_rows
+
+    paths = _files(tmp_path / "runs", POOL_FILES + 2)
+    with History(database_url) as history:
+        assert len(history.ingest([tmp_path / "runs"], workers=2).added) == len(paths)
+        parsed: list[Path] = []
+        real = history_rows.parse_results_document
+
+        def refuse_to_parse(path: Path, raw: bytes) -> Any:
+            raise AssertionError(f"{path} was parsed again")
+
+        monkeypatch.setattr(history_rows, "parse_results_document", refuse_to_parse)
+        again = history.ingest([tmp_path / "runs"], workers=2)  # forked workers inherit the refusal
+        assert again.present == paths and again.added == [] and again.refused == []
+
+        def counted(path: Path, raw: bytes) -> Any:
+            parsed.append(path)
+            return real(path, raw)
+
+        monkeypatch.setattr(history_rows, "parse_results_document", counted)
+        changed = json.loads(paths[5].read_text())
+        changed["records"][0]["value"] *= 1.01
+        paths[5].write_text(json.dumps(changed, indent=2) + "\n")
+        third = history.ingest([tmp_path / "runs"], workers=1)
+        assert parsed == [paths[5]] and third.added == [paths[5]] and len(third.present) == len(paths) - 1

@@ -194,3 +194,16 @@ def test_documents_compressed_either_way_read_back(deflater: str, monkeypatch: p
     body = history_schema.encode_document(text)
     assert history_schema.decode_document(body) == text and zlib.decompress(body).decode() == text
     assert history_schema.encode_document(text.encode()) == body
+
+
+def test_a_kernel_median_too_large_for_a_float_is_refused_by_name() -> None:
+    """A whole number beyond any float (a document built in memory: the JSON reader refuses such text first) is a
+    refusal naming the field, never an OverflowError, and the quick proof leaves it to the full reader; a count
+    that large stays a whole number, which both accept."""
+    data = _document(SEEDS[0])
+    data["records"][0]["kernels"] = [{"name": "k", "median_us": 10**400}]
+    assert not results_format._sound(data)
+    with pytest.raises(ResultsError, match="median_us must be a non-negative number"):
+        check_run(HERE, data)
+    data["records"][0]["kernels"] = [{"name": "k", "median_us": 5, "registers": 10**400}]
+    assert results_format._sound(data) and check_run(HERE, data)[1][0].kernels[0].registers == 10**400

@@ -35,6 +35,7 @@ def _session(project: pytest.Pytester, gemm_s: float, *args: str) -> pytest.RunR
 
 
 def _page(history: str, argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    capsys.readouterr()  # what in-process sessions before it wrote (under xdist, pytest-benchmark's warning) is not its
     code = cli.main(["history", "--history", history, "page", *argv])
     captured = capsys.readouterr()
     return code, captured.out, captured.err

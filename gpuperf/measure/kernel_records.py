@@ -18,6 +18,7 @@ import ctypes
 import ctypes.util
 import functools
 import hashlib
+import math
 import re
 import shlex
 import statistics
@@ -128,7 +129,8 @@ class Kernel:
         if not isinstance(data, Mapping) or not isinstance(data.get("name"), str) or not data["name"]:
             raise ValueError(f"a kernel needs a non-empty name, got {data!r}")
         median = data.get("median_us")
-        if median is not None and (not isinstance(median, (int, float)) or isinstance(median, bool) or median < 0):
+        if median is not None and (not isinstance(median, (int, float)) or isinstance(median, bool) or median < 0
+                                   or not _finite(median)):
             raise ValueError(f"kernel {data['name']!r}: median_us must be a non-negative number, got {median!r}")
         code = data.get("code", "")
         if not isinstance(code, str) or not _CODE_DIGEST.fullmatch(code or "0" * CODE_DIGEST_LENGTH):
@@ -162,8 +164,22 @@ def kernels_sound(kernels: Sequence[Any]) -> bool:
     return all(_counts([kernel[key] for kernel in kernels if key in kernel]) for key in ("registers", "shared_memory"))
 
 
+def _finite(number: float) -> bool:
+    """Whether ``number`` is a finite float, or a whole number that becomes one."""
+    try:
+        return math.isfinite(number)
+    except OverflowError:  # a whole number too large for a float
+        return False
+
+
 def _finite_and_not_negative(numbers: list[Any]) -> bool:
-    total = sum(numbers)
+    """Whether every one of ``numbers`` is a float that is finite and not negative, or a whole number that is not
+    negative and becomes one (a float's sum is finite only when each term is; a whole number's, too large for a
+    float, is not)."""
+    try:
+        total = float(sum(numbers))
+    except OverflowError:
+        return False
     return bool(total - total == 0 and min(numbers) >= 0)
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager, nullcontext
+from contextlib import ExitStack, contextmanager
 import functools
 from functools import lru_cache
 from itertools import repeat
@@ -238,10 +238,21 @@ class History:
                workers: int | None = None) -> IngestReport:
         """Backfill from results files and folders of them, but those whose name matches an ``exclude`` glob; a
         file that is not a results file is refused, named. Files are read and checked in ``workers`` processes
-        (default: one per core) while this one writes."""
+        (default: one per core) while this one writes; a file whose run is held already is counted present
+        unparsed. Many files make a backfill (``bulk``) from the first run written."""
         files = selected_files(paths, exclude)
-        with self.bulk() if len(files) >= BULK_RUNS else nullcontext():
-            return ingest_files(files, self.append_prepared, batch, workers)
+        with self.reading() as connection:
+            present = frozenset(row[0] for row in connection.execute(sa.select(RUNS.c.run_id)))
+        bulk = False
+        with ExitStack() as backfill:
+            def write(items: Sequence[tuple[str, Prepared]]) -> list[bool]:
+                nonlocal bulk
+                if not bulk and len(files) >= BULK_RUNS:  # from the first run to write: with none, no index rebuilt
+                    backfill.enter_context(self.bulk())
+                    bulk = True
+                return self.append_prepared(items)
+
+            return ingest_files(files, write, batch, workers, present)
 
     def runs(self, gpu: str | None = None, since: str | None = None) -> dict[int, RunSummary]:
         """The runs (of one GPU model, since a date), in run order, by pk."""

@@ -7,6 +7,8 @@ rows and the compressed document; the main process writes them to the database i
 runs each, in the files' order. A few files are read in the main process (a pool costs more than it saves).
 The workers build nothing but trees of JSON values, which reference counting frees; their cyclic garbage
 collector is off, as it would walk every value of every file (a sixth of their time) and find nothing.
+A file whose run the history holds already (its bytes' SHA-256 is the run's id) is counted present without
+being parsed, so a nightly backfill of a growing folder costs only its new files.
 """
 
 from __future__ import annotations
@@ -50,13 +52,25 @@ def prepare(document: dict[str, Any], source: str, text: str | bytes | None) -> 
     return history_rows.run_row(document, source, text), encode_document(text), columns
 
 
-def read_and_prepare(path: str) -> tuple[str, Prepared | None, str]:
-    """One results file, read, checked and prepared: ``(path, prepared, "")``, or ``(path, None, why)``."""
+#: What reading a file gives: its path, then the run prepared, or ``None`` with why it was refused, or ``None``
+#: and ``None`` when the history holds that very file's run already (it is not parsed).
+Read = tuple[str, "Prepared | None", "str | None"]
+#: The run ids the history holds, in a worker process (set once, by ``_start_worker``).
+_present: frozenset[str] = frozenset()
+
+
+def read_and_prepare(path: str, present: frozenset[str] | None = None) -> Read:
+    """One results file, read, checked and prepared: ``(path, prepared, "")``; ``(path, None, why)`` when it is
+    refused; ``(path, None, None)`` when its run id (its bytes' SHA-256) is in ``present`` (default: the worker's
+    own), then without parsing it: a backfill run again over the same folders reads each file only once more."""
     try:
-        document, text = history_rows.read_results_document(Path(path))
+        raw = history_rows.read_results_bytes(Path(path))
+        if history_rows.run_id(raw) in (_present if present is None else present):
+            return path, None, None
+        document = history_rows.parse_results_document(Path(path), raw)
     except HistoryInputError as exc:
         return path, None, str(exc)
-    return path, prepare(document, path, text), ""
+    return path, prepare(document, path, raw), ""
 
 
 def selected_files(paths: Sequence[Path], exclude: Sequence[str]) -> list[Path]:
@@ -65,20 +79,21 @@ def selected_files(paths: Sequence[Path], exclude: Sequence[str]) -> list[Path]:
             if not any(fnmatch.fnmatch(path.name, pattern) for pattern in exclude)]
 
 
-def _prepared(files: Sequence[Path], workers: int | None) -> Iterator[tuple[str, Prepared | None, str]]:
+def _prepared(files: Sequence[Path], workers: int | None, present: frozenset[str]) -> Iterator[Read]:
     names = [str(path) for path in files]
     workers = workers if workers is not None else (os.cpu_count() or 1)
     if len(names) < POOL_FILES or workers < 2:
-        yield from map(read_and_prepare, names)
+        yield from (read_and_prepare(name, present) for name in names)
         return
     import multiprocessing  # a suite's append reads no files: it imports neither
     from concurrent.futures import Future, ProcessPoolExecutor
 
     methods = multiprocessing.get_all_start_methods()
     context = multiprocessing.get_context("fork" if "fork" in methods else None)
-    with ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=gc.disable) as pool:
+    with ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_start_worker,
+                             initargs=(present,)) as pool:
         # a bounded window of chunks in flight: what the workers read ahead of the writing is held in memory
-        window: deque[Future[list[tuple[str, Prepared | None, str]]]] = deque()
+        window: deque[Future[list[Read]]] = deque()
         for start in range(0, len(names), _CHUNK):
             window.append(pool.submit(_read_chunk, names[start:start + _CHUNK]))
             if len(window) >= _WINDOW_CHUNKS * workers:
@@ -87,14 +102,20 @@ def _prepared(files: Sequence[Path], workers: int | None) -> Iterator[tuple[str,
             yield from window.popleft().result()
 
 
-def _read_chunk(paths: Sequence[str]) -> list[tuple[str, Prepared | None, str]]:
+def _start_worker(present: frozenset[str]) -> None:
+    global _present
+    _present = present
+    gc.disable()
+
+
+def _read_chunk(paths: Sequence[str]) -> list[Read]:
     return [read_and_prepare(path) for path in paths]
 
 
 def ingest_files(files: Sequence[Path], write: Callable[[Sequence[tuple[str, Prepared]]], list[bool]],
-                 batch: int, workers: int | None = None) -> IngestReport:
+                 batch: int, workers: int | None = None, present: frozenset[str] = frozenset()) -> IngestReport:
     """Read ``files`` (in a pool when there are many) and ``write`` them ``batch`` runs at a time; ``write``
-    says per run whether it was added."""
+    says per run whether it was added. A file whose run id is in ``present`` is counted present unparsed."""
     report = IngestReport()
     pending: list[tuple[str, Prepared]] = []
 
@@ -103,9 +124,12 @@ def ingest_files(files: Sequence[Path], write: Callable[[Sequence[tuple[str, Pre
             (report.added if added else report.present).append(Path(source))
         pending.clear()
 
-    for source, prepared, why in _prepared(files, workers):
+    for source, prepared, why in _prepared(files, workers, present):
         if prepared is None:
-            report.refused.append((Path(source), why))
+            if why is None:
+                report.present.append(Path(source))
+            else:
+                report.refused.append((Path(source), why))
             continue
         pending.append((source, prepared))
         if len(pending) >= batch:

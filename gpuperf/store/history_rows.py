@@ -230,21 +230,37 @@ def check_document(document: Any, where: str) -> dict[str, Any]:
     return document
 
 
-def read_results_document(path: Path) -> tuple[dict[str, Any], bytes]:
-    """One ``results.json`` as its document and its bytes (its UTF-8 text), checked by the results format's own
-    reader, with every key kept (the one reader of results files for the history)."""
+def read_results_bytes(path: Path) -> bytes:
+    """A results file's bytes (its UTF-8 text), within the results format's size limit."""
     from gpuperf.store.reading import InputError, read_bytes
-    from gpuperf.store.results import MAX_RESULTS_BYTES, ResultsError, check_results, parse_json
+    from gpuperf.store.results import MAX_RESULTS_BYTES
 
     try:
-        raw = read_bytes(path, MAX_RESULTS_BYTES, "a results file")
-        data = parse_json(path, raw)
-        check_results(path, data)  # nothing is built from it: the history stores the document, every key of it
+        return read_bytes(path, MAX_RESULTS_BYTES, "a results file")
     except OSError as exc:
         raise HistoryInputError(f"{path}: cannot be read ({exc.strerror or exc})") from None
-    except (InputError, ResultsError) as exc:
+    except InputError as exc:
         raise HistoryInputError(str(exc)) from None
-    return check_document(data, str(path)), raw
+
+
+def parse_results_document(path: Path, raw: bytes) -> dict[str, Any]:
+    """A results file's document from its bytes, checked by the results format's own reader, with every key
+    kept (nothing is built from it: the history stores the document, every key of it)."""
+    from gpuperf.store.reading import InputError
+    from gpuperf.store.results import check_results, parse_json
+
+    try:
+        data = parse_json(path, raw)
+        check_results(path, data)
+    except InputError as exc:
+        raise HistoryInputError(str(exc)) from None
+    return check_document(data, str(path))
+
+
+def read_results_document(path: Path) -> tuple[dict[str, Any], bytes]:
+    """One ``results.json`` as its document and its bytes (the one reader of results files for the history)."""
+    raw = read_results_bytes(path)
+    return parse_results_document(path, raw), raw
 
 
 def results_files(paths: Sequence[Path]) -> list[Path]:
