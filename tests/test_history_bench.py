@@ -39,3 +39,15 @@ def test_the_bench_times_each_target_and_reuses_what_it_is_told_to(tmp_path: Pat
     assert "ingest" not in held.stdout and "over 71 runs" in held.stdout
     assert "it holds this bench's runs already; time the appends on a fresh copy of the database" in held.stdout \
         + held.stderr
+
+
+def test_a_timed_command_that_fails_ends_the_bench_with_its_output(tmp_path: Path) -> None:
+    """The bench keeps the module path it is given (the packages may be installed there), and an ingest that
+    fails is named with its output, not taken for a time."""
+    (tmp_path / "files").mkdir()
+    for number in range(3):
+        (tmp_path / "files" / f"run-{number:06d}.json").write_text("{}")
+    held = _bench(tmp_path, "--runs", "3", "--reuse-files", "--appends", "1")
+    assert held.returncode != 0
+    assert "history --history" in held.stderr and "ingest" in held.stderr and "failed (exit 1)" in held.stderr
+    assert "not a gpuperf results file" in held.stderr

@@ -120,7 +120,8 @@ def test_results_records_are_checked_field_by_field(tmp_path: Path, changes: dic
 
 def test_a_baseline_at_the_size_limit_is_checked_within_the_bound(tmp_path: Path) -> None:
     """The limit is what keeps a check within seconds: a file of real entries just under it (about 2,000 of
-    them) is checked within 5 s of CPU, and one just over it is refused before it is read."""
+    them) is checked within 10 s of CPU (3.3–5.3 s on the 2-core CI machine, whose speed varies by half from one
+    moment to the next), and one just over it is refused before it is read."""
     baseline = load_baseline(BASELINE)
     assert baseline is not None
     items = sorted(baseline.entries.items())
@@ -132,7 +133,7 @@ def test_a_baseline_at_the_size_limit_is_checked_within_the_bound(tmp_path: Path
     assert MAX_BASELINE_BYTES * 0.9 < len(text.encode()) <= MAX_BASELINE_BYTES
     started = time.process_time()
     assert len(parse_baseline(tmp_path / "x.yaml", text).entries) == count
-    assert time.process_time() - started <= 5.0
+    assert time.process_time() - started <= 10.0
     (tmp_path / "over.yaml").write_text(text + "#" * MAX_BASELINE_BYTES)
     assert main(["baseline", "check", str(tmp_path / "over.yaml")]) == 1
 

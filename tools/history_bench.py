@@ -89,10 +89,22 @@ def write_files(folder: Path, runs: int, count: int) -> float:
     return time.perf_counter() - started
 
 
-def timed(command: list[str]) -> tuple[float, str]:
+def environment() -> dict[str, str]:
+    """The bench's environment for the commands it times: this checkout first on the module path, then what
+    the path held (where the packages may be installed)."""
+    held = os.environ.get("PYTHONPATH")
+    return {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), *([held] if held else [])])}
+
+
+def timed(command: list[str], succeeded: tuple[int, ...] = (0,)) -> tuple[float, str]:
+    """The seconds ``command`` took and its last line of output; a command that exits with a code not in
+    ``succeeded`` ends the bench with its output."""
     started = time.perf_counter()
-    done = subprocess.run(command, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
-    return time.perf_counter() - started, (done.stdout + done.stderr).strip().splitlines()[-1]
+    done = subprocess.run(command, capture_output=True, text=True, env=environment())
+    seconds, output = time.perf_counter() - started, (done.stdout + done.stderr).strip()
+    if done.returncode not in succeeded:
+        raise SystemExit(f"{' '.join(command[1:])} failed (exit {done.returncode}):\n{output[-4000:]}")
+    return seconds, output.splitlines()[-1]
 
 
 def children_cpu_s() -> float:
@@ -148,7 +160,7 @@ def appends(url: str, out: Path, runs: int, count: int, processes: int) -> str:
         sample = out / f"one-run-{number}.json"
         sample.write_text(json.dumps(document(runs + 1 + number, cases(count), random.Random(1000 + number), runs)))
         done = subprocess.run([sys.executable, "-c", APPEND, str(ROOT), url, str(sample)], capture_output=True,
-                              text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+                              text=True, env=environment())
         sample.unlink()
         if done.returncode != 0:
             raise SystemExit(f"the append's process failed:\n{done.stderr}")
@@ -181,7 +193,8 @@ def main() -> int:
     url = sqlite_url(database)
     if not args.reuse_database:
         ingest(args, database, url)
-    changes = [timed([sys.executable, "-m", "gpuperf", "history", "--history", url, "changes"]) for _ in range(3)]
+    changes = [timed([sys.executable, "-m", "gpuperf", "history", "--history", url, "changes"], succeeded=(0, 1))
+               for _ in range(3)]  # 1: a slowdown in the last runs, as the bench's steps make
     print(f"history changes (a fresh process, 3 times): median {statistics.median(s for s, _ in changes):.2f} s "
           f"({', '.join(f'{s:.2f}' for s, _ in changes)} s): {changes[-1][1]}", flush=True)
     print(f"suite-end history (import, provenance, recent runs, append): "

@@ -103,10 +103,7 @@ def read_bytes(path: Path, max_bytes: int, what: str) -> bytes:
         if not stat.S_ISREG(status.st_mode):
             raise InputError(f"{path}: is {_kind(status.st_mode)}, not {what}; pass a regular file")
         chunks: list[bytes] = []
-        size = 0
-        # first the size it has and a byte more, to see it end (a larger buffer costs more to allocate than the
-        # read); a file that grows meanwhile is read on, up to the limit
-        want = status.st_size + 1
+        size, want = 0, status.st_size + 1  # its size and a byte more, to see it end; one growing is read on
         while size <= max_bytes:
             chunk = os.read(descriptor, min(want, max_bytes + 1 - size))
             if not chunk:
