@@ -1,8 +1,8 @@
 """The history store: every run and its records in SQLite (the default) or PostgreSQL, one code path for both.
 
-A target is ``none`` (no history), a URL (``sqlite:///path``, ``postgresql://…``) or a file path (SQLite).
-SQLite runs in WAL mode with a busy timeout, and every writing transaction starts with ``BEGIN IMMEDIATE``:
-concurrent sessions on one machine queue for the write lock instead of failing half-way. On PostgreSQL a
+A target is ``none`` (no history), a URL (``sqlite:///path``, ``postgresql://…``) or a file path (SQLite); the
+engine and its SQLite settings are ``history_engine``'s (WAL, a busy timeout, writers queued by ``BEGIN
+IMMEDIATE``), a backfill's checkpoints ``sqlite_checkpoints``'s. On PostgreSQL a
 migration holds an advisory lock, so two jobs opening a fresh database never both create it. Appending a run
 already present (same run id) is a no-op, also when two processes append it at once.
 """
@@ -30,6 +30,8 @@ from gpuperf.store.history_schema import (DOCUMENT_ENCODING, RECORDS, RUN_DOCUME
                                           SERIES_COLUMNS, SERIES_INDEX, SchemaError, create_series_index, decode_document, encode_document,
                                           has_series_index, migrate,
                                           recorded_version)
+from gpuperf.store.history_engine import create_engine as create_engine
+from gpuperf.store.history_engine import describe as describe
 from gpuperf.store.sqlite_checkpoints import checkpointing
 from gpuperf.store.history_target import HistoryError as HistoryError  # the store's error, as before
 from gpuperf.store.history_target import resolve_target as resolve_target
@@ -37,17 +39,6 @@ from gpuperf.store.history_target import sqlite_url as sqlite_url
 from gpuperf.store.history_target import to_url as to_url
 
 
-#: Seconds a writer waits for SQLite's write lock before giving up.
-SQLITE_BUSY_TIMEOUT_S = 60
-#: SQLite's page cache per connection: the series index's pages of a long history stay in memory during a
-#: backfill instead of being read back for every run.
-SQLITE_CACHE_KIB = 64 * 1024
-#: A new database's page size: a backfill's writing takes a quarter less time than with 4 KiB pages (fewer pages
-#: to split and to log for the same rows), and reading whole series does not slow.
-SQLITE_PAGE_BYTES = 16384
-#: WAL pages between SQLite's checkpoints (each syncs the WAL and the database): 64 MiB rather than the default
-#: 4 MiB saves a backfill of a gigabyte some 250 pairs of syncs; what is committed is as durable either way.
-SQLITE_CHECKPOINT_PAGES = 64 * 2**20 // SQLITE_PAGE_BYTES
 #: Results files ingested per transaction.
 INGEST_BATCH = 100
 #: An ingest of this many files or more is a backfill (``History.bulk``): the series index is built at its end.
@@ -56,56 +47,6 @@ BULK_RUNS = 1000
 _MIGRATION_LOCK = 0x67707066
 #: Run documents decoded per query when records are given their data.
 _DOCUMENTS_AT_ONCE = 500
-
-
-def describe(url: str) -> str:
-    """The URL without its password, for messages."""
-    try:
-        return sa.make_url(url).render_as_string(hide_password=True)
-    except sa.exc.ArgumentError:
-        return url
-
-
-def _sqlite_engine(url: sa.URL) -> sa.Engine:
-    database = url.database or ""
-    if database and database != ":memory:":
-        try:
-            Path(database).parent.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise HistoryError(f"history {database}: its folder cannot be created ({exc.strerror or exc}); "
-                               "choose a writable path with --history, or --history none") from exc
-    engine = sa.create_engine(url, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_S})
-
-    @sa.event.listens_for(engine, "connect")
-    def _configure(dbapi_connection: Any, _record: Any) -> None:
-        dbapi_connection.isolation_level = None  # transactions begin below, not in the driver
-        cursor = dbapi_connection.cursor()
-        cursor.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_S * 1000}")
-        cursor.execute(f"PRAGMA page_size = {SQLITE_PAGE_BYTES}")  # a new database's; an existing one keeps its own
-        cursor.execute("PRAGMA journal_mode = WAL")
-        cursor.execute("PRAGMA synchronous = NORMAL")
-        cursor.execute("PRAGMA foreign_keys = ON")
-        cursor.execute(f"PRAGMA cache_size = -{SQLITE_CACHE_KIB}")
-        cursor.execute(f"PRAGMA wal_autocheckpoint = {SQLITE_CHECKPOINT_PAGES}")
-        cursor.close()
-
-    @sa.event.listens_for(engine, "begin")
-    def _begin(connection: sa.Connection) -> None:
-        reading = connection.get_execution_options().get("gpuperf_read", False)
-        connection.exec_driver_sql("BEGIN" if reading else "BEGIN IMMEDIATE")
-
-    return engine
-
-
-def create_engine(url: str) -> sa.Engine:
-    parsed = sa.make_url(url)
-    if parsed.get_backend_name() == "sqlite":
-        return _sqlite_engine(parsed)
-    try:
-        return sa.create_engine(parsed, pool_pre_ping=True)
-    except ImportError as exc:
-        raise HistoryError(f"history {describe(url)}: the PostgreSQL driver is missing ({exc}): "
-                           "pip install 'gpuperf[postgres]'") from exc
 
 
 #: The columns of a ``RunSummary``, in the order of its fields.

@@ -54,7 +54,7 @@ def figures(connection: sa.Connection, numbers: Sequence[int]) -> Figures:
 
 def _figures_apart(url: str, numbers: Sequence[int]) -> Figures:
     """``figures`` in a worker process, on a connection of its own."""
-    from gpuperf.store.history import create_engine
+    from gpuperf.store.history_engine import create_engine
 
     engine = create_engine(url)
     try:
