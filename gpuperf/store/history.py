@@ -24,19 +24,18 @@ from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
 from gpuperf.store import history_rows, history_series
 from gpuperf.store.fetching import fetch
+from gpuperf.store.history_engine import create_engine as create_engine
+from gpuperf.store.history_engine import describe as describe
 from gpuperf.store.history_ingest import IngestReport, Prepared, ingest_files, prepare, selected_files
 from gpuperf.store.history_rows import CASE_COLUMN, METHOD_COLUMN, RECORD_VALUE_COLUMNS, RunSummary
 from gpuperf.store.history_schema import (DOCUMENT_ENCODING, RECORDS, RUN_DOCUMENTS, RUNS, SCHEMA_VERSION, SERIES,
-                                          SERIES_COLUMNS, SERIES_INDEX, SchemaError, create_series_index, decode_document, encode_document,
-                                          has_series_index, migrate,
-                                          recorded_version)
-from gpuperf.store.history_engine import create_engine as create_engine
-from gpuperf.store.history_engine import describe as describe
-from gpuperf.store.sqlite_checkpoints import checkpointing
+                                          SERIES_INDEX, SchemaError, create_series_index, decode_document,
+                                          has_series_index, migrate, recorded_version)
 from gpuperf.store.history_target import HistoryError as HistoryError  # the store's error, as before
 from gpuperf.store.history_target import resolve_target as resolve_target
 from gpuperf.store.history_target import sqlite_url as sqlite_url
 from gpuperf.store.history_target import to_url as to_url
+from gpuperf.store.sqlite_checkpoints import checkpointing
 
 
 #: Results files ingested per transaction.
@@ -300,7 +299,8 @@ DriverInsert = tuple[str, "tuple[str, ...] | None", bool]
 
 
 @lru_cache(maxsize=16)
-def _driver_insert(table: sa.Table, dialect: sa.Dialect, keys: tuple[str, ...], returning: bool = False) -> DriverInsert:
+def _driver_insert(table: sa.Table, dialect: sa.Dialect, keys: tuple[str, ...],
+                   returning: bool = False) -> DriverInsert:
     """An INSERT of ``keys`` into ``table`` as the driver takes it, compiled once (through SQLAlchemy, a run's
     rows cost more to hand over than to write): the statement, its parameters' order (``None``: named), and
     whether it returns the new ``pk`` (asked for and the engine has RETURNING; else the cursor's ``lastrowid``

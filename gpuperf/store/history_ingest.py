@@ -44,12 +44,14 @@ class IngestReport:
     refused: list[tuple[Path, str]] = field(default_factory=list)
 
 
-def prepare(document: dict[str, Any], source: str, text: str | bytes | None) -> Prepared:
+def prepare(document: dict[str, Any], source: str, text: str | bytes | None,
+            identity: str | None = None) -> Prepared:
     """A run's row, its compressed document and its records' columns, before any transaction, of a document
-    ``history_rows.check_document`` has passed (every caller checks it first)."""
+    ``history_rows.check_document`` has passed (every caller checks it first); ``identity``: the run id of
+    ``text``, when known."""
     text = history_rows.canonical_text(document) if text is None else text
     columns = history_rows.records_columns(document["records"])
-    return history_rows.run_row(document, source, text), encode_document(text), columns
+    return history_rows.run_row(document, source, text, identity=identity), encode_document(text), columns
 
 
 #: What reading a file gives: its path, then the run prepared, or ``None`` with why it was refused, or ``None``
@@ -65,12 +67,13 @@ def read_and_prepare(path: str, present: frozenset[str] | None = None) -> Read:
     own), then without parsing it: a backfill run again over the same folders reads each file only once more."""
     try:
         raw = history_rows.read_results_bytes(Path(path))
-        if history_rows.run_id(raw) in (_present if present is None else present):
+        identity = history_rows.run_id(raw)
+        if identity in (_present if present is None else present):
             return path, None, None
         document = history_rows.parse_results_document(Path(path), raw)
     except HistoryInputError as exc:
         return path, None, str(exc)
-    return path, prepare(document, path, raw), ""
+    return path, prepare(document, path, raw, identity), ""
 
 
 def selected_files(paths: Sequence[Path], exclude: Sequence[str]) -> list[Path]:

@@ -87,13 +87,14 @@ def _text(value: Any) -> str | None:
 
 
 def run_row(document: Mapping[str, Any], source: str, text: str | bytes,
-            appended: datetime | None = None) -> dict[str, Any]:
-    """The ``runs`` row of a document whose results-file text is ``text`` (its ``pk`` is the database's)."""
+            appended: datetime | None = None, identity: str | None = None) -> dict[str, Any]:
+    """The ``runs`` row of a document whose results-file text is ``text`` (its ``pk`` is the database's);
+    ``identity``: that text's ``run_id`` when it is known already."""
     run = document["run"]
     extra = run.get("extra") or {}
     provenance = extra.get(PROVENANCE) or {}
     return {
-        "run_id": run_id(text), "kind": str(provenance.get("kind") or KIND_RUN),
+        "run_id": identity or run_id(text), "kind": str(provenance.get("kind") or KIND_RUN),
         "started": str(run.get("started") or ""), "source": source,
         "appended": (appended or datetime.now(timezone.utc)).isoformat(timespec="seconds"),
         "gpu_model": str(run.get("gpu_name") or ""), "gpu_slug": str(run.get("gpu_slug") or ""),
