@@ -10,7 +10,7 @@ already present (same run id) is a no-op, also when two processes append it at o
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
 import functools
 from functools import lru_cache
@@ -44,8 +44,8 @@ INGEST_BATCH = 100
 BULK_RUNS = 1000
 #: PostgreSQL advisory lock key held while a database's schema is migrated.
 _MIGRATION_LOCK = 0x67707066
-#: Run documents decoded per query when records are given their data.
-_DOCUMENTS_AT_ONCE = 500
+#: Keys per ``IN (…)`` query: run documents decoded at a time, cases whose series numbers are looked up.
+_KEYS_AT_ONCE = 500
 
 
 #: The columns of a ``RunSummary``, in the order of its fields.
@@ -109,23 +109,23 @@ class History:
             history_rows.check_document(document, source)
         texts = [history_rows.canonical_text(document) if text is None else text for document, _, text in items]
         return self._write([history_rows.run_id(text) for text in texts], [source for _, source, _ in items],
-                           lambda index: prepare(items[index][0], items[index][1], texts[index]))
+                           lambda index: prepare(items[index][0], items[index][1], texts[index]), aside=True)
 
     def append_prepared(self, items: Sequence[tuple[str, Prepared]]) -> list[bool]:
         """``append_batch`` of runs already prepared (``history_ingest.prepare``), given with their sources."""
         return self._write([str(prepared[0]["run_id"]) for _, prepared in items], [source for source, _ in items],
                            lambda index: items[index][1])
 
-    def _write(self, ids: Sequence[str], sources: Sequence[str], prepared: Callable[[int], Prepared]) -> list[bool]:
-        """Write the runs ``prepared(index)`` gives, but those present, in one transaction."""
-        from concurrent.futures import ThreadPoolExecutor  # here: a suite's append need not import it at start-up
-
+    def _write(self, ids: Sequence[str], sources: Sequence[str], prepared: Callable[[int], Prepared],
+               aside: bool = False) -> list[bool]:
+        """Write the runs ``prepared(index)`` gives, but those present, in one transaction; ``aside``: each one
+        prepared on a helper thread while the one before is written (runs prepared already need none)."""
         try:
             self._series.clear()
-            with self.engine.begin() as connection, ThreadPoolExecutor(max_workers=1) as helper:
+            with self.engine.begin() as connection, _preparing(aside) as each:
                 present = {row[0] for row in connection.execute(sa.select(RUNS.c.run_id).where(RUNS.c.run_id.in_(ids)))}
                 wanted = [index for index, run in enumerate(ids) if run not in present and ids.index(run) == index]
-                for run, body, columns in helper.map(prepared, wanted):
+                for run, body, columns in each(prepared, wanted):
                     self._insert(connection, run, body, columns)
             self._series.clear()
             added = set(wanted)
@@ -166,11 +166,9 @@ class History:
         connection.exec_driver_sql(statement, _parameters(order, document))
         if columns[0]:
             numbers = self._series.column(connection, columns[CASE_COLUMN], columns[METHOD_COLUMN])
-            statement, order, _ = _driver_insert(RECORDS, dialect, RECORD_VALUE_COLUMNS)
-            if order is not None and order != RECORD_VALUE_COLUMNS:
-                raise AssertionError(f"the records' INSERT binds {order}, not {RECORD_VALUE_COLUMNS}")
+            statement, named = _records_insert(dialect)
             rows: list[Any] = list(zip(repeat(pk), *columns, numbers))
-            if order is None:  # named parameters (PostgreSQL's %(name)s); SQLite's "?" take the tuples as they are
+            if named:  # PostgreSQL's %(name)s; SQLite's "?" take the tuples as they are
                 rows = [dict(zip(RECORD_VALUE_COLUMNS, row)) for row in rows]
             connection.exec_driver_sql(statement, rows)
 
@@ -286,9 +284,9 @@ class _SeriesNumbers:
             connection.execute(_insert_new_series(connection.dialect.name),
                                [{"case_id": case, "method": method} for case, method in sorted(missing)])
             cases = sorted({case for case, _ in missing})
-            for start in range(0, len(cases), _DOCUMENTS_AT_ONCE):
+            for start in range(0, len(cases), _KEYS_AT_ONCE):
                 query = sa.select(SERIES.c.case_id, SERIES.c.method, SERIES.c.pk).where(
-                    SERIES.c.case_id.in_(cases[start:start + _DOCUMENTS_AT_ONCE]))
+                    SERIES.c.case_id.in_(cases[start:start + _KEYS_AT_ONCE]))
                 self.known.update({(case, method): pk for case, method, pk in connection.execute(query)})
         numbers = [self.known[key] for key in keys]
         self._last = ((case_ids, methods), numbers)
@@ -309,6 +307,28 @@ def _driver_insert(table: sa.Table, dialect: sa.Dialect, keys: tuple[str, ...],
     statement = sa.insert(table).returning(table.c.pk) if returning else sa.insert(table)
     compiled = statement.compile(dialect=dialect, column_keys=list(keys))
     return str(compiled), _order(compiled), returning
+
+
+@lru_cache(maxsize=4)
+def _records_insert(dialect: sa.Dialect) -> tuple[str, bool]:
+    """The records' INSERT, whose rows are handed over as they are made (``RECORD_VALUE_COLUMNS`` order), and
+    whether its parameters are named."""
+    statement, order, _ = _driver_insert(RECORDS, dialect, RECORD_VALUE_COLUMNS)
+    if order is not None and order != RECORD_VALUE_COLUMNS:
+        raise AssertionError(f"the records' INSERT binds {order}, not {RECORD_VALUE_COLUMNS}")
+    return statement, order is None
+
+
+@contextmanager
+def _preparing(aside: bool) -> Iterator[Callable[[Callable[[int], Prepared], Sequence[int]], Iterable[Prepared]]]:
+    """A ``map`` of the runs to write: on a helper thread (``History.append_batch`` says why), or in this one."""
+    if not aside:
+        yield map
+        return
+    from concurrent.futures import ThreadPoolExecutor  # here: a suite's append need not import it at start-up
+
+    with ThreadPoolExecutor(max_workers=1) as helper:
+        yield helper.map
 
 
 def _order(compiled: sa.Compiled) -> tuple[str, ...] | None:
@@ -347,8 +367,8 @@ def records_with_data(connection: sa.Connection, rows: Sequence[Mapping[str, Any
     text, from its run's document, as schema 3 kept it in a column of its own."""
     wanted = sorted({int(row["run_pk"]) for row in rows})
     documents: dict[int, dict[str, Any]] = {}
-    for start in range(0, len(wanted), _DOCUMENTS_AT_ONCE):
-        documents.update(_documents(connection, wanted[start:start + _DOCUMENTS_AT_ONCE]))
+    for start in range(0, len(wanted), _KEYS_AT_ONCE):
+        documents.update(_documents(connection, wanted[start:start + _KEYS_AT_ONCE]))
     out = []
     for row in rows:
         document = documents.get(int(row["run_pk"]))

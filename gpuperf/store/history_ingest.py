@@ -1,8 +1,8 @@
 """Results files → the history's rows, read and checked in worker processes while the history writes them.
 
 A backfill of thousands of files is bound by reading them: each is parsed, checked by the results format's own
-reader (``history_rows.read_results_document``), made into a run row and record rows and compressed, all in
-Python, 10-20 ms a file. Those steps run in a pool of worker processes (one per core) that hand back only the
+reader (``history_rows.parse_results_document``), made into a run row and record columns and compressed, all in
+Python, 6-9 ms a file. Those steps run in a pool of worker processes (one per core) that hand back only the
 rows and the compressed document; the main process writes them to the database in transactions of a batch of
 runs each, in the files' order. A few files are read in the main process (a pool costs more than it saves).
 The workers build nothing but trees of JSON values, which reference counting frees; their cyclic garbage

@@ -17,7 +17,6 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from itertools import repeat
 from operator import itemgetter
 from pathlib import Path
 from typing import Any
@@ -160,7 +159,7 @@ def _interned(texts: list[Any]) -> list[str]:
         return [sys.intern(str(text)) for text in texts]
 
 
-#: The ``records`` columns ``records_values`` fills, in the table's order (``run_pk`` first, set when appended).
+#: The ``records`` table's columns in the order its rows are written (``run_pk`` first, set when appended).
 RECORD_VALUE_COLUMNS = ("run_pk", "case_id", "value", "unit", "spread", "samples", "method", "flush", "kernels",
                         "status", "note", "gpu_index", "cycles_per_call", "sm_clock_mhz", "value_at_max_clock",
                         "position", "series_pk")
@@ -200,17 +199,6 @@ def records_columns(records: Sequence[Mapping[str, Any]]) -> list[list[Any]]:
     columns = [_kernel_names_column(records, keys["kernels"]) if name == "kernels"
                else _CONVERT[name](keys[RECORD_COLUMNS[name]]) for name in RECORD_VALUE_COLUMNS[1:-2]]
     return [*columns, list(range(len(records)))]
-
-
-def records_values(records: Sequence[Mapping[str, Any]], run_pk: int | None = None) -> list[tuple[Any, ...]]:
-    """``records_columns`` as rows in ``RECORD_VALUE_COLUMNS`` order, from ``run_pk`` to ``position``."""
-    return list(zip(repeat(run_pk), *records_columns(records)))
-
-
-def record_row(record: Mapping[str, Any], position: int = 0) -> dict[str, Any]:
-    """The ``records`` row of one results-file record as a column → value mapping (``run_pk`` left out)."""
-    values = records_values([record])[0]
-    return dict(zip(RECORD_VALUE_COLUMNS[1:], (*values[1:-1], position)))
 
 
 def check_document(document: Any, where: str) -> dict[str, Any]:
