@@ -1,14 +1,18 @@
 """What a results file may hold in each field a record or a run declares: checked one value at a time, to name
 the first fault, or a whole column at a time, to prove a file sound quickly.
 
-Each declared field type (the dataclass annotation's text, ``"float | None"``) has two checks of the same rule:
+Each declared field type (the dataclass annotation's text, ``"float | None"``) has three forms of the same rule:
 
 - ``value``: one JSON value, as the reader checks a record field by field to name the field at fault;
 - ``column``: the set of Python types found in a column of values (one field over every record of a file) and
   the column itself. It is written with C-level passes (``set(map(type, …))``, ``sum``, ``min``) and only ever
   says ``True`` for a column whose every value ``value`` accepts; it may say ``False`` for a sound column, and
   then the value-by-value check decides. A backfill of a million records is checked this way in a fraction of
-  the time (``columns_sound``).
+  the time (``columns_sound``);
+- ``decoded``: the type a typed JSON decoder (msgspec's, ``store/results_typed.py``) is given for the field. It
+  decodes only JSON values that ``value`` accepts, and the same values (a whole number given for a float is
+  decoded as that float), so that a file decoded by it needs no check of its fields' types; it may refuse a
+  value ``value`` accepts (a parameter that is not text), and then the reader decides.
 
 A sum of floats is finite only when each of them is (an infinity or a NaN term keeps it non-finite); a sum that
 overflows is not finite either, and leaves the column to the value-by-value check.
@@ -21,7 +25,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import MISSING, dataclass, fields
 from itertools import chain, repeat
 from operator import itemgetter
-from typing import Any
+from typing import Any, Optional, Union
+
+from gpuperf.measure.kernel_records import Kernel
 
 NoneType = type(None)
 _NUMBERS = frozenset({float, int, NoneType})
@@ -91,40 +97,48 @@ def _mappings_of(allowed: frozenset[type]) -> Callable[[set[type], Sequence[Any]
 @dataclass(frozen=True)
 class FieldType:
     """One declared field type: what a value of it may be (``value``), the same over a column (``column``),
-    and what that is in words (for the reader's refusals)."""
+    what that is in words (for the reader's refusals), and the type that decodes such values (``decoded``)."""
 
     value: Callable[[Any], bool]
     column: Callable[[set[type], Sequence[Any]], bool]
     words: str
+    decoded: Any
 
+
+#: A plain JSON value, as a typed decoder is given it.
+_SCALAR = Union[str, int, float, bool, None]
 
 #: Each field type a record or run declares.
 TYPE_CHECKS: dict[str, FieldType] = {
-    "str": FieldType(lambda v: isinstance(v, str), lambda kinds, _: kinds <= _TEXTS, "text"),
+    "str": FieldType(lambda v: isinstance(v, str), lambda kinds, _: kinds <= _TEXTS, "text", str),
     "float": FieldType(lambda v: v is None or type(v) is float and v - v == 0 or _number(v), _figures,
-                       "a finite number (or null for no figure)"),
+                       "a finite number (or null for no figure)", Optional[float]),
     "float | None": FieldType(lambda v: v is None or type(v) is float and v - v == 0 or _number(v), _figures,
-                              "a finite number or null"),
+                              "a finite number or null", Optional[float]),
     "int | None": FieldType(lambda v: v is None or _whole(v), lambda kinds, _: kinds <= {int, NoneType},
-                            "a whole number or null"),
-    "bool": FieldType(lambda v: isinstance(v, bool), lambda kinds, _: kinds <= {bool}, "true or false"),
+                            "a whole number or null", Optional[int]),
+    "bool": FieldType(lambda v: isinstance(v, bool), lambda kinds, _: kinds <= {bool}, "true or false", bool),
     "bool | None": FieldType(lambda v: v is None or isinstance(v, bool), lambda kinds, _: kinds <= {bool, NoneType},
-                             "true, false or null"),
+                             "true, false or null", Optional[bool]),
     "tuple[str, ...]": FieldType(lambda v: v is None or _texts(v),
                                  lambda kinds, column: kinds <= _LISTS and _inner_types(column) <= _TEXTS,
-                                 "a list of texts"),
+                                 "a list of texts", Optional[list[str]]),
     "tuple[int, int] | None": FieldType(lambda v: v is None or isinstance(v, list) and len(v) == 2
-                                        and all(map(_whole, v)), _pairs, "two whole numbers or null"),
+                                        and all(map(_whole, v)), _pairs, "two whole numbers or null",
+                                        Optional[tuple[int, int]]),
     "dict[str, str]": FieldType(lambda v: isinstance(v, dict) and all(map(scalar, v.values())),
-                                _mappings_of(_SCALARS), "a mapping of names to values"),
+                                _mappings_of(_SCALARS), "a mapping of names to values",
+                                dict[str, str]),
     "dict[str, int]": FieldType(lambda v: isinstance(v, dict) and all(map(_whole, v.values())),
-                                _mappings_of(_INTS), "a mapping of sizes to whole numbers"),
-    "dict[str, Any]": FieldType(lambda v: isinstance(v, dict), lambda kinds, _: kinds <= _DICTS, "a mapping"),
+                                _mappings_of(_INTS), "a mapping of sizes to whole numbers",
+                                dict[str, int]),
+    "dict[str, Any]": FieldType(lambda v: isinstance(v, dict), lambda kinds, _: kinds <= _DICTS, "a mapping",
+                                dict[str, Any]),
     "tuple[Kernel, ...]": FieldType(lambda v: v is None or isinstance(v, list), lambda kinds, _: kinds <= _LISTS,
-                                    "a list of kernels"),
+                                    "a list of kernels", Optional[list[Kernel]]),
 }
 #: A field of a type not in the table holds a plain value.
-PLAIN = FieldType(scalar, lambda _, column: all(map(scalar, column)), "a plain value")
+PLAIN = FieldType(scalar, lambda _, column: all(map(scalar, column)), "a plain value", _SCALAR)
 
 FieldTable = tuple[tuple[str, bool, FieldType], ...]
 _FIELD_TABLES: dict[type, FieldTable] = {}

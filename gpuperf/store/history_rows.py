@@ -21,6 +21,8 @@ from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from gpuperf.store.field_checks import columns_of
 
 #: ``run.extra`` key under which a session records where its figures came from (``Provenance``).
@@ -104,8 +106,17 @@ def run_row(document: Mapping[str, Any], source: str, text: str | bytes,
         "branch": _text(provenance.get("branch")), "ci_job": _text(provenance.get("ci_job")),
         "options": json.dumps(provenance.get("options") or {}, sort_keys=True),
         "baseline_digest": _text(provenance.get("baseline_digest")),
-        "run_json": json.dumps(run, sort_keys=True, ensure_ascii=False),
+        "run_json": _sorted_json(run),
     }
+
+
+def _sorted_json(value: Any) -> str:
+    """``value``'s JSON text with sorted keys: orjson's, or Python's for what orjson cannot write (an integer
+    beyond 64 bits)."""
+    try:
+        return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode("utf-8")
+    except TypeError:
+        return json.dumps(value, sort_keys=True, ensure_ascii=False)
 
 
 def _number(value: Any) -> float | None:
@@ -137,14 +148,14 @@ def kernel_names(record: Mapping[str, Any]) -> str:
     return " + ".join([str(kernel.get("name", "?")) for kernel in kernels if isinstance(kernel, dict)])
 
 
-def _kernel_names_column(records: Sequence[Mapping[str, Any]], column: list[Any]) -> list[str]:
-    """``kernel_names`` of each record, its ``kernels`` given as a column: when every kernel is an object with a
-    text name (as a suite writes them) the names are joined without a Python step per kernel, else record by
-    record. Each text is interned (``_interned``)."""
+def _kernel_names_column(column: list[Any], name: Callable[[Any], str]) -> list[str]:
+    """``kernel_names`` of each record, its ``kernels`` given as a column: when every kernel has a text name
+    (``name`` of it: an object's ``"name"``, as a suite writes them) the names are joined without a Python step
+    per kernel, else record by record. Each text is interned (``_interned``)."""
     try:
-        return _interned([" + ".join(map(_NAME, kernels)) if kernels else "" for kernels in column])
-    except (KeyError, TypeError, IndexError):
-        return _interned([kernel_names(record) for record in records])
+        return _interned([" + ".join(map(name, kernels)) if kernels else "" for kernels in column])
+    except (KeyError, TypeError, IndexError, AttributeError):
+        return _interned([kernel_names({"kernels": kernels}) for kernels in column])
 
 
 _NAME = itemgetter("name")
@@ -191,14 +202,39 @@ CASE_COLUMN = RECORD_VALUE_COLUMNS.index("case_id") - 1
 METHOD_COLUMN = RECORD_VALUE_COLUMNS.index("method") - 1
 
 
+#: The results-file record keys the ``records`` columns are made from.
+RECORD_KEYS = (*RECORD_COLUMNS.values(), "kernels")
+
+
 def records_columns(records: Sequence[Mapping[str, Any]]) -> list[list[Any]]:
     """The ``records`` columns of a run's results-file records, ``case_id`` to ``position`` (the run's and the
     series' numbers are the database's), each read from its ``RECORD_COLUMNS`` key and made a column at a time:
     a backfill makes a million rows of them."""
-    keys = columns_of(records, [*RECORD_COLUMNS.values(), "kernels"], None)
-    columns = [_kernel_names_column(records, keys["kernels"]) if name == "kernels"
-               else _CONVERT[name](keys[RECORD_COLUMNS[name]]) for name in RECORD_VALUE_COLUMNS[1:-2]]
-    return [*columns, list(range(len(records)))]
+    return columns_from_keys(columns_of(records, RECORD_KEYS, None), len(records))
+
+
+def _means_of_pairs(column: list[Any]) -> list[float | None]:
+    """The mean of each pair of numbers (a clock read before and after), or ``None``."""
+    return [None if pair is None else (float(pair[0]) + float(pair[1])) / 2 for pair in column]
+
+
+#: The columns whose stored values differ from a record's field of its declared type (the others are stored as
+#: they are): the case id is interned, a clock read before and after (two whole numbers) is stored as its mean.
+_CONVERT_DECLARED: dict[str, Callable[[list[Any]], list[Any]]] = {"case_id": _interned,
+                                                                  "sm_clock_mhz": _means_of_pairs}
+
+
+def columns_from_keys(keys: Mapping[str, list[Any]], count: int, kernel_name: Callable[[Any], str] = _NAME,
+                      declared: bool = False) -> list[list[Any]]:
+    """``records_columns`` of ``count`` records given as the values of each of their ``RECORD_KEYS`` (``None``
+    where a record lacks it); ``kernel_name``: a kernel's name (default: an object's ``"name"``); ``declared``:
+    each value is of its field's declared type already, as a typed decoder gives them (``results_typed``), and
+    only the columns stored otherwise are made."""
+    convert = _CONVERT_DECLARED if declared else _CONVERT
+    columns = [_kernel_names_column(keys["kernels"], kernel_name) if name == "kernels"
+               else convert[name](keys[RECORD_COLUMNS[name]]) if name in convert else keys[RECORD_COLUMNS[name]]
+               for name in RECORD_VALUE_COLUMNS[1:-2]]
+    return [*columns, list(range(count))]
 
 
 def check_document(document: Any, where: str) -> dict[str, Any]:
