@@ -65,7 +65,7 @@ _QUOTE = ord('"')
 _NUMBERS = frozenset({int, float})
 
 
-class _KernelStruct(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+class _KernelStruct(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, gc=False):
     """A kernel as ``Kernel.from_dict`` takes one: a name that is not empty, three non-negative integers for each
     of its launch's dimensions, non-negative counts, a median that is a non-negative number, and a code digest
     (or none); a field left out takes ``from_dict``'s default."""
@@ -102,11 +102,13 @@ def _holds_plain_values(decoded: Any) -> bool:
 
 
 def _struct(cls: type, name: str) -> type[msgspec.Struct]:
-    """A struct of ``cls``'s declared fields: a required one must be present, any other is ``UNSET`` when absent."""
+    """A struct of ``cls``'s declared fields: a required one must be present, any other is ``UNSET`` when absent.
+    Like every struct here it is left out of the cyclic garbage collector (``gc=False``): a decoded value holds
+    plain values only, never a cycle, and a backfill decodes a million of them."""
     members = [(field, _bounded(checks.decoded)) if required
                else (field, Union[_bounded(checks.decoded), UnsetType], UNSET)
                for field, required, checks in field_table(cls)]
-    return msgspec.defstruct(name, members, kw_only=True, forbid_unknown_fields=True)
+    return msgspec.defstruct(name, members, kw_only=True, forbid_unknown_fields=True, gc=False)
 
 
 @lru_cache(maxsize=1)
@@ -116,7 +118,7 @@ def _decoding() -> tuple[msgspec.json.Decoder[Any], msgspec.json.Encoder, list[C
     record = _struct(Record, "TypedRecord")
     document = msgspec.defstruct("TypedResults", [("schema", int), ("run", dict[str, Any]),
                                                   ("records", list[record])],  # type: ignore[valid-type]
-                                 forbid_unknown_fields=True)
+                                 forbid_unknown_fields=True, gc=False)
     plain: list[Callable[[Any], Any]] = [attrgetter(field) for field, _, checks in field_table(Record)
                                          if _holds_plain_values(checks.decoded)]
     return msgspec.json.Decoder(document), msgspec.json.Encoder(), plain
