@@ -1,12 +1,13 @@
 """Results files → the history's rows, read and checked in worker processes while the history writes them.
 
-A backfill of thousands of files is bound by reading them: each is parsed, checked by the results format's own
-reader (``history_rows.parse_results_document``), made into a run row and record columns and compressed, all in
-Python, 6-9 ms a file. Those steps run in a pool of worker processes (one per core) that hand back only the
-rows and the compressed document; the main process writes them to the database in transactions of a batch of
-runs each, in the files' order. A few files are read in the main process (a pool costs more than it saves).
-The workers build nothing but trees of JSON values, which reference counting frees; their cyclic garbage
-collector is off, as it would walk every value of every file (a sixth of their time) and find nothing.
+A backfill of thousands of files is bound by reading them: each is checked as the results format's own reader
+checks it (proved sound as msgspec decodes it, ``results_typed.proved``, else read by that reader,
+``history_rows.parse_results_document``), made into a run row and record columns and compressed, 4.5-7 ms a file.
+Those steps run in a pool of worker processes (one per core) that hand back only the rows and the compressed
+document; the main process writes them to the database in transactions of a batch of runs each, in the files'
+order. A few files are read in the main process (a pool costs more than it saves). The workers build nothing
+but structs and trees of JSON values, which reference counting frees; their cyclic garbage collector is off, as
+it would walk every value of every file and find nothing.
 A file whose run the history holds already (its bytes' SHA-256 is the run's id) is counted present without
 being parsed, so a nightly backfill of a growing folder costs only its new files.
 """
