@@ -28,7 +28,8 @@ SEEDS = [REPO / "docs" / "h200" / "results.json", *FLEET_RUNS[:3]]
 HOSTILE = st.sampled_from([True, False, None, "", 0, -1, 2.5, 2**63 - 1, 2**63, 2**64, 2**64 + 1, 10**30, -2**63,
                            -2**63 - 1, 9.3e18, 1e300, [], [1, 2], [1, 2, 3], [1, -1, 1], ["x"], {}, {"a": 1},
                            {"a": [1]}, {"a": None}, "PASS", "not-a-status", 'a "quoted" text', "a \\ slash",
-                           "\u00d7 \u2265", "0123456789ab", "0123456789AB"])
+                           "\u00d7 \u2265", "0123456789ab", "0123456789AB", "0123456789ab\n", "\n", "k\n",
+                           " ", "x" * 300])
 KERNEL_FIELDS = ["name", "grid", "block", "cluster", "registers", "shared_memory", "median_us", "code", "unknown"]
 #: How a document is written: the suite's orjson form, Python's (non-ASCII as \\u escapes), compact.
 _WRITERS = [
@@ -214,3 +215,13 @@ def test_a_file_the_proof_declines_is_still_read_by_the_strict_reader_in_a_backf
 @pytest.mark.parametrize("seed", SEEDS, ids=lambda path: path.name)
 def test_a_sound_file_is_proved_however_it_was_written(seed: Path, writer: int) -> None:
     assert _proved_alike(_WRITERS[writer](_document(seed)))
+
+
+@pytest.mark.parametrize("code", ["0123456789ab", "", "0123456789ab\n", "\n", "0123456789ABC", "0123456789a"])
+@pytest.mark.parametrize("name", ["k", "", "k\n"])
+def test_a_kernels_code_and_name_are_judged_as_kernel_from_dict_judges_them(code: str, name: str) -> None:
+    document = _document(SEEDS[0], 3)
+    document["records"][1]["kernels"] = [{"name": name, "grid": [1, 1, 1], "block": [32, 1, 1], "code": code}]
+    raw = json.dumps(document, indent=2).encode()
+    accepted = _strict(raw) is not None
+    assert _proved_alike(raw) == accepted

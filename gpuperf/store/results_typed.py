@@ -77,7 +77,8 @@ class _KernelStruct(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, gc
     registers: _COUNT | UnsetType = UNSET
     shared_memory: _COUNT | UnsetType = UNSET
     median_us: Annotated[float, msgspec.Meta(ge=0, lt=float(_BOUND))] | None | UnsetType = UNSET
-    code: Annotated[str, msgspec.Meta(pattern=f"^(?:[0-9a-f]{{{CODE_DIGEST_LENGTH}}})?$")] | UnsetType = UNSET
+    # msgspec searches for the pattern: \Z ends it at the text's end, where $ would let a closing newline by
+    code: Annotated[str, msgspec.Meta(pattern=f"^(?:[0-9a-f]{{{CODE_DIGEST_LENGTH}}})?\\Z")] | UnsetType = UNSET
 
 
 def _bounded(decoded: Any) -> Any:
