@@ -17,9 +17,9 @@ as ``Kernel.from_dict`` takes one, ``_KernelStruct``). What the decoder does not
   but those its strings hold, each written ``\\"`` (or ``\\u0022``, which a text given the proof lacks); so does
   msgspec's writing of the same values, which writes a quote in a string as ``\\"``. So when the two have as
   many quotes, nothing was dropped (a file with an unknown key is then left to the reader too);
-- **a long integer** (the reader refuses one beyond 2**64): every number decoded lies within what a 64-bit
-  integer holds, whole or not (a whole number given for a float field is decoded as a float of its size): a
-  field's type is given that bound, and the plain values within fields are walked for it;
+- **a long integer** (the reader refuses one beyond 2**64), and a whole number given for a float field that a
+  float would not hold exactly: a field's type bounds its numbers (whole numbers within 64 bits, figures within
+  2**53), and the plain values within fields are walked for the first bound;
 - **nesting deeper than ``MAX_DEPTH``**: only the plain values of a record's ``extra`` and of the run can nest,
   and they are walked with their depth;
 - the rules beyond a field's type, as ``results._sound`` holds them: the schema, each status known and with a
@@ -47,11 +47,13 @@ from gpuperf.store.reading import MAX_DEPTH
 from gpuperf.store.records import Reason, Record, RunInfo
 from gpuperf.store.results import NEEDS_FIGURE, SCHEMA, STATUSES
 
-#: Numbers as the structs decode them: within what a 64-bit integer holds. The reader's bound is 2**64, so a
-#: number between the two is left to it.
+#: Numbers as the structs decode them. A whole number lies within what a 64-bit integer holds (the reader's bound
+#: is 2**64, so a number between the two is left to it). A figure lies within 2**53, where a whole number given
+#: for it is a float exactly, as the reader's figure is (no gpuperf figure comes near).
 _BOUND = 2**63
+_EXACT = 2.0**53
 _WHOLE = Annotated[int, msgspec.Meta(ge=-_BOUND, le=_BOUND - 1)]
-_FIGURE = Annotated[float, msgspec.Meta(gt=-float(_BOUND), lt=float(_BOUND))]
+_FIGURE = Annotated[float, msgspec.Meta(gt=-_EXACT, lt=_EXACT)]
 _COUNT = Annotated[int, msgspec.Meta(ge=0, le=_BOUND - 1)]
 _DIM3 = tuple[_COUNT, _COUNT, _COUNT]
 _UNIONS = (Union, types.UnionType)
@@ -76,13 +78,13 @@ class _KernelStruct(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, gc
     cluster: _DIM3 | UnsetType = UNSET
     registers: _COUNT | UnsetType = UNSET
     shared_memory: _COUNT | UnsetType = UNSET
-    median_us: Annotated[float, msgspec.Meta(ge=0, lt=float(_BOUND))] | None | UnsetType = UNSET
+    median_us: Annotated[float, msgspec.Meta(ge=0, lt=_EXACT)] | None | UnsetType = UNSET
     # msgspec searches for the pattern: \Z ends it at the text's end, where $ would let a closing newline by
     code: Annotated[str, msgspec.Meta(pattern=f"^(?:[0-9a-f]{{{CODE_DIGEST_LENGTH}}})?\\Z")] | UnsetType = UNSET
 
 
 def _bounded(decoded: Any) -> Any:
-    """``decoded`` with each ``int`` and ``float`` in it given ``_BOUND``, and ``Kernel`` the kernel's struct."""
+    """``decoded`` with each ``int`` and ``float`` in it given its bound, and ``Kernel`` the kernel's struct."""
     if decoded is int:
         return _WHOLE
     if decoded is float:
