@@ -60,15 +60,16 @@ def _proved_alike(raw: bytes) -> bool:
     run, records = proved
     assert run == strict["run"]
     assert json.loads(msgspec.json.encode(records)) == strict["records"]
-    assert [[type(value) for value in column] for column in _typed_columns(records)] == \
-        [[type(value) for value in column] for column in history_rows.records_columns(strict["records"])]
-    assert _typed_columns(records) == history_rows.records_columns(strict["records"])
+    typed, reference = _typed_columns(records), history_rows.records_columns(strict["records"])
+    assert [[type(value) for value in column] for column in typed] == \
+        [[type(value) for value in column] for column in reference]
+    assert typed == reference
     return True
 
 
 def _typed_columns(records: Any) -> list[list[Any]]:
     keys = results_typed.columns_of(records, history_rows.RECORD_KEYS)
-    return history_rows.columns_from_keys(keys, len(records), results_typed.KERNEL_NAME, declared=True)
+    return history_rows.columns_from_keys(keys, len(records), declared=True)
 
 
 def _document(seed: Path, records: int = 12) -> dict[str, Any]:

@@ -71,7 +71,7 @@ def _prepared_typed(raw: bytes, source: str, identity: str) -> Prepared | None:
     except HistoryInputError:
         return None
     columns = history_rows.columns_from_keys(results_typed.columns_of(records, history_rows.RECORD_KEYS),
-                                             len(records), results_typed.KERNEL_NAME, declared=True)
+                                             len(records), declared=True)
     return history_rows.run_row(document, source, raw, identity=identity), encode_document(raw), columns
 
 

@@ -17,7 +17,7 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from operator import itemgetter
+from operator import attrgetter, itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -150,15 +150,16 @@ def kernel_names(record: Mapping[str, Any]) -> str:
 
 def _kernel_names_column(column: list[Any], name: Callable[[Any], str]) -> list[str]:
     """``kernel_names`` of each record, its ``kernels`` given as a column: when every kernel has a text name
-    (``name`` of it: an object's ``"name"``, as a suite writes them) the names are joined without a Python step
-    per kernel, else record by record. Each text is interned (``_interned``)."""
+    (``name`` of it: an object's ``"name"`` as a suite writes them, or a decoded kernel's attribute) the names
+    are joined without a Python step per kernel, else record by record. Each text is interned (``_interned``)."""
     try:
         return _interned([" + ".join(map(name, kernels)) if kernels else "" for kernels in column])
-    except (KeyError, TypeError, IndexError, AttributeError):
+    except (KeyError, TypeError, IndexError):
         return _interned([kernel_names({"kernels": kernels}) for kernels in column])
 
 
 _NAME = itemgetter("name")
+_NAME_ATTRIBUTE = attrgetter("name")
 
 
 def _interned(texts: list[Any]) -> list[str]:
@@ -224,13 +225,13 @@ _CONVERT_DECLARED: dict[str, Callable[[list[Any]], list[Any]]] = {"case_id": _in
                                                                   "sm_clock_mhz": _means_of_pairs}
 
 
-def columns_from_keys(keys: Mapping[str, list[Any]], count: int, kernel_name: Callable[[Any], str] = _NAME,
-                      declared: bool = False) -> list[list[Any]]:
+def columns_from_keys(keys: Mapping[str, list[Any]], count: int, declared: bool = False) -> list[list[Any]]:
     """``records_columns`` of ``count`` records given as the values of each of their ``RECORD_KEYS`` (``None``
-    where a record lacks it); ``kernel_name``: a kernel's name (default: an object's ``"name"``); ``declared``:
-    each value is of its field's declared type already, as a typed decoder gives them (``results_typed``), and
-    only the columns stored otherwise are made."""
+    where a record lacks it); ``declared``: each value is of its field's declared type already, as a typed
+    decoder gives them (``results_typed``: a kernel is a struct whose ``name`` is an attribute), and only the
+    columns stored otherwise are made."""
     convert = _CONVERT_DECLARED if declared else _CONVERT
+    kernel_name = _NAME_ATTRIBUTE if declared else _NAME
     columns = [_kernel_names_column(keys["kernels"], kernel_name) if name == "kernels"
                else convert[name](keys[RECORD_COLUMNS[name]]) if name in convert else keys[RECORD_COLUMNS[name]]
                for name in RECORD_VALUE_COLUMNS[1:-2]]

@@ -184,8 +184,6 @@ def _rules_hold(records: Sequence[Any]) -> bool:
 
 _STATUS, _REASON, _VALUE = attrgetter("status"), attrgetter("reason"), attrgetter("value")
 _GPU_INDEX, _CASE = attrgetter("gpu_index"), attrgetter("case_id")
-#: A decoded kernel's name.
-KERNEL_NAME: Callable[[Any], str] = attrgetter("name")
 
 
 def columns_of(records: Sequence[Any], names: Sequence[str], absent: Any = None) -> dict[str, list[Any]]:
