@@ -10,17 +10,30 @@ from __future__ import annotations
 
 
 class Precision:
-    """The math path a case runs: which peak applies. ``TF32`` is FP32 storage computed on TF32 tensor cores."""
+    """The math path a case runs: which peak applies. ``TF32`` is FP32 storage computed on TF32 tensor cores;
+    ``FP8`` is either 8-bit float format (``FP8_FORMATS``: E4M3, E5M2, which run at one rate) on FP8 tensor cores;
+    ``INT8`` is 8-bit integers on integer tensor cores (its "TFLOPS" are tera-operations, a multiply-add counted
+    as two, as for the others)."""
 
     FP32 = "fp32"
     TF32 = "tf32"
     FP16 = "fp16"
     BF16 = "bf16"
     FP64 = "fp64"
+    FP8 = "fp8"
+    INT8 = "int8"
 
-    ALL: tuple[str, ...] = (FP32, TF32, FP16, BF16, FP64)
+    ALL: tuple[str, ...] = (FP32, TF32, FP16, BF16, FP64, FP8, INT8)
+    #: The storage formats of FP8 (a dtype named ``fp8_e4m3`` or ``fp8_e5m2`` is counted as ``fp8``).
+    FP8_FORMATS: tuple[str, ...] = ("fp8_e4m3", "fp8_e5m2")
     #: Bytes per stored element (TF32 is stored as FP32).
-    ELEMENT_BYTES: dict[str, int] = {FP32: 4, TF32: 4, FP16: 2, BF16: 2, FP64: 8}
+    ELEMENT_BYTES: dict[str, int] = {FP32: 4, TF32: 4, FP16: 2, BF16: 2, FP64: 8, FP8: 1, INT8: 1,
+                                     **{name: 1 for name in FP8_FORMATS}}
+
+    @classmethod
+    def of(cls, dtype: str) -> str:
+        """The precision (the peak that applies) of a dtype name: an FP8 format is ``fp8``, others are themselves."""
+        return cls.FP8 if dtype in cls.FP8_FORMATS else dtype
 
 
 class Flush:

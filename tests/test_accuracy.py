@@ -224,3 +224,19 @@ def test_random_operand_tiny_draws_do_not_underflow_to_zero_in_fp16() -> None:
 
     x = random_operand(TinyDraws(), (4,), np.float16)  # type: ignore[arg-type]
     assert np.all(x != 0.0), x
+
+
+def test_assert_within_passes_inside_the_bound_and_names_the_worst_element_outside() -> None:
+    from gpuperf.suite.accuracy import assert_within
+
+    rng = np.random.default_rng(7)
+    ref = rng.uniform(0.5, 1.0, size=(4, 5))
+    assert_within(ref * (1 + 1e-4), ref, 2e-4 * ref)
+    bad = ref.copy()
+    bad[2, 3] += 0.1
+    bad[0, 0] = np.nan
+    with pytest.raises(AssertionError, match=r"softmax: 2 of 20 elements outside the bound; 1 not finite") as info:
+        assert_within(bad, ref, 1e-3, "softmax")
+    assert "worst at (0, 0)" in str(info.value)
+    with pytest.raises(AssertionError, match="shape"):
+        assert_within(ref[:2], ref, 1.0)

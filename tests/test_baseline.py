@@ -738,9 +738,10 @@ def test_descriptive_fields_round_trip_and_are_sealed(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("field", "bad", "message"), [
-    ("precision", "fp8", "precision 'fp8' is not one of fp32, tf32, fp16, bf16, fp64"),
-    ("shape", {"m": 0}, "shape must map batch, m, n, k to positive integers"),
-    ("shape", {"rows": 4}, "shape must map batch, m, n, k to positive integers"),
+    ("precision", "fp4", "precision 'fp4' is not one of fp32, tf32, fp16, bf16, fp64, fp8, int8"),
+    ("shape", {"m": 0}, "shape must map at most 16 size names"),
+    ("shape", {"Rows!": 4}, "shape must map at most 16 size names"),
+    ("shape", {f"d{i}": 4 for i in range(17)}, "shape must map at most 16 size names"),
     ("flops", -1.0, "flops must be a positive finite number"),
     ("kernel", 7, "kernel must be text"),
 ])

@@ -11,7 +11,8 @@ import pytest
 import yaml
 
 from gpuperf.suite.case_schema import TABLES
-from gpuperf.suite.cases import BatchedShape, CaseTableError, GemmShape, GemvShape, load_cases, parse_shape, cases_dir
+from gpuperf.suite.cases import (BatchedShape, CaseTableError, GemmShape, GemvShape, SizedCase, cases_dir, load_cases,
+                                  parse_shape)
 from gpuperf.vocabulary import Precision
 
 pytest_plugins = ["pytester"]
@@ -61,8 +62,9 @@ def test_case_table_error_is_a_value_error() -> None:
 
 
 def test_dtypes_and_element_bytes_agree() -> None:
-    assert Precision.ALL == ("fp32", "tf32", "fp16", "bf16", "fp64")
-    assert set(Precision.ELEMENT_BYTES) == set(Precision.ALL)
+    assert Precision.ALL == ("fp32", "tf32", "fp16", "bf16", "fp64", "fp8", "int8")
+    assert set(Precision.ELEMENT_BYTES) == set(Precision.ALL) | set(Precision.FP8_FORMATS)
+    assert {Precision.of(name) for name in Precision.FP8_FORMATS} == {"fp8"}
     assert Precision.ELEMENT_BYTES["tf32"] == Precision.ELEMENT_BYTES["fp32"] == 4  # TF32 is stored as FP32
 
 
@@ -109,12 +111,52 @@ def test_load_cases_top_level_must_be_a_mapping(tmp_path: Path, text: str) -> No
     assert str(path) in str(info.value)
 
 
-def test_load_cases_names_the_table_to_describe_when_it_has_no_schema(tmp_path: Path) -> None:
-    (tmp_path / "gemmm.yaml").write_text("perf: [4096x4096x4096]\n")
-    with pytest.raises(CaseTableError, match="no schema for the case table 'gemmm'") as info:
-        load_cases("gemmm", directory=tmp_path)
-    assert "gpuperf/suite/case_schema.py" in str(info.value)
-    assert "known tables: batched, cublaslt, custom, custom_builds, gemm, gemv" in str(info.value)
+def test_a_table_of_any_name_loads_its_named_sizes(tmp_path: Path) -> None:
+    (tmp_path / "attention.yaml").write_text(
+        "sizes: [batch, heads, seq, dim]\nparams: [causal]\n"
+        "perf:\n  - {batch: 8, heads: 32, seq: 4096, dim: 128}\n  - {batch: 8, heads: 32, seq: 4096, dim: 128, "
+        "causal: true}\ncorrectness: [{batch: 1, heads: 2, seq: 33, dim: 64, causal: false}]\n")
+    cases = load_cases("attention", directory=tmp_path)
+    assert set(cases) == {"perf", "correctness"}
+    first, causal = cases["perf"]
+    assert isinstance(first, SizedCase) and str(first) == "batch8-heads32-seq4096-dim128"
+    assert str(causal) == "batch8-heads32-seq4096-dim128-causal" and causal["causal"] is True
+    assert str(cases["correctness"][0]) == "batch1-heads2-seq33-dim64-no_causal"
+    assert first["seq"] == 4096 and dict(first) == {"batch": 8, "heads": 32, "seq": 4096, "dim": 128}
+    assert first.sizes == (("batch", 8), ("heads", 32), ("seq", 4096), ("dim", 128))
+    with pytest.raises(KeyError, match="this case has batch, heads, seq, dim"):
+        first["sequence"]
+
+
+def test_a_table_of_any_name_may_list_shape_strings(tmp_path: Path) -> None:
+    (tmp_path / "my_gemm.yaml").write_text("perf: [4096x4096x4096, 64x65536]\n")
+    assert load_cases("my_gemm", directory=tmp_path)["perf"] == [GemmShape(4096, 4096, 4096), GemvShape(64, 65536)]
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("sizes: [batch, seq]\nperf: [{batch: 1, sqe: 4}]",
+     "perf[0].sqe: unknown key 'sqe' (did you mean 'seq'?); the keys allowed here are batch, seq"),
+    ("sizes: [batch, seq]\nperf: [{batch: 1}]", "perf[0]: lacks the size(s) seq; every case of this table names batch, seq"),
+    ("sizes: [batch]\nperf: [{batch: 0}]", "perf[0].batch: 0 is not a size"),
+    ("sizes: [batch]\nperf: [{batch: -3}]", "perf[0].batch: -3 is not a size"),
+    ("sizes: [batch]\nperf: [{batch: 2.5}]", "perf[0].batch: 2.5 is not a size"),
+    ("sizes: [batch]\nperf: [{batch: true}]", "perf[0].batch: True is not a size"),
+    ("sizes: [batch]\nperf: [{batch: 281474976710657}]", "is not a size: every size is a whole number from 1 to 2**48"),
+    ("sizes: [batch]\nperf: [{batch: 2}, {batch: 4}, {batch: 2}]", "perf[2]: batch2 is already listed at perf[0]"),
+    ("sizes: [batch]\nperf: []", "the table(s) perf are empty"),
+    ("sizes: [batch]\nperf: {batch: 2}", "perf: expected a list of cases"),
+    ("sizes: [Batch]\nperf: [{Batch: 2}]", "sizes[0]: 'Batch' is not a name"),
+    ("sizes: [batch, batch]\nperf: [{batch: 2}]", "sizes[1]: 'batch' is listed twice"),
+    ("sizes: []\nperf: [{batch: 2}]", "sizes: expected a non-empty list of names"),
+    ("sizes: [batch]\nparams: [batch]\nperf: [{batch: 2}]", "params: batch is also a size"),
+    ("sizes: [batch]\nparams: [mode]\nperf: [{batch: 2, mode: [1]}]", "perf[0].mode: expected a plain value"),
+    ("perf: [{batch: 2}]", "perf[0]: a case of named sizes needs the table to declare them first ('sizes: [batch]')"),
+    ("sizes: [batch]", "no list of cases"),
+])
+def test_a_table_of_any_name_is_checked_as_strictly_as_the_built_in_ones(tables: Path, text: str,
+                                                                        message: str) -> None:
+    error = _load_error(tables, "attention", text)
+    assert error.startswith("perf_tests/cases/attention.yaml: ") and message in error
 
 
 # --- the real tables ------------------------------------------------------------------------------------

@@ -10,6 +10,7 @@ registers it once.)
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
 import subprocess
@@ -61,6 +62,7 @@ def pytest_unconfigure(config):
 '''
 
 PLAIN_TESTS = '''
+import importlib.util
 import os
 
 import pytest
@@ -268,3 +270,55 @@ def test_the_example_skips_its_gpu_tests_with_a_reason_on_the_cpu(example: pytes
     result.stdout.fnmatch_lines(["SKIPPED [[]3[]] perf_tests/test_own_sgemm.py:*: no GPU: CuPy is not importable*",
                                  "SKIPPED [[]2[]] perf_tests/test_own_sgemm.py:*: no GPU: CuPy is not importable*"])
     assert not (example.path / "results").exists()  # nothing was measured, so no results directory
+
+
+# --- examples/framework-kernels ------------------------------------------------------------------------------
+
+FRAMEWORK_EXAMPLE = ROOT / "examples" / "framework-kernels"
+
+
+@pytest.fixture
+def framework_example(installed: pytest.Pytester) -> pytest.Pytester:
+    """A copy of examples/framework-kernels, as its own repository with gpuperf installed."""
+    shutil.copytree(FRAMEWORK_EXAMPLE, installed.path, dirs_exist_ok=True,
+                    ignore=shutil.ignore_patterns("__pycache__", "results"))
+    return installed
+
+
+#: The example's tests, per module, as they collect anywhere (with or without PyTorch).
+FRAMEWORK_TESTS = {"test_compiled.py": 3, "test_cuda_graph.py": 3, "test_sdpa.py": 4, "test_torch_gemm.py": 5,
+                   "test_triton.py": 9}
+
+
+@pytest.mark.skipif(importlib.util.find_spec("torch") is not None, reason="PyTorch is installed: its tests run")
+def test_the_framework_example_collects_and_skips_each_test_naming_the_missing_package(
+        framework_example: pytest.Pytester) -> None:
+    collected = framework_example.runpytest_subprocess("-p", "no:cacheprovider", "--collect-only", "-q")
+    collected.stdout.fnmatch_lines(["perf_tests/test_sdpa.py::test_attention_perf[[]batch8-heads32-seq4096-dim128-"
+                                    "causal-cold[]]",
+                                    "perf_tests/test_torch_gemm.py::test_bf16_mm_perf[[]m8192-n8192-k8192-cold[]]",
+                                    "24 tests collected*"])
+    result = framework_example.runpytest_subprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(skipped=sum(FRAMEWORK_TESTS.values()))
+    assert result.ret == pytest.ExitCode.OK
+    for module in FRAMEWORK_TESTS:
+        result.stdout.fnmatch_lines([f"SKIPPED [[]*[]] perf_tests/{module}:*: PyTorch is not installed: pip install torch"])
+    misuse = framework_example.runpytest_subprocess("-p", "no:cacheprovider", "misuse")
+    misuse.assert_outcomes(skipped=2)
+    assert not (framework_example.path / "results").exists()
+
+
+def test_the_framework_example_s_tables_name_their_sizes() -> None:
+    from gpuperf.suite.cases import load_cases
+
+    cases = FRAMEWORK_EXAMPLE / "cases"
+    ids = {family: [str(case) for case in load_cases(family, cases)["perf"]]
+           for family in ("torch_gemm", "vector_add", "softmax", "fused_gelu", "mlp_block", "attention")}
+    assert ids == {
+        "torch_gemm": ["m4096-n4096-k4096", "m8192-n8192-k8192"],
+        "vector_add": ["n16777216", "n268435456"],
+        "softmax": ["rows16384-cols4096"],
+        "fused_gelu": ["n67108864"],
+        "mlp_block": ["tokens4096-hidden4096"],
+        "attention": ["batch8-heads32-seq4096-dim128-no_causal", "batch8-heads32-seq4096-dim128-causal"],
+    }

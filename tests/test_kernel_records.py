@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from gpuperf.measure.kernel_records import (FLUSH_KERNEL, HOLD_KERNEL, Kernel, KernelActivity, call_kernels,
-                                            describe_change, ncu_command, short_name, span_s, split_calls)
+                                            describe_change, ncu_command, note_code, short_name, span_s, split_calls,
+                                            stray_kernels)
 
 CUTLASS = "_ZN7cutlass7Kernel2I42cutlass_80_simt_sgemm_128x32_8x5_nn_align1EEvNT_6ParamsE"
 GEMVX = "_ZN8internal5gemvx6kernelIfLi7EEEvPT_i"
@@ -24,9 +25,75 @@ def test_short_names(symbol: str, name: str) -> None:
     assert short_name(symbol) == name
 
 
-def activity(symbol: str, start_us: float, end_us: float, grid: tuple[int, int, int] = (8, 1, 1)) -> KernelActivity:
+def activity(symbol: str, start_us: float, end_us: float, grid: tuple[int, int, int] = (8, 1, 1),
+             stream: int = 13) -> KernelActivity:
     return KernelActivity(symbol, round(start_us * 1000), round(end_us * 1000), grid=grid, block=(128, 1, 1),
-                          registers=40, shared_memory=1024)
+                          registers=40, shared_memory=1024, stream=stream)
+
+
+NVJET = "nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_TNN"
+
+
+def held_batch(*calls: list[KernelActivity]) -> list[KernelActivity]:
+    """A traced batch on the measuring stream 13: a hold, then a flush before every call and one closing the last;
+    each call's kernels are given relative to the end of its flush."""
+    records, now = [activity(HOLD_KERNEL, 0, 100)], 100.0
+    for call in calls:
+        records.append(activity(FLUSH_KERNEL, now, now + 30))
+        now += 30
+        records += [KernelActivity(a.symbol, a.start_ns + round(now * 1000), a.end_ns + round(now * 1000),
+                                   grid=a.grid, stream=a.stream) for a in call]
+        joined = [a for a in call if a.stream == 13 or a.symbol != "tail"]  # "tail" is never joined back
+        now = max([now] + [a.end_ns / 1000 + now for a in joined]) + 1
+    records.append(activity(FLUSH_KERNEL, now, now + 30))
+    return records
+
+
+def test_kernels_on_the_measuring_stream_are_never_strays() -> None:
+    assert stray_kernels(held_batch([activity("gemm", 0, 8)], [activity("gemm", 0, 8)]), 2) is None
+
+
+def test_side_streams_forked_and_joined_inside_the_call_are_part_of_it() -> None:
+    """The multi-stream batched case: sub-batches on streams 21-24 between the call's two separators."""
+    call = [activity("batched", 1, 40, stream=21), activity("batched", 1, 42, stream=22)]
+    assert stray_kernels(held_batch(call, call), 2) is None
+
+
+def test_a_kernel_on_another_stream_that_ran_during_the_hold_is_named_with_its_stream() -> None:
+    """PyTorch's own stream: torch.mm ran while the hold kept the measuring stream waiting."""
+    records = held_batch([], []) + [activity(NVJET, 10, 60, stream=7), activity(NVJET, 61, 99, stream=7)]
+    stray = stray_kernels(records, 2)
+    assert stray is not None and stray.measuring_stream == 13 and len(stray.kernels) == 2
+    line = stray.describe()
+    assert line.startswith(f"fn launched 1 kernel a call on stream 7 ({NVJET}), not on the measuring stream 13")
+    assert "\n" not in line and "stream.torch" in line and "join" in line
+
+
+def test_a_side_stream_kernel_that_outlives_the_next_separator_is_a_stray() -> None:
+    """Work forked onto a side stream and never joined: it is still running when the next flush starts."""
+    records = held_batch([activity("gemm", 0, 8), activity("tail", 2, 35, stream=22)], [activity("gemm", 0, 8)])
+    stray = stray_kernels(records, 2)
+    assert stray is not None and [a.symbol for a in stray.kernels] == ["tail"]
+    assert "1 kernel in 2 calls on stream 22 (tail)" in stray.describe()
+
+
+def test_kernels_before_the_first_separator_or_after_the_last_are_strays() -> None:
+    records = held_batch([activity("gemm", 0, 8)])
+    last_end = max(a.end_ns for a in records) / 1000
+    records += [activity("early", -50, -40, stream=5), activity("late", last_end + 1, last_end + 9, stream=5)]
+    stray = stray_kernels(records, 1)
+    assert stray is not None and [a.symbol for a in stray.kernels] == ["early", "late"]
+
+
+def test_without_separators_nothing_can_be_judged() -> None:
+    assert stray_kernels([activity("gemm", 0, 8, stream=7)], 1) is None
+
+
+def test_a_launcher_s_code_joins_the_identity_unless_the_suite_noted_its_own() -> None:
+    calls = [[activity("user_kernel", 0, 8), activity("suite_kernel", 8, 9)]]
+    note_code("suite_kernel", "a" * 12)
+    kernels = call_kernels(calls, {"user_kernel": "b" * 12, "suite_kernel": "c" * 12})
+    assert [k.code for k in kernels] == ["b" * 12, "a" * 12]
 
 
 def test_a_batch_splits_into_calls_at_the_separators_in_start_order() -> None:

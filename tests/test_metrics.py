@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from gpuperf.measure.metrics import Work, gbps, gemm_work, gemv_work, percent_of, tflops
+from gpuperf.measure.metrics import (Work, attention_work, elementwise_work, gbps, gemm_work, gemv_work, percent_of,
+                                     reduction_work, tflops)
 from gpuperf.vocabulary import Metric, Precision
 
 
@@ -57,7 +58,7 @@ def test_batched_gemv_and_shared_matrix() -> None:
     assert both.bytes == (m * n + batch * (n + 2 * m)) * 4
 
 
-@pytest.mark.parametrize("dtype", ["fp8", "float32", "FP32", ""])
+@pytest.mark.parametrize("dtype", ["fp4", "float32", "FP32", ""])
 def test_unknown_dtype_raises_listing_the_known_ones(dtype: str) -> None:
     with pytest.raises(ValueError, match="unknown dtype") as info:
         gemm_work(8, 8, 8, dtype)
@@ -104,3 +105,36 @@ def test_unit_helpers() -> None:
     assert gbps(1e9, 1.0) == 1.0
     assert gbps(3e9, 1e-3) == 3000.0
     assert percent_of(33.45, 66.9) == pytest.approx(50.0)
+
+
+def test_an_fp8_gemm_counts_one_byte_operands_and_its_own_output_type() -> None:
+    work = gemm_work(8192, 8192, 8192, "fp8_e4m3", out_dtype="bf16")
+    assert work.precision == "fp8"  # the format is storage; the peak is FP8's
+    assert work.bytes == 2 * 8192 * 8192 * 1 + 8192 * 8192 * 2
+    assert work.flops == 2 * 8192**3
+
+
+def test_elementwise_work_moves_each_input_and_output_once() -> None:
+    work = elementwise_work(2**24, "fp32")  # c = a + b
+    assert (work.flops, work.bytes, work.metric) == (2**24, 12 * 2**24, "GB/s")
+    assert work.shape == {"n": 2**24}
+
+
+def test_a_softmax_reads_and_writes_every_element_once() -> None:
+    work = reduction_work(4096, 8192, "bf16", outputs_per_row=8192, flops_per_element=5)
+    assert work.bytes == 2 * 4096 * 8192 * 2 and work.flops == 5 * 4096 * 8192 and work.metric == "GB/s"
+
+
+def test_attention_counts_two_products_per_head_and_halves_them_when_causal() -> None:
+    full = attention_work(8, 32, 4096, 4096, 128, "bf16")
+    assert full.flops == 4 * 8 * 32 * 4096 * 4096 * 128 and full.metric == "TFLOPS"
+    assert attention_work(8, 32, 4096, 4096, 128, "bf16", causal=True).flops == full.flops / 2
+    assert full.bytes == 8 * 4 * 32 * 4096 * 128 * 2  # Q, K, V read and O written, once each
+    gqa = attention_work(8, 32, 4096, 4096, 128, "bf16", kv_heads=8)
+    assert gqa.bytes == 8 * (2 * 32 + 2 * 8) * 4096 * 128 * 2 and gqa.shape["kv_heads"] == 8
+
+
+@pytest.mark.parametrize("bad", [dict(n=0), dict(n=-1)])
+def test_helpers_refuse_non_positive_sizes(bad: dict[str, int]) -> None:
+    with pytest.raises(ValueError, match="sizes must be positive"):
+        elementwise_work(dtype="fp32", **bad)

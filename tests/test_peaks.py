@@ -77,9 +77,25 @@ def test_absent_unit_has_no_peak() -> None:
 
 
 def test_unknown_precision_raises_naming_the_choices() -> None:
-    with pytest.raises(ValueError, match="fp8") as info:
-        device_peaks(H200).compute("fp8")
-    assert "fp32" in str(info.value)
+    with pytest.raises(ValueError, match="fp4") as info:
+        device_peaks(H200).compute("fp4")
+    assert "fp32" in str(info.value) and "fp8" in str(info.value)
+
+
+def test_fp8_and_int8_dense_are_twice_fp16_dense_on_hopper() -> None:
+    """H100/H200 SXM datasheet: 1979 FP8 TFLOPS and 1979 INT8 TOPS dense at 1830 MHz, twice FP16's 989."""
+    peaks = device_peaks(H200)
+    assert peaks.compute("fp8") == pytest.approx(2 * peaks.compute("fp16"))
+    assert peaks.compute("int8") == pytest.approx(2 * peaks.compute("fp16"))
+    assert peaks.compute("fp8_e4m3") == peaks.compute("fp8_e5m2") == peaks.compute("fp8")
+    assert peaks.compute("fp8") * 1830 / 1980 == pytest.approx(1979, rel=0.002)
+
+
+def test_architectures_without_fp8_have_no_fp8_peak() -> None:
+    from dataclasses import replace
+    ampere = replace(H200, cc=(8, 0), sm_count=108, sm_clock_max_mhz=1410)
+    assert device_peaks(ampere).compute("fp8") is None
+    assert device_peaks(ampere).compute("int8") == pytest.approx(624, rel=0.01)
 
 
 def test_every_row_has_a_source_and_a_consistent_arch_name() -> None:

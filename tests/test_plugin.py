@@ -22,7 +22,7 @@ import pytest
 
 from gpuperf.wiring.fixtures import Measurer
 from gpuperf.measure.kernel_records import Kernel
-from gpuperf.measure.measurement import Measurement
+from gpuperf.measure.measurement import Measurement, UnmeasurableCall
 from gpuperf.measure.peaks import device_peaks
 from gpuperf.wiring.plugin import POOL
 
@@ -67,6 +67,8 @@ class SyntheticTimer:
         timings = json.loads(Path("timings.json").read_text())
         name = fn()
         value = timings[name]
+        if isinstance(value, dict):  # {"unmeasurable": why}: the call's kernels could not be measured
+            raise UnmeasurableCall(value["unmeasurable"], work, label, flush)
         if isinstance(value, list):
             seconds = value.pop(0)
             Path("timings.json").write_text(json.dumps(timings))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import math
 
 from dataclasses import dataclass, field
@@ -9,7 +10,7 @@ from dataclasses import dataclass, field
 import pytest
 
 from gpuperf.measure.kernel_records import FLUSH_KERNEL, MARK_KERNEL, KernelActivity
-from gpuperf.measure.measurement import Method
+from gpuperf.measure.measurement import Method, UnmeasurableCall
 from gpuperf.measure.metrics import gemm_work
 from gpuperf.measure.stats import StoppingRule
 from gpuperf.measure.timing import SamplingConfig, Timer
@@ -392,12 +393,77 @@ def test_traced_hot_calls_are_separated_by_an_empty_marker() -> None:
     assert m.median_s == pytest.approx(5e-6) and "mark" in device.log
 
 
-def test_a_call_without_kernels_keeps_its_event_figure_and_says_why() -> None:
+def test_a_call_without_kernels_is_no_figure_but_an_error_that_says_why() -> None:
     device = SimDevice()
     timer, _, _ = make_timer(device, traced=True)
-    m = timer.measure(lambda *ops: device.advance(1e-3, "host-side"), WORK, operands=(SimArray(2**30),))
-    assert m.method == Method.COLD_FLUSH and m.kernels == () and m.event_median_s is None
-    assert "found in the kernel records" in m.trace_note or "no kernel records" in m.trace_note
+    with pytest.raises(UnmeasurableCall, match="^fn launched no kernel on any stream") as raised:
+        timer.measure(lambda *ops: device.advance(1e-3, "host-side"), WORK, operands=(SimArray(2**30),),
+                      label="host only")
+    assert raised.value.work == WORK and raised.value.label == "host only"
+    assert device.tracer is not None and not device.tracer.recording  # the tracer is stopped on that path too
+
+
+def unordered(device: SimDevice, seconds: float, stream: int, lead: float):
+    """A call whose kernel runs on ``stream`` as soon as it is launched, ``lead`` before the measuring stream's
+    work enqueued ahead of it has finished (PyTorch's own stream, say): it overlaps the separator before it."""
+    def call(*operands: object) -> None:
+        assert device.tracer is not None
+        if device.tracer.recording:
+            start = device.now - lead
+            device.tracer.records.append(KernelActivity("nvjet_sm90_tst", round(start * 1e9),
+                                                        round((start + seconds) * 1e9), stream=stream))
+        else:
+            device.advance(1e-9, "gap")  # the event-timed phase sees an (almost) empty interval
+    return call
+
+
+def test_a_call_whose_kernels_run_unordered_on_another_stream_is_an_error_naming_both_streams() -> None:
+    device = SimDevice()
+    timer, _, _ = make_timer(device, traced=True)
+    with pytest.raises(UnmeasurableCall) as raised:
+        timer.measure(unordered(device, 300e-6, stream=7, lead=FLUSH_COST_S / 2), WORK, operands=(SimArray(2**30),))
+    message = str(raised.value)
+    assert message.startswith("fn launched 1 kernel a call on stream 7 (nvjet_sm90_tst), not on the measuring "
+                              "stream 0")
+    assert "no figure is taken" in message
+
+
+def forked(device: SimDevice, seconds: float, stream: int):
+    """A call forked onto ``stream`` and joined back: its kernel lies between the separators around it."""
+    def call(*operands: object) -> None:
+        assert device.tracer is not None
+        if device.tracer.recording:
+            device.tracer.records.append(KernelActivity("side_kernel", round(device.now * 1e9),
+                                                        round((device.now + seconds) * 1e9), stream=stream))
+        device.advance(seconds, "gap")
+    return call
+
+
+def test_a_call_forked_onto_a_side_stream_and_joined_back_is_measured_whole() -> None:
+    device = SimDevice()
+    timer, _, _ = make_timer(device, traced=True)
+    m = timer.measure(forked(device, 2e-4, stream=21), WORK, operands=(SimArray(2**30),))
+    assert m.method == Method.TRACED_COLD and m.median_s == pytest.approx(2e-4)
+    assert [k.name for k in m.kernels] == ["side_kernel"]
+
+
+def test_what_the_launcher_compiled_joins_the_kernel_identity() -> None:
+    device = SimDevice()
+    seen: list[object] = []
+
+    @contextlib.contextmanager
+    def identify(fn: object, operands: object):
+        codes: dict[str, str] = {}
+        yield codes
+        seen.append(fn)
+        codes["sim_gemm_kernel"] = "0123456789ab"
+
+    timer, _, _ = make_timer(device, traced=True)
+    timer.identify = identify
+    call = launched(device, 1e-4, 0.0)
+    m = timer.measure(call, WORK, operands=(SimArray(2**30),))
+    assert seen == [call]  # the first call only
+    assert [(k.name, k.code) for k in m.kernels] == [("sim_gemm_kernel", "0123456789ab")]
 
 
 def test_the_tracer_records_nothing_while_events_time_the_calls() -> None:
@@ -422,3 +488,28 @@ def test_a_traced_sample_averages_the_calls_that_fill_the_minimum_sample_time() 
     timer, _, _ = make_timer(device, traced=True, min_sample_s=1e-3)
     long_call = timer.measure(launched(device, 3e-3, 0.0), WORK, operands=(SimArray(2**30),), flush="cold")
     assert long_call.calls_per_sample == 1  # a call longer than the minimum sample is a sample
+
+
+class TensorLike:
+    """A PyTorch tensor as the loop sees one: ``nbytes``, ``is_contiguous()`` and ``clone()``, no ``flags``."""
+
+    def __init__(self, nbytes: int, contiguous: bool = True) -> None:
+        self.nbytes, self.contiguous, self.clones = nbytes, contiguous, 0
+
+    def is_contiguous(self) -> bool:
+        return self.contiguous
+
+    def clone(self) -> "TensorLike":
+        self.clones += 1
+        return TensorLike(self.nbytes)
+
+
+def test_short_calls_on_tensors_rotate_clones_of_the_tensors() -> None:
+    from gpuperf.measure.timing import CupyBackend, _rotatable
+
+    tensor = TensorLike(2**20)
+    backend = CupyBackend.__new__(CupyBackend)  # its copy needs no CuPy for a tensor
+    copy = backend.copy(tensor)
+    assert isinstance(copy, TensorLike) and tensor.clones == 1
+    assert _rotatable([tensor]) and not _rotatable([TensorLike(2**20, contiguous=False)])
+    assert not _rotatable([object()])

@@ -14,6 +14,7 @@ A call's kernels, in order, with grid, block, cluster, registers and shared memo
 
 from __future__ import annotations
 
+import bisect
 import ctypes
 import ctypes.util
 import functools
@@ -317,6 +318,68 @@ def split_calls(activities: Sequence[KernelActivity]) -> list[list[KernelActivit
     return calls
 
 
+@dataclass(frozen=True)
+class StrayKernels:
+    """Kernels of the measured calls that ran outside the calls' intervals on the measuring stream: on another
+    stream, not joined back to it (``stray_kernels``)."""
+
+    measuring_stream: int
+    kernels: tuple[KernelActivity, ...]
+    calls: int  # the calls enqueued in the batch they were found in
+
+    def describe(self) -> str:
+        """One line: what ran where, why no figure is taken, and the fix."""
+        streams = Counter(kernel.stream for kernel in self.kernels)
+        where = ", ".join(f"{_launches(count, self.calls)} on stream {stream}" for stream, count in streams.items())
+        names = ", ".join(dict.fromkeys(kernel.name for kernel in self.kernels))
+        return (f"fn launched {where} ({_clipped(names)}), not on the measuring stream {self.measuring_stream} nor "
+                "joined back to it, so the interval measured there holds none of that work and no figure is "
+                "taken; launch on the current stream (gpuperf makes the measuring stream CuPy's and PyTorch's "
+                "current stream during a GPU test), pass the stream fixture to launchers that take a stream "
+                "(stream.ptr, stream.torch, stream.numba, stream.cuda_core), or join side streams back to it "
+                "(an event recorded on the side stream, waited on by the measuring stream) before fn returns")
+
+
+def _launches(count: int, calls: int) -> str:
+    per_call = count // calls if calls and count % calls == 0 else 0
+    if per_call:
+        return f"{per_call} kernel{'s' if per_call > 1 else ''} a call"
+    return f"{count} kernel{'s' if count > 1 else ''} in {calls} call{'s' if calls > 1 else ''}"
+
+
+def _clipped(text: str, limit: int = 160) -> str:
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
+def stray_kernels(activities: Sequence[KernelActivity], calls: int) -> StrayKernels | None:
+    """The kernels that did not run inside a call's interval on the measuring stream, or ``None``.
+
+    The separators (hold, flush, marker) run on the measuring stream, so their stream is the measuring stream and
+    consecutive separators bound each call's interval there. A kernel on the measuring stream always lies in one
+    such interval. A kernel on another stream is part of a call only when the call forked it from the measuring
+    stream and joined it back (as the multi-stream batched cases do): then it starts after one separator ended
+    and ends before the next one starts. A kernel that overlaps a separator, precedes the first or outlives the
+    last ran unordered with the measuring stream: the held batch shows it plainly, since the hold keeps the
+    measuring stream waiting while the host enqueues, and an unordered kernel runs meanwhile."""
+    separators = sorted((a for a in activities if a.symbol in SEPARATOR_KERNELS), key=lambda a: a.start_ns)
+    if not separators:
+        return None
+    measuring = Counter(a.stream for a in separators).most_common(1)[0][0]
+    starts = [a.start_ns for a in separators]
+    strays = []
+    for activity in activities:
+        if activity.symbol in SEPARATOR_KERNELS or activity.stream == measuring:
+            continue
+        before = bisect.bisect_right(starts, activity.start_ns) - 1
+        inside = (0 <= before < len(separators) - 1 and separators[before].end_ns <= activity.start_ns
+                  and activity.end_ns <= separators[before + 1].start_ns)
+        if not inside:
+            strays.append(activity)
+    if not strays:
+        return None
+    return StrayKernels(measuring, tuple(sorted(strays, key=lambda a: a.start_ns)), calls)
+
+
 def span_s(call: Sequence[KernelActivity]) -> float:
     """First kernel start to last kernel end, in seconds."""
     return (max(a.end_ns for a in call) - min(a.start_ns for a in call)) / 1e9
@@ -335,8 +398,12 @@ def typical_call(calls: Sequence[Sequence[KernelActivity]]) -> list[Sequence[Ker
     return [call for call in calls if _signature(call) == common]
 
 
-def call_kernels(calls: Sequence[Sequence[KernelActivity]]) -> tuple[Kernel, ...]:
-    """The identity of a call: its most common kernel sequence, each kernel with its median duration."""
+def call_kernels(calls: Sequence[Sequence[KernelActivity]],
+                 codes: Mapping[str, str] | None = None) -> tuple[Kernel, ...]:
+    """The identity of a call: its most common kernel sequence, each kernel with its median duration and the
+    digest of its code: the one the suite's own launcher noted (``note_code``), else the one ``codes`` gives by
+    name (what the call's launcher said it compiled: ``launchers.py``)."""
+    codes = codes or {}
     typical = typical_call(calls)
     if not typical:
         return ()
@@ -345,7 +412,8 @@ def call_kernels(calls: Sequence[Sequence[KernelActivity]]) -> tuple[Kernel, ...
         durations = [call[position].duration_s for call in typical]
         kernels.append(Kernel(name=first.name, grid=first.grid, block=first.block, cluster=first.cluster,
                               registers=first.registers, shared_memory=first.shared_memory,
-                              median_us=statistics.median(durations) * 1e6, code=launched_code(first.name)))
+                              median_us=statistics.median(durations) * 1e6,
+                              code=launched_code(first.name) or codes.get(first.name, "")))
     return tuple(kernels)
 
 

@@ -46,6 +46,26 @@ class Method:
         return method.removesuffix(cls.UNHELD_SUFFIX) in cls.TRACED.values()
 
 
+class UnmeasurableCall(Exception):
+    """The measured callable's device time cannot be known, so no figure is taken: it launched no kernel, or its
+    kernels ran unordered with the measuring stream (``kernel_records.stray_kernels``). The message is one line
+    naming what ran where and the fix; ``work``, ``label`` and ``flush`` say what was to be measured, so the case's row can
+    still say what it is."""
+
+    def __init__(self, message: str, work: Work, label: str = "", flush: str = Flush.COLD) -> None:
+        super().__init__(message)
+        self.work = work
+        self.label = label
+        self.flush = flush
+
+
+#: Why a call with no kernel records has no figure; the fix names what usually causes it.
+NO_KERNEL = ("fn launched no kernel on any stream (CUPTI saw none between the separators), so there is no device "
+             "time to measure; check that fn enqueues its work rather than returning a cached result or only "
+             "calling the host, and note that copies by the copy engine (cudaMemcpy, a tensor's copy_ between "
+             "contiguous buffers) are not kernels: measure a kernel, or time the copy as part of one")
+
+
 @dataclass(frozen=True)
 class Measurement:
     """Per-call sample times and everything needed to explain them later."""

@@ -6,6 +6,8 @@ Conventions (the usual ones, so figures compare with other benchmarks):
 - Bytes are the fewest the operation must move: every operand read once and the output written once;
   C is read as well when ``beta ≠ 0``. A matrix shared by every item of a batch (``strideA = 0``) is
   read once.
+- Any other operation states its own ``Work(flops, bytes, precision, metric, sizes)``; the helpers below count
+  the common ones (elementwise, reduction, attention) so a user need not: each says what it counts.
 """
 
 from __future__ import annotations
@@ -53,14 +55,17 @@ def _check_sizes(**sizes: int) -> None:
         raise ValueError(f"sizes must be positive, got {bad}")
 
 
-def gemm_work(m: int, n: int, k: int, dtype: str, batch: int = 1, beta_nonzero: bool = False) -> Work:
-    """Work of ``batch`` products ``C[m×n] = α·A[m×k]·B[k×n] + β·C``."""
+def gemm_work(m: int, n: int, k: int, dtype: str, batch: int = 1, beta_nonzero: bool = False,
+              out_dtype: str | None = None) -> Work:
+    """Work of ``batch`` products ``C[m×n] = α·A[m×k]·B[k×n] + β·C``; ``out_dtype`` when C is stored in another
+    type than A and B (an FP8 product with a BF16 output: ``gemm_work(m, n, k, "fp8", out_dtype="bf16")``)."""
     _check_sizes(m=m, n=n, k=k, batch=batch)
-    elements = m * k + k * n + m * n * (2 if beta_nonzero else 1)
+    out_bytes = _element_bytes(out_dtype or dtype)
+    operands = (m * k + k * n) * _element_bytes(dtype) + m * n * out_bytes * (2 if beta_nonzero else 1)
     return Work(
         flops=2.0 * m * n * k * batch,
-        bytes=float(elements * batch * _element_bytes(dtype)),
-        precision=dtype,
+        bytes=float(operands * batch),
+        precision=Precision.of(dtype),
         metric=Metric.TFLOPS,
         sizes=(("batch", batch), ("m", m), ("n", n), ("k", k)),
     )
@@ -76,10 +81,46 @@ def gemv_work(
     return Work(
         flops=2.0 * m * n * batch,
         bytes=float((matrix + vectors) * _element_bytes(dtype)),
-        precision=dtype,
+        precision=Precision.of(dtype),
         metric=Metric.GBPS,
         sizes=(("batch", batch), ("m", m), ("n", n)),
     )
+
+
+def elementwise_work(n: int, dtype: str, inputs: int = 2, outputs: int = 1, flops_per_element: int = 1,
+                     sizes: tuple[tuple[str, int], ...] = ()) -> Work:
+    """Work of an elementwise operation over ``n`` elements (``c = a + b``: 2 inputs, 1 output, 1 FLOP each):
+    each input and output moved once; memory-bound, so its figure is GB/s."""
+    _check_sizes(n=n, inputs=max(inputs, 1), outputs=outputs)
+    return Work(flops=float(flops_per_element * n), bytes=float((inputs + outputs) * n * _element_bytes(dtype)),
+                precision=Precision.of(dtype), metric=Metric.GBPS, sizes=sizes or (("n", n),))
+
+
+def reduction_work(rows: int, cols: int, dtype: str, outputs_per_row: int = 1, flops_per_element: int = 1,
+                   sizes: tuple[tuple[str, int], ...] = ()) -> Work:
+    """Work of a reduction of each of ``rows`` rows of ``cols`` elements to ``outputs_per_row`` values (a row sum:
+    1; a softmax, which writes every element back: ``cols``; count its exp, max and sum as ``flops_per_element``):
+    the input read once, the outputs written once; GB/s."""
+    _check_sizes(rows=rows, cols=cols, outputs_per_row=outputs_per_row)
+    element = _element_bytes(dtype)
+    return Work(flops=float(flops_per_element * rows * cols),
+                bytes=float(rows * (cols + outputs_per_row) * element), precision=Precision.of(dtype),
+                metric=Metric.GBPS, sizes=sizes or (("rows", rows), ("cols", cols)))
+
+
+def attention_work(batch: int, heads: int, seq_q: int, seq_k: int, dim: int, dtype: str, causal: bool = False,
+                   kv_heads: int | None = None) -> Work:
+    """Work of scaled-dot-product attention's forward pass, ``O = softmax(Q·Kᵀ/√d)·V``, as FlashAttention counts
+    it: two products of ``2·seq_q·seq_k·dim`` FLOPs per head (``Q·Kᵀ`` and ``P·V``), halved when causal (the masked
+    half is skipped); Q, K, V read once and O written once (K and V shared by ``heads / kv_heads`` query heads
+    under grouped-query attention); TFLOPS."""
+    kv = heads if kv_heads is None else kv_heads
+    _check_sizes(batch=batch, heads=heads, seq_q=seq_q, seq_k=seq_k, dim=dim, kv_heads=kv)
+    flops = 4.0 * batch * heads * seq_q * seq_k * dim * (0.5 if causal else 1.0)
+    elements = batch * (2 * heads * seq_q * dim + 2 * kv * seq_k * dim)
+    sizes = (("batch", batch), ("heads", heads), ("seq_q", seq_q), ("seq_k", seq_k), ("dim", dim))
+    return Work(flops=flops, bytes=float(elements * _element_bytes(dtype)), precision=Precision.of(dtype),
+                metric=Metric.TFLOPS, sizes=sizes + ((("kv_heads", kv),) if kv != heads else ()))
 
 
 def tflops(flops: float, seconds: float) -> float:

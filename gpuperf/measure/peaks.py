@@ -34,6 +34,8 @@ class ArchRates:
     tf32_tensor: int | None
     fp64_tensor: int | None
     source: str
+    fp8_tensor: int | None = None  # dense, either FP8 format
+    int8_tensor: int | None = None  # dense integer multiply-adds × 2
 
 
 #: (major, minor) → rates. Datacenter parts where a family has both; GeForce parts of sm_86/89/120
@@ -41,30 +43,36 @@ class ArchRates:
 ARCH_RATES: dict[tuple[int, int], ArchRates] = {
     (7, 0): ArchRates("sm_70", 128, 64, 1024, None, None, None,
                       "NVIDIA Tesla V100 GPU Architecture whitepaper (2017): 64 FP32 + 32 FP64 cores and "
-                      "8 tensor cores × 64 FP16 FMA/clk per SM"),
+                      "8 tensor cores × 64 FP16 FMA/clk per SM; no FP8 or INT8 tensor path"),
     (7, 5): ArchRates("sm_75", 128, 4, 1024, None, None, None,
                       "NVIDIA Turing GPU Architecture whitepaper (2018): 64 FP32 + 2 FP64 cores and "
-                      "8 tensor cores × 64 FP16 FMA/clk per SM (T4: 65 TFLOPS at 1590 MHz × 40 SMs)"),
+                      "8 tensor cores × 64 FP16 FMA/clk per SM (T4: 65 FP16 TFLOPS and 130 INT8 TOPS at 1590 MHz × "
+                      "40 SMs)", int8_tensor=2048),
     (8, 0): ArchRates("sm_80", 128, 64, 2048, 2048, 1024, 128,
                       "NVIDIA A100 Tensor Core GPU Architecture whitepaper (2020): 64 FP32 + 32 FP64 cores, "
                       "4 tensor cores × 256 FP16 FMA/clk per SM; A100: 312 FP16/BF16, 156 TF32, 19.5 FP64 "
-                      "tensor TFLOPS at 1410 MHz × 108 SMs"),
+                      "tensor TFLOPS and 624 INT8 TOPS (dense) at 1410 MHz × 108 SMs; no FP8", int8_tensor=4096),
     (8, 6): ArchRates("sm_86", 256, 4, 1024, 1024, 512, None,
                       "NVIDIA Ampere GA102 GPU Architecture whitepaper (2021): 128 FP32 + 2 FP64 cores, "
-                      "4 tensor cores × 128 dense FP16 FMA/clk per SM; A10: 125 FP16 TFLOPS at 1695 MHz × 72"),
+                      "4 tensor cores × 128 dense FP16 FMA/clk per SM; A10: 125 FP16 TFLOPS and 250 INT8 TOPS at "
+                      "1695 MHz × 72; no FP8", int8_tensor=2048),
     (8, 9): ArchRates("sm_89", 256, 4, 1024, 1024, 512, None,
                       "NVIDIA Ada GPU Architecture whitepaper (2022): 128 FP32 + 2 FP64 cores, 4 tensor "
-                      "cores per SM; L40S: 362 FP16 dense TFLOPS at 2520 MHz × 142 SMs"),
+                      "cores per SM; L40S: 362 FP16, 733 FP8 dense TFLOPS and 733 INT8 dense TOPS at 2520 MHz × 142 "
+                      "SMs", fp8_tensor=2048, int8_tensor=2048),
     (9, 0): ArchRates("sm_90", 256, 128, 4096, 4096, 2048, 256,
                       "NVIDIA H100 Tensor Core GPU Architecture whitepaper (2022): 128 FP32 + 64 FP64 cores, "
                       "4 tensor cores × 512 dense FP16 FMA/clk per SM; H100/H200 SXM datasheet: 989 FP16/BF16, "
-                      "494 TF32, 67 FP64 tensor, 67 FP32 TFLOPS at 1830 MHz (tensor) × 132 SMs"),
+                      "494 TF32, 67 FP64 tensor, 67 FP32 TFLOPS, 1979 FP8 TFLOPS and 1979 INT8 TOPS (dense: FP8 twice "
+                      "FP16) at 1830 MHz (tensor) × 132 SMs", fp8_tensor=8192, int8_tensor=8192),
     (10, 0): ArchRates("sm_100", 256, 128, 8192, 8192, 4096, 128,
                        "NVIDIA Blackwell architecture technical brief (2024) and B200 datasheet: 2.25 PFLOPS "
-                       "FP16/BF16 dense, 1.1 PFLOPS TF32, 40 TFLOPS FP64 (vector and tensor) × 148 SMs"),
+                       "FP16/BF16 dense, 1.1 PFLOPS TF32, 40 TFLOPS FP64 (vector and tensor), 4.5 PFLOPS FP8 and 4.5 "
+                       "POPS INT8 dense × 148 SMs", fp8_tensor=16384, int8_tensor=16384),
     (12, 0): ArchRates("sm_120", 256, 4, 1024, 1024, 512, None,
                        "NVIDIA RTX Blackwell GPU Architecture whitepaper (2025): 128 FP32 + 2 FP64 cores and "
-                       "4 5th-generation tensor cores per SM (dense FP16 with FP16 accumulate)"),
+                       "4 5th-generation tensor cores per SM (dense FP16 with FP16 accumulate; FP8 and INT8 dense at "
+                       "twice that rate)", fp8_tensor=2048, int8_tensor=2048),
 }
 
 
@@ -95,7 +103,7 @@ class DevicePeaks:
 
     def compute(self, precision: str) -> float | None:
         try:
-            return self.compute_tflops[precision]
+            return self.compute_tflops[Precision.of(precision)]
         except KeyError as exc:
             raise ValueError(f"unknown precision {precision!r}: use one of {Precision.ALL}") from exc
 
@@ -142,6 +150,8 @@ def device_peaks(device: DeviceLike) -> DevicePeaks:
             Precision.FP16: tflops(rates.fp16_tensor),
             Precision.BF16: tflops(rates.bf16_tensor),
             Precision.FP64: tflops(fp64),
+            Precision.FP8: tflops(rates.fp8_tensor),
+            Precision.INT8: tflops(rates.int8_tensor),
         },
         memory_gbps=memory_peak_gbps(device.mem_clock_mhz, device.bus_width_bits),
         rates=rates,

@@ -26,18 +26,21 @@ CuPy is imported lazily so that ``gpuperf`` imports on machines without it.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import statistics
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, ContextManager
 
 from gpuperf.measure.clocks import decode, unreliable
 from gpuperf.measure.device import Nvml
-from gpuperf.measure.kernel_records import Kernel, KernelActivity, call_kernels, span_s, split_calls
+from gpuperf.measure.kernel_records import (Kernel, KernelActivity, call_kernels, span_s, split_calls,
+                                            stray_kernels)
 from gpuperf.measure.measurement import (DEFAULT_MAX_TRACED_CALLS, DEFAULT_MIN_SAMPLE_S, DEFAULT_ROTATE_BELOW_S,
-                                         DEFAULT_WARMUP_CALLS, DEFAULT_WARMUP_TIME_S, Measurement, Method)
+                                         DEFAULT_WARMUP_CALLS, DEFAULT_WARMUP_TIME_S, NO_KERNEL, Measurement, Method,
+                                         UnmeasurableCall)
 
 from gpuperf.measure.separators import HOLD_TIMEOUT_S, FlushBuffer, Separators, StreamHold
 from gpuperf.measure.sm_clock import call_cycles, group_means
@@ -91,7 +94,10 @@ class CupyBackend:
         return float(self.cupy.cuda.get_elapsed_time(start, stop)) / 1e3
 
     def copy(self, operand: Any) -> Any:
-        return self.cupy.copy(operand)
+        """A copy of the same kind: a PyTorch tensor is cloned (on PyTorch's current stream, the measuring one),
+        anything else copied by CuPy."""
+        clone = getattr(operand, "clone", None)
+        return clone() if callable(clone) else self.cupy.copy(operand)
 
     def hold(self, stream: Any) -> Callable[[], bool]:
         if not hasattr(self, "_hold"):
@@ -107,7 +113,16 @@ def _array_bytes(operands: Sequence[Any]) -> int:
 def _rotatable(operands: Sequence[Any]) -> bool:
     """Copies keep meaning only for contiguous arrays (a padded-ld view would lose its padding)."""
     arrays = [op for op in operands if hasattr(op, "nbytes")]
-    return bool(arrays) and all(op.flags.c_contiguous or op.flags.f_contiguous for op in arrays)
+    return bool(arrays) and all(_contiguous(op) for op in arrays)
+
+
+def _contiguous(array: Any) -> bool:
+    """A CuPy or NumPy array's flags, or a PyTorch tensor's ``is_contiguous()``; anything else is not known to be."""
+    flags = getattr(array, "flags", None)
+    if flags is not None:
+        return bool(flags.c_contiguous or flags.f_contiguous)
+    is_contiguous = getattr(array, "is_contiguous", None)
+    return bool(is_contiguous()) if callable(is_contiguous) else False
 
 
 def _copy_operands(backend: Any, operands: Sequence[Any], count: int) -> list[tuple[Any, ...]]:
@@ -144,6 +159,16 @@ class Batch:
     clocks_mhz: list[float] = field(default_factory=list)
 
 
+#: Around a measured callable's first call: a context that yields a mapping which, once the call is done, gives
+#: the code digest of each kernel the call's launcher compiled, by kernel name (``launchers.identify``).
+Identify = Callable[[Callable[..., Any], Sequence[Any]], ContextManager[Mapping[str, str]]]
+
+
+@contextlib.contextmanager
+def _nothing_identified(fn: Callable[..., Any], operands: Sequence[Any]) -> Iterator[Mapping[str, str]]:
+    yield {}
+
+
 #: A batch runner: enqueue one batch and return it, or ``None`` when the batch had to be dropped (the hold
 #: timed out: the callable waited on the host).
 BatchRunner = Callable[[bool], "Batch | None"]
@@ -156,11 +181,18 @@ class Timer:
     kept as the cross-check (its median minus the kernel time is the launch overhead), then the figure of
     record, each call's kernel span from CUPTI with the L2 flushed before every call. Without one, the
     event-timed phase is the figure (``Measurement.method`` says which).
+
+    With a tracer, a call whose kernels the records cannot vouch for raises ``UnmeasurableCall`` instead of
+    giving a figure: it launched no kernel, or launched kernels unordered with the measuring stream (on another
+    stream, not joined back), whose time no interval on the measuring stream holds. ``identify`` wraps the
+    callable's first call to learn what its launcher compiled (a Triton kernel's hash, a CuPy RawKernel's
+    source), which joins each kernel's identity.
     """
 
     def __init__(self, l2_bytes: int, flush_buffer: Any, nvml: Nvml, config: SamplingConfig,
                  backend: Any = None, sleep: Callable[[float], None] = time.sleep,
-                 clock: Callable[[], float] = time.perf_counter, tracer: Any = None) -> None:
+                 clock: Callable[[], float] = time.perf_counter, tracer: Any = None,
+                 identify: Identify | None = None) -> None:
         self.l2_bytes = l2_bytes
         self.flush_buffer = flush_buffer
         self.nvml = nvml
@@ -169,6 +201,7 @@ class Timer:
         self.sleep = sleep
         self.clock = clock
         self.tracer = tracer
+        self.identify = identify or _nothing_identified
 
     def measure(self, fn: Callable[..., Any], work: Work, operands: Sequence[Any] = (), flush: str = Flush.COLD,
                 label: str = "", prefer_method: str = "") -> Measurement:
@@ -179,7 +212,7 @@ class Timer:
             raise ValueError(f"flush must be one of {Flush.MODES}, got {flush!r}")
         stream = self.backend.current_stream()
         clock_before = self.nvml.sm_clock_mhz()
-        warm_calls, per_call, holding = self._warm_up(fn, operands, flush, stream)
+        warm_calls, per_call, holding, codes = self._warm_up(fn, operands, flush, stream)
         method, calls, operand_sets = self._event_method(operands, flush, per_call, prefer_method)
         event_rule = self.config.crosscheck_rule if self.tracer is not None else self.config.rule
         events = self._sample(self._event_batches(fn, operand_sets, method, calls, per_call, stream), event_rule,
@@ -189,7 +222,11 @@ class Timer:
         kernels: tuple[Kernel, ...] = ()
         trace_note = ""
         if self.tracer is not None:
-            traced, kernels, trace_note = self._trace(fn, operands, flush, per_call, stream, events.holding)
+            try:
+                traced, kernels, trace_note = self._trace(fn, operands, flush, per_call, stream, events.holding,
+                                                          codes)
+            except _Unmeasurable as exc:
+                raise UnmeasurableCall(str(exc), work, label, flush) from None
         clock_after = self.nvml.sm_clock_mhz()
         clocks = (clock_before, clock_after) if clock_before is not None and clock_after is not None else None
         common = dict(work=work, flush=flush, warmup_calls=warm_calls, sm_clock_mhz=clocks, label=label)
@@ -214,15 +251,17 @@ class Timer:
     # -- phases ------------------------------------------------------------------------------------------
 
     def _warm_up(self, fn: Callable[..., Any], operands: Sequence[Any], flush: str,
-                 stream: Any) -> tuple[int, float, bool]:
-        """Warm-up by count and time; returns (calls, the last call's event time, whether holding works)."""
+                 stream: Any) -> tuple[int, float, bool, Mapping[str, str]]:
+        """Warm-up by count and time; returns (calls, the last call's event time, whether holding works, the code
+        digests the first call's launcher reported)."""
         backend, config = self.backend, self.config
         start, stop = backend.event(), backend.event()
         if flush == Flush.COLD:
             self.flush_buffer.enqueue(stream)  # unheld too: the flush kernel compiles on its first launch, and a
             # compile inside a held batch outlasts the hold (seen on the H200: the first case of a run came out
             # "cold-flush-unheld")
-        fn(*operands)  # first call unheld: it may load modules or compile, which can wait for the device
+        with self.identify(fn, operands) as codes:
+            fn(*operands)  # first call unheld: it may load modules or compile, which can wait for the device
         stop.record(stream)
         stop.synchronize()
         warm_calls, per_call, holding = 1, 0.0, True
@@ -236,7 +275,7 @@ class Timer:
             stop.synchronize()
             per_call = backend.elapsed_s(start, stop)
             warm_calls += 1
-        return warm_calls, per_call, holding
+        return warm_calls, per_call, holding, codes
 
     def _event_method(self, operands: Sequence[Any], flush: str, per_call: float,
                       prefer_method: str) -> tuple[str, int, list[tuple[Any, ...]]]:
@@ -284,19 +323,22 @@ class Timer:
         return run
 
     def _trace(self, fn: Callable[..., Any], operands: Sequence[Any], flush: str, per_call: float, stream: Any,
-               holding: bool) -> tuple[_Sampled | None, tuple[Kernel, ...], str]:
+               holding: bool, codes: Mapping[str, str]) -> tuple[_Sampled | None, tuple[Kernel, ...], str]:
         """The traced phase: every call preceded by a separator kernel (the flush when cold, an empty marker
         when hot), each call's span read from its kernel records, and the SM clock it ran at from the
         separators' stamps (``sm_clock.py``). A sample is the mean span of consecutive calls covering
         ``min_sample_s`` of kernel time (at most a batch): single spans of a short kernel scatter by a few per
         cent (seen on the H200: 2–6 % IQR), which would widen the gate's band for no reason, while their mean
         is as steady as a rotated event sample. ``None`` and why, when the records cannot be split into the
-        calls enqueued (the callable launched no kernel, say)."""
+        calls enqueued. ``_Unmeasurable`` when the callable launched no kernel, or kernels unordered with the
+        measuring stream (``stray_kernels``): then no interval holds their time, and no figure may be taken."""
         config, tracer = self.config, self.tracer
         calls = _TracedCalls(self.backend, tracer, self._separators(flush), fn, operands, stream)
         tracer.start()
         try:
             probe = calls.enqueue(1, False)
+            if probe is not None and calls.found_none:
+                raise _Unmeasurable(NO_KERNEL)
             if not probe or not probe[0]:
                 return None, (), calls.failure[0] if calls.failure else "no kernel records for the call"
             launches = len(probe[0][0]) + 1
@@ -321,7 +363,7 @@ class Timer:
         finally:
             tracer.stop()
         sampled.calls_per_sample = group
-        return sampled, call_kernels(calls.seen), ""
+        return sampled, call_kernels(calls.seen, codes), ""
 
     def _separators(self, flush: str) -> Separators:
         """The separator kernel of a traced call, stamping the SM clock where the flush buffer can."""
@@ -380,6 +422,7 @@ class _TracedCalls:
     stream: Any
     seen: list[list[KernelActivity]] = field(default_factory=list)
     failure: list[str] = field(default_factory=list)
+    found_none: bool = False  # the last batch's records held no kernel of the calls at all
 
     def __post_init__(self) -> None:
         self.stop = self.backend.event()  # one event for every batch: it only marks the batch's end
@@ -397,7 +440,12 @@ class _TracedCalls:
         stop.record(stream)
         ok = release is None or release()
         stop.synchronize()
-        found = split_calls(self.tracer.collect())
+        records = self.tracer.collect()
+        stray = stray_kernels(records, count)
+        if stray is not None:  # checked before a void batch is dropped: an unordered kernel may be why it was void
+            raise _Unmeasurable(stray.describe())
+        found = split_calls(records)
+        self.found_none = not found
         if not ok:
             return None
         if len(found) != count:
@@ -419,3 +467,8 @@ def _traced_batch(found: list[list[KernelActivity]], clocks: list[float], group:
 
 class _TraceMismatch(Exception):
     """The kernel records of a batch could not be split into its calls."""
+
+
+class _Unmeasurable(Exception):
+    """The call's kernels cannot be measured (no kernel, or kernels unordered with the measuring stream); the
+    message is the one line ``UnmeasurableCall`` carries."""

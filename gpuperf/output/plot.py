@@ -34,7 +34,8 @@ THROUGHPUT_WIDTH = {1: 1.6, 2: 2.4}
 #: Human names of the compute ceilings (the keys of ``peaks["compute_tflops"]``).
 CEILING_NAMES = {
     Precision.FP32: "FP32 vector", Precision.TF32: "TF32 tensor", Precision.FP16: "FP16 tensor",
-    Precision.BF16: "BF16 tensor", Precision.FP64: "FP64 tensor",
+    Precision.BF16: "BF16 tensor", Precision.FP64: "FP64 tensor", Precision.FP8: "FP8 tensor",
+    Precision.INT8: "INT8 tensor",
 }
 _MARKERS = "osD^v<>ph*"
 #: A shape with one dimension this many times another is drawn as its own (tall/wide/long-K) series.

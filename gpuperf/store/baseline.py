@@ -54,7 +54,7 @@ import yaml
 from gpuperf.store.atomic import locked, write_atomically
 from gpuperf.store.baseline_entry import (AT_MAX_CLOCK, AT_MAX_CLOCK_KEYS, ENTRY_DESCRIPTION, ENTRY_OPTIONAL,
                                           ENTRY_REQUIRED, ENTRY_RUNS, SHAPE_SIZES, BaselineError, ClockFree, Entry,
-                                          clock_free_fields, parse_entry, restore_hint, round_figure)
+                                          clock_free_fields, ordered_shape, parse_entry, restore_hint, round_figure)
 from gpuperf.store.reading import MIB, DuplicateKeyError, InputError, decode, load_yaml, read_bytes
 
 
@@ -62,7 +62,7 @@ from gpuperf.store.reading import MIB, DuplicateKeyError, InputError, decode, lo
 __all__ = ["AT_MAX_CLOCK", "AT_MAX_CLOCK_KEYS", "ENTRY_DESCRIPTION", "ENTRY_OPTIONAL", "ENTRY_REQUIRED", "ENTRY_RUNS",
            "MAX_BASELINE_BYTES", "SCHEMA_VERSION", "SHAPE_SIZES", "VERSION_KEYS", "BaselineError", "BaselineFile",
            "Change", "ClockFree", "Entry", "Integrity", "baseline_path", "check_gpu", "decode_baseline",
-           "drop_entries", "dump_baseline", "entries_digest", "load_baseline", "parse_baseline",
+           "drop_entries", "dump_baseline", "entries_digest", "load_baseline", "ordered_shape", "parse_baseline",
            "read_baseline_text", "restore_hint", "seal_baseline", "update_baseline", "version_changes",
            "versions_of"]
 

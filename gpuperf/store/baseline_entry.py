@@ -6,6 +6,7 @@ allow with the file, the entry and the fix. ``baseline.py`` reads, seals and wri
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +28,17 @@ ENTRY_OPTIONAL = ("spread", "samples", "flush", "method", *ENTRY_RUNS, *ENTRY_DE
                   "tolerance")
 #: The sizes a shape may name (``metrics.Work.shape``).
 SHAPE_SIZES = ("batch", "m", "n", "k")
+#: A size of a user's own family is named in its case table (``heads``, ``seq``, ``dim``): a short lower-case name.
+SIZE_NAME = re.compile(r"[a-z][a-z0-9_]{0,31}")
+#: More named sizes than any operation has: a larger shape is not one.
+MAX_SHAPE_SIZES = 16
+
+
+def ordered_shape(shape: Mapping[str, int]) -> tuple[tuple[str, int], ...]:
+    """A shape's sizes in a stable order (the GEMM names first, as written; any other names after, sorted), as a
+    baseline entry keeps them, so a re-recorded file diffs cleanly."""
+    known = [(name, shape[name]) for name in SHAPE_SIZES if name in shape]
+    return tuple(known + sorted((name, size) for name, size in shape.items() if name not in SHAPE_SIZES))
 
 
 class BaselineError(InputError):
@@ -217,12 +229,14 @@ def _description(where: str, path: Path, raw: Mapping[str, Any]) -> dict[str, An
                             f"{', '.join(Precision.ALL)}; {restore_hint(path)}")
     if "shape" in raw:
         shape = raw["shape"]
-        if (not isinstance(shape, dict) or not set(shape) <= set(SHAPE_SIZES)
+        if (not isinstance(shape, dict) or len(shape) > MAX_SHAPE_SIZES
+                or not all(isinstance(name, str) and SIZE_NAME.fullmatch(name) for name in shape)
                 or not all(isinstance(size, int) and not isinstance(size, bool) and size > 0
                            for size in shape.values())):
-            raise BaselineError(f"{where}: shape must map {', '.join(SHAPE_SIZES)} to positive integers, got "
-                                f"{shape!r}; {restore_hint(path)}")
-        described["shape"] = tuple((name, shape[name]) for name in SHAPE_SIZES if name in shape)
+            raise BaselineError(f"{where}: shape must map at most {MAX_SHAPE_SIZES} size names (lower-case, like "
+                                f"{', '.join(SHAPE_SIZES)} or heads) to positive integers, got {shape!r}; "
+                                f"{restore_hint(path)}")
+        described["shape"] = ordered_shape(shape)
     for key in ("flops", "bytes"):
         if key in raw:
             if not _is_number(raw[key]) or not math.isfinite(raw[key]) or raw[key] <= 0:

@@ -140,3 +140,24 @@ def random_operand(rng: np.random.Generator, shape: tuple[int, ...], dtype: np.d
     values = rng.uniform(-1.0, 1.0, size=shape).astype(dtype)
     values[values == 0] = 0.5  # after the cast: tiny draws underflow to zero in narrow dtypes
     return values
+
+
+def assert_within(out: object, ref: object, bound: object, what: str = "output") -> None:
+    """Fail, naming the worst element and how many are out of bound, unless ``|out − ref| ≤ bound`` everywhere
+    (each broadcast to ``ref``'s shape; NaN or an unwritten element is never within): the check of any operation
+    whose float64 reference and elementwise error bound its test derives (a softmax, an attention, a fused op)."""
+    got, expected = _f64(out), _f64(ref)
+    if got.shape != expected.shape:
+        raise AssertionError(f"{what}: shape {got.shape} != reference shape {expected.shape}")
+    limit = np.broadcast_to(_f64(bound), expected.shape)
+    err = np.abs(got - expected)
+    err[~np.isfinite(got)] = np.inf
+    bad = ~(err <= limit)
+    if not bad.any():
+        return
+    worst = np.unravel_index(int(np.argmax(np.where(bad, err - limit, -np.inf))), err.shape)
+    raise AssertionError(
+        f"{what}: {int(bad.sum())} of {bad.size} elements outside the bound; "
+        f"{int(np.count_nonzero(~np.isfinite(got)))} not finite (unwritten or NaN); worst at "
+        f"{tuple(int(i) for i in worst)}: got {got[worst]!r}, expected {expected[worst]!r}, error {err[worst]:.3g} > "
+        f"bound {limit[worst]:.3g}")

@@ -2,6 +2,8 @@
 
 Shapes, dtypes and per-family case lists are data (``perf_tests/cases/<family>.yaml``), loaded here so a
 test module only names the table it wants, and checked against the table's schema (``gpuperf.suite.case_schema``).
+A table of any other name (a user's ``attention.yaml``) names its own sizes (``sizes: [batch, heads, seq, dim]``)
+and is checked as strictly against them (``SizedCase``).
 """
 
 from __future__ import annotations
@@ -10,10 +12,12 @@ import difflib
 import itertools
 import re
 import reprlib
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Union
 
+from gpuperf.store.baseline_entry import MAX_SHAPE_SIZES, SIZE_NAME
 from gpuperf.store.reading import MIB, InputError, load_yaml, read_text
 from gpuperf.suite.case_schema import SHAPE_KINDS, TABLES, VALUE, Names, Ref, Schema, ShapeKind
 
@@ -283,12 +287,127 @@ def load_cases(family: str, directory: Path | None = None) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise CaseTableError(f"{shown}: expected a mapping of table names to lists, got {type(data).__name__}")
     schema = TABLES.get(family)
-    if schema is None:
-        raise CaseTableError(f"{shown}: no schema for the case table {family!r}; describe its keys in "
-                             f"gpuperf/suite/case_schema.py TABLES (known tables: {', '.join(sorted(TABLES))})")
     try:
-        checked: dict[str, Any] = _checked(data, schema, "", data)
+        checked: dict[str, Any] = _checked(data, schema, "", data) if schema is not None else _sized_tables(data)
     except CaseTableError as exc:
         raise CaseTableError(f"{shown}: {exc}") from None
     _refuse_empty_tables(checked, shown)
     return CaseTables(shown, checked)
+
+
+# --- a family of the user's own: sizes named in the table --------------------------------------------------
+
+#: The keys of a table of the user's own family that are no list of cases: which sizes every case names, and
+#: which other values a case may give.
+SIZES_KEY = "sizes"
+PARAMS_KEY = "params"
+#: A size larger than this is no tensor dimension (and would overflow the FLOP counts of ``Work``).
+MAX_SIZE = 2**48
+
+
+@dataclass(frozen=True)
+class SizedCase(Mapping[str, Any]):
+    """One case of a table whose sizes the table names: ``case["seq"]``, ``case.sizes`` (the named sizes, in the
+    table's order, for ``Work(sizes=…)``); its ``str()`` is its test-id segment, ``batch8-heads32-seq4096-dim128``
+    (a true flag adds its name, a false one ``no_<name>``, another value ``<name><value>``)."""
+
+    sizes: tuple[tuple[str, int], ...]
+    params: tuple[tuple[str, Any], ...] = ()
+
+    def __getitem__(self, name: str) -> Any:
+        for key, value in self.sizes + self.params:
+            if key == name:
+                return value
+        raise KeyError(f"{name!r}: this case has {', '.join(key for key, _ in self.sizes + self.params)}")
+
+    def __iter__(self) -> Iterator[str]:
+        return iter([key for key, _ in self.sizes + self.params])
+
+    def __len__(self) -> int:
+        return len(self.sizes) + len(self.params)
+
+    def __str__(self) -> str:
+        parts = [f"{name}{size}" for name, size in self.sizes]
+        for name, value in self.params:
+            parts.append(name if value is True else f"no_{name}" if value is False else f"{name}{value}")
+        return "-".join(parts)
+
+
+def _names(value: object, key: str) -> list[str]:
+    """The names a ``sizes`` or ``params`` list declares, checked: lower-case words, each once."""
+    if not isinstance(value, list) or not value:
+        raise CaseTableError(f"{key}: expected a non-empty list of names (e.g. [batch, heads, seq, dim]), got "
+                             f"{reprlib.repr(value)}")
+    for index, name in enumerate(value):
+        if not isinstance(name, str) or not SIZE_NAME.fullmatch(name):
+            raise CaseTableError(f"{key}[{index}]: {reprlib.repr(name)} is not a name: use lower-case letters, "
+                                 "digits and _, starting with a letter, at most 32 characters")
+        if name in value[:index]:
+            raise CaseTableError(f"{key}[{index}]: {name!r} is listed twice")
+    return value
+
+
+def _sized_case(value: object, sizes: list[str], params: list[str], where: str) -> SizedCase:
+    if not isinstance(value, dict):
+        raise CaseTableError(f"{where}: expected a mapping of the sizes {', '.join(sizes)} to whole numbers, got "
+                             f"{reprlib.repr(value)}")
+    allowed: dict[str, Schema] = {name: VALUE for name in sizes + params}
+    unknown = next((key for key in value if key not in allowed), None)
+    if unknown is not None:
+        raise _unknown_key(unknown, allowed, where)
+    missing = [name for name in sizes if name not in value]
+    if missing:
+        raise CaseTableError(f"{where}: lacks the size(s) {', '.join(missing)}; every case of this table names "
+                             f"{', '.join(sizes)}")
+    for name in sizes:
+        size = value[name]
+        if not isinstance(size, int) or isinstance(size, bool) or not 1 <= size <= MAX_SIZE:
+            raise CaseTableError(f"{_join(where, name)}: {reprlib.repr(size)} is not a size: every size is a whole "
+                                 f"number from 1 to 2**48")
+    for name in params:
+        if name in value and not isinstance(value[name], (str, int, float, bool)):
+            raise CaseTableError(f"{_join(where, name)}: expected a plain value (text, number, true/false), got "
+                                 f"{reprlib.repr(value[name])}")
+    return SizedCase(tuple((name, value[name]) for name in sizes),
+                     tuple((name, value[name]) for name in params if name in value))
+
+
+def _sized_tables(data: dict[Any, Any]) -> dict[str, Any]:
+    """A table of a family with no schema of its own: ``sizes`` (and optionally ``params``) name what each case
+    gives; every other key is a list of cases, each a mapping of those names (or, with no ``sizes``, a shape
+    string such as ``4096x4096x4096``)."""
+    sizes = _names(data[SIZES_KEY], SIZES_KEY) if SIZES_KEY in data else []
+    if len(sizes) > MAX_SHAPE_SIZES:
+        raise CaseTableError(f"{SIZES_KEY}: {len(sizes)} sizes; a case names at most {MAX_SHAPE_SIZES}")
+    params = _names(data[PARAMS_KEY], PARAMS_KEY) if PARAMS_KEY in data else []
+    both = sorted(set(sizes) & set(params))
+    if both:
+        raise CaseTableError(f"{PARAMS_KEY}: {', '.join(both)} is also a size; name each value once")
+    if params and not sizes:
+        raise CaseTableError(f"{PARAMS_KEY}: a table with params names its sizes too ({SIZES_KEY}: [...])")
+    tables: dict[str, Any] = {}
+    for key, value in data.items():
+        if key in (SIZES_KEY, PARAMS_KEY):
+            continue
+        where = str(key)
+        if not isinstance(value, list):
+            raise CaseTableError(f"{where}: expected a list of cases, got {reprlib.repr(value)}; a table of your "
+                                 f"own family holds '{SIZES_KEY}: [names]' and lists of cases naming them")
+        if sizes:
+            cases: list[Any] = [_sized_case(item, sizes, params, f"{where}[{i}]") for i, item in enumerate(value)]
+        else:
+            cases = [_any_shape(item, f"{where}[{i}]") for i, item in enumerate(value)]
+        _refuse_repeats(cases, where)
+        tables[key] = cases
+    if not tables:
+        raise CaseTableError(f"no list of cases: add one (e.g. perf: [...]) beside {SIZES_KEY}")
+    return tables
+
+
+def _any_shape(value: object, where: str) -> Shape:
+    if isinstance(value, dict):
+        raise CaseTableError(f"{where}: a case of named sizes needs the table to declare them first "
+                             f"('{SIZES_KEY}: [{', '.join(map(str, value))}]')")
+    if not isinstance(value, str):
+        raise CaseTableError(f"{where}: expected a shape such as '4096x4096x4096', got {reprlib.repr(value)}")
+    return parse_shape(value)

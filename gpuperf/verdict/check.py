@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from gpuperf.verdict import anomaly
-from gpuperf.store.baseline import SHAPE_SIZES, ClockFree, Entry
+from gpuperf.store.baseline import ClockFree, Entry, ordered_shape
 from gpuperf.verdict.gate import Context, GateConfig, decide, valid_figure
 from gpuperf.measure.measurement import Measurement
 from gpuperf.measure.metrics import Work, gbps, percent_of, tflops
@@ -79,6 +79,18 @@ def case_record(case: CaseIdentity, measurement: Measurement, peaks: DevicePeaks
                **({"trace_note": measurement.trace_note} if measurement.trace_note else {})},
     )
     return decide(record, entry, config, context, [str(f) for f in findings], measurement.unreliable_reason)
+
+
+def unmeasurable_record(case: CaseIdentity, work: Work, label: str, reason: str, flush: str,
+                        peaks: DevicePeaks | None) -> Record:
+    """The ``ERROR`` row of a case whose call could not be measured (``measurement.UnmeasurableCall``): what was to
+    be measured, no figure, and the one line that says why and how to fix it."""
+    peak = (peaks.compute(work.precision) if work.metric == Metric.TFLOPS else peaks.memory_gbps) if peaks else None
+    return Record(
+        case_id=case.case_id, nodeid=case.nodeid, family=case.family, params=case.params, metric=work.metric,
+        value=math.nan, unit=work.metric, status=Status.ERROR, note=reason, peak=peak, flops=work.flops,
+        bytes=work.bytes, arithmetic_intensity=work.arithmetic_intensity, flush=flush, reliable=False,
+        gpu=case.gpu, gpu_index=case.gpu_index, kernel=label, precision=work.precision, shape=work.shape)
 
 
 def clock_bound(work: Work, peaks: DevicePeaks | None) -> bool | None:
@@ -158,7 +170,7 @@ def entry_from_record(record: Record) -> Entry:
     return Entry(metric=record.metric, value=record.value, unit=record.unit, spread=record.rel_iqr or 0.0,
                  samples=record.samples or 0, flush=record.flush, method=record.method, family=record.family,
                  kernel=record.kernel, precision=record.precision,
-                 shape=tuple((name, record.shape[name]) for name in SHAPE_SIZES if name in record.shape),
+                 shape=ordered_shape(record.shape),
                  flops=record.flops, bytes=record.bytes, kernels=record.kernels, at_max_clock=clock_free(record))
 
 

@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from gpuperf.measure.kernel_records import SAME_KERNELS, Kernel, describe_change
-from gpuperf.store.baseline import SHAPE_SIZES, ClockFree, Entry
+from gpuperf.store.baseline import ClockFree, Entry, ordered_shape
 from gpuperf.verdict.check import clock_free
 from gpuperf.verdict.gate import valid_figure
 from gpuperf.store.records import Record, RunInfo
@@ -131,7 +131,7 @@ def entries_from_runs(runs: Sequence[Run]) -> dict[str, Entry]:
             spread=statistics.median(record.rel_iqr or 0.0 for record in chosen),
             samples=int(statistics.median(record.samples or 0 for record in chosen)), flush=chosen[0].flush,
             method=method, family=described.family, kernel=described.kernel, precision=described.precision,
-            shape=tuple((name, described.shape[name]) for name in SHAPE_SIZES if name in described.shape),
+            shape=ordered_shape(described.shape),
             flops=described.flops, bytes=described.bytes, runs=len(chosen), run_spread=relative_range(values),
             kernels=_median_kernels(chosen), at_max_clock=_median_clock_free(chosen),
         )

@@ -382,7 +382,8 @@ def failure_line(record: Record) -> str:
         return (f"REGRESSED {record.case_id}: {record.value:.4g} {record.unit} vs baseline "
                 f"{record.baseline:.4g} ({record.delta_pct:+.1f} %, tolerance {100 * (record.tolerance or 0):.1f} %)"
                 f"; {record.note}")
-    return f"{record.status} {record.case_id}: {record.value:.4g} {record.unit}; {record.note}"
+    figure = f"{record.value:.4g} {record.unit}" if valid_figure(record.value) else "no figure"
+    return f"{record.status} {record.case_id}: {figure}; {record.note}"
 
 
 def status_rank(status: str) -> int:

@@ -7,6 +7,7 @@ plugin's own tests drive it with a synthetic measurement source.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import subprocess
@@ -14,12 +15,12 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
-from typing import Any, Protocol
+from typing import Any, ContextManager, Protocol
 
-from gpuperf.verdict.check import CaseIdentity, case_record, context_for, ratio_record
+from gpuperf.verdict.check import CaseIdentity, case_record, context_for, ratio_record, unmeasurable_record
 from gpuperf.verdict.gate import Context, confirm, needs_confirmation, outcome, with_profile_hint
 from gpuperf.measure.device import GpuContext, NoGpuError, list_devices, query_device
-from gpuperf.measure.measurement import Measurement
+from gpuperf.measure.measurement import Measurement, UnmeasurableCall
 from gpuperf.measure.metrics import Work
 from gpuperf.measure.peaks import device_peaks
 from gpuperf.store.records import Record, RunInfo
@@ -107,15 +108,16 @@ class GpuPool:
         return self.flush_buffers[ctx.index]
 
     def stream(self, ctx: GpuContext) -> Any:
-        """The device's one non-blocking stream that every test runs on. One, not one per test: on the H200 the
+        """The device's one non-blocking measuring stream that every test runs on (``streams.MeasuringStream``: a
+        ``cupy.cuda.Stream`` that also gives itself in the forms other launchers take). One, not one per test: on the H200 the
         same split-K SGEMV call measured 8.58 µs on the first stream a process created and 9.12 µs (+6 %) on
         any later one (cuBLAS's reduction kernel overlaps the GEMV's tail on the first, starts 0.29 µs after
         it on the others), so a case's figure depended on how many tests had run before it."""
         if ctx.index not in self.streams:
-            import cupy
+            from gpuperf.measure.streams import new_measuring_stream
 
             with ctx.device:
-                self.streams[ctx.index] = cupy.cuda.Stream(non_blocking=True)
+                self.streams[ctx.index] = new_measuring_stream()
         return self.streams[ctx.index]
 
     def tracer(self) -> Any:
@@ -144,19 +146,24 @@ class Measurer:
     """The ``measure`` fixture: times ``fn(*operands)`` and remembers how, so ``perf`` can confirm.
 
     ``prefer_method`` is the method the test's baseline entry was recorded with: every measurement of the
-    test asks the timer for it, so today's figure is taken the way the recorded one was.
+    test asks the timer for it, so today's figure is taken the way the recorded one was. ``current`` makes the
+    measuring stream the frameworks' current stream while measuring (``streams.framework_streams``), for a test
+    that imported PyTorch only in its body.
     """
 
-    def __init__(self, timer: Any, flush_mode: str, prefer_method: str = "") -> None:
+    def __init__(self, timer: Any, flush_mode: str, prefer_method: str = "",
+                 current: Callable[[], ContextManager[None]] = contextlib.nullcontext) -> None:
         self.timer = timer
         self.flush_mode = flush_mode
         self.prefer_method = prefer_method
+        self.current = current
         self._recipes: dict[int, tuple[Measurement, tuple[Any, ...]]] = {}
 
     def __call__(self, fn: Callable[..., Any], work: Work, operands: Sequence[Any] = (), flush: str | None = None,
                  label: str = "") -> Measurement:
         recipe = (fn, work, tuple(operands), flush or self.flush_mode, label)
-        measurement: Measurement = self.timer.measure(*recipe, prefer_method=self.prefer_method)
+        with self.current():
+            measurement: Measurement = self.timer.measure(*recipe, prefer_method=self.prefer_method)
         self._recipes[id(measurement)] = (measurement, recipe)
         return measurement
 
@@ -213,6 +220,11 @@ class Perf:
                                  entry, gate, context, self.peaks)
             record = confirm(record, again)
         return self._keep(record)
+
+    def unmeasurable(self, error: UnmeasurableCall) -> Record:
+        """Keep the ``ERROR`` row of a call that could not be measured, with the error's one line as its note."""
+        return self._keep(unmeasurable_record(self.case, error.work, error.label, str(error), error.flush,
+                                              self.peaks))
 
     def note(self, text: str) -> None:
         """Add ``text`` to the note of every row this test produced (and will produce)."""

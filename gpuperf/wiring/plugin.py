@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from gpuperf.measure.device import NoGpuError, device_count
+from gpuperf.measure.measurement import UnmeasurableCall
 from gpuperf.store.baseline import BaselineError
 from gpuperf.suite.cases import use_cases_dir
 from gpuperf.verdict.check import CaseIdentity
@@ -154,10 +155,14 @@ def gpu(request: pytest.FixtureRequest, gpu_index: int) -> Iterator[Any]:
 
 @pytest.fixture
 def stream(request: pytest.FixtureRequest, gpu: Any) -> Iterator[Any]:
-    """The device's measuring stream (``GpuPool.stream``: the same one for every test), current for the whole
-    test and drained after it."""
+    """The device's measuring stream (``GpuPool.stream``: the same one for every test), CuPy's and (where the
+    process has imported PyTorch) PyTorch's current stream for the whole test, and drained after it."""
+    from gpuperf.measure.launchers import watch_triton
+    from gpuperf.measure.streams import framework_streams
+
     test_stream = request.config.stash[POOL].stream(gpu)
-    with test_stream:
+    watch_triton()
+    with test_stream, framework_streams(test_stream):
         yield test_stream
     test_stream.synchronize()
 
@@ -195,6 +200,8 @@ def rng(request: pytest.FixtureRequest) -> Any:
 @pytest.fixture
 def measure(request: pytest.FixtureRequest, gpu: Any, stream: Any, flush_mode: str) -> Measurer:
     """``measure(fn, work, operands=(), flush=None, label="")`` → ``Measurement`` (see timing.py)."""
+    from gpuperf.measure.launchers import identify
+    from gpuperf.measure.streams import framework_streams
     from gpuperf.measure.timing import SamplingConfig, Timer
 
     state = request.config.stash[STATE]
@@ -203,8 +210,10 @@ def measure(request: pytest.FixtureRequest, gpu: Any, stream: Any, flush_mode: s
                             warmup_time_s=options.warmup_time_s, min_sample_s=options.min_sample_s)
     flush_buffer = request.config.stash[POOL].flush_buffer(gpu)
     entry = None if options.update else state.entry(gpu.info.slug, case_id_of(request.node.nodeid))
-    timer = Timer(gpu.info.l2_bytes, flush_buffer, gpu.nvml, config, tracer=request.config.stash[POOL].tracer())
-    return Measurer(timer, flush_mode, prefer_method=entry.method if entry else "")
+    timer = Timer(gpu.info.l2_bytes, flush_buffer, gpu.nvml, config, tracer=request.config.stash[POOL].tracer(),
+                  identify=identify)
+    return Measurer(timer, flush_mode, prefer_method=entry.method if entry else "",
+                    current=lambda: framework_streams(stream))
 
 
 def _family(item: pytest.Item) -> str:
@@ -252,10 +261,16 @@ def _benchmark_exporter(request: pytest.FixtureRequest) -> Any:
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
     """After the test body: attach its records to the report (also when the body failed, so what was
-    measured is still reported and recorded) and give the verdict of its checks."""
+    measured is still reported and recorded) and give the verdict of its checks. A call that could not be measured
+    (no kernel, or kernels off the measuring stream) is the case's ``ERROR`` row, and one line, never a figure."""
     checker = item.stash.get(PERF, None)
     try:
         result = yield
+    except UnmeasurableCall as exc:
+        if checker is None:
+            pytest.fail(f"ERROR: {exc}", pytrace=False)
+        checker.unmeasurable(exc)
+        result = None
     finally:
         if checker is not None:
             for record in checker.records:

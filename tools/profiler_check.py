@@ -1,0 +1,196 @@
+"""Checks the suite's figures of a project's perf tests against an independent torch.profiler trace of the same calls.
+
+Two steps, each a process of its own on the same GPU, back to back:
+
+1. the project's suite runs as usual (``python3 -m pytest … --results-dir DIR``) and writes ``results.json``;
+2. ``python3 tools/profiler_check.py trace --out PROFILE.json -- <the same pytest arguments>`` runs the same tests,
+   but each ``measure(fn, work, operands)`` call is answered by torch.profiler instead of the suite: the call is
+   warmed up for ``--warmup`` seconds, then ``--calls`` calls are traced, each after a flush of a 256 MiB buffer
+   (a ``bitwise_not_``, as ``triton.testing.do_bench`` flushes, and no kernel of the suite's own), and a call's
+   time is its kernels' span (first kernel start to last kernel end, from kineto's device events between two
+   flushes), the median over the calls. The suite's measuring loop and its CUPTI tracer are not used in this
+   process at all (kineto and the suite's tracer would share CUPTI's one set of activity callbacks).
+
+``python3 tools/profiler_check.py compare RESULTS.json PROFILE.json`` prints the Markdown table of both figures per
+case and their difference, and exits 1 when one differs by more than ``--limit`` per cent. The states are matched by
+the method (cold, the L2 flushed before each call, the same operands) and by the process doing nothing else first:
+a power-capped case runs at the clock its sustained load sets in both. The table gives the suite's measured SM
+clock beside each figure, and NVML's SM clock read during the trace.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import statistics
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+#: The flush buffer of the trace: larger than twice any L2 (the H200's is 60 MiB).
+FLUSH_BYTES = 256 * 2**20
+FLUSH_KERNEL = "bitwise_not"
+
+
+def _split_spans(events: Sequence[tuple[str, float, float]]) -> list[float]:
+    """Each call's span in seconds from (name, start_us, end_us) device events: the kernels between two flushes."""
+    spans: list[float] = []
+    current: list[tuple[float, float]] = []
+    for name, start, end in sorted(events, key=lambda event: event[1]):
+        if FLUSH_KERNEL in name:
+            if current:
+                spans.append((max(e for _, e in current) - min(s for s, _ in current)) / 1e6)
+            current = []
+        elif not name.startswith(("Memcpy", "Memset")):
+            current.append((start, end))
+    if current:
+        spans.append((max(e for _, e in current) - min(s for s, _ in current)) / 1e6)
+    return spans
+
+
+def _device_events(prof: Any) -> list[tuple[str, float, float]]:
+    import torch
+
+    events = []
+    for event in prof.events():
+        if event.device_type == torch.autograd.DeviceType.CUDA:
+            events.append((event.name, float(event.time_range.start), float(event.time_range.end)))
+    return events
+
+
+def _sm_clock_mhz() -> float | None:
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        handle = pynvml.nvmlDeviceGetHandleByIndex(0)
+        return float(pynvml.nvmlDeviceGetClockInfo(handle, pynvml.NVML_CLOCK_SM))
+    except Exception:
+        return None
+
+
+def profile_calls(fn: Callable[..., Any], operands: Sequence[Any], calls: int, warmup_s: float,
+                  cold: bool) -> tuple[list[float], list[float]]:
+    """(each traced call's span in seconds, NVML's SM clock before and after the trace)."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    buffer = torch.empty(FLUSH_BYTES // 4, dtype=torch.int32, device="cuda")
+    start = time.perf_counter()
+    while time.perf_counter() - start < warmup_s:
+        if cold:
+            buffer.bitwise_not_()
+        fn(*operands)
+        torch.cuda.synchronize()
+    clocks = [_sm_clock_mhz()]
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(calls):
+            buffer.bitwise_not_()  # the separator of the calls, hot or cold
+            fn(*operands)
+        buffer.bitwise_not_()
+        torch.cuda.synchronize()
+    clocks.append(_sm_clock_mhz())
+    return _split_spans(_device_events(prof)), [c for c in clocks if c is not None]
+
+
+class ProfilerOnly:
+    """A pytest plugin: the suite's ``measure`` answered by torch.profiler, its CUPTI tracer never opened."""
+
+    def __init__(self, calls: int, warmup_s: float) -> None:
+        self.calls, self.warmup_s = calls, warmup_s
+        self.figures: dict[str, dict[str, Any]] = {}
+
+    def pytest_configure(self, config: Any) -> None:
+        from gpuperf.measure.measurement import Measurement
+        from gpuperf.wiring import fixtures
+
+        plugin = self
+        fixtures.GpuPool.tracer = lambda pool: None  # type: ignore[method-assign]
+
+        def measure(measurer: Any, fn: Callable[..., Any], work: Any, operands: Sequence[Any] = (),
+                    flush: str | None = None, label: str = "") -> Measurement:
+            mode = flush or measurer.flush_mode
+            with measurer.current():
+                spans, clocks = profile_calls(fn, operands, plugin.calls, plugin.warmup_s, mode == "cold")
+            nodeid = os.environ["PYTEST_CURRENT_TEST"].rsplit(" (", 1)[0]
+            plugin.figures[fixtures.case_id_of(nodeid)] = {
+                "median_s": statistics.median(spans), "calls": len(spans), "nvml_sm_clock_mhz": clocks,
+                "label": label}
+            return Measurement(samples_s=tuple(spans), work=work, flush=mode, method="torch-profiler", label=label)
+
+        fixtures.Measurer.__call__ = measure  # type: ignore[method-assign]
+
+
+def trace(args: argparse.Namespace) -> int:
+    import pytest
+
+    plugin = ProfilerOnly(args.calls, args.warmup)
+    code = pytest.main(["-p", "no:cacheprovider", "--results-dir", "none", "--history", "none", *args.pytest],
+                       plugins=[plugin])
+    import torch
+
+    document = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__, "calls": args.calls,
+                "warmup_s": args.warmup, "cases": plugin.figures}
+    Path(args.out).write_text(json.dumps(document, indent=2, sort_keys=True) + "\n")
+    print(f"profiler_check: {len(plugin.figures)} cases traced into {args.out} (pytest exit {int(code)})")
+    return 0 if plugin.figures else 1
+
+
+def comparison(results: dict[str, Any], profile: dict[str, Any], limit_pct: float) -> tuple[list[str], bool]:
+    """The Markdown table of every case in both files, and whether each is within ``limit_pct``."""
+    records = {record["case_id"]: record for record in results["records"] if record.get("median_s")}
+    uuid = (results.get("run", {}).get("extra") or {}).get("uuid", "")
+    lines = [f"Suite: {results['run']['gpu_name']} {uuid}, {results['run']['started']}; torch.profiler: "
+             f"{profile['gpu']}, torch {profile['torch']}, {profile['calls']} calls after {profile['warmup_s']} s.",
+             "",
+             "| case | suite µs | profiler µs | Δ % | suite SM MHz | NVML SM MHz (trace) | suite figure |",
+             "| --- | ---: | ---: | ---: | ---: | ---: | --- |"]
+    ok = True
+    shared = sorted(set(records) & set(profile["cases"]))
+    for case in shared:
+        record, traced = records[case], profile["cases"][case]
+        delta = 100 * (traced["median_s"] / record["median_s"] - 1)
+        ok = ok and abs(delta) <= limit_pct
+        clock = f"{record['call_clock_mhz']:.0f}" if record.get("call_clock_mhz") else "–"
+        nvml = "–".join(f"{c:.0f}" for c in traced["nvml_sm_clock_mhz"]) or "–"
+        lines.append(f"| `{case}` | {1e6 * record['median_s']:.2f} | {1e6 * traced['median_s']:.2f} | {delta:+.2f} | "
+                     f"{clock} | {nvml} | {record['value']:.4g} {record['unit']} |")
+    worst = max((abs(100 * (profile["cases"][c]["median_s"] / records[c]["median_s"] - 1)) for c in shared),
+                default=math.nan)
+    lines += ["", f"{len(shared)} cases; largest difference {worst:.2f} % (limit {limit_pct:g} %)."]
+    return lines, ok and bool(shared)
+
+
+def compare(args: argparse.Namespace) -> int:
+    results = json.loads(Path(args.results).read_text())
+    profile = json.loads(Path(args.profile).read_text())
+    lines, ok = comparison(results, profile, args.limit)
+    print("\n".join(lines))
+    return 0 if ok else 1
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    traced = commands.add_parser("trace", help="run the perf tests with torch.profiler answering measure()")
+    traced.add_argument("--out", required=True, help="the profile JSON to write")
+    traced.add_argument("--calls", type=int, default=50)
+    traced.add_argument("--warmup", type=float, default=1.0, help="seconds of calls before the trace")
+    traced.add_argument("pytest", nargs=argparse.REMAINDER, help="-- then pytest's arguments")
+    compared = commands.add_parser("compare", help="the suite's figures beside the profiler's")
+    compared.add_argument("results")
+    compared.add_argument("profile")
+    compared.add_argument("--limit", type=float, default=2.0, help="largest difference allowed, per cent")
+    args = parser.parse_args(argv)
+    if args.command == "trace":
+        args.pytest = args.pytest[1:] if args.pytest[:1] == ["--"] else args.pytest
+        return trace(args)
+    return compare(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
