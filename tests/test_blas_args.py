@@ -358,7 +358,8 @@ def test_split_batch_covers_every_item_once(batch: int, parts: int) -> None:
 # --- tables --------------------------------------------------------------------------------------------
 
 def test_every_suite_dtype_has_a_gemm_path_with_a_rounding_model() -> None:
-    assert set(blas_args.GEMM_PATHS) == set(Precision.ALL)
+    # FP8 and INT8 are precisions of the vocabulary (a user's kernels report them) but no cublasGemmEx path here
+    assert set(blas_args.GEMM_PATHS) == set(Precision.ALL) - {Precision.FP8, Precision.INT8}
     for name, path in blas_args.GEMM_PATHS.items():
         assert path.name == name
         assert path.accuracy in ROUNDING

@@ -3,8 +3,8 @@
 # independent torch.profiler trace; and the measuring stream's check shown on the misuses.
 #
 #   tools/framework_demo.sh record OUT_DIR   on a first GPU: record the example's baseline, trace it, show the
-#                                            misuses and the main suite's launch-check triggers, then run the full
-#                                            default --gate of the main suite
+#                                            misuses and the main suite's launch-check triggers (and, with
+#                                            MAIN_GATE=1, run the full default --gate of the main suite)
 #   tools/framework_demo.sh gate OUT_DIR     on another GPU, with the recorded baseline in place: the example gated,
 #                                            then traced
 #
@@ -48,7 +48,7 @@ fi
 cp results/*/results.json "$out/example-results.json"
 
 step "the same calls under torch.profiler (a process of its own)"
-python3 "$root/tools/profiler_check.py" trace --out "$out/profile.json" -- -m perf -q
+python3 "$root/tools/profiler_check.py" trace --out "$out/profile.json" -- -q
 python3 "$root/tools/profiler_check.py" compare "$out/example-results.json" "$out/profile.json" \
     | tee "$out/profiler-check.md"
 echo "exit ${PIPESTATUS[0]}"
@@ -61,6 +61,9 @@ if [ "$mode" = record ]; then
     step "the main suite's launch-check triggers"
     python3 -m pytest -p no:cacheprovider perf_tests/test_launch_checks.py -m trigger -q --results-dir none
     echo "exit $?"
+fi
+if [ "${MAIN_GATE:-0}" = 1 ]; then
+    cd "$root" || exit 1
     step "the main suite's full default gate"
     python3 -m pytest -p no:cacheprovider perf_tests --gate -q --results-dir results --durations=5 | tail -40
     echo "exit ${PIPESTATUS[0]}"

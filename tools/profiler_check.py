@@ -3,19 +3,25 @@
 Two steps, each a process of its own on the same GPU, back to back:
 
 1. the project's suite runs as usual (``python3 -m pytest … --results-dir DIR``) and writes ``results.json``;
-2. ``python3 tools/profiler_check.py trace --out PROFILE.json -- <the same pytest arguments>`` runs the same tests,
-   but each ``measure(fn, work, operands)`` call is answered by torch.profiler instead of the suite: the call is
-   warmed up for ``--warmup`` seconds, then ``--calls`` calls are traced, each after a flush of a 256 MiB buffer
-   (a ``bitwise_not_``, as ``triton.testing.do_bench`` flushes, and no kernel of the suite's own), and a call's
-   time is its kernels' span (first kernel start to last kernel end, from kineto's device events between two
-   flushes), the median over the calls. The suite's measuring loop and its CUPTI tracer are not used in this
-   process at all (kineto and the suite's tracer would share CUPTI's one set of activity callbacks).
+2. ``python3 tools/profiler_check.py trace --out PROFILE.json -- <the same pytest arguments>`` runs the same tests
+   (all of them, so the process has the same history when a perf test starts: ``torch.compile``'s autotuner, for
+   one, picks a kernel configuration at the first call it sees), but each ``measure(fn, work, operands)`` is
+   answered by torch.profiler instead of the suite: the call is warmed up for ``--warmup`` seconds, then traced for
+   at least ``--trace`` seconds (``--calls`` calls at least), each call after a flush of a 256 MiB buffer (a
+   ``bitwise_not_``, as ``triton.testing.do_bench`` flushes, and no kernel of the suite's own); a call's time is its
+   kernels' span (first kernel start to last kernel end, from kineto's device events between two flushes), the
+   median over the calls, while a thread polls NVML's SM clock every 2 ms. The suite's measuring loop and its CUPTI
+   tracer are not used in this process at all (kineto and the suite's tracer would share CUPTI's one set of
+   activity callbacks).
 
 ``python3 tools/profiler_check.py compare RESULTS.json PROFILE.json`` prints the Markdown table of both figures per
 case and their difference, and exits 1 when one differs by more than ``--limit`` per cent. The states are matched by
-the method (cold, the L2 flushed before each call, the same operands) and by the process doing nothing else first:
-a power-capped case runs at the clock its sustained load sets in both. The table gives the suite's measured SM
-clock beside each figure, and NVML's SM clock read during the trace.
+the method (cold, the L2 flushed before each call, the same operands, the same tests before) and, for a case whose
+time follows the SM clock (``clock_bound`` in the results) when either run was below the maximum clock, by
+comparing cycles instead of time: the suite's cycles per call (measured on the GPU) against the profiler's span ×
+NVML's mean SM clock over the trace (over a second of one sustained load NVML's mean follows the clock:
+docs/clock.md). A power-capped GEMM runs at whatever clock its load sets, which a trace of another length need not
+reproduce.
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ import math
 import os
 import statistics
 import sys
+import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -52,6 +59,11 @@ def _split_spans(events: Sequence[tuple[str, float, float]]) -> list[float]:
     return spans
 
 
+def _kernel_names(events: Sequence[tuple[str, float, float]]) -> list[str]:
+    return sorted({name[:120] for name, _, _ in events if FLUSH_KERNEL not in name
+                   and not name.startswith(("Memcpy", "Memset"))})
+
+
 def _device_events(prof: Any) -> list[tuple[str, float, float]]:
     import torch
 
@@ -62,46 +74,68 @@ def _device_events(prof: Any) -> list[tuple[str, float, float]]:
     return events
 
 
-def _sm_clock_mhz() -> float | None:
-    try:
+class ClockPoller:
+    """NVML's SM clock of GPU 0, polled every 2 ms by a thread between ``start()`` and ``stop()``."""
+
+    def __init__(self) -> None:
         import pynvml
 
         pynvml.nvmlInit()
-        handle = pynvml.nvmlDeviceGetHandleByIndex(0)
-        return float(pynvml.nvmlDeviceGetClockInfo(handle, pynvml.NVML_CLOCK_SM))
-    except Exception:
-        return None
+        self._nvml = pynvml
+        self._handle = pynvml.nvmlDeviceGetHandleByIndex(0)
+        self.max_mhz = float(pynvml.nvmlDeviceGetMaxClockInfo(self._handle, pynvml.NVML_CLOCK_SM))
+        self.seen: list[float] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._poll, daemon=True)
+
+    def _poll(self) -> None:
+        while not self._stop.is_set():
+            self.seen.append(float(self._nvml.nvmlDeviceGetClockInfo(self._handle, self._nvml.NVML_CLOCK_SM)))
+            time.sleep(0.002)
+
+    def __enter__(self) -> "ClockPoller":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
 
 
-def profile_calls(fn: Callable[..., Any], operands: Sequence[Any], calls: int, warmup_s: float,
-                  cold: bool) -> tuple[list[float], list[float]]:
-    """(each traced call's span in seconds, NVML's SM clock before and after the trace)."""
+def profile_calls(fn: Callable[..., Any], operands: Sequence[Any], calls: int, warmup_s: float, trace_s: float,
+                  cold: bool) -> dict[str, Any]:
+    """Each traced call's span (seconds), the kernels seen, and NVML's SM clock over the trace."""
     import torch
     from torch.profiler import ProfilerActivity, profile
 
     buffer = torch.empty(FLUSH_BYTES // 4, dtype=torch.int32, device="cuda")
-    start = time.perf_counter()
-    while time.perf_counter() - start < warmup_s:
+    start, warm = time.perf_counter(), 0
+    while time.perf_counter() - start < warmup_s or warm < 3:
         if cold:
             buffer.bitwise_not_()
         fn(*operands)
         torch.cuda.synchronize()
-    clocks = [_sm_clock_mhz()]
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        for _ in range(calls):
+        warm += 1
+    per_call = (time.perf_counter() - start) / warm
+    count = max(calls, math.ceil(trace_s / per_call))
+    with ClockPoller() as clock, profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(count):
             buffer.bitwise_not_()  # the separator of the calls, hot or cold
             fn(*operands)
         buffer.bitwise_not_()
         torch.cuda.synchronize()
-    clocks.append(_sm_clock_mhz())
-    return _split_spans(_device_events(prof)), [c for c in clocks if c is not None]
+    events = _device_events(prof)
+    spans = _split_spans(events)
+    return {"spans": spans, "median_s": statistics.median(spans), "calls": len(spans),
+            "kernels": _kernel_names(events), "nvml_sm_clock_mhz": statistics.fmean(clock.seen),
+            "max_sm_clock_mhz": clock.max_mhz}
 
 
 class ProfilerOnly:
     """A pytest plugin: the suite's ``measure`` answered by torch.profiler, its CUPTI tracer never opened."""
 
-    def __init__(self, calls: int, warmup_s: float) -> None:
-        self.calls, self.warmup_s = calls, warmup_s
+    def __init__(self, calls: int, warmup_s: float, trace_s: float) -> None:
+        self.calls, self.warmup_s, self.trace_s = calls, warmup_s, trace_s
         self.figures: dict[str, dict[str, Any]] = {}
 
     def pytest_configure(self, config: Any) -> None:
@@ -115,11 +149,10 @@ class ProfilerOnly:
                     flush: str | None = None, label: str = "") -> Measurement:
             mode = flush or measurer.flush_mode
             with measurer.current():
-                spans, clocks = profile_calls(fn, operands, plugin.calls, plugin.warmup_s, mode == "cold")
+                traced = profile_calls(fn, operands, plugin.calls, plugin.warmup_s, plugin.trace_s, mode == "cold")
             nodeid = os.environ["PYTEST_CURRENT_TEST"].rsplit(" (", 1)[0]
-            plugin.figures[fixtures.case_id_of(nodeid)] = {
-                "median_s": statistics.median(spans), "calls": len(spans), "nvml_sm_clock_mhz": clocks,
-                "label": label}
+            spans = traced.pop("spans")
+            plugin.figures[fixtures.case_id_of(nodeid)] = {**traced, "label": label}
             return Measurement(samples_s=tuple(spans), work=work, flush=mode, method="torch-profiler", label=label)
 
         fixtures.Measurer.__call__ = measure  # type: ignore[method-assign]
@@ -128,16 +161,32 @@ class ProfilerOnly:
 def trace(args: argparse.Namespace) -> int:
     import pytest
 
-    plugin = ProfilerOnly(args.calls, args.warmup)
+    plugin = ProfilerOnly(args.calls, args.warmup, args.trace)
     code = pytest.main(["-p", "no:cacheprovider", "--results-dir", "none", "--history", "none", *args.pytest],
                        plugins=[plugin])
     import torch
 
     document = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__, "calls": args.calls,
-                "warmup_s": args.warmup, "cases": plugin.figures}
+                "warmup_s": args.warmup, "trace_s": args.trace, "cases": plugin.figures}
     Path(args.out).write_text(json.dumps(document, indent=2, sort_keys=True) + "\n")
     print(f"profiler_check: {len(plugin.figures)} cases traced into {args.out} (pytest exit {int(code)})")
     return 0 if plugin.figures else 1
+
+
+#: A run within this fraction of the maximum SM clock ran at it (the clocks step by 15 MHz).
+AT_MAX_CLOCK = 0.985
+
+
+def judged(record: dict[str, Any], traced: dict[str, Any]) -> tuple[str, float, float]:
+    """(basis, Δ % of time, Δ % of the judged figure): cycles for a clock-bound case when either run was below
+    the maximum clock, time otherwise."""
+    delta_time = 100 * (traced["median_s"] / record["median_s"] - 1)
+    maximum = traced["max_sm_clock_mhz"]
+    below = min(record.get("call_clock_mhz") or maximum, traced["nvml_sm_clock_mhz"]) < AT_MAX_CLOCK * maximum
+    if record.get("clock_bound") and below and record.get("cycles_per_call"):
+        cycles = traced["median_s"] * traced["nvml_sm_clock_mhz"] * 1e6
+        return "cycles", delta_time, 100 * (cycles / record["cycles_per_call"] - 1)
+    return "time", delta_time, delta_time
 
 
 def comparison(results: dict[str, Any], profile: dict[str, Any], limit_pct: float) -> tuple[list[str], bool]:
@@ -145,24 +194,23 @@ def comparison(results: dict[str, Any], profile: dict[str, Any], limit_pct: floa
     records = {record["case_id"]: record for record in results["records"] if record.get("median_s")}
     uuid = (results.get("run", {}).get("extra") or {}).get("uuid", "")
     lines = [f"Suite: {results['run']['gpu_name']} {uuid}, {results['run']['started']}; torch.profiler: "
-             f"{profile['gpu']}, torch {profile['torch']}, {profile['calls']} calls after {profile['warmup_s']} s.",
+             f"{profile['gpu']}, torch {profile['torch']}, at least {profile['calls']} calls and "
+             f"{profile['trace_s']} s after {profile['warmup_s']} s of warm-up.",
              "",
-             "| case | suite µs | profiler µs | Δ % | suite SM MHz | NVML SM MHz (trace) | suite figure |",
-             "| --- | ---: | ---: | ---: | ---: | ---: | --- |"]
-    ok = True
+             "| case | suite µs | profiler µs | Δ time % | suite SM MHz | NVML SM MHz (trace) | judged on | Δ % |",
+             "| --- | ---: | ---: | ---: | ---: | ---: | --- | ---: |"]
+    deltas = []
     shared = sorted(set(records) & set(profile["cases"]))
     for case in shared:
         record, traced = records[case], profile["cases"][case]
-        delta = 100 * (traced["median_s"] / record["median_s"] - 1)
-        ok = ok and abs(delta) <= limit_pct
+        basis, delta_time, delta = judged(record, traced)
+        deltas.append(abs(delta))
         clock = f"{record['call_clock_mhz']:.0f}" if record.get("call_clock_mhz") else "–"
-        nvml = "–".join(f"{c:.0f}" for c in traced["nvml_sm_clock_mhz"]) or "–"
-        lines.append(f"| `{case}` | {1e6 * record['median_s']:.2f} | {1e6 * traced['median_s']:.2f} | {delta:+.2f} | "
-                     f"{clock} | {nvml} | {record['value']:.4g} {record['unit']} |")
-    worst = max((abs(100 * (profile["cases"][c]["median_s"] / records[c]["median_s"] - 1)) for c in shared),
-                default=math.nan)
+        lines.append(f"| `{case}` | {1e6 * record['median_s']:.2f} | {1e6 * traced['median_s']:.2f} | "
+                     f"{delta_time:+.2f} | {clock} | {traced['nvml_sm_clock_mhz']:.0f} | {basis} | {delta:+.2f} |")
+    worst = max(deltas, default=math.nan)
     lines += ["", f"{len(shared)} cases; largest difference {worst:.2f} % (limit {limit_pct:g} %)."]
-    return lines, ok and bool(shared)
+    return lines, bool(shared) and worst <= limit_pct
 
 
 def compare(args: argparse.Namespace) -> int:
@@ -180,6 +228,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     traced.add_argument("--out", required=True, help="the profile JSON to write")
     traced.add_argument("--calls", type=int, default=50)
     traced.add_argument("--warmup", type=float, default=1.0, help="seconds of calls before the trace")
+    traced.add_argument("--trace", type=float, default=1.0, help="seconds of calls traced at least")
     traced.add_argument("pytest", nargs=argparse.REMAINDER, help="-- then pytest's arguments")
     compared = commands.add_parser("compare", help="the suite's figures beside the profiler's")
     compared.add_argument("results")

@@ -1,12 +1,10 @@
 """This project's Triton kernels: an elementwise add and a row-wise softmax.
 
 Each launcher enqueues one kernel on PyTorch's current stream (Triton launches there), which gpuperf makes its
-measuring stream while a GPU test runs: no stream code here.
+measuring stream while a GPU test runs: no stream code here. A ``@triton.jit`` function's parameters carry no
+annotation but ``tl.constexpr`` (Triton compiles its source and reads no global but constants), and the module does
+not postpone annotations, so Triton sees ``tl.constexpr`` itself.
 """
-
-from __future__ import annotations
-
-from typing import Any
 
 import torch
 import triton
@@ -16,7 +14,7 @@ ADD_BLOCK = 1024
 
 
 @triton.jit
-def add_kernel(x_ptr: Any, y_ptr: Any, out_ptr: Any, n: Any, BLOCK: tl.constexpr) -> None:
+def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
     offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     mask = offsets < n
     x = tl.load(x_ptr + offsets, mask=mask)
@@ -31,8 +29,7 @@ def add(x: torch.Tensor, y: torch.Tensor, out: torch.Tensor) -> None:
 
 
 @triton.jit
-def softmax_kernel(out_ptr: Any, in_ptr: Any, in_stride: Any, out_stride: Any, cols: Any,
-                   BLOCK: tl.constexpr) -> None:
+def softmax_kernel(out_ptr, in_ptr, in_stride, out_stride, cols, BLOCK: tl.constexpr):
     row = tl.program_id(0)
     offsets = tl.arange(0, BLOCK)
     mask = offsets < cols

@@ -1,0 +1,45 @@
+"""tools/profiler_check.py's pure parts: calls split at the flushes of a torch.profiler trace, and the suite's
+figure compared on time, or on cycles for a clock-bound case that ran below the maximum clock."""
+
+from __future__ import annotations
+
+import pytest
+
+from tools.profiler_check import AT_MAX_CLOCK, _split_spans, comparison, judged
+
+FLUSH = "void at::native::vectorized_elementwise_kernel<4, at::native::bitwise_not_kernel_cuda>"
+
+
+def test_a_call_is_the_span_of_its_kernels_between_two_flushes() -> None:
+    events = [(FLUSH, 0.0, 100.0), ("gemm", 101.0, 150.0), ("reduce", 151.0, 160.0), (FLUSH, 161.0, 260.0),
+              ("Memset (Device)", 262.0, 263.0), ("gemm", 265.0, 312.0), (FLUSH, 313.0, 400.0)]
+    assert _split_spans(events) == pytest.approx([59e-6, 47e-6])
+
+
+RECORD = {"case_id": "t.py::test_mm[m8192-cold]", "median_s": 1.5e-3, "call_clock_mhz": 1400.0,
+          "cycles_per_call": 1.5e-3 * 1400e6, "clock_bound": True, "value": 700.0, "unit": "TFLOPS"}
+
+
+def test_a_clock_bound_case_below_the_maximum_clock_is_compared_on_cycles() -> None:
+    traced = {"median_s": 1.5e-3 * 1400 / 1300, "nvml_sm_clock_mhz": 1300.0, "max_sm_clock_mhz": 1980.0}
+    basis, delta_time, delta = judged(RECORD, traced)
+    assert basis == "cycles" and delta_time == pytest.approx(7.69, abs=0.01) and delta == pytest.approx(0.0)
+
+
+def test_a_memory_bound_case_or_one_at_the_maximum_clock_is_compared_on_time() -> None:
+    traced = {"median_s": 1.53e-3, "nvml_sm_clock_mhz": 1300.0, "max_sm_clock_mhz": 1980.0}
+    assert judged({**RECORD, "clock_bound": False}, traced)[0] == "time"
+    at_max = {**traced, "nvml_sm_clock_mhz": 1980 * AT_MAX_CLOCK + 1}
+    assert judged({**RECORD, "call_clock_mhz": 1980.0}, at_max) == ("time", pytest.approx(2.0), pytest.approx(2.0))
+
+
+def test_the_table_fails_beyond_the_limit_and_on_nothing_compared() -> None:
+    results = {"run": {"gpu_name": "NVIDIA H200", "started": "2026-12-01T22:50:32+00:00", "extra": {"uuid": "GPU-1"}},
+               "records": [RECORD]}
+    profile = {"gpu": "NVIDIA H200", "torch": "2.11", "calls": 50, "trace_s": 1.0, "warmup_s": 1.0,
+               "cases": {RECORD["case_id"]: {"median_s": 1.53e-3, "nvml_sm_clock_mhz": 1400.0,
+                                             "max_sm_clock_mhz": 1980.0}}}
+    lines, ok = comparison(results, profile, 2.0)
+    assert not ok and "| cycles | +2.00 |" in lines[4] and "largest difference 2.00 %" in lines[-1]
+    assert comparison(results, profile, 2.5)[1]
+    assert not comparison(results, {**profile, "cases": {}}, 2.0)[1]
