@@ -11,8 +11,9 @@ Two steps, each a process of its own on the same GPU, back to back:
    (PyTorch's own ``sum``, no kernel of the suite's: a flush that *writes*, as ``triton.testing.do_bench``'s
    ``zero_()`` does, leaves the L2 full of dirty lines whose write-back the next call pays, seen as +7 % on a 4096³
    bf16 GEMM and +13 % on a 45 µs add); a call's time is its kernels' span (first kernel start to last kernel end,
-   from kineto's device events between two flushes), the median over the calls, while a thread polls NVML's SM
-   clock every 2 ms. The suite's measuring loop and its CUPTI
+   from kineto's device events between two flushes), the median over the calls. The SM clock over the trace is read
+   on the GPU, by a kernel of this tool's own that stamps every SM's cycle counter (``%clock64``) and the global
+   timer just before the first traced call and just after the last: cycles over nanoseconds, per SM, averaged. The suite's measuring loop and its CUPTI
    tracer are not used in this process at all (kineto and the suite's tracer would share CUPTI's one set of
    activity callbacks).
 
@@ -20,10 +21,10 @@ Two steps, each a process of its own on the same GPU, back to back:
 case and their difference, and exits 1 when one differs by more than ``--limit`` per cent. The states are matched by
 the method (cold, the L2 flushed before each call, the same operands, the same tests before) and, for a case whose
 time follows the SM clock (``clock_bound`` in the results) when either run was below the maximum clock, by
-comparing cycles instead of time: the suite's cycles per call (measured on the GPU) against the profiler's span ×
-NVML's mean SM clock over the trace (over a second of one sustained load NVML's mean follows the clock:
-docs/clock.md). A power-capped GEMM runs at whatever clock its load sets, which a trace of another length need not
-reproduce.
+comparing cycles instead of time: the suite's cycles per call against the profiler's span × the trace's mean SM
+clock. A power-capped GEMM runs at whatever clock its load sets, which a trace of another length need not reproduce
+(NVML's polled clock, tried first, read 1980 MHz through a trace whose GEMMs ran at 1634 MHz: it cannot follow
+millisecond power management).
 """
 
 from __future__ import annotations
@@ -34,7 +35,6 @@ import math
 import os
 import statistics
 import sys
-import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -90,32 +90,50 @@ def _device_events(prof: Any) -> list[tuple[str, float, float]]:
     return events
 
 
-class ClockPoller:
-    """NVML's SM clock of GPU 0, polled every 2 ms by a thread between ``start()`` and ``stop()``."""
+_STAMP_SOURCE = r"""
+extern "C" __global__ void profiler_check_stamp(unsigned long long* out) {
+    if (threadIdx.x != 0) return;
+    unsigned int sm;
+    unsigned long long now;
+    asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+    out[3 * blockIdx.x] = sm;
+    out[3 * blockIdx.x + 1] = clock64();
+    out[3 * blockIdx.x + 2] = now;
+}
+"""
+
+
+class ClockStamps:
+    """The mean SM clock between ``begin()`` and ``end()``, as enqueued on the current stream: each stamps every
+    SM's cycle counter and the global timer (a block per slot, twice as many as SMs, so each SM is hit)."""
 
     def __init__(self) -> None:
-        import pynvml
+        import cupy
+        import torch
 
-        pynvml.nvmlInit()
-        self._nvml = pynvml
-        self._handle = pynvml.nvmlDeviceGetHandleByIndex(0)
-        self.max_mhz = float(pynvml.nvmlDeviceGetMaxClockInfo(self._handle, pynvml.NVML_CLOCK_SM))
-        self.seen: list[float] = []
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._poll, daemon=True)
+        self._cupy, self._torch = cupy, torch
+        self.sm_count = torch.cuda.get_device_properties(0).multi_processor_count
+        self._kernel = cupy.RawKernel(_STAMP_SOURCE, "profiler_check_stamp")
+        self._stamps = [cupy.zeros(3 * 2 * self.sm_count, dtype=cupy.uint64) for _ in range(2)]
 
-    def _poll(self) -> None:
-        while not self._stop.is_set():
-            self.seen.append(float(self._nvml.nvmlDeviceGetClockInfo(self._handle, self._nvml.NVML_CLOCK_SM)))
-            time.sleep(0.002)
+    def _stamp(self, index: int) -> None:
+        stream = self._cupy.cuda.ExternalStream(self._torch.cuda.current_stream().cuda_stream)
+        self._kernel((2 * self.sm_count,), (32,), (self._stamps[index],), stream=stream)
 
-    def __enter__(self) -> "ClockPoller":
-        self._thread.start()
-        return self
+    def begin(self) -> None:
+        self._stamp(0)
 
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join()
+    def end(self) -> None:
+        self._stamp(1)
+
+    def mean_mhz(self) -> float:
+        """Cycles over nanoseconds on each SM stamped both times, averaged (call after synchronising)."""
+        first, last = (self._cupy.asnumpy(stamps).reshape(-1, 3) for stamps in self._stamps)
+        before = {int(sm): (int(c), int(t)) for sm, c, t in first}
+        clocks = [(int(c) - before[int(sm)][0]) / (int(t) - before[int(sm)][1]) * 1e3
+                  for sm, c, t in last if int(sm) in before and int(t) > before[int(sm)][1]]
+        return statistics.fmean(clocks)
 
 
 def profile_calls(fn: Callable[..., Any], operands: Sequence[Any], calls: int, warmup_s: float, trace_s: float,
@@ -135,17 +153,27 @@ def profile_calls(fn: Callable[..., Any], operands: Sequence[Any], calls: int, w
         warm += 1
     per_call = (time.perf_counter() - start) / warm
     count = max(calls, math.ceil(trace_s / per_call))
-    with ClockPoller() as clock, profile(activities=[ProfilerActivity.CUDA]) as prof:
+    clock = ClockStamps()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        clock.begin()
         for _ in range(count):
             buffer.sum()  # the separator of the calls, hot or cold
             fn(*operands)
+        clock.end()
         buffer.sum()
         torch.cuda.synchronize()
     events = _device_events(prof)
-    spans = _split_spans(events, flush)
+    spans = _split_spans(events, flush | {"profiler_check_stamp"})
     return {"spans": spans, "median_s": statistics.median(spans), "calls": len(spans),
-            "kernels": _kernel_names(events, flush), "nvml_sm_clock_mhz": statistics.fmean(clock.seen),
-            "max_sm_clock_mhz": clock.max_mhz}
+            "kernels": _kernel_names(events, flush | {"profiler_check_stamp"}), "sm_clock_mhz": clock.mean_mhz(),
+            "max_sm_clock_mhz": _max_sm_clock_mhz()}
+
+
+def _max_sm_clock_mhz() -> float:
+    import pynvml
+
+    pynvml.nvmlInit()
+    return float(pynvml.nvmlDeviceGetMaxClockInfo(pynvml.nvmlDeviceGetHandleByIndex(0), pynvml.NVML_CLOCK_SM))
 
 
 class ProfilerOnly:
@@ -199,9 +227,9 @@ def judged(record: dict[str, Any], traced: dict[str, Any]) -> tuple[str, float, 
     the maximum clock, time otherwise."""
     delta_time = 100 * (traced["median_s"] / record["median_s"] - 1)
     maximum = traced["max_sm_clock_mhz"]
-    below = min(record.get("call_clock_mhz") or maximum, traced["nvml_sm_clock_mhz"]) < AT_MAX_CLOCK * maximum
+    below = min(record.get("call_clock_mhz") or maximum, traced["sm_clock_mhz"]) < AT_MAX_CLOCK * maximum
     if record.get("clock_bound") and below and record.get("cycles_per_call"):
-        cycles = traced["median_s"] * traced["nvml_sm_clock_mhz"] * 1e6
+        cycles = traced["median_s"] * traced["sm_clock_mhz"] * 1e6
         return "cycles", delta_time, 100 * (cycles / record["cycles_per_call"] - 1)
     return "time", delta_time, delta_time
 
@@ -214,7 +242,7 @@ def comparison(results: dict[str, Any], profile: dict[str, Any], limit_pct: floa
              f"{profile['gpu']}, torch {profile['torch']}, at least {profile['calls']} calls and "
              f"{profile['trace_s']} s after {profile['warmup_s']} s of warm-up.",
              "",
-             "| case | suite µs | profiler µs | Δ time % | suite SM MHz | NVML SM MHz (trace) | judged on | Δ % |",
+             "| case | suite µs | profiler µs | Δ time % | suite SM MHz | trace SM MHz | judged on | Δ % |",
              "| --- | ---: | ---: | ---: | ---: | ---: | --- | ---: |"]
     deltas = []
     shared = sorted(set(records) & set(profile["cases"]))
@@ -224,7 +252,7 @@ def comparison(results: dict[str, Any], profile: dict[str, Any], limit_pct: floa
         deltas.append(abs(delta))
         clock = f"{record['call_clock_mhz']:.0f}" if record.get("call_clock_mhz") else "–"
         lines.append(f"| `{case}` | {1e6 * record['median_s']:.2f} | {1e6 * traced['median_s']:.2f} | "
-                     f"{delta_time:+.2f} | {clock} | {traced['nvml_sm_clock_mhz']:.0f} | {basis} | {delta:+.2f} |")
+                     f"{delta_time:+.2f} | {clock} | {traced['sm_clock_mhz']:.0f} | {basis} | {delta:+.2f} |")
     worst = max(deltas, default=math.nan)
     lines += ["", f"{len(shared)} cases; largest difference {worst:.2f} % (limit {limit_pct:g} %)."]
     return lines, bool(shared) and worst <= limit_pct
