@@ -11,9 +11,10 @@ Two steps, each a process of its own on the same GPU, back to back:
    (PyTorch's own ``sum``, no kernel of the suite's: a flush that *writes*, as ``triton.testing.do_bench``'s
    ``zero_()`` does, leaves the L2 full of dirty lines whose write-back the next call pays, seen as +7 % on a 4096³
    bf16 GEMM and +13 % on a 45 µs add); a call's time is its kernels' span (first kernel start to last kernel end,
-   from kineto's device events between two flushes), the median over the calls. The SM clock over the trace is read
-   on the GPU, by a kernel of this tool's own that stamps every SM's cycle counter (``%clock64``) and the global
-   timer just before the first traced call and just after the last: cycles over nanoseconds, per SM, averaged. The suite's measuring loop and its CUPTI
+   from kineto's device events between two flushes), the median over the calls. Each call's SM clock is read on
+   the GPU, by a kernel of this tool's own that stamps every SM's cycle counter (``%clock64``) and the global timer
+   just before the call and just after it: cycles over nanoseconds, per SM, averaged; its cycles are its span × that
+   clock. The suite's measuring loop and its CUPTI
    tracer are not used in this process at all (kineto and the suite's tracer would share CUPTI's one set of
    activity callbacks).
 
@@ -21,10 +22,10 @@ Two steps, each a process of its own on the same GPU, back to back:
 case and their difference, and exits 1 when one differs by more than ``--limit`` per cent. The states are matched by
 the method (cold, the L2 flushed before each call, the same operands, the same tests before) and, for a case whose
 time follows the SM clock (``clock_bound`` in the results) when either run was below the maximum clock, by
-comparing cycles instead of time: the suite's cycles per call against the profiler's span × the trace's mean SM
-clock. A power-capped GEMM runs at whatever clock its load sets, which a trace of another length need not reproduce
-(NVML's polled clock, tried first, read 1980 MHz through a trace whose GEMMs ran at 1634 MHz: it cannot follow
-millisecond power management).
+comparing cycles instead of time: the suite's cycles per call against the profiler's median of span × clock. A
+power-capped GEMM runs at whatever clock its load sets, which a trace of another length need not reproduce (two
+ways were tried first and failed: NVML's polled clock read 1980 MHz through a trace whose GEMMs ran at 1634 MHz, and
+one mean clock over the whole trace is partly the flushes' and the host gaps' clock).
 """
 
 from __future__ import annotations
@@ -105,42 +106,38 @@ extern "C" __global__ void profiler_check_stamp(unsigned long long* out) {
 
 
 class ClockStamps:
-    """The mean SM clock between ``begin()`` and ``end()``, as enqueued on the current stream: each stamps every
-    SM's cycle counter and the global timer (a block per slot, twice as many as SMs, so each SM is hit)."""
+    """Stamps of every SM's cycle counter and the global timer, enqueued on the current stream (a block per slot,
+    twice as many as SMs, so each SM is hit); the SM clock between two stamps is cycles over nanoseconds on each SM
+    stamped both times, averaged."""
 
-    def __init__(self) -> None:
+    def __init__(self, count: int) -> None:
         import cupy
         import torch
 
         self._cupy, self._torch = cupy, torch
-        self.sm_count = torch.cuda.get_device_properties(0).multi_processor_count
+        self.blocks = 2 * torch.cuda.get_device_properties(0).multi_processor_count
         self._kernel = cupy.RawKernel(_STAMP_SOURCE, "profiler_check_stamp")
-        self._stamps = [cupy.zeros(3 * 2 * self.sm_count, dtype=cupy.uint64) for _ in range(2)]
+        self._stamps = cupy.zeros((count, self.blocks * 3), dtype=cupy.uint64)
 
-    def _stamp(self, index: int) -> None:
+    def stamp(self, index: int) -> None:
         stream = self._cupy.cuda.ExternalStream(self._torch.cuda.current_stream().cuda_stream)
-        self._kernel((2 * self.sm_count,), (32,), (self._stamps[index],), stream=stream)
+        self._kernel((self.blocks,), (32,), (self._stamps[index],), stream=stream)
 
-    def begin(self) -> None:
-        self._stamp(0)
-
-    def end(self) -> None:
-        self._stamp(1)
-
-    def mean(self) -> tuple[float, float]:
-        """(MHz, seconds): cycles over nanoseconds on each SM stamped both times, and the window, averaged over the
-        SMs (call after synchronising)."""
-        first, last = (self._cupy.asnumpy(stamps).reshape(-1, 3) for stamps in self._stamps)
-        before = {int(sm): (int(c), int(t)) for sm, c, t in first}
-        pairs = [(int(c) - before[int(sm)][0], int(t) - before[int(sm)][1])
-                 for sm, c, t in last if int(sm) in before and int(t) > before[int(sm)][1]]
-        return (statistics.fmean(cycles / ns * 1e3 for cycles, ns in pairs),
-                statistics.fmean(ns for _, ns in pairs) / 1e9)
+    def clocks_mhz(self, pairs: Sequence[tuple[int, int]]) -> list[float]:
+        """The SM clock between each pair of stamps (call after synchronising)."""
+        stamps = self._cupy.asnumpy(self._stamps).reshape(len(self._stamps), -1, 3)
+        clocks = []
+        for first, last in pairs:
+            before = {int(sm): (int(c), int(t)) for sm, c, t in stamps[first]}
+            clocks.append(statistics.fmean((int(c) - before[int(sm)][0]) / (int(t) - before[int(sm)][1]) * 1e3
+                                           for sm, c, t in stamps[last]
+                                           if int(sm) in before and int(t) > before[int(sm)][1]))
+        return clocks
 
 
 def profile_calls(fn: Callable[..., Any], operands: Sequence[Any], calls: int, warmup_s: float, trace_s: float,
                   cold: bool) -> dict[str, Any]:
-    """Each traced call's span (seconds), the kernels seen, and NVML's SM clock over the trace."""
+    """Each traced call's span (seconds) and SM clock, their medians and cycles, the kernels seen."""
     import torch
     from torch.profiler import ProfilerActivity, profile
 
@@ -155,21 +152,25 @@ def profile_calls(fn: Callable[..., Any], operands: Sequence[Any], calls: int, w
         warm += 1
     per_call = (time.perf_counter() - start) / warm
     count = max(calls, math.ceil(trace_s / per_call))
-    clock = ClockStamps()
+    clock = ClockStamps(2 * count)
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        clock.begin()
-        for _ in range(count):
+        for index in range(count):
             buffer.sum()  # the separator of the calls, hot or cold
+            clock.stamp(2 * index)
             fn(*operands)
-        clock.end()
+            clock.stamp(2 * index + 1)
         buffer.sum()
         torch.cuda.synchronize()
     events = _device_events(prof)
-    spans = _split_spans(events, flush | {"profiler_check_stamp"})
-    mhz, window_s = clock.mean()
+    separators = flush | {"profiler_check_stamp"}
+    spans = _split_spans(events, separators)
+    if len(spans) != count:
+        raise RuntimeError(f"{count} calls traced, {len(spans)} found between the flushes")
+    clocks = clock.clocks_mhz([(2 * index, 2 * index + 1) for index in range(count)])
     return {"spans": spans, "median_s": statistics.median(spans), "calls": len(spans),
-            "kernels": _kernel_names(events, flush | {"profiler_check_stamp"}), "sm_clock_mhz": mhz,
-            "busy": math.fsum(spans) / window_s, "max_sm_clock_mhz": _max_sm_clock_mhz()}
+            "kernels": _kernel_names(events, separators), "sm_clock_mhz": statistics.median(clocks),
+            "cycles_per_call": statistics.median(span * mhz * 1e6 for span, mhz in zip(spans, clocks)),
+            "max_sm_clock_mhz": _max_sm_clock_mhz()}
 
 
 def _max_sm_clock_mhz() -> float:
@@ -223,21 +224,14 @@ def trace(args: argparse.Namespace) -> int:
 
 #: A run within this fraction of the maximum SM clock ran at it (the clocks step by 15 MHz).
 AT_MAX_CLOCK = 0.985
-#: The trace's mean clock is the calls' clock only when the calls fill most of its window: between them the flush
-#: runs, memory-bound, at a clock of its own (a 4096³ bf16 GEMM fills 73 % of the window and its window's mean read
-#: 1864 MHz where the suite stamped the GEMM at 1622).
-BUSY_FOR_CYCLES = 0.9
-
-
 def judged(record: dict[str, Any], traced: dict[str, Any]) -> tuple[str, float, float]:
     """(basis, Δ % of time, Δ % of the judged figure): cycles for a clock-bound case when either run was below
-    the maximum clock and the trace's clock is its calls' clock, time otherwise."""
+    the maximum clock, time otherwise."""
     delta_time = 100 * (traced["median_s"] / record["median_s"] - 1)
     maximum = traced["max_sm_clock_mhz"]
     below = min(record.get("call_clock_mhz") or maximum, traced["sm_clock_mhz"]) < AT_MAX_CLOCK * maximum
-    if record.get("clock_bound") and below and record.get("cycles_per_call") and traced["busy"] >= BUSY_FOR_CYCLES:
-        cycles = traced["median_s"] * traced["sm_clock_mhz"] * 1e6
-        return "cycles", delta_time, 100 * (cycles / record["cycles_per_call"] - 1)
+    if record.get("clock_bound") and below and record.get("cycles_per_call"):
+        return "cycles", delta_time, 100 * (traced["cycles_per_call"] / record["cycles_per_call"] - 1)
     return "time", delta_time, delta_time
 
 
@@ -249,8 +243,8 @@ def comparison(results: dict[str, Any], profile: dict[str, Any], limit_pct: floa
              f"{profile['gpu']}, torch {profile['torch']}, at least {profile['calls']} calls and "
              f"{profile['trace_s']} s after {profile['warmup_s']} s of warm-up.",
              "",
-             "| case | suite µs | profiler µs | Δ time % | suite SM MHz | trace SM MHz | trace busy % | judged on | Δ % |",
-             "| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: |"]
+             "| case | suite µs | profiler µs | Δ time % | suite SM MHz | trace SM MHz | judged on | Δ % |",
+             "| --- | ---: | ---: | ---: | ---: | ---: | --- | ---: |"]
     deltas = []
     shared = sorted(set(records) & set(profile["cases"]))
     for case in shared:
@@ -259,8 +253,7 @@ def comparison(results: dict[str, Any], profile: dict[str, Any], limit_pct: floa
         deltas.append(abs(delta))
         clock = f"{record['call_clock_mhz']:.0f}" if record.get("call_clock_mhz") else "–"
         lines.append(f"| `{case}` | {1e6 * record['median_s']:.2f} | {1e6 * traced['median_s']:.2f} | "
-                     f"{delta_time:+.2f} | {clock} | {traced['sm_clock_mhz']:.0f} | {100 * traced['busy']:.0f} | {basis} | "
-                     f"{delta:+.2f} |")
+                     f"{delta_time:+.2f} | {clock} | {traced['sm_clock_mhz']:.0f} | {basis} | {delta:+.2f} |")
     worst = max(deltas, default=math.nan)
     lines += ["", f"{len(shared)} cases; largest difference {worst:.2f} % (limit {limit_pct:g} %)."]
     return lines, bool(shared) and worst <= limit_pct
