@@ -322,3 +322,30 @@ def test_the_framework_example_s_tables_name_their_sizes() -> None:
         "mlp_block": ["tokens4096-hidden4096"],
         "attention": ["batch8-heads32-seq4096-dim128-no_causal", "batch8-heads32-seq4096-dim128-causal"],
     }
+
+
+def test_the_framework_evidence_is_what_the_committed_runs_say() -> None:
+    """docs/framework-kernels.md's table is the tool's comparison of the committed files, within ±2 %; the gate ran
+    on another GPU than the one that recorded the committed baseline, against that baseline."""
+    import json
+
+    evidence = ROOT / "docs" / "framework-kernels"
+    out = subprocess.run([sys.executable, str(ROOT / "tools" / "profiler_check.py"), "compare",
+                          str(evidence / "gate-results.json"), str(evidence / "profile.json")],
+                         capture_output=True, text=True, check=False, cwd=ROOT,
+                         env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == (evidence / "profiler-check.md").read_text()
+    page = (ROOT / "docs" / "framework-kernels.md").read_text()
+    for line in out.stdout.splitlines():
+        if line.startswith("| `perf_tests/"):
+            assert "| `" + line.split("::", 1)[1] in page  # each row, as the page shows it
+    gate, record = (json.loads((evidence / name).read_text()) for name in ("gate-results.json", "record-results.json"))
+    baseline = (FRAMEWORK_EXAMPLE / "baselines" / "nvidia-h200.yaml").read_text()
+    assert record["run"]["started"][:19] <= baseline.split("recorded: '")[1][:19]
+    assert gate["run"]["extra"]["uuid"] != record["run"]["extra"]["uuid"]
+    assert {r["status"] for r in gate["records"]} == {"PASS"} and len(gate["records"]) == 9
+    check = subprocess.run([sys.executable, "-m", "gpuperf", "baseline", "check",
+                            str(FRAMEWORK_EXAMPLE / "baselines" / "nvidia-h200.yaml")],
+                           capture_output=True, text=True, check=False, cwd=ROOT)
+    assert check.returncode == 0 and "ok (9 entries" in check.stdout

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from gpuperf.measure.kernel_records import (FLUSH_KERNEL, HOLD_KERNEL, Kernel, KernelActivity, call_kernels,
-                                            describe_change, ncu_command, note_code, short_name, span_s, split_calls,
-                                            stray_kernels)
+                                            describe_change, ncu_command, note_code, short_name, span_s, split_calls)
+from gpuperf.measure.stream_check import stray_kernels
 
 CUTLASS = "_ZN7cutlass7Kernel2I42cutlass_80_simt_sgemm_128x32_8x5_nn_align1EEvNT_6ParamsE"
 GEMVX = "_ZN8internal5gemvx6kernelIfLi7EEEvPT_i"

@@ -505,11 +505,12 @@ class TensorLike:
 
 
 def test_short_calls_on_tensors_rotate_clones_of_the_tensors() -> None:
-    from gpuperf.measure.timing import CupyBackend, _rotatable
+    from gpuperf.measure.rotation import rotatable
+    from gpuperf.measure.timing import CupyBackend
 
     tensor = TensorLike(2**20)
     backend = CupyBackend.__new__(CupyBackend)  # its copy needs no CuPy for a tensor
     copy = backend.copy(tensor)
     assert isinstance(copy, TensorLike) and tensor.clones == 1
-    assert _rotatable([tensor]) and not _rotatable([TensorLike(2**20, contiguous=False)])
-    assert not _rotatable([object()])
+    assert rotatable([tensor]) and not rotatable([TensorLike(2**20, contiguous=False)])
+    assert not rotatable([object()])

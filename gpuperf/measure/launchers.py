@@ -28,7 +28,7 @@ import sys
 import threading
 import types
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Any
+from typing import Any, ContextManager
 
 from gpuperf.measure.kernel_records import code_digest, short_name
 
@@ -40,6 +40,17 @@ CONTAINER_ITEMS = 64
 #: of the demangled name (a template).
 _GLOBAL_FUNCTION = re.compile(r"__global__\s+(?:__launch_bounds__\s*\([^)]*\)\s*)?void\s+"
                               r"(?:__launch_bounds__\s*\([^)]*\)\s*)?(\w+)")
+
+
+#: Around a measured callable's first call: a context that yields a mapping which, once the call is done, gives
+#: the code digest of each kernel the call's launcher compiled, by kernel name (``identify``).
+Identify = Callable[[Callable[..., Any], Sequence[Any]], ContextManager[Mapping[str, str]]]
+
+
+@contextlib.contextmanager
+def nothing_identified(fn: Callable[..., Any], operands: Sequence[Any]) -> Iterator[Mapping[str, str]]:
+    """The ``Identify`` of a loop that asks no launcher (the default)."""
+    yield {}
 
 
 class _TritonWatch:

@@ -26,18 +26,19 @@ CuPy is imported lazily so that ``gpuperf`` imports on machines without it.
 
 from __future__ import annotations
 
-import contextlib
 import math
 import statistics
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, ContextManager
+from typing import Any
 
 from gpuperf.measure.clocks import decode, unreliable
 from gpuperf.measure.device import Nvml
-from gpuperf.measure.kernel_records import (Kernel, KernelActivity, call_kernels, span_s, split_calls,
-                                            stray_kernels)
+from gpuperf.measure.kernel_records import Kernel, KernelActivity, call_kernels, span_s, split_calls
+from gpuperf.measure.launchers import Identify, nothing_identified
+from gpuperf.measure.rotation import array_bytes, copy_operands, rotatable
+from gpuperf.measure.stream_check import stray_kernels
 from gpuperf.measure.measurement import (DEFAULT_MAX_TRACED_CALLS, DEFAULT_MIN_SAMPLE_S, DEFAULT_ROTATE_BELOW_S,
                                          DEFAULT_WARMUP_CALLS, DEFAULT_WARMUP_TIME_S, NO_KERNEL, Measurement, Method,
                                          UnmeasurableCall)
@@ -106,32 +107,6 @@ class CupyBackend:
 
 
 
-def _array_bytes(operands: Sequence[Any]) -> int:
-    return sum(int(getattr(op, "nbytes", 0)) for op in operands)
-
-
-def _rotatable(operands: Sequence[Any]) -> bool:
-    """Copies keep meaning only for contiguous arrays (a padded-ld view would lose its padding)."""
-    arrays = [op for op in operands if hasattr(op, "nbytes")]
-    return bool(arrays) and all(_contiguous(op) for op in arrays)
-
-
-def _contiguous(array: Any) -> bool:
-    """A CuPy or NumPy array's flags, or a PyTorch tensor's ``is_contiguous()``; anything else is not known to be."""
-    flags = getattr(array, "flags", None)
-    if flags is not None:
-        return bool(flags.c_contiguous or flags.f_contiguous)
-    is_contiguous = getattr(array, "is_contiguous", None)
-    return bool(is_contiguous()) if callable(is_contiguous) else False
-
-
-def _copy_operands(backend: Any, operands: Sequence[Any], count: int) -> list[tuple[Any, ...]]:
-    sets = [tuple(operands)]
-    for _ in range(count - 1):
-        sets.append(tuple(backend.copy(op) if hasattr(op, "nbytes") else op for op in operands))
-    return sets
-
-
 @dataclass
 class _Sampled:
     """What one sampling phase produced."""
@@ -157,16 +132,6 @@ class Batch:
     timed_s: float
     cycles: list[float] = field(default_factory=list)
     clocks_mhz: list[float] = field(default_factory=list)
-
-
-#: Around a measured callable's first call: a context that yields a mapping which, once the call is done, gives
-#: the code digest of each kernel the call's launcher compiled, by kernel name (``launchers.identify``).
-Identify = Callable[[Callable[..., Any], Sequence[Any]], ContextManager[Mapping[str, str]]]
-
-
-@contextlib.contextmanager
-def _nothing_identified(fn: Callable[..., Any], operands: Sequence[Any]) -> Iterator[Mapping[str, str]]:
-    yield {}
 
 
 #: A batch runner: enqueue one batch and return it, or ``None`` when the batch had to be dropped (the hold
@@ -201,7 +166,7 @@ class Timer:
         self.sleep = sleep
         self.clock = clock
         self.tracer = tracer
-        self.identify = identify or _nothing_identified
+        self.identify = identify or nothing_identified
 
     def measure(self, fn: Callable[..., Any], work: Work, operands: Sequence[Any] = (), flush: str = Flush.COLD,
                 label: str = "", prefer_method: str = "") -> Measurement:
@@ -288,13 +253,13 @@ class Timer:
         preferred = prefer_method.removesuffix(Method.UNHELD_SUFFIX)
         rotate = preferred == Method.COLD_ROTATE if preferred in (Method.COLD_FLUSH, Method.COLD_ROTATE) \
             else per_call < config.rotate_below_s
-        footprint = _array_bytes(operands)
-        if rotate and footprint and _rotatable(operands):
+        footprint = array_bytes(operands)
+        if rotate and footprint and rotatable(operands):
             copies = math.ceil(2 * self.l2_bytes / footprint) + 1
             if copies <= config.max_rotation_copies:
                 calls = max(copies, math.ceil(config.min_sample_s / max(per_call, 1e-9) - 1e-6))
                 return Method.COLD_ROTATE, min(calls, config.max_held_calls), \
-                    _copy_operands(self.backend, operands, copies)
+                    copy_operands(self.backend, operands, copies)
         return Method.COLD_FLUSH, 1, operand_sets
 
     def _event_batches(self, fn: Callable[..., Any], operand_sets: list[tuple[Any, ...]], method: str, calls: int,
