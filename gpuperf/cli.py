@@ -160,11 +160,30 @@ def cmd_readme(args: argparse.Namespace) -> int:
     images = [os.path.relpath(image, readme_path.parent) for image in args.images]  # as links from the page
     section = readme.results_section(run, records, images, str(args.results))
     try:
-        write_atomically(readme_path, readme.replace_section(text, section))
+        page = readme.replace_section(text, section)
     except readme.ReadmeError as exc:
         raise CliError(f"{readme_path}: {exc}") from exc
+    _check_page(readme_path, page, section)
+    write_atomically(readme_path, page)
     print(f"{readme_path}: results section rewritten from {args.results} ({len(records)} cases)")
     return EXIT_OK
+
+
+def _check_page(path: Path, page: str, section: str) -> None:
+    """The page as the next ``readme`` would read it (within ``README_LIMIT``, one pair of markers), before it
+    replaces the page on disk: a write that its own reader would refuse is not made."""
+    from gpuperf.output import readme
+
+    size = len(page.encode("utf-8", "surrogatepass"))
+    if size > README_LIMIT:
+        raise CliError(f"{path}: not written: the page would hold {size / MIB:.1f} MiB, more than the "
+                       f"{README_LIMIT // MIB} MiB a page may hold for readme to read it again; pass a run with "
+                       "fewer cases")
+    try:
+        readme.replace_section(page, section)
+    except readme.ReadmeError as exc:
+        raise CliError(f"{path}: not written: the section would break the page's markers, so readme could not "
+                       f"rewrite it again ({exc}); pass a results path without them") from None
 
 
 def package_version() -> str:

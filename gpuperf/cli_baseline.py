@@ -13,8 +13,8 @@ from gpuperf.cli_common import EXIT_ERROR, EXIT_OK, FIGURES, CliError, other_gpu
 from gpuperf.cli_fleet import runs_from
 from gpuperf.output import diff, report
 from gpuperf.output.results import load_figures
-from gpuperf.store.baseline import (BaselineError, BaselineFile, Integrity, drop_entries, load_baseline,
-                                    seal_baseline, update_baseline)
+from gpuperf.store.baseline import (BaselineError, BaselineFile, Integrity, check_file_name, drop_entries,
+                                    load_baseline, seal_baseline, update_baseline)
 from gpuperf.verdict.check import baseline_header
 from gpuperf.verdict.fleet import entries_from_runs, with_clock_figures
 from gpuperf.wiring.argtypes import non_negative_float
@@ -40,6 +40,9 @@ def cmd_baseline_diff(args: argparse.Namespace) -> int:
         print(f"{old_name} → {new_name}")
         print(report.format_diff(shown) if shown else "no differences")
         print(summary)
+    nothing = diff.nothing_compared(rows)
+    if nothing:
+        raise CliError(nothing)
     return EXIT_OK
 
 
@@ -54,6 +57,8 @@ def check_baseline_file(path: Path) -> tuple[bool, str]:
     """Whether ``path`` loads as a baseline, and its line for ``baseline check`` (the problem if not)."""
     try:
         baseline = load_baseline(path)
+        if baseline is not None:
+            check_file_name(path, baseline.header)
     except BaselineError as exc:
         return False, str(exc)
     except OSError as exc:

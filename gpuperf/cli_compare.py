@@ -24,7 +24,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         refuse_repeated_runs([(args.a, a.run, list(a.records.values())), (args.b, b.run, list(b.records.values()))])
     other_gpu = other_gpu_line(a, b, args.allow_other_gpu)
     changed = version_changes(a.versions, b.versions)
-    rows = diff.compare_runs(a.entries, b.records, config, changed, _record_command(a, args.b))
+    rows = diff.compare_runs(a.entries, b.records, config, changed, _record_command(a, args.b), b.peaks)
     a_name, b_name = args.names or (args.a, args.b)
     gate = (f"tolerance {100 * config.tolerance:g} %, noise k {config.noise_k:g}, "
             f"cap {100 * config.cap:g} %")
@@ -42,6 +42,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
             print(f"versions differ: {', '.join(changed)}")
         print(report.format_diff(rows, old="A", new="B", verdicts=True) if rows else "no cases")
         print(summary)
+    nothing = diff.nothing_compared(rows)
+    if nothing:
+        raise CliError(nothing)
     return EXIT_ERROR if diff.failing(rows) else EXIT_OK
 
 
@@ -59,8 +62,9 @@ def add_compare_command(commands: Any) -> None:
         "compare", help="judge run B against run A with the gate's rule (two hosts, or before/after a change)",
         description=f"A and B are each {FIGURES}. Every case of B is judged against A's figure as the gate "
                     "judges a run against its baseline (REGRESSED, PASS, IMPROVED, UNRELIABLE when too noisy, "
-                    "NOT_COMPARABLE, ...); cases only one side has are listed as such. Exits 1 when a case "
-                    "fails as it would fail its test (REGRESSED, ANOMALY, ERROR), 0 otherwise.")
+                    "NOT_COMPARABLE, ...; ANOMALY for a figure above the GPU's peak); cases only one side has are "
+                    "listed as such. Exits 1 when a case fails as it would fail its test (REGRESSED, ANOMALY, "
+                    "ERROR) or when no case has a figure on both sides (nothing compared), 0 otherwise.")
     compare.add_argument("a", metavar="A", help="the reference figures (the baseline's role)")
     compare.add_argument("b", metavar="B", help="the figures judged against A")
     add_all(compare.add_argument, GATE_OPTIONS)
