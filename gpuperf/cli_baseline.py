@@ -12,6 +12,7 @@ from typing import Any
 from gpuperf.cli_common import EXIT_ERROR, EXIT_OK, FIGURES, CliError, other_gpu_line
 from gpuperf.cli_fleet import runs_from
 from gpuperf.output import diff, report
+from gpuperf.untrusted import markdown_text, terminal
 from gpuperf.output.results import load_figures
 from gpuperf.store.baseline import (BaselineError, BaselineFile, Integrity, check_file_name, drop_entries,
                                     load_baseline, seal_baseline, update_baseline)
@@ -32,12 +33,12 @@ def cmd_baseline_diff(args: argparse.Namespace) -> int:
     shown = diff.select_rows(rows, args.min_delta)
     summary = report.diff_summary(rows, args.threshold)
     if other_gpu:
-        print(f"{other_gpu}\n" if args.markdown else other_gpu)
+        print(f"{markdown_text(other_gpu, None)}\n" if args.markdown else terminal(other_gpu, None))
     if args.markdown:
-        print(f"**{old_name} → {new_name}**: {summary}\n")
+        print(f"**{markdown_text(old_name)} → {markdown_text(new_name)}**: {summary}\n")
         print(report.format_diff(shown, markdown=True) if shown else "_no differences_")
     else:
-        print(f"{old_name} → {new_name}")
+        print(terminal(f"{old_name} → {new_name}", None))
         print(report.format_diff(shown) if shown else "no differences")
         print(summary)
     nothing = diff.nothing_compared(rows)

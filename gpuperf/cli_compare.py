@@ -8,6 +8,7 @@ from typing import Any
 
 from gpuperf.cli_common import EXIT_ERROR, EXIT_OK, FIGURES, CliError, other_gpu_line
 from gpuperf.output import diff, report
+from gpuperf.untrusted import markdown_text, terminal
 from gpuperf.output.results import Figures, load_figures
 from gpuperf.store.baseline import version_changes
 from gpuperf.store.results import refuse_repeated_runs
@@ -30,16 +31,16 @@ def cmd_compare(args: argparse.Namespace) -> int:
             f"cap {100 * config.cap:g} %")
     summary = report.comparison_summary(rows)
     if args.markdown:
-        print(f"**B ({b_name}) against A ({a_name})**: {summary} ({gate})\n")
+        print(f"**B ({markdown_text(b_name)}) against A ({markdown_text(a_name)})**: {summary} ({gate})\n")
         for line in filter(None, (other_gpu, f"Versions differ: {', '.join(changed)}" if changed else "")):
-            print(f"{line}\n")
+            print(f"{markdown_text(line, None)}\n")
         print(report.format_diff(rows, markdown=True, old="A", new="B", verdicts=True) if rows else "_no cases_")
     else:
-        print(f"B ({b_name}) against A ({a_name}): {gate}")
+        print(terminal(f"B ({b_name}) against A ({a_name}): {gate}", None))
         if other_gpu:
-            print(other_gpu)
+            print(terminal(other_gpu, None))
         if changed:
-            print(f"versions differ: {', '.join(changed)}")
+            print(terminal(f"versions differ: {', '.join(changed)}", None))
         print(report.format_diff(rows, old="A", new="B", verdicts=True) if rows else "no cases")
         print(summary)
     nothing = diff.nothing_compared(rows)

@@ -11,6 +11,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 
 from gpuperf.output import table
+from gpuperf.untrusted import markdown_code, markdown_text
 from gpuperf.store.records import Record, RunInfo
 from gpuperf.output.table import Column
 from gpuperf.vocabulary import Family
@@ -35,7 +36,7 @@ def family_tables(records: Sequence[Record]) -> list[str]:
     lines: list[str] = []
     for family in sorted(by_family, key=lambda f: list(FAMILY_TITLES).index(f) if f in FAMILY_TITLES else 99):
         rows = sorted(by_family[family], key=lambda r: r.case_id)
-        lines += [f"#### {FAMILY_TITLES.get(family, family)} ({len(rows)} cases)", "",
+        lines += [f"#### {FAMILY_TITLES.get(family) or markdown_text(family)} ({len(rows)} cases)", "",
                   table.render_markdown(TABLE_COLUMNS, rows), ""]
     return lines
 
@@ -44,14 +45,15 @@ def results_section(run: RunInfo, records: Sequence[Record], images: Sequence[st
     peaks = table.peaks_line(run.extra.get("peaks")) or "not recorded"
     lines = [
         START,
-        f"Measured on {run.gpu_name} (sm_{run.compute_capability.replace('.', '')}), driver {run.driver}, "
-        f"CUDA {run.cuda_runtime}, cuBLAS {run.cublas}, CuPy {run.cupy}, flush {', '.join(run.flush_modes)}, "
-        f"run started {run.started}; {len(records)} cases, from `{source}`.",
+        markdown_text(f"Measured on {run.gpu_name} (sm_{run.compute_capability.replace('.', '')}), driver "
+                      f"{run.driver}, CUDA {run.cuda_runtime}, cuBLAS {run.cublas}, CuPy {run.cupy}, flush "
+                      f"{', '.join(run.flush_modes)}, run started {run.started}; {len(records)} cases, from ", None)
+        + f"{markdown_code(source)}.",
         "",
         f"Peaks used for % of peak: {peaks}.",
         "",
         *family_tables(records),
-        *[f"![{image.rsplit('/', 1)[-1]}]({image})" for image in images],
+        *[f"![{markdown_text(image.rsplit('/', 1)[-1])}]({image})" for image in images],
         END,
     ]
     return "\n".join(lines)

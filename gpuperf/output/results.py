@@ -16,6 +16,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from gpuperf import untrusted
 from gpuperf.output import table, trend_summary
 from gpuperf.output.trend_summary import SummaryHistory
 from gpuperf.store.atomic import write_atomically
@@ -205,7 +206,7 @@ def summary_markdown(run: RunInfo, records: Sequence[Record], results_dir: Path 
     """
     failing = [r for r in records if r.status in Status.FAILING]
     flagged = [r for r in records if r.status in FLAGGED]
-    lines = [f"## gpuperf: {run.gpu_name or 'unknown GPU'} — {_verdict(records, failing)}", ""]
+    lines = [f"## gpuperf: {untrusted.markdown_text(run.gpu_name or 'unknown GPU')} — {_verdict(records, failing)}", ""]
     lines += _header_lines(run, records, results_dir)
     lines += ["", _counts_line(records), ""]
     if failing:
@@ -249,9 +250,10 @@ def _header_lines(run: RunInfo, records: Sequence[Record], results_dir: Path | N
     peaks = table.peaks_line(run.extra.get("peaks"))
     if peaks:
         rows.append(("peaks", peaks))
+    cells = [(name, untrusted.markdown_text(value)) for name, value in rows]
     if results_dir is not None:
-        rows.append(("results", f"`{results_dir}`"))
-    return ["| | |", "| --- | --- |"] + [f"| {name} | {table.markdown_cell(value)} |" for name, value in rows]
+        cells.append(("results", untrusted.markdown_code(str(results_dir))))
+    return ["| | |", "| --- | --- |"] + [f"| {name} | {untrusted.table_cell(value)} |" for name, value in cells]
 
 
 def _clocks_text(run: RunInfo, records: Sequence[Record]) -> str:

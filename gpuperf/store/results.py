@@ -27,6 +27,7 @@ from typing import Any
 import orjson
 
 from gpuperf.measure.kernel_records import Kernel, kernels_sound
+from gpuperf.untrusted import csv_text
 from gpuperf.store.atomic import write_atomically
 from gpuperf.store.field_checks import ABSENT, columns_sound, field_table
 from gpuperf.store.field_forms import run_fault
@@ -73,11 +74,15 @@ def document_text(data: dict[str, Any]) -> str:
 
 def results_csv_text(records: Sequence[Record], run: RunInfo | None = None) -> str:
     """One row per record. Columns: identity, ``param.<name>`` (union over records, sorted), the other
-    record fields in declaration order, ``extra.<name>``, then ``run.<field>`` when ``run`` is given."""
+    record fields in declaration order, ``extra.<name>``, then ``run.<field>`` when ``run`` is given.
+
+    A spreadsheet opens this file, and case ids, notes, kernel names and the branch are written by others: every
+    text cell and column name is made safe by ``untrusted.csv_text`` (no control character; a leading ``=``, ``+``,
+    ``-``, ``@``, tab or CR prefixed with ``'``, OWASP's rule), while numbers stay numbers."""
     rows = [_flatten_record(record) for record in records]
     run_columns: dict[str, str] = {}
     if run is not None:
-        run_columns = {f"run.{key}": _cell(value) for key, value in _flatten("", run.to_dict()).items()}
+        run_columns = {csv_text(f"run.{key}"): _cell(value) for key, value in _flatten("", run.to_dict()).items()}
     columns = csv_columns(records) + list(run_columns)
     buffer = io.StringIO()
     writer = csv.DictWriter(buffer, fieldnames=columns, lineterminator="\n")
@@ -100,7 +105,7 @@ def csv_columns(records: Sequence[Record]) -> list[str]:
             rest += ["sm_clock_mhz_before", "sm_clock_mhz_after"]
         else:
             rest.append(f.name)
-    return head + [f"param.{name}" for name in params] + rest + extras
+    return head + [csv_text(f"param.{name}") for name in params] + rest + [csv_text(name) for name in extras]
 
 
 def write_results(directory: Path, run: RunInfo, records: Sequence[Record],
@@ -309,11 +314,11 @@ def _flatten_record(record: Record) -> dict[str, str]:
     row: dict[str, str] = {}
     for key, value in record.to_dict().items():
         if key == "params":
-            row.update({f"param.{name}": _cell(v) for name, v in value.items()})
+            row.update({csv_text(f"param.{name}"): _cell(v) for name, v in value.items()})
         elif key == "extra":
-            row.update({name: _cell(v) for name, v in _flatten("extra.", value).items()})
+            row.update({csv_text(name): _cell(v) for name, v in _flatten("extra.", value).items()})
         elif key == "kernels":
-            row[key] = "; ".join(kernel.describe() for kernel in record.kernels)
+            row[key] = csv_text("; ".join(kernel.describe() for kernel in record.kernels))
         elif key == "sm_clock_mhz":
             before, after = value if value else (None, None)
             row["sm_clock_mhz_before"], row["sm_clock_mhz_after"] = _cell(before), _cell(after)
@@ -340,8 +345,11 @@ def _cell(value: Any) -> str:
     if isinstance(value, float):
         return repr(value) if math.isfinite(value) else ""
     if isinstance(value, (list, tuple)):
-        return ";".join(_cell(item) for item in value)
-    return str(value)
+        joined = ";".join(_cell(item) for item in value)
+        return joined if not any(isinstance(item, str) for item in value) else csv_text(joined)
+    if isinstance(value, (int, float)):
+        return str(value)
+    return csv_text(str(value))
 
 
 def _strict_json(value: Any) -> Any:
