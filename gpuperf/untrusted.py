@@ -77,7 +77,8 @@ def markdown_code(text: str, width: int | None = MARKDOWN_WIDTH) -> str:
     body = clip(escaped(text), width)
     longest = max((len(run) for run in _BACKTICK_RUNS.findall(body)), default=0)
     fence = "`" * (longest + 1)
-    pad = " " if body.startswith("`") or body.endswith("`") or body.startswith(" ") and body.endswith(" ") else ""
+    edges = body.startswith("`") or body.endswith("`") or body.startswith(" ") and body.endswith(" ")
+    pad = " " if edges and body.strip(" ") else ""  # a span of spaces alone keeps them all
     return f"{fence}{pad}{body}{pad}{fence}" if body else ""
 
 

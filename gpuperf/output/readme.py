@@ -7,6 +7,7 @@ what lies between ``START`` and ``END`` in the page with: the run's header, one 
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from collections.abc import Sequence
 
@@ -60,9 +61,16 @@ def results_section(run: RunInfo, records: Sequence[Record], images: Sequence[st
 
 
 def replace_section(readme: str, section: str, start: str = START, end: str = END) -> str:
-    """``readme`` with what lies between its one pair of ``start`` / ``end`` markers replaced by ``section``."""
-    if readme.count(start) != 1 or readme.count(end) != 1 or readme.index(start) > readme.index(end):
-        raise ReadmeError(f"the page needs exactly one pair of markers, in order:\n{start}\n{end}")
-    head = readme[: readme.index(start)]
-    tail = readme[readme.index(end) + len(end):]
-    return head + section + tail
+    """``readme`` with what lies between its one pair of ``start`` / ``end`` markers replaced by ``section``. A
+    marker is a line of its own: a case id that quotes one inside a table row (in a code span, where it stays
+    literal) is not one."""
+    starts, ends = _marker_lines(readme, start), _marker_lines(readme, end)
+    if len(starts) != 1 or len(ends) != 1 or starts[0] > ends[0]:
+        raise ReadmeError(f"the page needs exactly one pair of markers, each on a line of its own, in order:\n"
+                          f"{start}\n{end}")
+    return readme[: starts[0]] + section + readme[ends[0] + len(end):]
+
+
+def _marker_lines(text: str, marker: str) -> list[int]:
+    """Where ``marker`` stands alone on a line of ``text``."""
+    return [match.start() for match in re.finditer(rf"(?m)^{re.escape(marker)}$", text)]
