@@ -129,6 +129,11 @@ def _renamed(data: dict) -> None:  # type: ignore[type-arg]
         record["case_id"] += "-renamed"
 
 
+def _mathtext(data: dict) -> None:  # type: ignore[type-arg]
+    for record in data["records"]:
+        record["kernel"] = "$\\frac{a$"
+
+
 def _set(where: str, key: str, value: object, index: int = 0) -> Callable[[dict], None]:  # type: ignore[type-arg]
     def edit(data: dict) -> None:  # type: ignore[type-arg]
         (data["run"] if where == "run" else data["records"][index])[key] = value
@@ -215,15 +220,17 @@ HOSTILE = [
     Hostile("one run given to fleet (nothing compared)", lambda d: None, ["fleet", str(RUN)], 1),
     Hostile("a figure above the GPU's peak (80 TFLOPS fp32 on a 66.9 peak), status PASS",
             _edited("peak.json", _above_peak), ["compare", str(RUN), "peak.json"], 1, "compared:"),
-    Hostile("a record of another GPU model inside an H200 run", _edited("mixed.json", _set("record", "gpu", "nvidia-a100")),
-            ["fleet", str(RUN), "mixed.json"], 1),
+    Hostile("a record of another GPU model inside an H200 run",
+            _edited("mixed.json", _set("record", "gpu", "nvidia-a100")), ["fleet", str(RUN), "mixed.json"], 1),
     Hostile("a start time that is not a time", _edited("date.json", _set("run", "started", "yesterday")),
             ["compare", str(RUN), "date.json"], 1),
     Hostile("a driver version that is not a version", _edited("v.json", _set("run", "driver", "580\x1b[2J")),
             ["readme", "v.json"], 1),
-    Hostile("an unpaired surrogate in a case id", _copy("s.json", RUN, lambda t: t.replace("256-cold]", "256-cold\\ud800]", 1)),
+    Hostile("an unpaired surrogate in a case id",
+            _copy("s.json", RUN, lambda t: t.replace("256-cold]", "256-cold\\ud800]", 1)),
             ["baseline", "from-runs", "nvidia-h200.yaml", "s.json"], 1),
-    Hostile("an in-memory SQLite history", lambda d: None, ["history", "ingest", str(RUN), "--history", "sqlite://"], 1),
+    Hostile("an in-memory SQLite history", lambda d: None,
+            ["history", "ingest", str(RUN), "--history", "sqlite://"], 1),
     Hostile("runs whose baseline would pass the 2 MiB limit, over a good baseline", _runs_over_the_baseline_limit,
             ["baseline", "from-runs", "b/nvidia-h200.yaml", "r1.json", "r2.json"], 1),
     Hostile("H200 runs written into a file named for another GPU", lambda d: None,
@@ -233,6 +240,9 @@ HOSTILE = [
     Hostile("a case id with a backtick, HTML, an escape sequence and a line break", _edited(
         "evil.json", _case_id("` <img src=x onerror=alert(1)> `\x1b]0;title\x07\nforged")),
         ["compare", str(RUN), "evil.json", "--markdown"], 0, "onerror"),
+    Hostile("kernel names that are malformed matplotlib mathtext (a dollar-sign formula cut short)",
+            _edited("mt.json", _mathtext),
+            ["plot", "mt.json", "--out", "plots"], 0, "roofline"),
 ]
 
 

@@ -18,13 +18,13 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from fuzzing import FLEET_RUNS
+from fuzzing import FLEET_RUNS, REPO
 from gpuperf import untrusted
 from gpuperf.cli import main
 from gpuperf.output.readme import END, START
 from gpuperf.output.results import write_run
-from gpuperf.store.reading import InputError, load_json
-from gpuperf.store.results import load_run
+from gpuperf.store.baseline import BaselineError, load_baseline
+from gpuperf.store.results import ResultsError, load_run, parse_json
 
 PIECES = ["`", "``", "```", "\x1b[31m", "\x1b]0;title\x07", "\x1b[2J", "\n", "\r", "\t", "\x00", "\x7f", "\x85",
           "\u202e", "\u2066", "\u200f", "\u2028", "\ufeff", "\ud800", "\udfff", "=", "+", "-", "@", "|", "\\", "*",
@@ -214,11 +214,23 @@ def test_an_unpaired_surrogate_is_refused_naming_its_place(tmp_path: Path, capsy
     text = json.dumps(a_doc).replace("test_x[ok]", "test_x[\\ud800]")
     path = tmp_path / "s.json"
     path.write_text(text)
-    with pytest.raises(InputError, match=r"records\[0\]\.case_id holds an unpaired surrogate"):
-        load_json(path, text, "fix")
+    with pytest.raises(ResultsError, match=r"records\[0\]\.case_id holds an unpaired surrogate"):
+        parse_json(path, text)
     for command in (["compare", str(path), str(path)], ["fleet", str(path)], ["baseline", "diff", str(path), str(path)],
                     ["readme", str(path), "--page", str(tmp_path / "p.md")],
                     ["baseline", "from-runs", str(tmp_path / "nvidia-h200.yaml"), str(path)]):
         assert main(command) == 1
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and "unpaired surrogate" in err and "Traceback" not in err
+
+
+def test_a_baseline_key_with_an_unpaired_surrogate_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    baseline = REPO / "baselines" / "nvidia-h200.yaml"
+    text = baseline.read_text()
+    first = text.index("\n  perf_tests/") + 3
+    path = tmp_path / "nvidia-h200.yaml"
+    path.write_text(text[:first] + '"\\ud800' + text[first:text.index(":", first)] + '"' + text[text.index(":", first):])
+    with pytest.raises(BaselineError, match="invalid Unicode character escape"):  # YAML's reader refuses it
+        load_baseline(path)
+    assert main(["baseline", "check", str(path)]) == 1
+    assert "invalid Unicode character escape" in capsys.readouterr().out

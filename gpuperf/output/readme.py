@@ -43,13 +43,17 @@ def family_tables(records: Sequence[Record]) -> list[str]:
 
 
 def results_section(run: RunInfo, records: Sequence[Record], images: Sequence[str], source: str) -> str:
+    """The generated section: the run's header, its tables and the plots; every text of the run is escaped."""
+    def text(value: str) -> str:
+        return markdown_text(value, None)
+
     peaks = table.peaks_line(run.extra.get("peaks")) or "not recorded"
     lines = [
         START,
-        markdown_text(f"Measured on {run.gpu_name} (sm_{run.compute_capability.replace('.', '')}), driver "
-                      f"{run.driver}, CUDA {run.cuda_runtime}, cuBLAS {run.cublas}, CuPy {run.cupy}, flush "
-                      f"{', '.join(run.flush_modes)}, run started {run.started}; {len(records)} cases, from ", None)
-        + f"{markdown_code(source)}.",
+        f"Measured on {text(run.gpu_name)} (sm_{text(run.compute_capability.replace('.', ''))}), driver "
+        f"{text(run.driver)}, CUDA {text(run.cuda_runtime)}, cuBLAS {text(run.cublas)}, CuPy {text(run.cupy)}, "
+        f"flush {text(', '.join(run.flush_modes))}, run started {text(run.started)}; {len(records)} cases, from "
+        f"{markdown_code(source)}.",
         "",
         f"Peaks used for % of peak: {peaks}.",
         "",

@@ -51,9 +51,11 @@ TIMESTAMP = Form(_timestamp, "an ISO 8601 time such as 2026-11-30T12:49:51+00:00
 VERSION = Form(_pattern(r"(CUDA driver API )?\d+(\.\d+)*([.+-]?[0-9A-Za-z]+)*|unavailable \([A-Za-z]+\)|"),
                "a version such as 580.159.04 or 13.1.0 (empty when unknown)")
 COMPUTE_CAPABILITY = Form(_pattern(r"\d{1,2}\.\d{1,2}"), "a compute capability such as 9.0")
-GPU_UUID = Form(_pattern(r"(GPU|MIG)-[0-9a-fA-F]{8}(-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}(/\d+/\d+)?"),
+#: NVML's ``GPU-<uuid>`` (``MIG-…`` for a MIG instance); the part after the prefix is not held to the UUID's
+#: 8-4-4-4-12 grouping, which older drivers' MIG names and short test doubles lack.
+GPU_UUID = Form(_pattern(r"(GPU|MIG)-[0-9A-Za-z-]{1,60}(/\d+/\d+)?"),
                 "a GPU UUID as NVML gives it, such as GPU-1e941103-ff1c-325f-eeae-bf46624cb93a")
-COMMIT = Form(_pattern(r"[0-9a-f]{40}|[0-9a-f]{64}"), "a git commit (40 or 64 lower-case hex digits)")
+COMMIT = Form(_pattern(r"[0-9a-f]{7,64}"), "a git commit (7 to 64 lower-case hex digits)")
 
 #: The run header's fields of a form (``RunInfo``), and those of its ``extra`` by their path there; a field
 #: of ``extra`` may be absent or null (not recorded).

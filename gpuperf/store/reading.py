@@ -446,38 +446,4 @@ def load_json_strictly(path: Path, text: str, fix: str) -> Any:
         raise InputError(f"{path}: {_first_line(exc)}; {fix}") from None
     if _depth_exceeds(data, MAX_DEPTH):
         raise InputError(f"{path}: nests deeper than {MAX_DEPTH} levels, which no gpuperf file needs; {fix}")
-    if _SURROGATE_ESCAPE.search(text):
-        where = _lone_surrogate(data, "")
-        if where is not None:
-            raise InputError(f"{path}: {where or 'the value'} holds an unpaired surrogate (a \\ud800–\\udfff escape "
-                             f"without its pair), which is no character: no tool can write it as text; {fix}")
     return data
-
-
-#: A JSON escape of a surrogate code point: only a text holding one can decode to an unpaired surrogate.
-_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
-
-
-def _lone_surrogate(value: Any, where: str) -> str | None:
-    """Where in ``value`` a text (a key or a value) holds an unpaired surrogate (``records[3].case_id``), ``""``
-    for the value itself; ``None`` when none does."""
-    if isinstance(value, str):
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:
-            return where
-        return None
-    if isinstance(value, dict):
-        for key, item in value.items():
-            inner = f"{where}.{key}" if where else str(key)
-            if _lone_surrogate(key, "") is not None:
-                return f"the key {key.encode('utf-8', 'backslashreplace').decode('ascii')!r} of {where or 'the top level'}"
-            found = _lone_surrogate(item, inner)
-            if found is not None:
-                return found
-    if isinstance(value, list):
-        for index, item in enumerate(value):
-            found = _lone_surrogate(item, f"{where}[{index}]")
-            if found is not None:
-                return found
-    return None

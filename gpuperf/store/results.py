@@ -32,6 +32,7 @@ from gpuperf.store.atomic import write_atomically
 from gpuperf.store.field_checks import ABSENT, columns_sound, field_table
 from gpuperf.store.field_forms import run_fault
 from gpuperf.store.reading import INDENTED, MIB, InputError, load_json, read_text
+from gpuperf.store.text_values import surrogate_fault
 from gpuperf.store.records import Reason, Record, RunInfo, stored_reason
 from gpuperf.vocabulary import Status
 
@@ -229,9 +230,13 @@ def parse_json(path: Path, text: str | bytes) -> Any:
     """A results file's JSON value (from its text or its bytes), strict (``reading.load_json``), not yet checked
     as a results file."""
     try:
-        return load_json(path, text, _RERUN)
+        data = load_json(path, text, _RERUN)
     except InputError as exc:
         raise ResultsError(str(exc)) from None
+    fault = surrogate_fault(data, text)
+    if fault:
+        raise ResultsError(f"{path}: {fault}; {_RERUN}")
+    return data
 
 
 def check_results(path: Path, data: Any) -> None:
