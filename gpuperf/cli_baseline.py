@@ -101,7 +101,7 @@ def cmd_baseline_drop(args: argparse.Namespace) -> int:
     path = Path(args.file)
     dropped = drop_entries(path, list(args.cases))
     for case in dropped:
-        print(f"{path}: dropped {case}")
+        print(terminal(f"{path}: dropped {case}", None))
     print(f"{path}: {len(dropped)} entr{'y' if len(dropped) == 1 else 'ies'} dropped and the file re-sealed; review "
           f"with git diff {path} and commit it")
     return EXIT_OK

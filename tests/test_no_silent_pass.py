@@ -19,6 +19,7 @@ from gpuperf.store.results import ResultsError, load_run, write_results
 from gpuperf.verdict.accounting import GpuAccount
 from gpuperf.verdict.gate import run_failures
 from test_history_cli import project  # noqa: F401  (the fixture: a git project with the fake-timed plugin)
+from test_plugin import GEMM_ID, GEMV_ID, recorded, run
 
 pytest_plugins = ["pytester"]
 RUN = FLEET_RUNS[0]
@@ -50,6 +51,15 @@ def test_a_stream_that_cannot_encode_the_output_gets_it_escaped() -> None:
                                                                "PYTHONPATH": str(REPO)}, check=False)
     assert done.returncode in (0, 1) and "Traceback" not in done.stderr
     assert "\\u0394 %" in done.stdout  # the Δ column's title, escaped
+
+
+def test_a_gate_run_whose_baseline_holds_none_of_its_cases_fails(project: pytest.Pytester) -> None:  # noqa: F811
+    recorded(project)
+    assert main(["baseline", "drop", str(project.path / "baselines" / "fake-gpu.yaml"), GEMV_ID, GEMM_ID]) == 0
+    result = run(project, "--gate", "--missing-baseline=pass")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(["*GPU 0 (fake-gpu): 0 of 0 baselined cases measured*",
+                                 "*GATE FAILED: nothing judged: no selected case has a baseline entry*"])
 
 
 def test_a_gate_that_judged_nothing_fails() -> None:
