@@ -106,16 +106,20 @@ def _edited(path: str, edit: Callable[[dict], None]) -> Callable[[Path], None]: 
 
 
 def _runs_over_the_baseline_limit(d: Path) -> None:
-    """Two runs of 2,600 cases each: the baseline they make is over 2 MiB; a good baseline stands in its place."""
+    """Two runs of 1,100 cases with long ids: the baseline they make is over 2 MiB; a good baseline stands in its
+    place."""
     (d / "b").mkdir()
     (d / "b" / "nvidia-h200.yaml").write_text(BASELINE.read_text())
     data = _run_data()
-    records = [dict(data["records"][i % len(data["records"])]) for i in range(2600)]
+    records = [dict(data["records"][i % len(data["records"])]) for i in range(1100)]
     for i, record in enumerate(records):
-        record.update(case_id=f"{record['case_id']}-{i}", nodeid=f"{record['nodeid']}-{i}", status="PASS")
+        long = f"-{i}-" + "x" * 1200
+        record.update(case_id=record["case_id"] + long, nodeid=record["nodeid"] + long, status="PASS")
     data["records"] = records
-    (d / "r1.json").write_text(json.dumps(data))
-    (d / "r2.json").write_text(json.dumps(_later(data)))
+    from gpuperf.store.results import document_text  # the form gpuperf writes, which its reader reads fast
+
+    (d / "r1.json").write_text(document_text(data))
+    (d / "r2.json").write_text(document_text(_later(data)))
 
 
 def _case_id(text: str) -> Callable[[dict], None]:  # type: ignore[type-arg]
@@ -127,6 +131,10 @@ def _case_id(text: str) -> Callable[[dict], None]:  # type: ignore[type-arg]
 def _renamed(data: dict) -> None:  # type: ignore[type-arg]
     for record in data["records"]:
         record["case_id"] += "-renamed"
+
+
+def _two_gpus(data: dict) -> None:  # type: ignore[type-arg]
+    data["records"] = [dict(record, gpu_index=index) for record in data["records"] for index in (0, 1)]
 
 
 def _mathtext(data: dict) -> None:  # type: ignore[type-arg]
@@ -217,6 +225,8 @@ HOSTILE = [
             ["compare", str(RUN), "empty.json"], 1),
     Hostile("a run whose case ids are all other ones", _edited("other.json", _renamed),
             ["baseline", "diff", str(RUN), "other.json"], 1),
+    Hostile("a run of one GPU compared with a run of two (every case keyed per GPU)", _edited("two.json", _two_gpus),
+            ["compare", str(RUN), "two.json"], 1),
     Hostile("one run given to fleet (nothing compared)", lambda d: None, ["fleet", str(RUN)], 1),
     Hostile("a figure above the GPU's peak (80 TFLOPS fp32 on a 66.9 peak), status PASS",
             _edited("peak.json", _above_peak), ["compare", str(RUN), "peak.json"], 1, "compared:"),

@@ -27,6 +27,8 @@ REMOVED = "removed"
 METRIC_CHANGED = "metric changed"
 ONLY_IN_A = "only in A"
 ONLY_IN_B = "only in B"
+#: How a run over several GPUs keys each of its cases (``results.load_figures``): ``<case id> @ GPU <index>``.
+MULTI_GPU = " @ GPU "
 
 
 Old = TypeVar("Old")
@@ -151,5 +153,9 @@ def nothing_compared(rows: Sequence[DiffRow]) -> str:
         return ""
     counts = {change: sum(r.change == change for r in rows) for change in (ONLY_IN_A, ONLY_IN_B, REMOVED, ADDED)}
     sides = ", ".join(f"{count} {change}" for change, count in counts.items() if count) or "no case on either side"
+    if any(MULTI_GPU in r.case_id for r in rows):
+        return (f"nothing compared: no case has a figure on both sides ({sides}), and one side measured several "
+                f"GPUs (its cases are keyed '<case id>{MULTI_GPU}<index>'): compare it with a run of as many GPUs, "
+                "or each GPU's run with --gpu N")
     return (f"nothing compared: no case has a figure on both sides ({sides}); compare runs of the same "
             "selection on the same GPU model (a case id names the test, its parameters and the flush mode)")

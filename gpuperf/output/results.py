@@ -25,6 +25,7 @@ from gpuperf.store.records import Record, RunInfo
 from gpuperf.store.results import RESULTS_JSON, ResultsError, load_run, results_json_text, write_results
 from gpuperf.verdict.check import entry_from_record
 from gpuperf.verdict.gate import FLAGGED, valid_figure
+from gpuperf.output.diff import MULTI_GPU
 from gpuperf.output.table import Column
 from gpuperf.vocabulary import Family, Status
 
@@ -191,7 +192,7 @@ def _by_case(records: Sequence[Record]) -> dict[str, Record]:
     """Records by case id. A run over several GPUs (``--gpu all``) holds one record of a case per GPU: those
     are told apart as ``<case id> @ GPU <index>``, so two such runs compare GPU by GPU and none is lost."""
     seen = Counter(r.case_id for r in records)
-    return {r.case_id if seen[r.case_id] == 1 else f"{r.case_id} @ GPU {r.gpu_index}": r for r in records}
+    return {r.case_id if seen[r.case_id] == 1 else f"{r.case_id}{MULTI_GPU}{r.gpu_index}": r for r in records}
 
 
 # --- Markdown ------------------------------------------------------------------------------------------
