@@ -25,6 +25,9 @@ from gpuperf.output.readme import END, START
 from gpuperf.output.results import write_run
 from gpuperf.store.baseline import BaselineError, load_baseline
 from gpuperf.store.results import ResultsError, load_run, parse_json
+from test_plugin import GEMV_S, fake_project
+
+pytest_plugins = ["pytester"]
 
 PIECES = ["`", "``", "```", "\x1b[31m", "\x1b]0;title\x07", "\x1b[2J", "\n", "\r", "\t", "\x00", "\x7f", "\x85",
           "\u202e", "\u2066", "\u200f", "\u2028", "\ufeff", "\ud800", "\udfff", "=", "+", "-", "@", "|", "\\", "*",
@@ -248,3 +251,39 @@ def test_plot_draws_hostile_kernel_and_family_names(text: str, tmp_path: Path,
     out, err = capsys.readouterr()
     _no_controls(out + err)
     assert (tmp_path / "plots" / "roofline.png").stat().st_size > 0
+
+
+HOSTILE_TESTS = '''
+import pytest
+
+from gpuperf.measure.metrics import gemv_work
+
+
+@pytest.mark.gemv
+@pytest.mark.perf
+@pytest.mark.parametrize("shape", ["16384x16384"], ids=["x`<img src=x onerror=alert(1)>`|=cmd|' /C calc'!A0"])
+def test_gemv(shape, measure, perf):
+    perf.check(measure(lambda: "gemv", gemv_work(16384, 16384, "fp32")))
+'''
+
+
+def test_a_sessions_hostile_case_id_reaches_its_files_safe(pytester: pytest.Pytester,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """A pull request's own test id, through a real session: summary.md (and $GITHUB_STEP_SUMMARY) keeps it in
+    one unbroken code span, results.csv holds it as text a spreadsheet does not evaluate."""
+    project = fake_project(pytester, monkeypatch, {"test_hostile": HOSTILE_TESTS}, gemv=GEMV_S)
+    monkeypatch.setenv("GITHUB_HEAD_REF", "=cmd|' /C calc'!A0")
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(project.path / "step.md"))
+    result = project.runpytest("-p", "no:cacheprovider", "--results-dir", "results", "--history", "none",
+                               "--missing-baseline=pass")
+    assert result.ret == pytest.ExitCode.OK
+    [directory] = (project.path / "results").iterdir()
+    for summary in ((directory / "summary.md").read_text(), (project.path / "step.md").read_text()):
+        _no_controls(summary)
+        _markdown_sound(summary)
+        rows = [line for line in summary.splitlines() if "onerror" in line]
+        assert rows and all(len(code_spans(row)[0]) == 1 for row in rows)
+    csv_text = (directory / "results.csv").read_text()
+    _csv_sound(csv_text)
+    assert "'=cmd|' /C calc'!A0" in csv_text  # the branch, as text
+    _no_controls(result.stdout.str())
