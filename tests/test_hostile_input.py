@@ -293,7 +293,11 @@ def render(rows: list[tuple[Hostile, int, str]]) -> str:
              "thousands of mutated inputs to the same loaders and commands. The limits are in "
              "`gpuperf/store/reading.py` (no anchors or aliases, nesting depth 32, regular files only, UTF-8 "
              "without a BOM) and per format: a baseline at most 2 MiB (`store/baseline.py`), a results file "
-             "32 MiB (`store/results.py`), a case table 1 MiB.", "",
+             "32 MiB (`store/results.py`), a case table 1 MiB. Text that a pull request's author controls (case ids, "
+             "notes, kernel names, the branch) leaves through one rule per output format, `gpuperf/untrusted.py`: "
+             "escaped and cut in the terminal, an unbreakable code span or escaped text in Markdown, OWASP's formula "
+             "prefix on CSV text cells, autoescaped HTML; `tests/test_untrusted.py` feeds generated hostile strings "
+             "(controls, bidi marks, surrogates, backticks, formula prefixes, a megabyte) through every writer.", "",
              "| input | command | exit | what it gets |", "| --- | --- | --- | --- |"]
     for case, code, message in rows:
         shown = " ".join(part.replace(str(REPO) + "/", "") for part in case.command)
