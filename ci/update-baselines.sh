@@ -29,7 +29,6 @@ status=0
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-printf 'schema: 1\nheader: {slug: none}\nentries: {}\n' >"$tmp/empty.yaml"
 
 {
   echo "## Baseline update"
@@ -41,13 +40,15 @@ printf 'schema: 1\nheader: {slug: none}\nentries: {}\n' >"$tmp/empty.yaml"
 changed=0
 while IFS= read -r file; do
   changed=$((changed + 1))
-  old="$tmp/empty.yaml"
-  old_name="(new file)"
-  if git cat-file -e "HEAD:$file" 2>/dev/null; then
-    old="$tmp/old.yaml"
-    old_name="$file@HEAD"
-    git show "HEAD:$file" >"$old"
+  if ! git cat-file -e "HEAD:$file" 2>/dev/null; then
+    # a new file has nothing to compare with (baseline diff fails on that): its check line says what it holds
+    "$python" -m gpuperf baseline check "$file" | tee -a "$diff_md"
+    echo | tee -a "$diff_md"
+    continue
   fi
+  old="$tmp/old.yaml"
+  old_name="$file@HEAD"
+  git show "HEAD:$file" >"$old"
   "$python" -m gpuperf baseline diff --names "$old_name" "$file" "$old" "$file"
   echo
   {

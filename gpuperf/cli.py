@@ -33,6 +33,8 @@ if TYPE_CHECKING:  # the commands' modules are imported when their command runs 
     from gpuperf.measure.peaks import DevicePeaks
 
 README_LIMIT = 8 * MIB
+#: An error line is cut to this many characters: it names a file, a record and a field, never a whole value.
+ERROR_WIDTH = 2000
 #: ``device --gpu``: the CUDA device queried.
 DEFAULT_DEVICE = 0
 
@@ -160,11 +162,30 @@ def cmd_readme(args: argparse.Namespace) -> int:
     images = [os.path.relpath(image, readme_path.parent) for image in args.images]  # as links from the page
     section = readme.results_section(run, records, images, str(args.results))
     try:
-        write_atomically(readme_path, readme.replace_section(text, section))
+        page = readme.replace_section(text, section)
     except readme.ReadmeError as exc:
         raise CliError(f"{readme_path}: {exc}") from exc
+    _check_page(readme_path, page, section)
+    write_atomically(readme_path, page)
     print(f"{readme_path}: results section rewritten from {args.results} ({len(records)} cases)")
     return EXIT_OK
+
+
+def _check_page(path: Path, page: str, section: str) -> None:
+    """The page as the next ``readme`` would read it (within ``README_LIMIT``, one pair of markers), before it
+    replaces the page on disk: a write that its own reader would refuse is not made."""
+    from gpuperf.output import readme
+
+    size = len(page.encode("utf-8", "surrogatepass"))
+    if size > README_LIMIT:
+        raise CliError(f"{path}: not written: the page would hold {size / MIB:.1f} MiB, more than the "
+                       f"{README_LIMIT // MIB} MiB a page may hold for readme to read it again; pass a run with "
+                       "fewer cases")
+    try:
+        readme.replace_section(page, section)
+    except readme.ReadmeError as exc:
+        raise CliError(f"{path}: not written: the section would break the page's markers, so readme could not "
+                       f"rewrite it again ({exc}); pass a results path without them") from None
 
 
 def package_version() -> str:
@@ -286,7 +307,17 @@ def _quiet_broken_pipe() -> int:
     return EXIT_ERROR
 
 
+def _tolerant_streams() -> None:
+    """Output that the stream's encoding cannot hold (``Δ`` under ``PYTHONIOENCODING=ascii``, a C locale) is written
+    escaped (``\\u0394``) rather than ending the command in a traceback."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            reconfigure(errors="backslashreplace")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    _tolerant_streams()
     args = build_parser(sys.argv[1:] if argv is None else argv).parse_args(argv)
     try:
         return int(args.func(args))
@@ -294,9 +325,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _quiet_broken_pipe()
     except Exception as exc:
         if _known_error(exc):
-            print(f"gpuperf: error: {exc}", file=sys.stderr)
+            print(f"gpuperf: error: {_one_line(str(exc))}", file=sys.stderr)
             return EXIT_ERROR
         if isinstance(exc, OSError):
-            print(f"gpuperf: error: {describe_os_error(exc)}", file=sys.stderr)
+            print(f"gpuperf: error: {_one_line(describe_os_error(exc))}", file=sys.stderr)
             return EXIT_ERROR
         raise
+
+
+def _one_line(message: str) -> str:
+    """An error as one terminal line: the ids and paths it quotes are untrusted (``untrusted.terminal``)."""
+    from gpuperf.untrusted import terminal
+
+    return terminal(message, ERROR_WIDTH)

@@ -12,9 +12,10 @@ from typing import Any
 from gpuperf.cli_common import EXIT_ERROR, EXIT_OK, FIGURES, CliError, other_gpu_line
 from gpuperf.cli_fleet import runs_from
 from gpuperf.output import diff, report
+from gpuperf.untrusted import markdown_text, terminal
 from gpuperf.output.results import load_figures
-from gpuperf.store.baseline import (BaselineError, BaselineFile, Integrity, drop_entries, load_baseline,
-                                    seal_baseline, update_baseline)
+from gpuperf.store.baseline import (BaselineError, BaselineFile, Integrity, check_file_name, drop_entries,
+                                    load_baseline, seal_baseline, update_baseline)
 from gpuperf.verdict.check import baseline_header
 from gpuperf.verdict.fleet import entries_from_runs, with_clock_figures
 from gpuperf.wiring.argtypes import non_negative_float
@@ -32,14 +33,17 @@ def cmd_baseline_diff(args: argparse.Namespace) -> int:
     shown = diff.select_rows(rows, args.min_delta)
     summary = report.diff_summary(rows, args.threshold)
     if other_gpu:
-        print(f"{other_gpu}\n" if args.markdown else other_gpu)
+        print(f"{markdown_text(other_gpu, None)}\n" if args.markdown else terminal(other_gpu, None))
     if args.markdown:
-        print(f"**{old_name} → {new_name}**: {summary}\n")
+        print(f"**{markdown_text(old_name)} → {markdown_text(new_name)}**: {summary}\n")
         print(report.format_diff(shown, markdown=True) if shown else "_no differences_")
     else:
-        print(f"{old_name} → {new_name}")
+        print(terminal(f"{old_name} → {new_name}", None))
         print(report.format_diff(shown) if shown else "no differences")
         print(summary)
+    nothing = diff.nothing_compared(rows)
+    if nothing:
+        raise CliError(nothing)
     return EXIT_OK
 
 
@@ -54,6 +58,8 @@ def check_baseline_file(path: Path) -> tuple[bool, str]:
     """Whether ``path`` loads as a baseline, and its line for ``baseline check`` (the problem if not)."""
     try:
         baseline = load_baseline(path)
+        if baseline is not None:
+            check_file_name(path, baseline.header)
     except BaselineError as exc:
         return False, str(exc)
     except OSError as exc:
@@ -95,7 +101,7 @@ def cmd_baseline_drop(args: argparse.Namespace) -> int:
     path = Path(args.file)
     dropped = drop_entries(path, list(args.cases))
     for case in dropped:
-        print(f"{path}: dropped {case}")
+        print(terminal(f"{path}: dropped {case}", None))
     print(f"{path}: {len(dropped)} entr{'y' if len(dropped) == 1 else 'ies'} dropped and the file re-sealed; review "
           f"with git diff {path} and commit it")
     return EXIT_OK

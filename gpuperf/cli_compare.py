@@ -8,6 +8,7 @@ from typing import Any
 
 from gpuperf.cli_common import EXIT_ERROR, EXIT_OK, FIGURES, CliError, other_gpu_line
 from gpuperf.output import diff, report
+from gpuperf.untrusted import markdown_text, terminal
 from gpuperf.output.results import Figures, load_figures
 from gpuperf.store.baseline import version_changes
 from gpuperf.store.results import refuse_repeated_runs
@@ -24,24 +25,27 @@ def cmd_compare(args: argparse.Namespace) -> int:
         refuse_repeated_runs([(args.a, a.run, list(a.records.values())), (args.b, b.run, list(b.records.values()))])
     other_gpu = other_gpu_line(a, b, args.allow_other_gpu)
     changed = version_changes(a.versions, b.versions)
-    rows = diff.compare_runs(a.entries, b.records, config, changed, _record_command(a, args.b))
+    rows = diff.compare_runs(a.entries, b.records, config, changed, _record_command(a, args.b), b.peaks)
     a_name, b_name = args.names or (args.a, args.b)
     gate = (f"tolerance {100 * config.tolerance:g} %, noise k {config.noise_k:g}, "
             f"cap {100 * config.cap:g} %")
     summary = report.comparison_summary(rows)
     if args.markdown:
-        print(f"**B ({b_name}) against A ({a_name})**: {summary} ({gate})\n")
+        print(f"**B ({markdown_text(b_name)}) against A ({markdown_text(a_name)})**: {summary} ({gate})\n")
         for line in filter(None, (other_gpu, f"Versions differ: {', '.join(changed)}" if changed else "")):
-            print(f"{line}\n")
+            print(f"{markdown_text(line, None)}\n")
         print(report.format_diff(rows, markdown=True, old="A", new="B", verdicts=True) if rows else "_no cases_")
     else:
-        print(f"B ({b_name}) against A ({a_name}): {gate}")
+        print(terminal(f"B ({b_name}) against A ({a_name}): {gate}", None))
         if other_gpu:
-            print(other_gpu)
+            print(terminal(other_gpu, None))
         if changed:
-            print(f"versions differ: {', '.join(changed)}")
+            print(terminal(f"versions differ: {', '.join(changed)}", None))
         print(report.format_diff(rows, old="A", new="B", verdicts=True) if rows else "no cases")
         print(summary)
+    nothing = diff.nothing_compared(rows)
+    if nothing:
+        raise CliError(nothing)
     return EXIT_ERROR if diff.failing(rows) else EXIT_OK
 
 
@@ -59,8 +63,9 @@ def add_compare_command(commands: Any) -> None:
         "compare", help="judge run B against run A with the gate's rule (two hosts, or before/after a change)",
         description=f"A and B are each {FIGURES}. Every case of B is judged against A's figure as the gate "
                     "judges a run against its baseline (REGRESSED, PASS, IMPROVED, UNRELIABLE when too noisy, "
-                    "NOT_COMPARABLE, ...); cases only one side has are listed as such. Exits 1 when a case "
-                    "fails as it would fail its test (REGRESSED, ANOMALY, ERROR), 0 otherwise.")
+                    "NOT_COMPARABLE, ...; ANOMALY for a figure above the GPU's peak); cases only one side has are "
+                    "listed as such. Exits 1 when a case fails as it would fail its test (REGRESSED, ANOMALY, "
+                    "ERROR) or when no case has a figure on both sides (nothing compared), 0 otherwise.")
     compare.add_argument("a", metavar="A", help="the reference figures (the baseline's role)")
     compare.add_argument("b", metavar="B", help="the figures judged against A")
     add_all(compare.add_argument, GATE_OPTIONS)

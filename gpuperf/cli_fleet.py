@@ -47,6 +47,10 @@ def cmd_fleet(args: argparse.Namespace) -> int:
     cases, selection = false_alarms(runs, baseline, GateConfig())
     print()
     print(report.format_false_alarms(cases, selection, markdown=args.markdown))
+    if not any(case.pairs or case.baseline_runs for case in cases):
+        against = " or against --baseline" if baseline is not None else ""
+        raise CliError(f"nothing compared: no case has a clean figure in two of the {len(runs)} run(s){against}; "
+                       "pass at least two runs of the same selection on one GPU model (or --baseline FILE)")
     return EXIT_OK
 
 

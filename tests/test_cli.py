@@ -497,7 +497,8 @@ def test_baseline_check_the_committed_baselines(capsys: pytest.CaptureFixture[st
 
 def test_baseline_seal_adds_only_the_integrity_field(good: Path, capsys: pytest.CaptureFixture[str]) -> None:
     sealed = good.read_text()
-    legacy = good.parent / "legacy.yaml"
+    legacy = good.parent / "legacy" / good.name  # named for its GPU, as baseline check requires
+    legacy.parent.mkdir()
     legacy.write_text("".join(line for line in sealed.splitlines(keepends=True)
                               if not line.startswith(("  integrity:", "    entries:", "    sha256:"))))
     assert main(["baseline", "check", str(legacy)]) == 1
@@ -526,7 +527,8 @@ def test_baseline_seal_refuses_a_damaged_file_and_leaves_it(good: Path, capsys: 
 
 def test_baseline_seal_refuses_figures_it_would_round(good: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """A legacy file with more digits than gpuperf writes would change on re-dumping: not sealed."""
-    legacy = good.parent / "legacy.yaml"
+    legacy = good.parent / "legacy" / good.name  # named for its GPU, as baseline check requires
+    legacy.parent.mkdir()
     legacy.write_text("".join(line for line in good.read_text().splitlines(keepends=True)
                               if not line.startswith(("  integrity:", "    entries:", "    sha256:")))
                       .replace("value: 40.0", "value: 40.123456789"))

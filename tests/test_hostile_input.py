@@ -85,8 +85,71 @@ def _field(name: str, value: object) -> Callable[[Path], None]:
 def _other_gpu(d: Path) -> None:
     data = _run_data()
     data["run"].update(gpu_name="NVIDIA A100-SXM4-80GB", gpu_slug="nvidia-a100-sxm4-80gb")
-    data["run"]["extra"]["uuid"] = "GPU-a100"
+    data["run"]["extra"]["uuid"] = "GPU-a1000000-0000-0000-0000-000000000000"
+    for record in data["records"]:
+        record["gpu"] = "nvidia-a100-sxm4-80gb"
     (d / "a100.json").write_text(json.dumps(data))
+
+
+def _later(data: dict, minute: int = 59) -> dict:  # type: ignore[type-arg]
+    """``data`` as another run: started later."""
+    data["run"]["started"] = f"2026-11-30T12:{minute:02d}:00+00:00"
+    return data
+
+
+def _edited(path: str, edit: Callable[[dict], None]) -> Callable[[Path], None]:  # type: ignore[type-arg]
+    def make(d: Path) -> None:
+        data = _later(_run_data())
+        edit(data)
+        (d / path).write_text(json.dumps(data))
+    return make
+
+
+def _runs_over_the_baseline_limit(d: Path) -> None:
+    """Two runs of 1,100 cases with long ids: the baseline they make is over 2 MiB; a good baseline stands in its
+    place."""
+    (d / "b").mkdir()
+    (d / "b" / "nvidia-h200.yaml").write_text(BASELINE.read_text())
+    data = _run_data()
+    records = [dict(data["records"][i % len(data["records"])]) for i in range(1100)]
+    for i, record in enumerate(records):
+        long = f"-{i}-" + "x" * 1200
+        record.update(case_id=record["case_id"] + long, nodeid=record["nodeid"] + long, status="PASS")
+    data["records"] = records
+    from gpuperf.store.results import document_text  # the form gpuperf writes, which its reader reads fast
+
+    (d / "r1.json").write_text(document_text(data))
+    (d / "r2.json").write_text(document_text(_later(data)))
+
+
+def _case_id(text: str) -> Callable[[dict], None]:  # type: ignore[type-arg]
+    def edit(data: dict) -> None:  # type: ignore[type-arg]
+        data["records"][0]["case_id"] += text
+    return edit
+
+
+def _renamed(data: dict) -> None:  # type: ignore[type-arg]
+    for record in data["records"]:
+        record["case_id"] += "-renamed"
+
+
+def _two_gpus(data: dict) -> None:  # type: ignore[type-arg]
+    data["records"] = [dict(record, gpu_index=index) for record in data["records"] for index in (0, 1)]
+
+
+def _mathtext(data: dict) -> None:  # type: ignore[type-arg]
+    for record in data["records"]:
+        record["kernel"] = "$\\frac{a$"
+
+
+def _set(where: str, key: str, value: object, index: int = 0) -> Callable[[dict], None]:  # type: ignore[type-arg]
+    def edit(data: dict) -> None:  # type: ignore[type-arg]
+        (data["run"] if where == "run" else data["records"][index])[key] = value
+    return edit
+
+
+def _above_peak(data: dict) -> None:  # type: ignore[type-arg]
+    data["records"][0].update(value=80.0, tflops=80.0, status="PASS")  # an fp32 case; the H200's fp32 peak is 66.9
 
 
 def _lock_blocked(d: Path) -> None:
@@ -110,6 +173,8 @@ class Hostile:
     make: Callable[[Path], None]
     command: list[str]
     exit_code: int
+    #: The output line the page shows, by a part of it, where the command prints no error line.
+    shown_line: str = ""
 
 
 HOSTILE = [
@@ -156,6 +221,38 @@ HOSTILE = [
                                                                         "shapes: [512x512x512, 512x512x512,", 1)),
             LOAD_GEMM, 1),
     Hostile("invalid YAML in a case table", _table(lambda t: t.replace("perf:", "perf: [", 1)), LOAD_GEMM, 1),
+    Hostile("a run with no records (nothing compared)", _edited("empty.json", lambda data: data.update(records=[])),
+            ["compare", str(RUN), "empty.json"], 1),
+    Hostile("a run whose case ids are all other ones", _edited("other.json", _renamed),
+            ["baseline", "diff", str(RUN), "other.json"], 1),
+    Hostile("a run of one GPU compared with a run of two (every case keyed per GPU)", _edited("two.json", _two_gpus),
+            ["compare", str(RUN), "two.json"], 1),
+    Hostile("one run given to fleet (nothing compared)", lambda d: None, ["fleet", str(RUN)], 1),
+    Hostile("a figure above the GPU's peak (80 TFLOPS fp32 on a 66.9 peak), status PASS",
+            _edited("peak.json", _above_peak), ["compare", str(RUN), "peak.json"], 1, "compared:"),
+    Hostile("a record of another GPU model inside an H200 run",
+            _edited("mixed.json", _set("record", "gpu", "nvidia-a100")), ["fleet", str(RUN), "mixed.json"], 1),
+    Hostile("a start time that is not a time", _edited("date.json", _set("run", "started", "yesterday")),
+            ["compare", str(RUN), "date.json"], 1),
+    Hostile("a driver version that is not a version", _edited("v.json", _set("run", "driver", "580\x1b[2J")),
+            ["readme", "v.json"], 1),
+    Hostile("an unpaired surrogate in a case id",
+            _copy("s.json", RUN, lambda t: t.replace("256-cold]", "256-cold\\ud800]", 1)),
+            ["baseline", "from-runs", "nvidia-h200.yaml", "s.json"], 1),
+    Hostile("an in-memory SQLite history", lambda d: None,
+            ["history", "ingest", str(RUN), "--history", "sqlite://"], 1),
+    Hostile("runs whose baseline would pass the 2 MiB limit, over a good baseline", _runs_over_the_baseline_limit,
+            ["baseline", "from-runs", "b/nvidia-h200.yaml", "r1.json", "r2.json"], 1),
+    Hostile("H200 runs written into a file named for another GPU", lambda d: None,
+            ["baseline", "from-runs", "nvidia-a100-sxm4-80gb.yaml", str(RUN)], 1),
+    Hostile("an H200 baseline under another GPU's file name", _copy("nvidia-a100-sxm4-80gb.yaml", BASELINE),
+            ["baseline", "check", "nvidia-a100-sxm4-80gb.yaml"], 1),
+    Hostile("a case id with a backtick, HTML, an escape sequence and a line break", _edited(
+        "evil.json", _case_id("` <img src=x onerror=alert(1)> `\x1b]0;title\x07\nforged")),
+        ["compare", str(RUN), "evil.json", "--markdown"], 0, "onerror"),
+    Hostile("kernel names that are malformed matplotlib mathtext (a dollar-sign formula cut short)",
+            _edited("mt.json", _mathtext),
+            ["plot", "mt.json", "--out", "plots"], 0, "roofline"),
 ]
 
 
@@ -172,7 +269,9 @@ def run_hostile(case: Hostile, directory: Path) -> tuple[int, str, float]:
                           env={**os.environ, "PYTHONPATH": str(REPO)}, check=False)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
-    if case.command[:2] == ["baseline", "check"]:
+    if case.shown_line:
+        shown = next((line for line in done.stdout.splitlines() if case.shown_line in line), "")
+    elif case.command[:2] == ["baseline", "check"]:
         shown = done.stdout  # the file's own line; stderr only counts the files that failed
     elif case.exit_code:
         shown = done.stderr
@@ -194,7 +293,11 @@ def render(rows: list[tuple[Hostile, int, str]]) -> str:
              "thousands of mutated inputs to the same loaders and commands. The limits are in "
              "`gpuperf/store/reading.py` (no anchors or aliases, nesting depth 32, regular files only, UTF-8 "
              "without a BOM) and per format: a baseline at most 2 MiB (`store/baseline.py`), a results file "
-             "32 MiB (`store/results.py`), a case table 1 MiB.", "",
+             "32 MiB (`store/results.py`), a case table 1 MiB. Text that a pull request's author controls (case ids, "
+             "notes, kernel names, the branch) leaves through one rule per output format, `gpuperf/untrusted.py`: "
+             "escaped and cut in the terminal, an unbreakable code span or escaped text in Markdown, OWASP's formula "
+             "prefix on CSV text cells, autoescaped HTML; `tests/test_untrusted.py` feeds generated hostile strings "
+             "(controls, bidi marks, surrogates, backticks, formula prefixes, a megabyte) through every writer.", "",
              "| input | command | exit | what it gets |", "| --- | --- | --- | --- |"]
     for case, code, message in rows:
         shown = " ".join(part.replace(str(REPO) + "/", "") for part in case.command)

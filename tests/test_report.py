@@ -224,10 +224,10 @@ def test_a_subset_of_columns_renders_only_those() -> None:
                                                                 "| `c` | 3916 | 81.3 |"]
 
 
-def test_markdown_escapes_pipes_and_folds_lines() -> None:
+def test_markdown_escapes_pipes_and_shows_line_breaks_escaped() -> None:
     r = record("test_x[a|b]", Status.ANOMALY, note="above peak | cache-resident\nsecond line")
     line = table.render_markdown((table.CASE, table.STATUS, table.NOTE), [r]).splitlines()[2]
-    assert line == "| `test_x[a\\|b]` | ❌ ANOMALY | above peak \\| cache-resident second line |"
+    assert line == "| `test_x[a\\|b]` | ❌ ANOMALY | above peak \\| cache-resident\\\\nsecond line |"
     assert line.replace("\\|", "").count("|") == 4
 
 

@@ -12,13 +12,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from gpuperf.measure.kernel_records import kernel_change
 from gpuperf.store.baseline import Change, Entry
 from gpuperf.verdict.gate import (Context, GateConfig, rejudge, status_rank, valid_figure,
                                   with_profile_hint)
 from gpuperf.store.records import Reason, Record
+from gpuperf.verdict.check import figure_anomalies
 from gpuperf.vocabulary import Status
 
 ADDED = "added"
@@ -26,6 +27,8 @@ REMOVED = "removed"
 METRIC_CHANGED = "metric changed"
 ONLY_IN_A = "only in A"
 ONLY_IN_B = "only in B"
+#: How a run over several GPUs keys each of its cases (``results.load_figures``): ``<case id> @ GPU <index>``.
+MULTI_GPU = " @ GPU "
 
 
 Old = TypeVar("Old")
@@ -92,14 +95,17 @@ def select_rows(rows: Iterable[DiffRow], min_delta_pct: float) -> list[DiffRow]:
     return [r for r in rows if r.delta_pct is None or r.note or abs(r.delta_pct) >= min_delta_pct]
 
 
-def judge(record: Record, entry: Entry, config: GateConfig, context: Context) -> Record:
+def judge(record: Record, entry: Entry, config: GateConfig, context: Context,
+          peaks: Mapping[str, Any] | None = None) -> Record:
     """``record`` (run B) judged against ``entry`` (from run A) by ``gate.decide``, as the gate would judge it.
 
     B's verdict against its own baseline is dropped. What B's run found about the figure itself stands: an
-    anomaly (a figure above a peak) and a measurement taken while throttled or shared. Noise is judged
-    afresh under ``config``, so a figure too noisy for its cap is ``UNRELIABLE``.
+    anomaly (a figure above a peak) and a measurement taken while throttled or shared. The anomaly rules are
+    also applied afresh to the figure against its record's peak and B's run ``peaks`` (``check.figure_anomalies``),
+    so a figure above the GPU's peak is an ``ANOMALY`` whatever its file says. Noise is judged afresh under
+    ``config``, so a figure too noisy for its cap is ``UNRELIABLE``.
     """
-    findings = [record.note] if record.status == Status.ANOMALY else []
+    findings = [record.note] if record.status == Status.ANOMALY else figure_anomalies(record, peaks)
     return with_profile_hint(rejudge(record, entry, config, context, findings, _unreliable_in_its_run(record)))
 
 
@@ -114,10 +120,11 @@ def _unreliable_in_its_run(record: Record) -> str:
 
 
 def compare_runs(a: Mapping[str, Entry], b: Mapping[str, Record], config: GateConfig,
-                 version_changes: Sequence[str] = (), record_command: str = Context.record_command) -> list[DiffRow]:
-    """Every case of B judged against A's figure (``judge``), and the cases only one side has; problems
-    first (``gate.STATUS_ORDER``), then the one-sided cases, each group by case id. ``record_command`` is what
-    an IMPROVED row suggests (re-recording a baseline A, or recording one from run B)."""
+                 version_changes: Sequence[str] = (), record_command: str = Context.record_command,
+                 peaks: Mapping[str, Any] | None = None) -> list[DiffRow]:
+    """Every case of B judged against A's figure (``judge``, against B's ``peaks``), and the cases only one side
+    has; problems first (``gate.STATUS_ORDER``), then the one-sided cases, each group by case id.
+    ``record_command`` is what an IMPROVED row suggests (re-recording a baseline A, or recording one from run B)."""
     context = Context(version_changes=tuple(version_changes), record_command=record_command)
     rows = []
     for case, entry, record in pair_cases(a, b):
@@ -128,7 +135,7 @@ def compare_runs(a: Mapping[str, Entry], b: Mapping[str, Record], config: GateCo
             rows.append(DiffRow(case, record.metric, None, record.value, change=ONLY_IN_B,
                                 note="no valid figure in A"))
         elif entry is not None and record is not None:
-            judged = judge(record, entry, config, context)
+            judged = judge(record, entry, config, context, peaks)
             rows.append(DiffRow(case, record.metric, entry.value, judged.value, judged.delta_pct,
                                 status=judged.status, note=judged.note))
     return sorted(rows, key=lambda r: (status_rank(r.status), r.change, r.case_id))  # no status ranks last
@@ -137,3 +144,18 @@ def compare_runs(a: Mapping[str, Entry], b: Mapping[str, Record], config: GateCo
 def failing(rows: Iterable[DiffRow]) -> list[DiffRow]:
     """The rows whose verdict fails a test in the gate (``Status.FAILING``: regressed, anomaly, error)."""
     return [r for r in rows if r.status in Status.FAILING]
+
+
+def nothing_compared(rows: Sequence[DiffRow]) -> str:
+    """Why a comparison judged nothing (``""`` when it judged a case): no case had a figure on both sides, so
+    a pass would say nothing about B. ``compare`` and ``baseline diff`` fail on it."""
+    if any(r.status or r.delta_pct is not None or r.change == METRIC_CHANGED for r in rows):
+        return ""
+    counts = {change: sum(r.change == change for r in rows) for change in (ONLY_IN_A, ONLY_IN_B, REMOVED, ADDED)}
+    sides = ", ".join(f"{count} {change}" for change, count in counts.items() if count) or "no case on either side"
+    if any(MULTI_GPU in r.case_id for r in rows):
+        return (f"nothing compared: no case has a figure on both sides ({sides}), and one side measured several "
+                f"GPUs (its cases are keyed '<case id>{MULTI_GPU}<index>'): compare it with a run of as many GPUs, "
+                "or each GPU's run with --gpu N")
+    return (f"nothing compared: no case has a figure on both sides ({sides}); compare runs of the same "
+            "selection on the same GPU model (a case id names the test, its parameters and the flush mode)")

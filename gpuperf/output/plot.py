@@ -10,12 +10,13 @@ precision its id does not spell (the WMMA kernel is FP16) is drawn against its o
 
 from __future__ import annotations
 
+import functools
 import math
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import matplotlib
 from matplotlib.axes import Axes
@@ -24,6 +25,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
 from gpuperf.store.records import Record
+from gpuperf.untrusted import terminal
 from gpuperf.vocabulary import Family, Metric, Precision
 
 DPI = 150
@@ -65,6 +67,28 @@ class _Point:
 # --- public API ----------------------------------------------------------------------------------------
 
 
+#: A label drawn from a case's text (kernel, family, GPU) is one line of at most this many characters.
+LABEL_WIDTH = 60
+Plotted = TypeVar("Plotted")
+
+
+def _text_as_written(plot: Callable[..., Plotted]) -> Callable[..., Plotted]:
+    """Draw every text as written: kernel names, families and GPU names come from the tests of whoever wrote
+    them, and matplotlib would parse ``$…$`` in one as mathtext (a malformed one raises when the figure is
+    saved)."""
+    @functools.wraps(plot)
+    def drawn(*args: Any, **kwargs: Any) -> Plotted:
+        with matplotlib.rc_context({"text.parse_math": False}):
+            return plot(*args, **kwargs)
+    return drawn
+
+
+def plot_label(text: str) -> str:
+    """Untrusted text as a plot label: one line, no control character, cut (``untrusted.terminal``)."""
+    return terminal(text, LABEL_WIDTH)
+
+
+@_text_as_written
 def plot_throughput(records: Sequence[Record], out_dir: Path, gpu: str = "",
                     peaks: Mapping[str, Any] | None = None) -> list[Path]:
     """One ``throughput-<family>.png`` per family: TFLOPS vs FLOPs (GB/s vs bytes for bandwidth-bound
@@ -88,13 +112,14 @@ def plot_throughput(records: Sequence[Record], out_dir: Path, gpu: str = "",
         axes = fig.subplots(1, len(metrics), squeeze=False)[0]
         for ax, metric in zip(axes, metrics):
             _throughput_panel(ax, [r for r in group if r.metric == metric], metric, peaks)
-        fig.suptitle(f"{family}: throughput vs problem size" + (f" — {gpu}" if gpu else ""))
+        fig.suptitle(plot_label(f"{family}: throughput vs problem size" + (f" — {gpu}" if gpu else "")))
         path = out_dir / f"throughput-{_slug(family)}.png"
         fig.savefig(path, dpi=DPI)
         written.append(path)
     return written
 
 
+@_text_as_written
 def plot_roofline(records: Sequence[Record], peaks: Mapping[str, Any] | None, out_dir: Path,
                   gpu: str = "") -> Path:
     """``roofline.png``: log-log, x = arithmetic intensity (FLOP/byte), y = TFLOPS; the memory ceiling
@@ -135,7 +160,7 @@ def plot_roofline(records: Sequence[Record], peaks: Mapping[str, Any] | None, ou
         ax.set_ylim(min(y_all) / 3, max(y_all) * 3)
     ax.set_xlabel("arithmetic intensity (FLOP/byte)")
     ax.set_ylabel("throughput (TFLOPS)")
-    title = "roofline" + (f" — {gpu}" if gpu else "")
+    title = plot_label("roofline" + (f" — {gpu}" if gpu else ""))
     ax.set_title(title if memory or ceilings else title + " (no peaks recorded: ceilings left out)")
     ax.grid(True, which="both", alpha=0.25)
     if handles:
@@ -156,11 +181,11 @@ def _scatter_points(ax: Any, points: Mapping[tuple[str, str], list[tuple[float, 
         xs, ys = zip(*pts)
         ax.scatter(xs, ys, s=30, color=colours[family], marker=markers[precision], edgecolors="black",
                    linewidths=0.4, zorder=3)
+    counts = {family: sum(len(p) for (f, _), p in points.items() if f == family) for family in families}
     handles: list[Any] = [Line2D([], [], linestyle="", marker="o", color=colours[family], markeredgecolor="black",
-                                 label=f"{family} ({sum(len(p) for (f, _), p in points.items() if f == family)})")
-                          for family in families]
+                                 label=plot_label(f"{family} ({counts[family]})")) for family in families]
     handles += [Line2D([], [], linestyle="", marker=markers[precision], color="lightgray",
-                       markeredgecolor="black", label=precision) for precision in precisions]
+                       markeredgecolor="black", label=plot_label(precision)) for precision in precisions]
     return handles
 
 
@@ -268,7 +293,7 @@ def _peak_from(peaks: Mapping[str, Any] | None, metric: str, precision: str) -> 
 
 def series_label(record: Record) -> str:
     """The code path of a case: the kernel that ran (the measurement's label), else its family."""
-    return record.kernel or record.family or "cases"
+    return plot_label(record.kernel or record.family or "cases")
 
 
 IRREGULAR = "irregular"

@@ -7,10 +7,12 @@ what lies between ``START`` and ``END`` in the page with: the run's header, one 
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from collections.abc import Sequence
 
 from gpuperf.output import table
+from gpuperf.untrusted import markdown_code, markdown_text
 from gpuperf.store.records import Record, RunInfo
 from gpuperf.output.table import Column
 from gpuperf.vocabulary import Family
@@ -35,32 +37,44 @@ def family_tables(records: Sequence[Record]) -> list[str]:
     lines: list[str] = []
     for family in sorted(by_family, key=lambda f: list(FAMILY_TITLES).index(f) if f in FAMILY_TITLES else 99):
         rows = sorted(by_family[family], key=lambda r: r.case_id)
-        lines += [f"#### {FAMILY_TITLES.get(family, family)} ({len(rows)} cases)", "",
+        lines += [f"#### {FAMILY_TITLES.get(family) or markdown_text(family)} ({len(rows)} cases)", "",
                   table.render_markdown(TABLE_COLUMNS, rows), ""]
     return lines
 
 
 def results_section(run: RunInfo, records: Sequence[Record], images: Sequence[str], source: str) -> str:
+    """The generated section: the run's header, its tables and the plots; every text of the run is escaped."""
+    def text(value: str) -> str:
+        return markdown_text(value, None)
+
     peaks = table.peaks_line(run.extra.get("peaks")) or "not recorded"
     lines = [
         START,
-        f"Measured on {run.gpu_name} (sm_{run.compute_capability.replace('.', '')}), driver {run.driver}, "
-        f"CUDA {run.cuda_runtime}, cuBLAS {run.cublas}, CuPy {run.cupy}, flush {', '.join(run.flush_modes)}, "
-        f"run started {run.started}; {len(records)} cases, from `{source}`.",
+        f"Measured on {text(run.gpu_name)} (sm_{text(run.compute_capability.replace('.', ''))}), driver "
+        f"{text(run.driver)}, CUDA {text(run.cuda_runtime)}, cuBLAS {text(run.cublas)}, CuPy {text(run.cupy)}, "
+        f"flush {text(', '.join(run.flush_modes))}, run started {text(run.started)}; {len(records)} cases, from "
+        f"{markdown_code(source)}.",
         "",
         f"Peaks used for % of peak: {peaks}.",
         "",
         *family_tables(records),
-        *[f"![{image.rsplit('/', 1)[-1]}]({image})" for image in images],
+        *[f"![{markdown_text(image.rsplit('/', 1)[-1])}]({image})" for image in images],
         END,
     ]
     return "\n".join(lines)
 
 
 def replace_section(readme: str, section: str, start: str = START, end: str = END) -> str:
-    """``readme`` with what lies between its one pair of ``start`` / ``end`` markers replaced by ``section``."""
-    if readme.count(start) != 1 or readme.count(end) != 1 or readme.index(start) > readme.index(end):
-        raise ReadmeError(f"the page needs exactly one pair of markers, in order:\n{start}\n{end}")
-    head = readme[: readme.index(start)]
-    tail = readme[readme.index(end) + len(end):]
-    return head + section + tail
+    """``readme`` with what lies between its one pair of ``start`` / ``end`` markers replaced by ``section``. A
+    marker is a line of its own: a case id that quotes one inside a table row (in a code span, where it stays
+    literal) is not one."""
+    starts, ends = _marker_lines(readme, start), _marker_lines(readme, end)
+    if len(starts) != 1 or len(ends) != 1 or starts[0] > ends[0]:
+        raise ReadmeError(f"the page needs exactly one pair of markers, each on a line of its own, in order:\n"
+                          f"{start}\n{end}")
+    return readme[: starts[0]] + section + readme[ends[0] + len(end):]
+
+
+def _marker_lines(text: str, marker: str) -> list[int]:
+    """Where ``marker`` stands alone on a line of ``text``."""
+    return [match.start() for match in re.finditer(rf"(?m)^{re.escape(marker)}$", text)]

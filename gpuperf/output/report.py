@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from gpuperf.output import table
+from gpuperf.untrusted import markdown_text, terminal
 from gpuperf.verdict.accounting import GpuAccount
 from gpuperf.store.baseline import Change
 from gpuperf.output.diff import DiffRow, changes_rows
@@ -23,6 +24,8 @@ TABLE_COLUMNS: tuple[Column[Record], ...] = (table.CASE, table.METRIC, table.MEA
 
 
 def header_lines(run: RunInfo) -> list[str]:
+    """The session header: GPU, versions, clocks, flush modes, peaks, the kernel timer; each line one terminal line
+    (``untrusted.terminal``), whatever the fields hold."""
     clocks = f"SM max {run.sm_clock_max_mhz} MHz, memory {run.mem_clock_mhz} MHz"
     lines = [
         f"gpuperf: {run.gpu_name} ({run.gpu_slug}, sm_{run.compute_capability.replace('.', '')}) | "
@@ -34,7 +37,7 @@ def header_lines(run: RunInfo) -> list[str]:
         lines.append(f"gpuperf: peaks {peaks}")
     if run.extra.get("kernel_timer"):
         lines.append(f"gpuperf: timing {run.extra['kernel_timer']}")
-    return lines
+    return [terminal(line, None) for line in lines]
 
 
 def format_table(records: Sequence[Record], max_note: int = 100) -> str:
@@ -119,7 +122,7 @@ def _change_counts(rows: Sequence[DiffRow]) -> list[str]:
 def version_banner(baseline: Path, changes: Sequence[str]) -> list[str]:
     """The start-of-run warning that the software under the GPU changed since its baseline was recorded."""
     return [
-        f"gpuperf: VERSION CHANGE since {baseline} was recorded: {'; '.join(changes)}",
+        terminal(f"gpuperf: VERSION CHANGE since {baseline} was recorded: {'; '.join(changes)}", None),
         "gpuperf:   figures may move for that reason alone; review, then re-record: "
         "pytest perf_tests --update-baselines (--fail-on-version-change stops such a run)",
     ]
@@ -132,22 +135,22 @@ def kernel_change_lines(records: Sequence[Record]) -> list[str]:
     if not changed:
         return []
     return [f"gpuperf: kernels changed since the baseline in {len(changed)} case(s):",
-            *(f"gpuperf:   {case}: {change}" for case, change in sorted(changed))]
+            *(f"gpuperf:   {terminal(case)}: {terminal(str(change))}" for case, change in sorted(changed))]
 
 
 def accounting_lines(accounts: Sequence[GpuAccount], stale: Sequence[str], gate_mode: bool,
                      max_reason: int = 160) -> list[str]:
     """Per GPU ``N of M baselined cases measured``, each NOT MEASURED case with its reason, stale entries."""
-    lines = [f"gpuperf: {account.summary()}" for account in accounts]
+    lines = [f"gpuperf: {terminal(account.summary(), None)}" for account in accounts]
     for account in accounts:
         for unmeasured in account.not_measured:
-            lines.append(f"gpuperf: NOT MEASURED {unmeasured.key}: {table.clip(unmeasured.reason, max_reason)}")
+            lines.append(f"gpuperf: NOT MEASURED {terminal(unmeasured.key)}: {terminal(unmeasured.reason, max_reason)}")
     if stale:
         effect = "fails the gate (--allow-stale to accept)" if gate_mode else "a warning here, a failure in gate mode"
         lines.append(f"gpuperf: {len(stale)} stale baseline entr{'y' if len(stale) == 1 else 'ies'}, no test "
                      f"produces them any more ({effect}); remove them with python -m gpuperf baseline drop "
                      "<file> <case>...:")
-        lines += [f"gpuperf:   {key}" for key in stale]
+        lines += [f"gpuperf:   {terminal(key)}" for key in stale]
     return lines
 
 
@@ -217,5 +220,6 @@ def format_fleet(runs: Sequence[Run], spreads: Sequence[CaseSpread], markdown: b
         lines.append(f"widest host to host: {100 * widest.host_spread:.1f} % ({table.short_case(widest.case_id)}); "
                      f"widest run to run on one host: {100 * noisiest.run_spread:.1f} % "
                      f"({table.short_case(noisiest.case_id)})")
+    text = (lambda line: markdown_text(line, None)) if markdown else (lambda line: terminal(line, None))
     render = table.render_markdown if markdown else table.render_text
-    return "\n".join([*lines, "", render(FLEET_COLUMNS, spreads)])
+    return "\n".join([*map(text, lines), "", render(FLEET_COLUMNS, spreads)])

@@ -16,6 +16,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from gpuperf import untrusted
 from gpuperf.output import table, trend_summary
 from gpuperf.output.trend_summary import SummaryHistory
 from gpuperf.store.atomic import write_atomically
@@ -24,6 +25,7 @@ from gpuperf.store.records import Record, RunInfo
 from gpuperf.store.results import RESULTS_JSON, ResultsError, load_run, results_json_text, write_results
 from gpuperf.verdict.check import entry_from_record
 from gpuperf.verdict.gate import FLAGGED, valid_figure
+from gpuperf.output.diff import MULTI_GPU
 from gpuperf.output.table import Column
 from gpuperf.vocabulary import Family, Status
 
@@ -190,7 +192,7 @@ def _by_case(records: Sequence[Record]) -> dict[str, Record]:
     """Records by case id. A run over several GPUs (``--gpu all``) holds one record of a case per GPU: those
     are told apart as ``<case id> @ GPU <index>``, so two such runs compare GPU by GPU and none is lost."""
     seen = Counter(r.case_id for r in records)
-    return {r.case_id if seen[r.case_id] == 1 else f"{r.case_id} @ GPU {r.gpu_index}": r for r in records}
+    return {r.case_id if seen[r.case_id] == 1 else f"{r.case_id}{MULTI_GPU}{r.gpu_index}": r for r in records}
 
 
 # --- Markdown ------------------------------------------------------------------------------------------
@@ -205,7 +207,7 @@ def summary_markdown(run: RunInfo, records: Sequence[Record], results_dir: Path 
     """
     failing = [r for r in records if r.status in Status.FAILING]
     flagged = [r for r in records if r.status in FLAGGED]
-    lines = [f"## gpuperf: {run.gpu_name or 'unknown GPU'} — {_verdict(records, failing)}", ""]
+    lines = [f"## gpuperf: {untrusted.markdown_text(run.gpu_name or 'unknown GPU')} — {_verdict(records, failing)}", ""]
     lines += _header_lines(run, records, results_dir)
     lines += ["", _counts_line(records), ""]
     if failing:
@@ -249,9 +251,10 @@ def _header_lines(run: RunInfo, records: Sequence[Record], results_dir: Path | N
     peaks = table.peaks_line(run.extra.get("peaks"))
     if peaks:
         rows.append(("peaks", peaks))
+    cells = [(name, untrusted.markdown_text(value)) for name, value in rows]
     if results_dir is not None:
-        rows.append(("results", f"`{results_dir}`"))
-    return ["| | |", "| --- | --- |"] + [f"| {name} | {table.markdown_cell(value)} |" for name, value in rows]
+        cells.append(("results", untrusted.markdown_code(str(results_dir))))
+    return ["| | |", "| --- | --- |"] + [f"| {name} | {untrusted.table_cell(value)} |" for name, value in cells]
 
 
 def _clocks_text(run: RunInfo, records: Sequence[Record]) -> str:

@@ -3,7 +3,9 @@ pull-request bodies.
 
 Everything a table needs is spelled here once: the column spec (title, alignment, how a row becomes its
 cell), the record columns, the number formatters, the status icons, the status order (the gate's,
-``gate.STATUS_ORDER``) and the peaks line. The terminal table, ``summary.md`` and the README section each
+``gate.STATUS_ORDER``) and the peaks line. Every cell is untrusted text and leaves through ``untrusted``: escaped and
+cut to a width in the terminal; in Markdown, a column's own Markdown (a code span) is made by ``untrusted`` too,
+any other cell is escaped as text, and ``|`` is escaped in every cell. The terminal table, ``summary.md`` and the README section each
 choose a subset of ``RECORD_COLUMNS``; the old → new tables (``report``) are columns of ``diff.DiffRow`` built
 from the same formatters. All render through ``render_text`` or ``render_markdown``. Pure: no I/O.
 """
@@ -16,6 +18,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Generic, Literal, TypeVar
 
+from gpuperf import untrusted
 from gpuperf.verdict.gate import status_rank
 from gpuperf.store.records import Record
 from gpuperf.vocabulary import Status
@@ -74,7 +77,7 @@ def format_spread(fraction: float | None) -> str:
 
 def clip(text: str, width: int) -> str:
     """``text`` cut to ``width`` characters, the cut marked with ``…``."""
-    return text if len(text) <= width else text[: width - 1] + "…"
+    return untrusted.clip(text, width)
 
 
 def peaks_line(peaks: Mapping[str, Any] | None) -> str:
@@ -133,13 +136,13 @@ class Column(Generic[Row]):
     markdown: Callable[[Row], str] | None = None
 
     def markdown_cell(self, row: Row) -> str:
-        return (self.markdown or self.cell)(row)
+        """The row's cell as Markdown: the column's own (made safe where it is made), else its text escaped."""
+        return self.markdown(row) if self.markdown is not None else untrusted.markdown_text(self.cell(row))
 
     def clipped(self, width: int) -> Column[Row]:
         """The same column with its cells cut to ``width`` characters (a long note in a terminal)."""
-        cell, markdown = self.cell, self.markdown
-        return replace(self, cell=lambda row: clip(cell(row), width),
-                       markdown=None if markdown is None else lambda row: clip(markdown(row), width))
+        cell = self.cell
+        return replace(self, cell=lambda row: clip(cell(row), width))
 
 
 def _at_max_clock(record: Record) -> str:
@@ -154,7 +157,8 @@ def short_case(case_id: str) -> str:
 
 
 def code_span(text: str) -> str:
-    return f"`{text}`"
+    """``text`` as a Markdown code span it cannot break (``untrusted.markdown_code``)."""
+    return untrusted.markdown_code(text)
 
 
 # The record columns: every table of records (terminal, summary.md, README) is a selection of these.
@@ -186,8 +190,8 @@ RECORD_COLUMNS: tuple[Column[Record], ...] = (CASE, TEST, METRIC, MEASURED, UNIT
 def render_text(columns: Sequence[Column[Row]], rows: Iterable[Row]) -> str:
     """Aligned columns two spaces apart under a rule of dashes. A left-aligned last column (a note) is not
     padded, and its rule is only as long as its title."""
-    table = [[column.title for column in columns]]
-    table += [[column.cell(row) for column in columns] for row in rows]
+    table = [[untrusted.terminal(column.title) for column in columns]]
+    table += [[untrusted.terminal(column.cell(row)) for column in columns] for row in rows]
     widths = [max(len(line[i]) for line in table) for i in range(len(columns))]
     rule = [*widths[:-1], len(columns[-1].title) if columns[-1].align == "left" else widths[-1]]
 
@@ -199,14 +203,14 @@ def render_text(columns: Sequence[Column[Row]], rows: Iterable[Row]) -> str:
 
 
 def markdown_cell(text: str) -> str:
-    """A cell's text kept inside its Markdown table cell: ``|`` escaped, line breaks folded into spaces."""
-    return " ".join(str(text).split()).replace("|", "\\|")
+    """Untrusted text as one Markdown table cell: escaped as text (``untrusted.markdown_text``), ``|`` escaped."""
+    return untrusted.table_cell(untrusted.markdown_text(text))
 
 
 def render_markdown(columns: Sequence[Column[Row]], rows: Iterable[Row]) -> str:
     """A GitHub-flavoured Markdown table: numbers right-aligned, every cell escaped."""
     lines = ["| " + " | ".join(markdown_cell(column.title) for column in columns) + " |",
              "| " + " | ".join("---:" if column.align == "right" else "---" for column in columns) + " |"]
-    lines += ["| " + " | ".join(markdown_cell(column.markdown_cell(row)) for column in columns) + " |"
+    lines += ["| " + " | ".join(untrusted.table_cell(column.markdown_cell(row)) for column in columns) + " |"
               for row in rows]
     return "\n".join(lines)

@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from gpuperf.output.table import markdown_cell
+from gpuperf.untrusted import markdown_code, markdown_text, table_cell
 from gpuperf.output.trend_paths import INDEX_HTML, page_name_of
 from gpuperf.store.records import Record
 from gpuperf.vocabulary import Status
@@ -68,16 +68,18 @@ def history_lines(records: Sequence[Record], history: SummaryHistory | None) -> 
         return []
     lines = [f"### History of the failing and changed cases ({len(chosen)})", ""]
     index = history.site / INDEX_HTML
-    lines += [f"Trend site: `{index}` (rebuild: `python -m gpuperf history page --out {history.site}`).", "",
+    lines += [f"Trend site: {markdown_code(str(index))} (rebuild: "
+              f"{markdown_code(f'python -m gpuperf history page --out {history.site}')}).", "",
               "| case | status | last runs | range | change point | page |", "| --- | --- | --- | --- | --- | --- |"]
     for record in chosen:
         recent = history.recent.get(record.case_id)
         values = recent.values if recent is not None else ()
         known = [v for v in values if v is not None]
         spread = f"{min(known):.4g} – {max(known):.4g} {record.unit}" if known else "—"
-        runs = f"`{sparkline(values)}` ({len(values)})" if values else "not in the history"
+        runs = f"{markdown_code(sparkline(values))} ({len(values)})" if values else "not in the history"
         page = history.site / page_name_of(history.gpu_model, record.case_id)
         mark = "yes" if recent is not None and recent.change_point else "—"
-        cells = (f"`{record.case_id}`", record.status, runs, spread, mark, f"`{page}`")
-        lines.append("| " + " | ".join(markdown_cell(cell) for cell in cells) + " |")
+        cells = (markdown_code(record.case_id), markdown_text(record.status), runs, markdown_text(spread), mark,
+                 markdown_code(str(page)))
+        lines.append("| " + " | ".join(table_cell(cell) for cell in cells) + " |")
     return lines + [""]

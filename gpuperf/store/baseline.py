@@ -55,16 +55,17 @@ from gpuperf.store.atomic import locked, write_atomically
 from gpuperf.store.baseline_entry import (AT_MAX_CLOCK, AT_MAX_CLOCK_KEYS, ENTRY_DESCRIPTION, ENTRY_OPTIONAL,
                                           ENTRY_REQUIRED, ENTRY_RUNS, SHAPE_SIZES, BaselineError, ClockFree, Entry,
                                           clock_free_fields, ordered_shape, parse_entry, restore_hint, round_figure)
+from gpuperf.store.field_forms import header_fault
 from gpuperf.store.reading import MIB, DuplicateKeyError, InputError, decode, load_yaml, read_bytes
 
 
 #: ``baseline_entry.py``'s names are imported from here as well: what an entry is belongs with the file.
 __all__ = ["AT_MAX_CLOCK", "AT_MAX_CLOCK_KEYS", "ENTRY_DESCRIPTION", "ENTRY_OPTIONAL", "ENTRY_REQUIRED", "ENTRY_RUNS",
            "MAX_BASELINE_BYTES", "SCHEMA_VERSION", "SHAPE_SIZES", "VERSION_KEYS", "BaselineError", "BaselineFile",
-           "Change", "ClockFree", "Entry", "Integrity", "baseline_path", "check_gpu", "decode_baseline",
-           "drop_entries", "dump_baseline", "entries_digest", "load_baseline", "ordered_shape", "parse_baseline",
-           "read_baseline_text", "restore_hint", "seal_baseline", "update_baseline", "version_changes",
-           "versions_of"]
+           "Change", "ClockFree", "Entry", "Integrity", "baseline_path", "check_file_name", "check_gpu",
+           "decode_baseline", "drop_entries", "dump_baseline", "entries_digest", "load_baseline", "ordered_shape",
+           "parse_baseline", "read_baseline_text", "restore_hint", "seal_baseline", "update_baseline",
+           "version_changes", "versions_of"]
 
 SCHEMA_VERSION = 1
 HEADER_KEYS = ("gpu", "slug", "compute_capability", "driver", "cuda_runtime", "cublas", "cupy", "recorded",
@@ -226,6 +227,9 @@ def _parse_unsealed(path: Path, text: str) -> tuple[BaselineFile, Integrity | No
     unknown = sorted(set(header) - set(HEADER_KEYS))
     if unknown:
         raise BaselineError(f"{path}: header has unknown key(s) {unknown}; allowed: {', '.join(HEADER_KEYS)}")
+    name, fault = header_fault(header)
+    if fault:
+        raise BaselineError(f"{path}: header: field {name!r} {fault}; {restore_hint(path)}")
     recorded = _recorded_integrity(path, header)
     raw_entries = data.get("entries") or {}
     if not isinstance(raw_entries, dict):
@@ -272,6 +276,41 @@ def check_gpu(baseline: BaselineFile, gpu_slug: str) -> None:
         raise BaselineError(f"{baseline.path}: recorded on {baseline.header.get('gpu', recorded)!r} "
                             f"({recorded}), but this GPU is {gpu_slug}; each GPU model has its own file "
                             f"(baselines/{gpu_slug}.yaml): record it with pytest perf_tests --update-baselines")
+
+
+def check_file_name(path: Path, header: Mapping[str, Any]) -> None:
+    """A baseline file is named for the GPU model its header records (``baselines/<slug>.yaml``): the gate reads
+    a GPU's file by that name, so one named for another model would judge that model's runs by this one's
+    figures. Refused, naming both, by ``update_baseline`` (``--update-baselines``, ``baseline from-runs``) and by
+    ``baseline check``."""
+    slug = str(header.get("slug", ""))
+    if Path(path).name != f"{slug}.yaml":
+        raise BaselineError(f"{path}: holds the baseline of {header.get('gpu') or slug!r} ({slug}) but is named for "
+                            f"{Path(path).stem!r}: the gate reads a GPU's baseline from baselines/<slug>.yaml, so "
+                            f"write it as {Path(path).with_name(f'{slug}.yaml')} (for runs of that GPU model), or pass "
+                            "the runs of the GPU this file is named for")
+
+
+def write_checked(path: Path, text: str) -> None:
+    """The one write of a baseline file: ``text`` is first read back as its loader reads it (within
+    ``MAX_BASELINE_BYTES``, ``parse_baseline``'s checks), then renamed over ``path``
+    (``atomic.write_atomically``); so no write replaces a good file by one its own loader would refuse."""
+    try:
+        size = len(text.encode("utf-8"))
+    except UnicodeEncodeError as exc:
+        raise BaselineError(f"{path}: not written: a case id or field holds {text[exc.start:exc.end]!r}, which is "
+                            "not text (an unpaired surrogate); the file on disk is unchanged: fix the id") from None
+    if size > MAX_BASELINE_BYTES:
+        raise BaselineError(f"{path}: not written: it would hold {size / MIB:.1f} MiB, more than the "
+                            f"{MAX_BASELINE_BYTES // MIB} MiB a baseline file may hold, so its own loader would refuse "
+                            "it; the file on disk is unchanged: record fewer cases into it (select them with -k, drop "
+                            "stale ones with python -m gpuperf baseline drop)")
+    try:
+        parse_baseline(path, text)
+    except BaselineError as exc:
+        raise BaselineError(f"{path}: not written, as its loader would refuse it ({exc}); the file on disk is "
+                            "unchanged") from None
+    write_atomically(path, text)
 
 
 def versions_of(fields: Mapping[str, Any]) -> dict[str, str]:
@@ -330,6 +369,7 @@ def update_baseline(path: Path, header: Mapping[str, Any], updates: Mapping[str,
     so concurrent writers each land their own cases. A per-entry tolerance set by hand is preserved.
     """
     path = Path(path)
+    check_file_name(path, header)
     path.parent.mkdir(parents=True, exist_ok=True)
     with locked(path):
         current = load_baseline(path)
@@ -345,7 +385,7 @@ def update_baseline(path: Path, header: Mapping[str, Any], updates: Mapping[str,
                 new = Entry(**{**new.__dict__, "tolerance": old.tolerance})
             entries[case_id] = new
             changes.append(Change(case_id, old, new))
-        write_atomically(path, dump_baseline(header, entries))
+        write_checked(path, dump_baseline(header, entries))
     return changes
 
 
@@ -363,7 +403,7 @@ def drop_entries(path: Path, cases: list[str]) -> list[str]:
             raise BaselineError(f"{path}: no entr{'y' if len(unknown) == 1 else 'ies'} {unknown}; copy the "
                                 "case ids from the stale list or from the file")
         kept = {case: entry for case, entry in current.entries.items() if case not in cases}
-        write_atomically(path, dump_baseline(current.header, kept))
+        write_checked(path, dump_baseline(current.header, kept))
     return sorted(cases)
 
 
@@ -387,5 +427,5 @@ def seal_baseline(path: Path) -> bool:
         if resealed.header != baseline.header or resealed.entries != baseline.entries:
             raise BaselineError(f"{path}: writing it again would change recorded figures (more digits than "
                                 f"gpuperf writes?), so it is not sealed; {restore_hint(path)}")
-        write_atomically(path, text)
+        write_checked(path, text)
     return True

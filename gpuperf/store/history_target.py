@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from urllib.parse import parse_qs, unquote
 
 #: Environment variable naming the history when ``--history`` is not given.
 HISTORY_ENV = "GPUPERF_HISTORY"
@@ -41,7 +42,21 @@ def to_url(value: str, root: Path) -> str:
     scheme, rest = value.split("://", 1)
     if scheme in ("postgresql", "postgres"):
         return f"postgresql+psycopg://{rest}"
-    if scheme in ("sqlite", "postgresql+psycopg"):
+    if scheme == "sqlite":
+        refuse_in_memory(value, rest)
+        return value
+    if scheme == "postgresql+psycopg":
         return value
     raise HistoryError(f"history {value!r}: unknown database kind {scheme!r}; use a file path, sqlite:///PATH, "
                        "postgresql://user@host/db, or none")
+
+
+def refuse_in_memory(value: str, rest: str) -> None:
+    """A SQLite URL naming no file (``sqlite://``, ``sqlite:///``), ``:memory:`` or ``mode=memory`` is a database
+    that vanishes with the command: a history there would report runs added and keep none."""
+    database, _, query = rest.partition("?")
+    name = unquote(database[1:] if database.startswith("/") else database)
+    if name in ("", ":memory:") or "memory" in parse_qs(query).get("mode", []):
+        raise HistoryError(f"history {value!r}: an in-memory SQLite database, which keeps nothing once the command "
+                           "ends; name a file (sqlite:///results/history.sqlite, or a path), or pass none for no "
+                           "history")

@@ -27,9 +27,12 @@ from typing import Any
 import orjson
 
 from gpuperf.measure.kernel_records import Kernel, kernels_sound
+from gpuperf.untrusted import csv_text
 from gpuperf.store.atomic import write_atomically
 from gpuperf.store.field_checks import ABSENT, columns_sound, field_table
+from gpuperf.store.field_forms import run_fault
 from gpuperf.store.reading import INDENTED, MIB, InputError, load_json, read_text
+from gpuperf.store.text_values import surrogate_fault
 from gpuperf.store.records import Reason, Record, RunInfo, stored_reason
 from gpuperf.vocabulary import Status
 
@@ -72,11 +75,15 @@ def document_text(data: dict[str, Any]) -> str:
 
 def results_csv_text(records: Sequence[Record], run: RunInfo | None = None) -> str:
     """One row per record. Columns: identity, ``param.<name>`` (union over records, sorted), the other
-    record fields in declaration order, ``extra.<name>``, then ``run.<field>`` when ``run`` is given."""
+    record fields in declaration order, ``extra.<name>``, then ``run.<field>`` when ``run`` is given.
+
+    A spreadsheet opens this file, and case ids, notes, kernel names and the branch are written by others: every
+    text cell and column name is made safe by ``untrusted.csv_text`` (no control character; a leading ``=``, ``+``,
+    ``-``, ``@``, tab or CR prefixed with ``'``, OWASP's rule), while numbers stay numbers."""
     rows = [_flatten_record(record) for record in records]
     run_columns: dict[str, str] = {}
     if run is not None:
-        run_columns = {f"run.{key}": _cell(value) for key, value in _flatten("", run.to_dict()).items()}
+        run_columns = {csv_text(f"run.{key}"): _cell(value) for key, value in _flatten("", run.to_dict()).items()}
     columns = csv_columns(records) + list(run_columns)
     buffer = io.StringIO()
     writer = csv.DictWriter(buffer, fieldnames=columns, lineterminator="\n")
@@ -99,7 +106,7 @@ def csv_columns(records: Sequence[Record]) -> list[str]:
             rest += ["sm_clock_mhz_before", "sm_clock_mhz_after"]
         else:
             rest.append(f.name)
-    return head + [f"param.{name}" for name in params] + rest + extras
+    return head + [csv_text(f"param.{name}") for name in params] + rest + [csv_text(name) for name in extras]
 
 
 def write_results(directory: Path, run: RunInfo, records: Sequence[Record],
@@ -107,9 +114,25 @@ def write_results(directory: Path, run: RunInfo, records: Sequence[Record],
     """``results.json`` and ``results.csv`` into ``directory``, each atomically; their paths. ``text`` is the
     ``results.json`` text when the caller has made it already (``results_json_text`` of the same run)."""
     json_path, csv_path = Path(directory) / RESULTS_JSON, Path(directory) / RESULTS_CSV
-    write_atomically(json_path, results_json_text(run, records) if text is None else text)
+    text = results_json_text(run, records) if text is None else text
+    check_written(json_path, text)
+    write_atomically(json_path, text)
     write_atomically(csv_path, results_csv_text(records, run))
     return json_path, csv_path
+
+
+def check_written(path: Path, text: str) -> None:
+    """Refuse to write a ``results.json`` its own reader would refuse (``load_run``: the size limit, then every
+    check of the module docstring), so that no run leaves a file that ``compare`` or the history cannot read."""
+    size = len(text.encode("utf-8", "surrogatepass"))
+    if size > MAX_RESULTS_BYTES:
+        raise ResultsError(f"{path}: not written: it would hold {size / MIB:.1f} MiB, more than the "
+                           f"{MAX_RESULTS_BYTES // MIB} MiB a results file may hold, so its own reader would refuse "
+                           "it: run the suite in parts (select them with -k or -m), each with its own results")
+    try:
+        check_results(path, parse_json(path, text))
+    except ResultsError as exc:
+        raise ResultsError(f"not written, as its reader would refuse it: {exc}") from None
 
 
 # --- reading -------------------------------------------------------------------------------------------
@@ -166,8 +189,23 @@ def _record(path: Path, index: int, raw: Any) -> Record:
 
 def _run_info(path: Path, raw: Any) -> RunInfo:
     values = _checked_fields(RunInfo, raw, f"{path}: run")
+    name, fault = run_fault(raw)
+    if fault:
+        raise ResultsError(f"{path}: run: field {name!r} {fault}; {_RERUN}")
     values["flush_modes"] = tuple(values.get("flush_modes") or ())
     return RunInfo(**values)
+
+
+def _refuse_other_gpus(path: Path, run: RunInfo, records: Sequence[Record]) -> None:
+    """A record names the GPU model it ran on (``gpu``: its slug, or its name); a run is of one model, its
+    header's. A record of another model inside it would be judged against this model's baseline and peaks."""
+    ours = {"", run.gpu_slug, run.gpu_name}
+    for index, record in enumerate(records):
+        if record.gpu not in ours:
+            raise ResultsError(f"{path}: records[{index}] ({record.case_id}): field 'gpu' is {record.gpu!r} but the "
+                               f"run is on {run.gpu_slug!r}: a results file holds one GPU model (a file merged or "
+                               "edited by hand, or a session over GPUs of two models: run one session per model, "
+                               f"with --gpu); {_RERUN}")
 
 
 def _refuse_repeated_cases(path: Path, records: Sequence[Record]) -> None:
@@ -192,9 +230,13 @@ def parse_json(path: Path, text: str | bytes) -> Any:
     """A results file's JSON value (from its text or its bytes), strict (``reading.load_json``), not yet checked
     as a results file."""
     try:
-        return load_json(path, text, _RERUN)
+        data = load_json(path, text, _RERUN)
     except InputError as exc:
         raise ResultsError(str(exc)) from None
+    fault = surrogate_fault(data, text)
+    if fault:
+        raise ResultsError(f"{path}: {fault}; {_RERUN}")
+    return data
 
 
 def check_results(path: Path, data: Any) -> None:
@@ -208,11 +250,12 @@ def check_results(path: Path, data: Any) -> None:
 def _sound(data: Any) -> bool:
     """Whether ``check_run`` certainly accepts ``data`` (``False``: let it decide)."""
     if type(data) is not dict or data.get("schema") != SCHEMA or type(data.get("records")) is not list \
-            or type(data.get("run")) is not dict or columns_sound(RunInfo, [data["run"]]) is None:
+            or type(data.get("run")) is not dict or columns_sound(RunInfo, [data["run"]]) is None \
+            or run_fault(data["run"])[1]:
         return False
     records = data["records"]
     columns = columns_sound(Record, records)
-    if columns is None:
+    if columns is None or not set(columns["gpu"]) <= {data["run"]["gpu_slug"], data["run"]["gpu_name"], "", ABSENT}:
         return False
     statuses, values = columns["status"], columns["value"]
     if not set(statuses) <= STATUSES or not set(columns["reason"]) <= {*Reason.ALL, ABSENT}:
@@ -237,6 +280,7 @@ def check_run(path: Path, data: Any) -> tuple[RunInfo, list[Record]]:
                            "reads: read it with the gpuperf version that wrote it, or re-run the suite")
     run = _run_info(path, data["run"])
     records = [_record(path, index, raw) for index, raw in enumerate(data["records"])]
+    _refuse_other_gpus(path, run, records)
     _refuse_repeated_cases(path, records)
     return run, records
 
@@ -275,11 +319,11 @@ def _flatten_record(record: Record) -> dict[str, str]:
     row: dict[str, str] = {}
     for key, value in record.to_dict().items():
         if key == "params":
-            row.update({f"param.{name}": _cell(v) for name, v in value.items()})
+            row.update({csv_text(f"param.{name}"): _cell(v) for name, v in value.items()})
         elif key == "extra":
-            row.update({name: _cell(v) for name, v in _flatten("extra.", value).items()})
+            row.update({csv_text(name): _cell(v) for name, v in _flatten("extra.", value).items()})
         elif key == "kernels":
-            row[key] = "; ".join(kernel.describe() for kernel in record.kernels)
+            row[key] = csv_text("; ".join(kernel.describe() for kernel in record.kernels))
         elif key == "sm_clock_mhz":
             before, after = value if value else (None, None)
             row["sm_clock_mhz_before"], row["sm_clock_mhz_after"] = _cell(before), _cell(after)
@@ -306,8 +350,11 @@ def _cell(value: Any) -> str:
     if isinstance(value, float):
         return repr(value) if math.isfinite(value) else ""
     if isinstance(value, (list, tuple)):
-        return ";".join(_cell(item) for item in value)
-    return str(value)
+        joined = ";".join(_cell(item) for item in value)
+        return joined if not any(isinstance(item, str) for item in value) else csv_text(joined)
+    if isinstance(value, (int, float)):
+        return str(value)
+    return csv_text(str(value))
 
 
 def _strict_json(value: Any) -> Any:

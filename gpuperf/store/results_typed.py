@@ -43,6 +43,7 @@ from msgspec import UNSET, UnsetType
 
 from gpuperf.measure.kernel_records import CODE_DIGEST_LENGTH, Kernel
 from gpuperf.store.field_checks import columns_sound, field_table
+from gpuperf.store.field_forms import run_fault
 from gpuperf.store.reading import MAX_DEPTH
 from gpuperf.store.records import Reason, Record, RunInfo
 from gpuperf.store.results import NEEDS_FIGURE, SCHEMA, STATUSES
@@ -161,18 +162,20 @@ def proved(raw: bytes) -> tuple[dict[str, Any], Sequence[Any]] | None:
     except (msgspec.DecodeError, RecursionError):
         return None
     run, records = document.run, document.records
-    if document.schema != SCHEMA or columns_sound(RunInfo, [run]) is None:
+    if document.schema != SCHEMA or columns_sound(RunInfo, [run]) is None or run_fault(run)[1]:
         return None
     if _quotes(encoder.encode(document)) != _quotes(raw):
         return None
     within = list(filter(None, chain.from_iterable(map(getter, records) for getter in plain)))
     if not _plain_values_sound(within, _RECORD_FIELD_DEPTH) or not _plain_values_sound([run], _RUN_DEPTH):
         return None
-    return (run, records) if _rules_hold(records) else None
+    return (run, records) if _rules_hold(run, records) else None
 
 
-def _rules_hold(records: Sequence[Any]) -> bool:
+def _rules_hold(run: dict[str, Any], records: Sequence[Any]) -> bool:
     """``results._sound``'s rules beyond the fields' types, over the decoded records."""
+    if not set(map(_GPU, records)) <= {run["gpu_slug"], run["gpu_name"], "", UNSET}:
+        return False
     statuses = list(map(_STATUS, records))
     if not set(statuses) <= STATUSES or not set(map(_REASON, records)) <= {*Reason.ALL, UNSET}:
         return False
@@ -183,7 +186,7 @@ def _rules_hold(records: Sequence[Any]) -> bool:
 
 
 _STATUS, _REASON, _VALUE = attrgetter("status"), attrgetter("reason"), attrgetter("value")
-_GPU_INDEX, _CASE = attrgetter("gpu_index"), attrgetter("case_id")
+_GPU_INDEX, _CASE, _GPU = attrgetter("gpu_index"), attrgetter("case_id"), attrgetter("gpu")
 
 
 def columns_of(records: Sequence[Any], names: Sequence[str], absent: Any = None) -> dict[str, list[Any]]:

@@ -7,8 +7,9 @@ decision itself is ``gate.decide``.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 from gpuperf.verdict import anomaly
 from gpuperf.store.baseline import ClockFree, Entry, ordered_shape
@@ -163,6 +164,49 @@ def _ratio_kernel(numerator: str, denominator: str) -> str:
 def _ratio(numerator: float, denominator: float) -> float:
     """NaN when the denominator cannot divide: the gate then calls it an error, not a verdict."""
     return numerator / denominator if valid_figure(denominator) else math.nan
+
+
+#: ``DevicePeaks.to_dict`` rounds a peak to one decimal (66.908 → 66.9), so a figure is above a peak read from a
+#: run's header only beyond half that last digit.
+ROUNDED_PEAK_SLACK = 0.05
+
+
+def figure_anomalies(record: Record, peaks: Mapping[str, Any] | None) -> list[str]:
+    """The single-case anomaly rules (``anomaly.check_case``) applied to a figure read back from a file, as
+    ``case_record`` applies them to a fresh measurement: a command that judges a stored figure (``compare``,
+    ``fleet``, ``baseline from-runs``) must not take a figure above the GPU's peak for a fast one.
+
+    The peak is the record's own (``peak``) and the run's (``peaks``, as ``DevicePeaks.to_dict`` writes them),
+    whichever is lower, so neither a record that claims a higher peak nor one that claims none escapes the rule.
+    A record already judged ``ANOMALY`` keeps its own finding; a ratio has no peak."""
+    if record.status == Status.ANOMALY or record.metric not in (Metric.TFLOPS, Metric.GBPS):
+        return []
+    compute = (peaks or {}).get("compute_tflops") or {}
+    run_tflops = _number(compute.get(record.precision)) if isinstance(compute, Mapping) else None
+    run_gbps = _number((peaks or {}).get("memory_gbps"))
+    own = _number(record.peak)
+    tflops_peaks = [p for p in (run_tflops and run_tflops + ROUNDED_PEAK_SLACK,
+                                own if record.metric == Metric.TFLOPS else None) if p]
+    gbps_peaks = [p for p in (run_gbps and run_gbps + ROUNDED_PEAK_SLACK,
+                              own if record.metric == Metric.GBPS else None) if p]
+    tflops_figure = record.value if record.metric == Metric.TFLOPS else _number(record.tflops) or 0.0
+    gbps_figure = record.value if record.metric == Metric.GBPS else _number(record.gbps) or 0.0
+    found = anomaly.check_case(tflops=tflops_figure, gbps=gbps_figure,
+                               peak_tflops=min(tflops_peaks) if tflops_peaks else None,
+                               peak_gbps=min(gbps_peaks) if gbps_peaks else None, precision=record.precision,
+                               gemv_class=record.metric == Metric.GBPS, cold=record.flush == Flush.COLD)
+    return [str(finding) for finding in found]
+
+
+def _number(value: Any) -> float | None:
+    """A positive finite figure, else ``None`` (a peak that is absent, zero or not a number is no peak)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    try:
+        number = float(value)
+    except OverflowError:  # a whole number beyond any float: no peak, and a figure above every peak
+        return math.inf
+    return number if valid_figure(number) else None
 
 
 def entry_from_record(record: Record) -> Entry:

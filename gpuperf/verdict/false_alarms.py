@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 from gpuperf.store.baseline import Entry
 from gpuperf.verdict.check import entry_from_record
-from gpuperf.verdict.fleet import Run, check_compatible, usable
+from gpuperf.verdict.fleet import Run, check_compatible
 from gpuperf.verdict.gate import Context, GateConfig, is_noisy, rejudge
 from gpuperf.store.records import Record
 from gpuperf.vocabulary import Status
@@ -98,7 +98,7 @@ def false_alarms(runs: Sequence[Run], baseline: Mapping[str, Entry] | None,
     """Per case and for the selection: the A/A alarms over every ordered pair of runs and, with a baseline, of
     every run against it. Only clean records take part (``fleet.usable``): a throttled try is not a figure."""
     check_compatible(runs)
-    clean = [{case: record for case, record in run.records.items() if usable(record)} for run in runs]
+    clean = [run.clean() for run in runs]
     cases = sorted({case for records in clean for case in records})
     red_pairs: set[tuple[int, int]] = set()
     red_runs: set[int] = set()

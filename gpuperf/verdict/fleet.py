@@ -18,10 +18,11 @@ import statistics
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from gpuperf.measure.kernel_records import SAME_KERNELS, Kernel, describe_change
 from gpuperf.store.baseline import ClockFree, Entry, ordered_shape
-from gpuperf.verdict.check import clock_free
+from gpuperf.verdict.check import clock_free, figure_anomalies
 from gpuperf.verdict.gate import valid_figure
 from gpuperf.store.records import Record, RunInfo
 from gpuperf.vocabulary import Status
@@ -55,9 +56,22 @@ class Run:
             raise FleetError(f"{label}: the run measured {len(gpus)} GPUs; pass one results file per GPU")
         return cls(host=str(uuid or label), info=info, records={record.case_id: record for record in records})
 
+    @property
+    def peaks(self) -> Mapping[str, Any] | None:
+        """The GPU's peaks as the run's header records them (``DevicePeaks.to_dict``), ``None`` when it does not."""
+        peaks = self.info.extra.get("peaks") if isinstance(self.info.extra, dict) else None
+        return peaks if isinstance(peaks, dict) else None
 
-def usable(record: Record) -> bool:
-    return record.status in USABLE and record.reliable and valid_figure(record.value)
+    def clean(self) -> dict[str, Record]:
+        """The records that are a clean measurement of their case (``usable``), by case id."""
+        return {case: record for case, record in self.records.items() if usable(record, self.peaks)}
+
+
+def usable(record: Record, peaks: Mapping[str, Any] | None = None) -> bool:
+    """A clean figure: a verdict (or none yet) on a reliable measurement, a positive finite number, and within
+    the GPU's peaks (``check.figure_anomalies``: a figure above one is not a measurement of the case)."""
+    return record.status in USABLE and record.reliable and valid_figure(record.value) \
+        and not figure_anomalies(record, peaks)
 
 
 def check_compatible(runs: Sequence[Run]) -> None:
@@ -112,9 +126,10 @@ def entries_from_runs(runs: Sequence[Run]) -> dict[str, Entry]:
     the most common method, of the runs that launched the most common kernels), the median sample spread, the
     number of runs and their relative range."""
     check_compatible(runs)
+    cleans = [run.clean() for run in runs]
     entries: dict[str, Entry] = {}
     for case in sorted({case for run in runs for case in run.records}):
-        clean = [run.records[case] for run in runs if case in run.records and usable(run.records[case])]
+        clean = [records[case] for records in cleans if case in records]
         if not clean:
             continue
         method = _majority_method(clean)
@@ -206,10 +221,11 @@ def fleet_spread(runs: Sequence[Run]) -> list[CaseSpread]:
     """Per case, host-to-host and run-to-run spread, separated, over the runs that measured it the way
     ``entries_from_runs`` takes them (the usual method and kernels); widest host-to-host first."""
     check_compatible(runs)
+    cleans = [run.clean() for run in runs]
     spreads = []
     for case in sorted({case for run in runs for case in run.records}):
         hosts = {id(record): run.host for run in runs if (record := run.records.get(case)) is not None}
-        clean = [run.records[case] for run in runs if case in run.records and usable(run.records[case])]
+        clean = [records[case] for records in cleans if case in records]
         if not clean:
             continue
         method = _majority_method(clean)

@@ -408,6 +408,9 @@ class Account(Protocol):
     @property
     def complete(self) -> bool: ...
 
+    @property
+    def measured(self) -> int: ...
+
     def summary(self) -> str: ...
 
 
@@ -421,6 +424,9 @@ def run_failures(accounts: Sequence[Account], stale: Sequence[str], gate_mode: b
         reasons.append(f"nothing measured there: {no_gpu}")
     reasons += [f"{account.summary()}: every baselined case must be measured in gate mode"
                 for account in accounts if not account.complete]
+    if accounts and all(account.complete for account in accounts) and not any(a.measured for a in accounts):
+        reasons.append("nothing judged: no selected case has a baseline entry, so a green gate would say nothing; "
+                       "select baselined cases, or record them first (pytest perf_tests --update-baselines)")
     if stale and not allow_stale:
         reasons.append(f"{len(stale)} stale baseline entr{'y' if len(stale) == 1 else 'ies'} (no test produces "
                        "them): remove them with python -m gpuperf baseline drop, or pass --allow-stale")

@@ -30,6 +30,7 @@ class RunEnd:
         self.history_url: str | None = None
         self.history_lines: list[str] = []
         self.history_failures: list[str] = []
+        self.results_failures: list[str] = []  # why the results files were not written
 
     def finish(self, session: pytest.Session, collected: list[CollectedTests], skipped_files: dict[str, str]) -> None:
         """Write the baseline updates and the results files, account for the evidence and append the run to the
@@ -40,7 +41,7 @@ class RunEnd:
         run = self._run(origin)
         self._write_results(run)
         self._append_history(run, origin)
-        failed = self.failures or self.update_failures or self.history_failures
+        failed = self.failures or self.update_failures or self.history_failures or self.results_failures
         if failed and session.exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
@@ -75,6 +76,7 @@ class RunEnd:
         if not state.records or state.options.results_dir is None or run is None:
             return
         from gpuperf.output import results
+        from gpuperf.store.results import ResultsError
 
         directory = results.timestamped_dir(state.options.results_dir)
         summary_history = None
@@ -84,7 +86,11 @@ class RunEnd:
 
             summary_history = read_recent(self.history_url, run, state.records,
                                           Path(self.config.rootpath) / DEFAULT_SITE)
-        files = results.write_run(directory, run, state.records, history=summary_history)
+        try:
+            files = results.write_run(directory, run, state.records, history=summary_history)
+        except ResultsError as exc:  # what its own reader would refuse is not written
+            self.results_failures.append(str(exc))
+            return
         self.results_dir, self.results_text = files.directory, files.results_text
 
     def _provenance(self) -> Any:
@@ -146,6 +152,7 @@ class RunEnd:
         if self.results_dir is not None:
             lines.append(f"gpuperf: results in {self.results_dir}")
         lines += self.history_lines
+        lines += [f"gpuperf: RESULTS NOT WRITTEN: {reason}" for reason in self.results_failures]
         lines += [f"gpuperf: HISTORY NOT APPENDED: {reason}" for reason in self.history_failures]
         lines += [f"gpuperf: baseline not updated: {reason}" for reason in self.update_failures]
         lines += [f"gpuperf: GATE FAILED: {reason}" for reason in self.failures]
