@@ -11,7 +11,7 @@ Only the library call is slowed, never anything else put in the timed region:
 
 - the longer operands of an operand set are made on its first call (the measurement's first, untimed, warm-up
   call) and, for the copies a cold-rotated measurement times in turn, when those copies are made
-  (``gpuperf.measure.timing._copy_operands``, before any sample), never inside a timed call;
+  (``gpuperf.measure.timing.copy_operands``, before any sample), never inside a timed call;
 - a call from inside a slowed call (an FP16 GEMV is a GEMM with n = 1 in ``kernels.cublas``) goes to the
   library unchanged: slowing it twice made the GEMM path extend its operands again on every call, and operand
   generation then ran inside each timed call (an FP16 GEMV opN read -95.9 %, its kernels
@@ -164,14 +164,14 @@ def pytest_configure(config: Any) -> None:
     slowdown = Slowdown(fraction, cublas.gemv, cublas.gemm,
                         lambda shape, dtype, order: random_operand(rng, shape, dtype, order=order),
                         lambda array: array.copy(order="A"))
-    copy_operands = timing._copy_operands
+    copy_operands = timing.copy_operands
     cublas.gemv, cublas.gemm = slowdown.gemv, slowdown.gemm  # type: ignore[assignment]
-    timing._copy_operands = _copy_hook(slowdown, copy_operands)  # type: ignore[assignment]
+    timing.copy_operands = _copy_hook(slowdown, copy_operands)  # type: ignore[assignment]
     config.stash[_STATE] = slowdown
 
     def restore() -> None:
         cublas.gemv, cublas.gemm = slowdown.library_gemv, slowdown.library_gemm  # type: ignore[assignment]
-        timing._copy_operands = copy_operands  # type: ignore[assignment]
+        timing.copy_operands = copy_operands  # type: ignore[assignment]
 
     config.add_cleanup(restore)
 

@@ -28,6 +28,7 @@ from gpuperf.measure.kernel_records import SAME_KERNELS, describe_change, ncu_co
 from gpuperf.measure.measurement import Method
 from gpuperf.store.baseline import Entry
 from gpuperf.store.records import Reason, Record
+from gpuperf.untrusted import escaped
 from gpuperf.vocabulary import Status
 
 #: The default allowed slowdown. Chosen from measurement, not taste: over three full H200 runs against one
@@ -362,8 +363,8 @@ class Policy:
 def outcome(records: Sequence[Record], policy: Policy) -> tuple[str, str]:
     """``("fail" | "skip" | "pass", message)`` for one test from the records of its checks."""
     failing = [r for r in records if r.status in Status.FAILING]
-    if failing:
-        return "fail", "\n".join(failure_line(r) for r in failing)
+    if failing:  # each line escaped: a note quotes kernel names and ids the suite did not write
+        return "fail", "\n".join(escaped(failure_line(r)) for r in failing)
     unmeasured = [r for r in records if r.status in (Status.UNRELIABLE, Status.NOT_COMPARABLE)]
     if unmeasured and policy.on_unreliable != "pass":
         return policy.on_unreliable, "\n".join(f"{r.status} {r.case_id}: {r.note}" for r in unmeasured)
