@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Generic, Literal, TypeVar
 
-from gpuperf.verdict.gate import status_rank
+from gpuperf.verdict.gate import Basis, figure_at_max_clock, status_rank
 from gpuperf.store.records import Record
 from gpuperf.vocabulary import Status
 
@@ -143,9 +143,10 @@ class Column(Generic[Row]):
 
 
 def _at_max_clock(record: Record) -> str:
-    if record.value_at_max_clock is None:
+    free = figure_at_max_clock(record.clock_bound, record.value_at_max_clock)
+    if free is None:
         return MISSING
-    return format_number(record.value_at_max_clock) + ("*" if record.judged_on == "cycles" else "")
+    return format_number(free) + ("*" if record.judged_on == Basis.CYCLES else "")
 
 
 def short_case(case_id: str) -> str:

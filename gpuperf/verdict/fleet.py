@@ -22,7 +22,7 @@ from dataclasses import dataclass, field, replace
 from gpuperf.measure.kernel_records import SAME_KERNELS, Kernel, describe_change
 from gpuperf.store.baseline import SHAPE_SIZES, ClockFree, Entry
 from gpuperf.verdict.check import clock_free
-from gpuperf.verdict.gate import valid_figure
+from gpuperf.verdict.gate import figure_at_max_clock, valid_figure
 from gpuperf.store.records import Record, RunInfo
 from gpuperf.vocabulary import Status
 
@@ -217,8 +217,9 @@ def fleet_spread(runs: Sequence[Run]) -> list[CaseSpread]:
         free_by_host: dict[str, list[float]] = {}
         for record in _majority_kernels_runs([record for record in clean if record.method == method]):
             by_host.setdefault(hosts[id(record)], []).append(record.value)
-            if valid_figure(record.value_at_max_clock):
-                free_by_host.setdefault(hosts[id(record)], []).append(float(record.value_at_max_clock or 0.0))
+            free = figure_at_max_clock(record.clock_bound, record.value_at_max_clock)
+            if free is not None:
+                free_by_host.setdefault(hosts[id(record)], []).append(free)
         if not by_host:
             continue
         values = [value for host in by_host.values() for value in host]
