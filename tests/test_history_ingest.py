@@ -67,8 +67,8 @@ def test_a_pool_and_the_main_process_store_the_same_rows(database_url: str, tmp_
         history.ingest([tmp_path / "runs"], workers=1)
         inline = history.values()
     assert len(pooled) == POOL_FILES * len(TEMPLATE["records"])
-    def without_pk(rows: list[tuple[str, str, int, float | None, str]]) -> list[tuple[str, str, float, str]]:
-        return sorted((case, method, value or 0.0, status) for case, method, _, value, status in rows)
+    def without_pk(rows: list[tuple[str, str, int, float | None, str, bool]]) -> list[tuple[str, str, float, str, bool]]:
+        return sorted((case, method, value or 0.0, status, cycles) for case, method, _, value, status, cycles in rows)
 
     assert without_pk(pooled) == without_pk(inline)  # (the engines number their runs each their own way)
 

@@ -11,6 +11,7 @@ import statistics
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -26,7 +27,7 @@ from gpuperf.verdict.history_changes import (ALL_HOSTS, Points, SeriesKey, find_
                                              series_from_columns)
 from gpuperf.vocabulary import Status
 
-Row = tuple[str, str, int, "float | None", str]
+Row = tuple[Any, ...]  # (case_id, method, run_pk, figure, status[, at max clock])
 
 
 def per_record(rows: Iterable[Row], runs: Mapping[int, RunSummary],
@@ -38,7 +39,7 @@ def per_record(rows: Iterable[Row], runs: Mapping[int, RunSummary],
     slugs = list(dict.fromkeys(run.gpu_slug for run in runs.values()))
     hosts = list(dict.fromkeys(run.host for run in runs.values()))
     figures: dict[tuple[str, str], list[tuple[int, float]]] = defaultdict(list)
-    for case, method, pk, value, status in rows:
+    for case, method, pk, value, status, *_ in rows:
         if pk in runs and status not in Status.UNJUDGED and value is not None and math.isfinite(value) and value > 0:
             figures[case, method or ""].append((pk, float(value)))
     cut: dict[SeriesKey, list[tuple[int, float]]] = {}
@@ -137,9 +138,10 @@ def test_the_history_s_columns_hold_every_judged_figure_of_each_series(database_
         here = history.series_columns(workers=1)
         monkeypatch.setattr(history_series, "PARALLEL_RECORDS", 0)  # worker processes read even this history
         apart = history.series_columns(workers=2), history.series_columns(workers=3)
-    for groups, pks, values in apart:  # the same columns, read in worker processes
+    for groups, pks, values, bases in apart:  # the same columns, read in worker processes
         assert groups == here[0] and np.array_equal(pks, here[1]) and np.array_equal(values, here[2])
-        assert pks.dtype == np.int64 and values.dtype == np.float64
+        assert np.array_equal(bases, here[3]) and not bases.any()  # no figure at max clock: judged on time
+        assert pks.dtype == np.int64 and values.dtype == np.float64 and bases.dtype == np.bool_
     expected = per_record(rows, runs)
     assert len(runs) == 30 and all(run.git_dirty is None or isinstance(run.git_dirty, bool) for run in runs.values())
     assert list(columns) == list(expected) and {key: list(points) for key, points in columns.items()} == expected

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 import sqlalchemy as sa
 
 from gpuperf.store.fetching import fetch, fetcher
-from gpuperf.store.history_schema import RECORDS, SERIES
+from gpuperf.store.history_schema import AT_MAX_CLOCK, JUDGED_FIGURE, RECORDS, SERIES
 from gpuperf.vocabulary import Status
 
 if TYPE_CHECKING:
@@ -27,28 +27,29 @@ if TYPE_CHECKING:
 #: costs some 50 ms, which a few hundred thousand rows repay.
 PARALLEL_RECORDS = 200_000
 
-#: ``(case_id, method, count)`` per series, then their run pks and figures one after the other.
-Columns = tuple[list[tuple[str, str, int]], "np.ndarray", "np.ndarray"]
-#: Each series' run pks and figures, in run-pk order.
-Figures = list[tuple["np.ndarray", "np.ndarray"]]
+#: ``(case_id, method, count)`` per series, then their run pks, figures and whether each figure is at max clock,
+#: one series after the other.
+Columns = tuple[list[tuple[str, str, int]], "np.ndarray", "np.ndarray", "np.ndarray"]
+#: Each series' run pks, figures and whether each is at max clock, in run-pk order.
+Figures = list[tuple["np.ndarray", "np.ndarray", "np.ndarray"]]
 
 
-def _figures_query() -> sa.Select[tuple[int, float]]:
+def _figures_query() -> sa.Select[tuple[int, float, int]]:
     judged = sa.and_(RECORDS.c.series_pk == sa.bindparam("series", None, type_=sa.Integer),
-                     RECORDS.c.status.not_in(sorted(Status.UNJUDGED)), RECORDS.c.value > 0)
-    return sa.select(RECORDS.c.run_pk, RECORDS.c.value).where(judged).order_by(RECORDS.c.run_pk)
+                     RECORDS.c.status.not_in(sorted(Status.UNJUDGED)), JUDGED_FIGURE > 0)
+    return sa.select(RECORDS.c.run_pk, JUDGED_FIGURE, AT_MAX_CLOCK).where(judged).order_by(RECORDS.c.run_pk)
 
 
 def figures(connection: sa.Connection, numbers: Sequence[int]) -> Figures:
-    """The judged figures of each of those series."""
+    """The judged figures of each of those series (``JUDGED_FIGURE``), and whether each is at max clock."""
     import numpy as np
 
     read = []
     with fetcher(connection, _figures_query()) as figures_of:
         for number in numbers:
             rows = figures_of({"series": number})
-            pairs = np.fromiter(chain.from_iterable(rows), float, count=2 * len(rows)).reshape(-1, 2)
-            read.append((pairs[:, 0].astype(np.int64), pairs[:, 1].copy()))
+            triples = np.fromiter(chain.from_iterable(rows), float, count=3 * len(rows)).reshape(-1, 3)
+            read.append((triples[:, 0].astype(np.int64), triples[:, 1].copy(), triples[:, 2] > 0))
     return read
 
 
@@ -56,7 +57,7 @@ def _figures_apart(url: str, numbers: Sequence[int]) -> Figures:
     """``figures`` in a worker process, on a connection of its own."""
     from gpuperf.store.history_engine import create_engine
 
-    engine = create_engine(url)
+    engine = create_engine(url, create=False)
     try:
         with engine.connect().execution_options(gpuperf_read=True) as connection, connection.begin():
             return figures(connection, numbers)
@@ -77,10 +78,11 @@ def series_columns(url: str, connection: sa.Connection, workers: int | None = No
         read = _read_apart(url, numbers, workers)
     else:
         read = figures(connection, numbers)
-    groups = [(case, method, len(pks)) for (case, method, _), (pks, _) in zip(names, read) if len(pks)]
+    groups = [(case, method, len(pks)) for (case, method, _), (pks, _, _) in zip(names, read) if len(pks)]
     if not groups:
-        return [], np.zeros(0, dtype=np.int64), np.zeros(0)
-    return groups, np.concatenate([pks for pks, _ in read]), np.concatenate([values for _, values in read])
+        return [], np.zeros(0, dtype=np.int64), np.zeros(0), np.zeros(0, dtype=bool)
+    return (groups, np.concatenate([pks for pks, _, _ in read]), np.concatenate([values for _, values, _ in read]),
+            np.concatenate([flags for _, _, flags in read]))
 
 
 def _can_fork() -> bool:

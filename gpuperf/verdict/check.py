@@ -165,10 +165,10 @@ def entry_from_record(record: Record) -> Entry:
 
 def clock_free(record: Record) -> ClockFree | None:
     """The record's figure at max clock, as a baseline entry holds it; ``None`` when it has none."""
-    value = figure_at_max_clock(record.clock_bound, record.value_at_max_clock)
-    if value is None:
+    if not valid_figure(record.value_at_max_clock):  # a record made now has none unless clock-bound (case_record)
         return None
-    return ClockFree(value=value, spread=record.cycles_rel_iqr or 0.0,
+    assert record.value_at_max_clock is not None
+    return ClockFree(value=record.value_at_max_clock, spread=record.cycles_rel_iqr or 0.0,
                      cycles=record.cycles_per_call, clock_mhz=record.call_clock_mhz)
 
 

@@ -166,8 +166,8 @@ def figure_at_max_clock(clock_bound: bool | None, value_at_max_clock: float | No
     """A record's figure at max clock, where it has one: a clock-bound case's (``Record.clock_bound``: compute-bound
     by the roofline), else ``None``. A memory-bound call's time does not follow the SM clock, so its cycles scaled
     to the maximum clock give a figure no clock would (FP16 GEMV opN 16384² read 4824 GB/s "at max clock", above the
-    H200's 4814 GB/s memory peak). The one statement of that rule: the record made, the tables, the baseline entry
-    and the history all take the figure at max clock from here."""
+    H200's 4814 GB/s memory peak). The one statement of that rule: the record a measurement makes (so its baseline
+    entry), the run tables, the fleet's spreads and the history all take the figure at max clock from here."""
     return value_at_max_clock if clock_bound is True and valid_figure(value_at_max_clock) else None
 
 
