@@ -78,29 +78,26 @@ def test_a_file_whose_run_is_held_already_is_not_parsed_again(database_url: str,
     """A backfill run again over the same folder: a file whose bytes are a held run's (its id is their SHA-256)
     is counted present without being parsed, in the pool's workers and in the main process; a file whose bytes
     changed is parsed and added."""
-    from gpuperf.store import history_rows, results_typed
+    from gpuperf.store import history_rows
 
     paths = _files(tmp_path / "runs", POOL_FILES + 2)
     with History(database_url) as history:
         assert len(history.ingest([tmp_path / "runs"], workers=2).added) == len(paths)
         parsed: list[bytes] = []
-        real_parse, real_proof = history_rows.parse_results_document, results_typed.proved
+        real_parse = history_rows.parse_results_document
 
         def refuse_to_parse(*arguments: Any) -> Any:
             raise AssertionError(f"{arguments[0]!r:.80} was parsed again")
 
-        # either reader: the typed proof, then the results format's own
         monkeypatch.setattr(history_rows, "parse_results_document", refuse_to_parse)
-        monkeypatch.setattr(results_typed, "proved", refuse_to_parse)
         again = history.ingest([tmp_path / "runs"], workers=2)  # forked workers inherit the refusal
         assert again.present == paths and again.added == [] and again.refused == []
 
-        def counted(raw: bytes) -> Any:
+        def counted(path: Path, raw: bytes) -> Any:
             parsed.append(raw)
-            return real_proof(raw)
+            return real_parse(path, raw)
 
-        monkeypatch.setattr(history_rows, "parse_results_document", real_parse)
-        monkeypatch.setattr(results_typed, "proved", counted)
+        monkeypatch.setattr(history_rows, "parse_results_document", counted)
         changed = json.loads(paths[5].read_text())
         changed["records"][0]["value"] *= 1.01
         paths[5].write_text(json.dumps(changed, indent=2) + "\n")

@@ -2,7 +2,7 @@
 
 A target is ``none`` (no history), a URL (``sqlite:///path``, ``postgresql://…``) or a file path (SQLite); the
 engine and its SQLite settings are ``history_engine``'s (WAL, a busy timeout, writers queued by ``BEGIN
-IMMEDIATE``), a backfill's checkpoints ``sqlite_checkpoints``'s. On PostgreSQL a
+IMMEDIATE``). On PostgreSQL a
 migration holds an advisory lock, so two jobs opening a fresh database never both create it. Appending a run
 already present (same run id) is a no-op, also when two processes append it at once.
 """
@@ -36,7 +36,6 @@ from gpuperf.store.history_target import HistoryError as HistoryError  # the sto
 from gpuperf.store.history_target import resolve_target as resolve_target
 from gpuperf.store.history_target import sqlite_url as sqlite_url
 from gpuperf.store.history_target import to_url as to_url
-from gpuperf.store.sqlite_checkpoints import checkpointing
 
 
 #: Results files ingested per transaction.
@@ -162,8 +161,7 @@ class History:
         with self.engine.begin() as connection:
             connection.execute(sa.text(f"DROP INDEX IF EXISTS {SERIES_INDEX}"))
         try:
-            with checkpointing(self.engine):
-                yield
+            yield
         finally:
             with self.engine.begin() as connection:
                 create_series_index(connection)

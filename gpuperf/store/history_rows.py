@@ -17,7 +17,7 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from operator import attrgetter, itemgetter
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -150,18 +150,17 @@ def kernel_names(record: Mapping[str, Any]) -> str:
     return " + ".join([str(kernel.get("name", "?")) for kernel in kernels if isinstance(kernel, dict)])
 
 
-def _kernel_names_column(column: list[Any], name: Callable[[Any], str]) -> list[str]:
-    """``kernel_names`` of each record, its ``kernels`` given as a column: when every kernel has a text name
-    (``name`` of it: an object's ``"name"`` as a suite writes them, or a decoded kernel's attribute) the names
-    are joined without a Python step per kernel, else record by record. Each text is interned (``_interned``)."""
+def _kernel_names_column(column: list[Any]) -> list[str]:
+    """``kernel_names`` of each record, its ``kernels`` given as a column: when every kernel is an object with a
+    text ``"name"`` (as a suite writes them) the names are joined without a Python step per kernel, else record by
+    record. Each text is interned (``_interned``)."""
     try:
-        return _interned([" + ".join(map(name, kernels)) if kernels else "" for kernels in column])
+        return _interned([" + ".join(map(_NAME, kernels)) if kernels else "" for kernels in column])
     except (KeyError, TypeError, IndexError):
         return _interned([kernel_names({"kernels": kernels}) for kernels in column])
 
 
 _NAME = itemgetter("name")
-_NAME_ATTRIBUTE = attrgetter("name")
 
 
 def _interned(texts: list[Any]) -> list[str]:
@@ -214,37 +213,17 @@ RECORD_KEYS = (*RECORD_COLUMNS.values(), "kernels", *BASIS_KEYS)
 
 def records_columns(records: Sequence[Mapping[str, Any]]) -> list[list[Any]]:
     """The ``records`` columns of a run's results-file records, ``case_id`` to ``position`` (the run's and the
-    series' numbers are the database's), each read from its ``RECORD_COLUMNS`` key and made a column at a time:
-    a backfill makes a million rows of them."""
-    return columns_from_keys(columns_of(records, RECORD_KEYS, None), len(records))
-
-
-def _means_of_pairs(column: list[Any]) -> list[float | None]:
-    """The mean of each pair of numbers (a clock read before and after), or ``None``."""
-    return [None if pair is None else (float(pair[0]) + float(pair[1])) / 2 for pair in column]
-
-
-#: The columns whose stored values differ from a record's field of its declared type (the others are stored as
-#: they are): the case id is interned, a clock read before and after (two whole numbers) is stored as its mean.
-_CONVERT_DECLARED: dict[str, Callable[[list[Any]], list[Any]]] = {"case_id": _interned,
-                                                                  "sm_clock_mhz": _means_of_pairs}
-
-
-def columns_from_keys(keys: Mapping[str, list[Any]], count: int, declared: bool = False) -> list[list[Any]]:
-    """``records_columns`` of ``count`` records given as the values of each of their ``RECORD_KEYS`` (``None``
-    where a record lacks it); ``declared``: each value is of its field's declared type already, as a typed
-    decoder gives them (``results_typed``: a kernel is a struct whose ``name`` is an attribute), and only the
-    columns stored otherwise are made."""
-    convert = _CONVERT_DECLARED if declared else _CONVERT
-    kernel_name = _NAME_ATTRIBUTE if declared else _NAME
+    series' numbers are the database's), each read from its ``RECORD_COLUMNS`` key and made a column at a time
+    (a backfill makes a million rows of them); the figure at max clock and the basis from ``bases``."""
+    keys = columns_of(records, RECORD_KEYS, None)
     at_max_clock, basis = bases(keys["clock_bound"], keys["value_at_max_clock"], keys["call_clock_mhz"],
                                 keys["max_clock_mhz"])
-    made: dict[str, list[Any]] = {"kernels": _kernel_names_column(keys["kernels"], kernel_name),
+    made: dict[str, list[Any]] = {"kernels": _kernel_names_column(keys["kernels"]),
                                   "value_at_max_clock": at_max_clock, "basis": basis}
     columns = [made[name] if name in made
-               else convert[name](keys[RECORD_COLUMNS[name]]) if name in convert else keys[RECORD_COLUMNS[name]]
+               else _CONVERT[name](keys[RECORD_COLUMNS[name]]) if name in _CONVERT else keys[RECORD_COLUMNS[name]]
                for name in RECORD_VALUE_COLUMNS[1:-2]]
-    return [*columns, list(range(count))]
+    return [*columns, list(range(len(records)))]
 
 
 def bases(clock_bound: Sequence[Any], at_max_clock: Sequence[Any], call_clock_mhz: Sequence[Any],
