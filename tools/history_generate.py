@@ -25,8 +25,9 @@ Measured (printed as a Markdown table, docs/history.md quotes it):
    range ``history changes`` prints brackets the culprit.
 4. **A driver change with a 4 % step**, end to end: 200 results files made from a validation run (every field the
    suite writes), the driver 580.159.04 → 590.10 and every case 4 % slower from run 150 on, ingested into a
-   SQLite history and read by ``python -m gpuperf history changes``; per case, whether its change point's commit
-   range holds the driver change and whether its line names the driver. ``--out DIR`` keeps the files.
+   SQLite history and read by ``python -m gpuperf history changes`` (``--driver-histories`` of them); per case,
+   whether its change point's commit range holds the driver change, whether its line names the driver, and how
+   many of those were placed off the step itself. ``--out DIR`` keeps the files.
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ from contextlib import redirect_stdout
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -86,7 +88,7 @@ class CaseNoise:
 
 def case_noises(folder: Path = VALIDATION) -> list[CaseNoise]:
     """Every case of the validation runs, its noise across them."""
-    records: dict[str, list[dict[str, object]]] = {}
+    records: dict[str, list[dict[str, Any]]] = {}
     for path in sorted(folder.glob("*.json")):
         for record in json.loads(path.read_text())["records"]:
             if record.get("status") == "PASS":
@@ -95,14 +97,14 @@ def case_noises(folder: Path = VALIDATION) -> list[CaseNoise]:
     for case, kept in sorted(records.items()):
         if len(kept) < 3:
             continue
-        values = [float(r["value"]) for r in kept]  # type: ignore[arg-type]
-        free = [f for r in kept if (f := figure_at_max_clock(r.get("clock_bound"), r.get("value_at_max_clock")))  # type: ignore[arg-type]
+        values = [float(r["value"]) for r in kept]
+        free = [f for r in kept if (f := figure_at_max_clock(r.get("clock_bound"), r.get("value_at_max_clock")))
                 is not None]
-        bases = [own_basis(r.get("clock_bound"), r.get("value_at_max_clock"), r.get("call_clock_mhz"),  # type: ignore[arg-type]
+        bases = [own_basis(r.get("clock_bound"), r.get("value_at_max_clock"), r.get("call_clock_mhz"),
                            r.get("max_clock_mhz")) for r in kept]
         capped = len(free) == len(kept) and 2 * bases.count(Basis.CYCLES) > len(bases)
         spread_key = "cycles_rel_iqr" if capped else "rel_iqr"
-        spreads = [float(r[spread_key]) for r in kept if isinstance(r.get(spread_key), float)]  # type: ignore[arg-type]
+        spreads = [float(r[spread_key]) for r in kept if isinstance(r.get(spread_key), float)]
         noises.append(CaseNoise(
             case_id=case, level=statistics.median(values),
             level_at_max_clock=statistics.median(free) if len(free) == len(kept) else None,
@@ -230,19 +232,20 @@ def placement_coverage(cases: list[CaseNoise], rng: np.random.Generator, trials:
             f"{_percent(held, found)} | {width / max(found, 1):.2f} runs it could be at, on average |")
 
 
-def _results_files(cases: list[CaseNoise], rng: np.random.Generator, folder: Path) -> None:
-    """200 results files of one host: a validation run's, every case 4 % slower and the driver changed from run
-    ``STEP_AT`` on."""
+def _results_files(cases: list[CaseNoise], rng: np.random.Generator, folder: Path, runs: int = RUNS,
+                   step_at: int = STEP_AT) -> None:
+    """``runs`` results files of one host: a validation run's, every case 4 % slower and the driver changed from run
+    ``step_at`` on (the cases not in ``cases`` keep the validation run's figures)."""
     template = json.loads(sorted(VALIDATION.glob("*.json"))[0].read_text())
     by_case = {case.case_id: case for case in cases}
-    series = {case.case_id: generate(case, rng, RUNS, STEP_AT, -0.04) for case in cases}
+    series = {case.case_id: generate(case, rng, runs, step_at, -0.04) for case in cases}
     start = datetime(2027, 1, 1, tzinfo=timezone.utc)
     folder.mkdir(parents=True, exist_ok=True)
-    for number in range(RUNS):
+    for number in range(runs):
         document = copy.deepcopy(template)
         run = document["run"]
         run["started"] = (start + timedelta(days=number)).isoformat(timespec="seconds")
-        run["driver"] = OLD_DRIVER if number < STEP_AT else NEW_DRIVER
+        run["driver"] = OLD_DRIVER if number < step_at else NEW_DRIVER
         run["extra"]["provenance"] = {"kind": "run", "git_commit": f"{number:010x}" + "0" * 30, "git_dirty": False,
                                       "branch": "main", "ci_job": None, "options": {}, "baseline_digest": None}
         for record in document["records"]:
@@ -258,35 +261,41 @@ def _results_files(cases: list[CaseNoise], rng: np.random.Generator, folder: Pat
         (folder / f"run-{number:03d}.json").write_text(json.dumps(document, indent=1))
 
 
-LINE = re.compile(r"^SLOWDOWN (?P<case>\S+) .*culprit in commits (?P<good>[0-9a-f]{10})\S*\.\.(?P<bad>[0-9a-f]{10})")
+LINE = re.compile(r"^SLOWDOWN (?P<case>\S+) .* and run \w+ \([\d-]+, commit (?P<after>[0-9a-f]{10})\S*\);"
+                  r".*culprit in commits (?P<good>[0-9a-f]{10})\S*\.\.(?P<bad>[0-9a-f]{10})")
 
 
-def driver_change(cases: list[CaseNoise], rng: np.random.Generator, out: Path | None) -> list[str]:
-    with tempfile.TemporaryDirectory() as scratch:
-        folder = out or Path(scratch) / "runs"
-        _results_files(cases, rng, folder)
-        database = Path(scratch) / "history.sqlite"
-        with redirect_stdout(io.StringIO()):
-            gpuperf_main(["history", "--history", str(database), "ingest", str(folder)])
-        printed = io.StringIO()
-        began = time.perf_counter()
-        with redirect_stdout(printed):
-            status = gpuperf_main(["history", "--history", str(database), "changes"])
-        took = time.perf_counter() - began
-    lines = [line for line in printed.getvalue().splitlines() if LINE.match(line)]
-    near = named = outside = 0
-    for line in lines:
-        match = LINE.match(line)
-        assert match is not None
-        if int(match["good"], 16) < STEP_AT <= int(match["bad"], 16):
-            near += 1
-            named += f"driver {OLD_DRIVER} → {NEW_DRIVER}" in line
-        else:
-            outside += 1
-    cases_with = len({LINE.match(line)["case"] for line in lines})  # type: ignore[index]
-    return [f"| driver {OLD_DRIVER} → {NEW_DRIVER} with a 4 % step at run {STEP_AT} of 200, end to end "
-            f"(`history changes` exit {status}, {took:.1f} s) | {named} of {near} slowdowns whose commit range "
-            f"holds the driver change name it | {cases_with} of {len(cases)} cases with a slowdown; {outside} "
+def driver_change(cases: list[CaseNoise], rng: np.random.Generator, out: Path | None, histories: int,
+                  runs: int = RUNS, step_at: int = STEP_AT) -> list[str]:
+    """``histories`` histories of ``runs`` runs with the driver change and a 4 % step at ``step_at``, each through
+    ``history changes``."""
+    near = named = outside = off_step = found = 0
+    took: list[float] = []
+    for number in range(histories):
+        with tempfile.TemporaryDirectory() as scratch:
+            folder = out / f"history-{number}" if out else Path(scratch) / "runs"
+            _results_files(cases, rng, folder, runs, step_at)
+            database = Path(scratch) / "history.sqlite"
+            with redirect_stdout(io.StringIO()):
+                gpuperf_main(["history", "--history", str(database), "ingest", str(folder)])
+            printed = io.StringIO()
+            began = time.perf_counter()
+            with redirect_stdout(printed):
+                gpuperf_main(["history", "--history", str(database), "changes"])
+            took.append(time.perf_counter() - began)
+        matches = [match for line in printed.getvalue().splitlines() if (match := LINE.match(line))]
+        found += len({match["case"] for match in matches})
+        for match in matches:
+            if int(match["good"], 16) < step_at <= int(match["bad"], 16):
+                near += 1
+                named += f"driver {OLD_DRIVER} → {NEW_DRIVER}" in match.string
+                off_step += int(match["after"], 16) != step_at
+            else:
+                outside += 1
+    return [f"| driver {OLD_DRIVER} → {NEW_DRIVER} with a 4 % step at run {step_at} of {runs}, end to end "
+            f"({histories} histories, `history changes` {min(took):.1f}–{max(took):.1f} s) | {named} of {near} "
+            f"slowdowns whose commit range holds the driver change name it ({off_step} of them placed a run or more "
+            f"off the step) | {found} of {histories * len(cases)} case-histories with a slowdown; {outside} "
             "slowdowns placed away from it |"]
 
 
@@ -295,6 +304,8 @@ def main() -> int:
     parser.add_argument("--trials", type=int, default=100, help="step trials per case (default 100)")
     parser.add_argument("--histories", type=int, default=4,
                         help="stationary 200-run histories per case for the false change points (default 4)")
+    parser.add_argument("--driver-histories", type=int, default=3,
+                        help="histories with the driver change, each ingested and read end to end (default 3)")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--out", type=Path, help="keep the driver-change history's 200 results files here")
     args = parser.parse_args()
@@ -313,7 +324,7 @@ def main() -> int:
         print(row, flush=True)
     print(false_rate(cases, rng, args.histories), flush=True)
     print(placement_coverage(cases, rng, max(args.trials // 5, 1)), flush=True)
-    for row in driver_change(cases, rng, args.out):
+    for row in driver_change(cases, rng, args.out, args.driver_histories):
         print(row, flush=True)
     digest = hashlib.sha256(json.dumps([vars(case) for case in cases]).encode()).hexdigest()[:12]
     print(f"\n(case noises digest {digest}; {time.perf_counter() - began:.0f} s)")
