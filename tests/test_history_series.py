@@ -18,7 +18,6 @@ import pytest
 import sqlalchemy as sa
 
 from history_support import ENGINES, database_url, document  # noqa: F401  (a fixture)
-from gpuperf.store import history_series
 from gpuperf.store.fetching import fetch
 from gpuperf.store.history import History, sqlite_url
 from gpuperf.store.history_rows import RunSummary
@@ -113,8 +112,7 @@ def test_points_are_a_sequence_of_run_and_figure() -> None:
 
 
 @pytest.mark.parametrize("database_url", ENGINES, indirect=True)
-def test_the_history_s_columns_hold_every_judged_figure_of_each_series(database_url: str,
-                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_history_s_columns_hold_every_judged_figure_of_each_series(database_url: str) -> None:
     rng = random.Random(7)
     cases = {"perf_tests/test_gemm.py::b": 50.0, "perf_tests/test_gemm.py::a": 3.0, "perf_tests/test_gemv.py::c": 9.0}
     documents = []
@@ -135,13 +133,9 @@ def test_the_history_s_columns_hold_every_judged_figure_of_each_series(database_
         rows = history.values()
         recent = history.runs(gpu="nvidia-h200", since="2027-01-02")
         since = series_from_columns(*history.series_columns(), recent)
-        here = history.series_columns(workers=1)
-        monkeypatch.setattr(history_series, "PARALLEL_RECORDS", 0)  # worker processes read even this history
-        apart = history.series_columns(workers=2), history.series_columns(workers=3)
-    for groups, pks, values, bases in apart:  # the same columns, read in worker processes
-        assert groups == here[0] and np.array_equal(pks, here[1]) and np.array_equal(values, here[2])
-        assert np.array_equal(bases, here[3]) and not bases.any()  # no figure at max clock: judged on time
-        assert pks.dtype == np.int64 and values.dtype == np.float64 and bases.dtype == np.bool_
+        _, pks, values, bases = history.series_columns()
+    assert not bases.any()  # no figure at max clock: every record judged on time
+    assert pks.dtype == np.int64 and values.dtype == np.float64 and bases.dtype == np.bool_
     expected = per_record(rows, runs)
     assert len(runs) == 30 and all(run.git_dirty is None or isinstance(run.git_dirty, bool) for run in runs.values())
     assert list(columns) == list(expected) and {key: list(points) for key, points in columns.items()} == expected

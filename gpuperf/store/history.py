@@ -246,11 +246,11 @@ class History:
         with self.reading() as connection:
             return {int(row.run_pk): row.value for row in connection.execute(query)}
 
-    def series_columns(self, workers: int | None = None) -> history_series.Columns:
+    def series_columns(self) -> history_series.Columns:
         """The judged figures as columns for ``history_changes.series_from_columns``: ``(case_id, method,
         count)`` per group, then every group's run pks and values, in group order (``history_series``)."""
         with self.reading() as connection:
-            return history_series.series_columns(self.url, connection, workers)
+            return history_series.series_columns(connection)
 
     def kernels(self, case: str, run_pks: Sequence[int]) -> dict[int, str]:
         """The kernels each of those runs' record of ``case`` names (``name + name``)."""

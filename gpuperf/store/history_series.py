@@ -1,15 +1,13 @@
 """Every series' judged figures, as ``history changes`` reads them (``History.series_columns``).
 
 One query a series, through the series index: the series number need not come back with each of a million rows,
-and the rows go straight into arrays. Reading a row costs the driver far more than SQLite's finding it, so a
-large history's series are shared among worker processes (forked: they import nothing), each with a connection
-of its own; a small one, or a platform without ``fork``, is read in this process.
+and the rows go straight into arrays, through the driver's own cursor (``fetching``: 1.4 s for 1.5 million records
+here, where SQLAlchemy's rows took 2.5 s). Reading them in forked worker processes, one per core, gained nothing
+measurable on the 2-core CI machine (1.39 s either way, docs/history.md), so this process reads them all.
 """
 
 from __future__ import annotations
 
-import gc
-import os
 from collections.abc import Sequence
 from itertools import chain
 from typing import TYPE_CHECKING
@@ -22,10 +20,6 @@ from gpuperf.vocabulary import Status
 
 if TYPE_CHECKING:
     import numpy as np
-
-#: Records (the largest record number) below which the series are read in this process: forking workers
-#: costs some 50 ms, which a few hundred thousand rows repay.
-PARALLEL_RECORDS = 200_000
 
 #: ``(case_id, method, count)`` per series, then their run pks, figures and whether each figure is at max clock,
 #: one series after the other.
@@ -53,52 +47,14 @@ def figures(connection: sa.Connection, numbers: Sequence[int]) -> Figures:
     return read
 
 
-def _figures_apart(url: str, numbers: Sequence[int]) -> Figures:
-    """``figures`` in a worker process, on a connection of its own."""
-    from gpuperf.store.history_engine import create_engine
-
-    engine = create_engine(url, create=False)
-    try:
-        with engine.connect().execution_options(gpuperf_read=True) as connection, connection.begin():
-            return figures(connection, numbers)
-    finally:
-        engine.dispose()
-
-
-def series_columns(url: str, connection: sa.Connection, workers: int | None = None) -> Columns:
-    """The columns of the history at ``url`` (open on ``connection``), the series in order of ``(case_id,
-    method)``; ``workers`` processes (default: one per core) share a large history's series."""
+def series_columns(connection: sa.Connection) -> Columns:
+    """The columns of the history open on ``connection``, the series in order of ``(case_id, method)``."""
     import numpy as np
 
     names = sorted((str(case), str(method), int(pk)) for pk, case, method in fetch(connection, sa.select(SERIES)))
-    records = connection.execute(sa.select(sa.func.max(RECORDS.c.pk))).scalar() or 0
-    numbers = [number for _, _, number in names]
-    workers = min(workers if workers is not None else (os.cpu_count() or 1), len(numbers))
-    if workers >= 2 and records >= PARALLEL_RECORDS and _can_fork():
-        read = _read_apart(url, numbers, workers)
-    else:
-        read = figures(connection, numbers)
+    read = figures(connection, [number for _, _, number in names])
     groups = [(case, method, len(pks)) for (case, method, _), (pks, _, _) in zip(names, read) if len(pks)]
     if not groups:
         return [], np.zeros(0, dtype=np.int64), np.zeros(0), np.zeros(0, dtype=bool)
     return (groups, np.concatenate([pks for pks, _, _ in read]), np.concatenate([values for _, values, _ in read]),
             np.concatenate([flags for _, _, flags in read]))
-
-
-def _can_fork() -> bool:
-    import multiprocessing
-
-    return "fork" in multiprocessing.get_all_start_methods()
-
-
-def _read_apart(url: str, numbers: Sequence[int], workers: int) -> Figures:
-    """``figures`` of those series in ``workers`` processes, each reading every ``workers``-th series."""
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
-
-    shares = [list(numbers[start::workers]) for start in range(workers)]
-    with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("fork"),
-                             initializer=gc.disable) as pool:
-        parts = list(pool.map(_figures_apart, [url] * workers, shares))
-    read = {number: figure for share, part in zip(shares, parts) for number, figure in zip(share, part)}
-    return [read[number] for number in numbers]
