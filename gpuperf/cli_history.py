@@ -13,12 +13,12 @@ from typing import Any
 import numpy as np
 
 from gpuperf.cli_trend import add_page_command
-from gpuperf.store.history import History, HistoryError, resolve_target
-from gpuperf.verdict import history_changes
-from gpuperf.verdict.changepoints import DEFAULT_TAIL_HISTORY, DEFAULT_TAIL_RUNS
+from gpuperf.history.database import History, HistoryError, resolve_target
+from gpuperf.history import changes as history_changes
+from gpuperf.history.changepoints import DEFAULT_TAIL_HISTORY, DEFAULT_TAIL_RUNS
 from gpuperf.verdict.gate import Basis
-from gpuperf.store.history_rows import RunSummary
-from gpuperf.verdict.history_changes import Change
+from gpuperf.history.rows import RunSummary
+from gpuperf.history.changes import Change
 from gpuperf.wiring.argtypes import positive_int
 from gpuperf.wiring.options import HISTORY_TARGET, HISTORY_TARGET_AFTER, RUN_FILTERS, add_all
 

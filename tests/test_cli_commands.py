@@ -27,7 +27,7 @@ def test_history_changes_imports_no_other_command(tmp_path: Path) -> None:
     code = ("import json, sys\nfrom gpuperf.cli import main\n"
             "code = main(['history', '--history', sys.argv[1], 'changes'])\n"
             "print(json.dumps([code, sorted(sys.modules)]))")
-    from gpuperf.store.history import History, sqlite_url
+    from gpuperf.history.database import History, sqlite_url
     from history_support import document
 
     with History(sqlite_url(tmp_path / "h.sqlite")) as history:  # reading commands never create a history

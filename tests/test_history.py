@@ -10,9 +10,9 @@ import pytest
 import sqlalchemy as sa
 
 from history_support import ENGINES, ROOT, database_url, document, write  # noqa: F401  (a fixture)
-from gpuperf.store.history import History, HistoryError, records_with_data, resolve_target, sqlite_url, to_url
-from gpuperf.store.history_rows import RECORD_VALUE_COLUMNS, canonical_text, run_id
-from gpuperf.store.history_schema import (MIGRATIONS, RECORDS, RUN_DOCUMENTS, RUNS, SCHEMA_VERSION, SERIES_INDEX,
+from gpuperf.history.database import History, HistoryError, records_with_data, resolve_target, sqlite_url, to_url
+from gpuperf.history.rows import RECORD_VALUE_COLUMNS, canonical_text, run_id
+from gpuperf.history.schema import (MIGRATIONS, RECORDS, RUN_DOCUMENTS, RUNS, SCHEMA_VERSION, SERIES_INDEX,
                                           VERSION_TABLE, SchemaError, decode_document, has_series_index)
 
 pytestmark = pytest.mark.parametrize("database_url", ENGINES, indirect=True)
@@ -204,8 +204,8 @@ def test_targets_resolve_from_the_option_the_environment_or_the_default(database
 def test_a_run_written_twice_through_the_drivers_cursor_is_refused_as_sqlalchemy_refuses_it(database_url: str) -> None:
     """The writer hands a run's rows to the driver's own cursor; a run id taken already (another process appended
     the run first) is still SQLAlchemy's IntegrityError, which the append answers by finding the run present."""
-    from gpuperf.store import history as history_module
-    from gpuperf.store.history_ingest import prepare
+    from gpuperf.history import database as history_module
+    from gpuperf.history.backfill import prepare
 
     run = document("2026-12-01T11:00:00+00:00", {CASE: 2.0})
     with History(database_url) as history:

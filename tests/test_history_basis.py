@@ -15,10 +15,10 @@ import pytest
 import sqlalchemy as sa
 
 from gpuperf.cli import main
-from gpuperf.store.history import History, HistoryError, sqlite_url
-from gpuperf.store.history_rows import HistoryInputError, check_document, started_instant
-from gpuperf.store.history_schema import CYCLES, MIGRATIONS, RECORDS, RUNS, VERSION_TABLE
-from gpuperf.verdict.changepoints import placement
+from gpuperf.history.database import History, HistoryError, sqlite_url
+from gpuperf.history.rows import HistoryInputError, check_document, started_instant
+from gpuperf.history.schema import CYCLES, MIGRATIONS, RECORDS, RUNS, VERSION_TABLE
+from gpuperf.history.changepoints import placement
 from gpuperf.verdict.gate import Basis, figure_at_max_clock, own_basis
 from history_support import document, write
 

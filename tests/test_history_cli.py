@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from gpuperf.cli import main
-from gpuperf.store.history import History, sqlite_url
+from gpuperf.history.database import History, sqlite_url
 from history_support import ENGINES, ROOT, database_url, document, write  # noqa: F401  (a fixture)
 from test_plugin import GEMM_S, GEMV_S, TESTS, fake_project
 

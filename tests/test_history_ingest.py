@@ -10,9 +10,9 @@ import pytest
 import sqlalchemy as sa
 
 from history_support import ENGINES, TEMPLATE, database_url  # noqa: F401  (a fixture)
-from gpuperf.store.history import History
-from gpuperf.store.history_ingest import POOL_FILES
-from gpuperf.store.history_schema import RUNS
+from gpuperf.history.database import History
+from gpuperf.history.backfill import POOL_FILES
+from gpuperf.history.schema import RUNS
 
 pytestmark = pytest.mark.parametrize("database_url", ENGINES, indirect=True)
 
@@ -78,7 +78,7 @@ def test_a_file_whose_run_is_held_already_is_not_parsed_again(database_url: str,
     """A backfill run again over the same folder: a file whose bytes are a held run's (its id is their SHA-256)
     is counted present without being parsed, in the pool's workers and in the main process; a file whose bytes
     changed is parsed and added."""
-    from gpuperf.store import history_rows
+    from gpuperf.history import rows as history_rows
 
     paths = _files(tmp_path / "runs", POOL_FILES + 2)
     with History(database_url) as history:

@@ -10,7 +10,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gpuperf.store.history_rows import RECORD_COLUMNS, RECORD_VALUE_COLUMNS, records_columns
+from gpuperf.history.rows import RECORD_COLUMNS, RECORD_VALUE_COLUMNS, records_columns
 
 VALUES = st.sampled_from([None, 0, 1, -3, 2.5, -0.0, 1e300, float("inf"), float("nan"), True, False, "x", "",
                           [1980, 1965], [1980], [], [1.5, "a"], {"a": 1}]) | st.floats() | st.integers(-10**6, 10**6)

@@ -18,11 +18,11 @@ import pytest
 import sqlalchemy as sa
 
 from history_support import ENGINES, database_url, document  # noqa: F401  (a fixture)
-from gpuperf.store.fetching import fetch
-from gpuperf.store.history import History, sqlite_url
-from gpuperf.store.history_rows import RunSummary
-from gpuperf.verdict.changepoints import DEFAULT_MIN_SIZE
-from gpuperf.verdict.history_changes import (ALL_HOSTS, Points, SeriesKey, find_changes, series,
+from gpuperf.history.driver_rows import fetch
+from gpuperf.history.database import History, sqlite_url
+from gpuperf.history.rows import RunSummary
+from gpuperf.history.changepoints import DEFAULT_MIN_SIZE
+from gpuperf.history.changes import (ALL_HOSTS, Points, SeriesKey, find_changes, series,
                                              series_from_columns)
 from gpuperf.vocabulary import Status
 

@@ -18,7 +18,8 @@ from hypothesis import strategies as st
 
 from fuzzing import FLEET_RUNS, JSON_VALUES, REPO, _structural_mutation
 from gpuperf.measure.kernel_records import Kernel, kernels_sound
-from gpuperf.store import history_schema, reading
+from gpuperf.history import schema as history_schema
+from gpuperf.store import reading
 from gpuperf.store import results as results_format
 from gpuperf.store.field_checks import columns_sound, field_table
 from gpuperf.store.records import Record, RunInfo

@@ -55,7 +55,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from gpuperf.cli import main as gpuperf_main  # noqa: E402
-from gpuperf.verdict import changepoints  # noqa: E402
+from gpuperf.history import changepoints  # noqa: E402
 from gpuperf.verdict.gate import Basis, figure_at_max_clock, own_basis  # noqa: E402
 from tools.changepoint_compare import rate_interval, share_interval  # noqa: E402
 

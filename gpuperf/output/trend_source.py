@@ -18,10 +18,10 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from gpuperf.output.trend_data import CaseSeries, ChangePoint, SeriesPoint, TrendData, TrendRun
 from gpuperf.output.trend_summary import RecentRuns, SummaryHistory
-from gpuperf.store.history import History, HistoryError, describe, records_with_data, runs_query
-from gpuperf.store.history_schema import RECORDS, RUNS, SchemaError
+from gpuperf.history.database import History, HistoryError, describe, records_with_data, runs_query
+from gpuperf.history.schema import RECORDS, RUNS, SchemaError
 from gpuperf.store.records import Record, RunInfo
-from gpuperf.verdict import history_changes
+from gpuperf.history import changes as history_changes
 from gpuperf.verdict.gate import Basis
 from gpuperf.vocabulary import Family
 

@@ -22,9 +22,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gpuperf.store import history_rows
-from gpuperf.store.history_rows import HistoryInputError
-from gpuperf.store.history_schema import encode_document
+from gpuperf.history import rows as history_rows
+from gpuperf.history.rows import HistoryInputError
+from gpuperf.history.schema import encode_document
 
 #: A run as the database takes it: its ``runs`` row, its compressed document, its records' columns
 #: (``history_rows.records_columns``).

@@ -22,17 +22,17 @@ import orjson
 import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
-from gpuperf.store import history_rows, history_series
-from gpuperf.store.fetching import fetch
-from gpuperf.store.history_engine import create_engine as create_engine
-from gpuperf.store.history_engine import describe as describe
-from gpuperf.store.history_ingest import IngestReport, Prepared, ingest_files, prepare, selected_files
-from gpuperf.store.history_rows import (CASE_COLUMN, METHOD_COLUMN, RECORD_VALUE_COLUMNS, RunSummary,
-                                        started_instant)
-from gpuperf.store.history_schema import (AT_MAX_CLOCK, CYCLES, DOCUMENT_ENCODING, JUDGED_FIGURE, RECORDS, RUN_DOCUMENTS, RUNS, SCHEMA_VERSION, SERIES,
-                                          SERIES_INDEX, SchemaError, create_series_index, decode_document,
-                                          has_series_index, migrate, recorded_version)
-from gpuperf.store.history_target import HistoryError as HistoryError  # the store's error, as before
+from gpuperf.history import figures as history_series
+from gpuperf.history import rows as history_rows
+from gpuperf.history.driver_rows import fetch
+from gpuperf.history.engine import create_engine as create_engine
+from gpuperf.history.engine import describe as describe
+from gpuperf.history.backfill import IngestReport, Prepared, ingest_files, prepare, selected_files
+from gpuperf.history.rows import CASE_COLUMN, METHOD_COLUMN, RECORD_VALUE_COLUMNS, RunSummary, started_instant
+from gpuperf.history.schema import (AT_MAX_CLOCK, CYCLES, DOCUMENT_ENCODING, JUDGED_FIGURE, RECORDS, RUN_DOCUMENTS,
+                                    RUNS, SCHEMA_VERSION, SERIES, SERIES_INDEX, SchemaError, create_series_index,
+                                    decode_document, has_series_index, migrate, recorded_version)
+from gpuperf.store.history_target import HistoryError as HistoryError  # the history's error
 from gpuperf.store.history_target import resolve_target as resolve_target
 from gpuperf.store.history_target import sqlite_url as sqlite_url
 from gpuperf.store.history_target import to_url as to_url

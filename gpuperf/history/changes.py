@@ -18,8 +18,8 @@ from typing import Any, overload
 
 import numpy as np
 
-from gpuperf.store.history_rows import RunSummary
-from gpuperf.verdict.changepoints import DEFAULT_MIN_SIZE, ChangePoint, Settings, change_points, placement
+from gpuperf.history.rows import RunSummary
+from gpuperf.history.changepoints import DEFAULT_MIN_SIZE, ChangePoint, Settings, change_points, placement
 from gpuperf.verdict.gate import Basis, valid_figure
 from gpuperf.vocabulary import Status
 

@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING
 
 import sqlalchemy as sa
 
-from gpuperf.store.fetching import fetch, fetcher
-from gpuperf.store.history_schema import AT_MAX_CLOCK, JUDGED_FIGURE, RECORDS, SERIES
+from gpuperf.history.driver_rows import fetch, fetcher
+from gpuperf.history.schema import AT_MAX_CLOCK, JUDGED_FIGURE, RECORDS, SERIES
 from gpuperf.vocabulary import Status
 
 if TYPE_CHECKING:

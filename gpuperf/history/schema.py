@@ -247,7 +247,7 @@ def _judged_figures(connection: sa.Connection) -> None:
     """Version 5: each record's basis, its figure at max clock only where it has one (none for a memory-bound
     case) and its cycles' spread, from the runs' documents; each run's start as an instant; the series index holds
     the basis and both figures."""
-    from gpuperf.store.history_rows import BASIS_KEYS, bases, started_instant
+    from gpuperf.history.rows import BASIS_KEYS, bases, started_instant
 
     connection.execute(sa.text("ALTER TABLE records ADD COLUMN cycles_spread FLOAT"))
     connection.execute(sa.text("ALTER TABLE records ADD COLUMN basis VARCHAR(8)"))
