@@ -212,8 +212,10 @@ def add_history_commands(commands: Any) -> None:
     changes = sub.add_parser(
         "changes", parents=[target], help="change points per case, GPU model and host; exit 1 on a recent slowdown",
         description="Per series (a case, its method, a GPU model and host, in run order) the change points "
-                    "(binary segmentation with a t-test, docs/history.md), with their size, the runs and commits "
-                    "between which they happened and whether versions or kernels changed there. Exits 1 when a "
+                    "of the figure the gate judges (at max clock where a run is judged on cycles, the measured "
+                    "figure beside it; binary segmentation with a t-test, docs/history.md), with their size, the "
+                    "runs and the commit range that bracket them and every version, kernel or basis change among "
+                    "the runs they could have been placed at. An empty selection is an error. Exits 1 when a "
                     "slowdown's first slow run is among a series' last --last runs (a nightly check). A slowdown "
                     f"in a series' last {DEFAULT_TAIL_RUNS} runs is named at once: by a t-test against the "
                     f"runs before them when there are {DEFAULT_TAIL_HISTORY} or more, else by the gate's rule "
