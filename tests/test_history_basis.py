@@ -194,3 +194,27 @@ def test_a_started_that_is_not_a_timestamp_is_refused_where_the_history_reads_it
         history.runs()
     with History(old) as history, history.reading() as connection:
         assert connection.execute(sa.select(RUNS.c.started_utc)).scalar() is None
+
+
+def test_summary_md_s_recent_runs_are_the_judged_figures(tmp_path: Path) -> None:
+    """The recent runs summary.md shows for a power-capped case: its figures at max clock, this run's too."""
+    from gpuperf.output.trend_source import summary_history
+    from gpuperf.store.records import Record, RunInfo
+
+    rng = random.Random(9)
+    url = sqlite_url(tmp_path / "h.sqlite")
+    with History(url) as history:
+        for day in (1, 2):
+            doc = document(f"2026-12-0{day}T10:00:00+00:00", {CAPPED: 50.0})
+            doc["records"][0].update(_capped(rng, 63.4))
+            assert history.append(doc, f"run-{day}")
+    run = RunInfo("NVIDIA H200", "nvidia-h200", "9.0", "580.159.04", "13.2", "13.1.0", "14.2.0", MAX_CLOCK, 3201,
+                  ("cold",), "2026-12-03T10:00:00+00:00")
+    now = Record(case_id=CAPPED, nodeid=CAPPED, family="gemm", params={}, metric="TFLOPS", value=52.0,
+                 unit="TFLOPS", status="PASS", value_at_max_clock=61.5, call_clock_mhz=1700.0,
+                 max_clock_mhz=MAX_CLOCK, clock_bound=True)
+    shown = summary_history(url, run, [now], tmp_path / "site")
+    assert shown is not None
+    values = shown.recent[CAPPED].values
+    assert len(values) == 3 and all(value is not None and 63.0 < value < 63.8 for value in values[:2])
+    assert values[2] == 61.5

@@ -19,10 +19,10 @@ from sqlalchemy.exc import SQLAlchemyError
 from gpuperf.output.trend_data import CaseSeries, ChangePoint, SeriesPoint, TrendData, TrendRun
 from gpuperf.output.trend_summary import RecentRuns, SummaryHistory
 from gpuperf.history.database import History, HistoryError, describe, records_with_data, runs_query
-from gpuperf.history.schema import RECORDS, RUNS, SchemaError
+from gpuperf.history.schema import JUDGED_FIGURE, RECORDS, RUNS, SchemaError
 from gpuperf.store.records import Record, RunInfo
 from gpuperf.history import changes as history_changes
-from gpuperf.verdict.gate import Basis
+from gpuperf.verdict.gate import Basis, own_basis
 from gpuperf.vocabulary import Family
 
 #: How many runs of a case ``summary.md`` shows: the history's last ones and this run.
@@ -142,16 +142,25 @@ def _rows(connection: sa.Connection, gpu: str | None,
     return runs, records
 
 
+def judged_figure(record: Record) -> float | None:
+    """The figure the history judges a record on (at max clock where its basis is cycles, ``gate.own_basis``), as
+    ``history changes`` and the trend page read it from the history."""
+    at_max_clock = own_basis(record.clock_bound, record.value_at_max_clock, record.call_clock_mhz,
+                             record.max_clock_mhz) == Basis.CYCLES
+    value = record.value_at_max_clock if at_max_clock else record.value
+    return value if value is not None and math.isfinite(value) else None
+
+
 def summary_history(url: str, run: RunInfo, records: Sequence[Record], site: Path,
                     last: int = SUMMARY_RUNS) -> SummaryHistory | None:
-    """For ``summary.md``: each case's figures in the model's last ``last - 1`` runs of the history, then this
-    run's. ``None`` when the history cannot be read: the session's append reports why, once."""
+    """For ``summary.md``: each case's judged figures (``judged_figure``) in the model's last ``last - 1`` runs of
+    the history, then this run's. ``None`` when the history cannot be read: the session's append reports why, once."""
     try:
         with History(url, create=False) as history, history.reading() as connection:
             recent = (sa.select(RUNS.c.pk).where(RUNS.c.gpu_slug == run.gpu_slug)
                       .order_by(RUNS.c.started_utc.desc(), RUNS.c.pk.desc()).limit(max(last - 1, 0)))
             pks = [row.pk for row in connection.execute(recent)][::-1]
-            rows = connection.execute(sa.select(RECORDS.c.run_pk, RECORDS.c.case_id, RECORDS.c.value)
+            rows = connection.execute(sa.select(RECORDS.c.run_pk, RECORDS.c.case_id, JUDGED_FIGURE.label("value"))
                                       .where(RECORDS.c.run_pk.in_(pks))).all() if pks else []
     except (HistoryError, SchemaError, SQLAlchemyError):
         return None
@@ -159,7 +168,7 @@ def summary_history(url: str, run: RunInfo, records: Sequence[Record], site: Pat
     past: dict[str, list[float | None]] = {}
     for row in sorted(rows, key=lambda r: position[r.run_pk]):
         past.setdefault(str(row.case_id), []).append(row.value)
-    now = {r.case_id: r.value if math.isfinite(r.value) else None for r in records}
+    now = {r.case_id: judged_figure(r) for r in records}
     cases = set(past) | set(now)
     return SummaryHistory(run.gpu_slug, {case: RecentRuns(tuple(past.get(case, [])) +
                                                           ((now[case],) if case in now else ()))
