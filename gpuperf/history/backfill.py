@@ -1,7 +1,7 @@
 """Results files → the history's rows, read and checked in worker processes while the history writes them.
 
 A backfill of thousands of files is bound by reading them: each is read and checked by the results format's own
-reader (``history_rows.parse_results_document``), made into a run row and record columns and compressed.
+reader (``rows.parse_results_document``), made into a run row and record columns and compressed.
 Those steps run in a pool of worker processes (one per core) that hand back only the rows and the compressed
 document; the main process writes them to the database in transactions of a batch of runs each, in the files'
 order. A few files are read in the main process (a pool costs more than it saves). The workers build nothing
@@ -27,7 +27,7 @@ from gpuperf.history.rows import HistoryInputError
 from gpuperf.history.schema import encode_document
 
 #: A run as the database takes it: its ``runs`` row, its compressed document, its records' columns
-#: (``history_rows.records_columns``).
+#: (``rows.records_columns``).
 Prepared = tuple[dict[str, Any], bytes, list[list[Any]]]
 #: Fewer files than this are read in the main process.
 POOL_FILES = 64
@@ -47,7 +47,7 @@ class IngestReport:
 def prepare(document: dict[str, Any], source: str, text: str | bytes | None,
             identity: str | None = None) -> Prepared:
     """A run's row, its compressed document and its records' columns, before any transaction, of a document
-    ``history_rows.check_document`` has passed (every caller checks it first); ``identity``: the run id of
+    ``rows.check_document`` has passed (every caller checks it first); ``identity``: the run id of
     ``text``, when known."""
     text = history_rows.canonical_text(document) if text is None else text
     columns = history_rows.records_columns(document["records"])

@@ -1,10 +1,10 @@
 """The history store: every run and its records in SQLite (the default) or PostgreSQL, one code path for both.
 
 A target is ``none`` (no history), a URL (``sqlite:///path``, ``postgresql://…``) or a file path (SQLite); the
-engine and its SQLite settings are ``history_engine``'s (WAL, a busy timeout, writers queued by ``BEGIN
-IMMEDIATE``). On PostgreSQL a
-migration holds an advisory lock, so two jobs opening a fresh database never both create it. Appending a run
-already present (same run id) is a no-op, also when two processes append it at once.
+engine and its SQLite settings are ``engine``'s (WAL, a busy timeout, writers queued by ``BEGIN IMMEDIATE``). On
+PostgreSQL a migration holds an advisory lock, so two jobs opening a fresh database never both create it.
+Appending a run already present (same run id) is a no-op, also when two processes append it at once. A command
+that only reads a history opens it with ``create=False``: it never makes one.
 """
 
 from __future__ import annotations
@@ -123,7 +123,7 @@ class History:
                            lambda index: prepare(items[index][0], items[index][1], texts[index]), aside=True)
 
     def append_prepared(self, items: Sequence[tuple[str, Prepared]]) -> list[bool]:
-        """``append_batch`` of runs already prepared (``history_ingest.prepare``), given with their sources."""
+        """``append_batch`` of runs already prepared (``backfill.prepare``), given with their sources."""
         return self._write([str(prepared[0]["run_id"]) for _, prepared in items], [source for source, _ in items],
                            lambda index: items[index][1])
 
@@ -247,8 +247,8 @@ class History:
             return {int(row.run_pk): row.value for row in connection.execute(query)}
 
     def series_columns(self) -> history_series.Columns:
-        """The judged figures as columns for ``history_changes.series_from_columns``: ``(case_id, method,
-        count)`` per group, then every group's run pks and values, in group order (``history_series``)."""
+        """The judged figures as columns for ``changes.series_from_columns``: ``(case_id, method,
+        count)`` per group, then every group's run pks and values, in group order (``figures``)."""
         with self.reading() as connection:
             return history_series.series_columns(connection)
 

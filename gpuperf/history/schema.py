@@ -60,7 +60,7 @@ RUNS = sa.Table(
     sa.Column("options", sa.Text),
     sa.Column("baseline_digest", sa.String(64)),
     sa.Column("run_json", sa.Text, nullable=False),
-    #: ``started`` as the instant it names, in UTC (``history_rows.started_instant``): the runs' order; ``NULL``
+    #: ``started`` as the instant it names, in UTC (``rows.started_instant``): the runs' order; ``NULL``
     #: only for a run migrated from an older schema whose ``started`` is not a timestamp (refused when read).
     sa.Column("started_utc", sa.String(40), index=True),
 )
