@@ -15,7 +15,7 @@ import numpy as np
 from gpuperf.cli_trend import add_page_command
 from gpuperf.history.database import History, HistoryError, resolve_target
 from gpuperf.history import changes as history_changes
-from gpuperf.history.changepoints import DEFAULT_TAIL_HISTORY, DEFAULT_TAIL_RUNS
+from gpuperf.history.changepoints import DEFAULT_TAIL_HISTORY, DEFAULT_TAIL_RUNS, PLACEMENT_CONFIDENCE
 from gpuperf.verdict.gate import Basis
 from gpuperf.history.rows import RunSummary
 from gpuperf.history.changes import Change
@@ -26,9 +26,6 @@ EXIT_OK = 0
 EXIT_FOUND = 1
 #: ``history changes --last``: runs of a series in which a slowdown's first run must lie to fail the check.
 DEFAULT_LAST = 5
-#: The confidence with which the commit range of a change point holds its cause, as measured on generated
-#: histories (``tools/history_generate.py``, docs/history.md) for ``changepoints.PLACEMENT_THRESHOLD``.
-PLACEMENT_CONFIDENCE = "95 % confidence for a step of 2 noise σ or more"
 
 
 def open_from(args: argparse.Namespace, create: bool = False) -> History:
