@@ -23,8 +23,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from gpuperf.store.history import History, describe, resolve_target
-from gpuperf.store.history_rows import KIND_BISECT, PROVENANCE, HistoryInputError, Provenance, read_results_document
+from gpuperf.history.database import History, describe, resolve_target
+from gpuperf.history.rows import KIND_BISECT, PROVENANCE, HistoryInputError, Provenance, read_results_document
 from gpuperf.verdict import gate
 from gpuperf.verdict.check import entry_from_record
 from gpuperf.store.records import Record

@@ -250,7 +250,7 @@ COMMANDS = (("device", __name__, "_add_device_command"), ("compare", "gpuperf.cl
 ERRORS = (("gpuperf.cli_common", "CliError"), ("gpuperf.store.reading", "InputError"),
           ("gpuperf.store.results", "ResultsError"), ("gpuperf.store.baseline_entry", "BaselineError"),
           ("gpuperf.verdict.fleet", "FleetError"), ("gpuperf.store.history_target", "HistoryError"),
-          ("gpuperf.store.history_schema", "SchemaError"), ("gpuperf.store.history_rows", "HistoryInputError"),
+          ("gpuperf.history.schema", "SchemaError"), ("gpuperf.history.rows", "HistoryInputError"),
           ("gpuperf.bisect", "BisectError"), ("gpuperf.cli_trend", "PageError"))
 
 

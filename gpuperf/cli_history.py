@@ -13,11 +13,12 @@ from typing import Any
 import numpy as np
 
 from gpuperf.cli_trend import add_page_command
-from gpuperf.store.history import History, HistoryError, resolve_target
-from gpuperf.verdict import history_changes
-from gpuperf.verdict.changepoints import DEFAULT_TAIL_HISTORY, DEFAULT_TAIL_RUNS
-from gpuperf.store.history_rows import RunSummary
-from gpuperf.verdict.history_changes import Change
+from gpuperf.history.database import History, HistoryError, resolve_target
+from gpuperf.history import changes as history_changes
+from gpuperf.history.changepoints import DEFAULT_TAIL_HISTORY, DEFAULT_TAIL_RUNS, PLACEMENT_CONFIDENCE
+from gpuperf.verdict.gate import Basis
+from gpuperf.history.rows import RunSummary
+from gpuperf.history.changes import Change
 from gpuperf.wiring.argtypes import positive_int
 from gpuperf.wiring.options import HISTORY_TARGET, HISTORY_TARGET_AFTER, RUN_FILTERS, add_all
 
@@ -27,16 +28,33 @@ EXIT_FOUND = 1
 DEFAULT_LAST = 5
 
 
-def open_from(args: argparse.Namespace) -> History:
+def open_from(args: argparse.Namespace, create: bool = False) -> History:
+    """The history the command names; only ``ingest`` (``create``) makes one that is not there."""
     url = resolve_target(args.history, os.environ, Path.cwd())
     if url is None:
         raise HistoryError("--history none: these commands need a history; name one with --history or "
                            "$GPUPERF_HISTORY")
-    return History(url)
+    return History(url, create=create)
+
+
+def selected_runs(history: History, args: argparse.Namespace) -> dict[int, RunSummary]:
+    """The runs ``--gpu`` and ``--since`` select; none is an error that says what the history holds."""
+    runs = history.runs(gpu=args.gpu, since=args.since)
+    if runs:
+        return runs
+    every = history.runs()
+    if not every:
+        raise HistoryError(f"the history {history.where} holds no runs; add some with python -m gpuperf history "
+                           "ingest results/ (or run pytest perf_tests with this --history)")
+    models = sorted({run.gpu_slug for run in every.values()})
+    raise HistoryError(f"no run of the history {history.where} matches"
+                       f"{' --gpu ' + args.gpu if args.gpu else ''}{' --since ' + args.since if args.since else ''}; "
+                       f"it holds {len(every)} runs of {', '.join(models)}, the last started "
+                       f"{list(every.values())[-1].started}: fix the filter")
 
 
 def cmd_ingest(args: argparse.Namespace) -> int:
-    with open_from(args) as history:
+    with open_from(args, create=True) as history:
         report = history.ingest([Path(path) for path in args.paths], exclude=args.exclude)
     for path in report.added:  # the files held already are counted below, not listed: a nightly backfill holds most
         print(f"added {path}")
@@ -65,19 +83,27 @@ def _short_host(host: str) -> str:
 def cmd_show(args: argparse.Namespace) -> int:
     with open_from(args) as history:
         case = _case(history, args.case)
-        runs = history.runs(gpu=args.gpu, since=args.since)
+        runs = selected_runs(history, args)
         rows = [row for row in history.values(case=case) if row[2] in runs]
-        units = history.record_data(case, rows[-1][2]) if rows else None
+        if not rows:
+            raise HistoryError(f"{case} has no run among those selected{' (--gpu ' + args.gpu + ')' if args.gpu else ''}"
+                               f"{' (--since ' + args.since + ')' if args.since else ''}; widen the filter")
+        units = history.record_data(case, rows[-1][2])
+        times = {method: history.time_figures(case, method or "", [row[2] for row in rows])
+                 for method in {row[1] for row in rows}}
     unit = str((units or {}).get("unit", ""))
     print(f"{case}")
     header = ("run", "date", "kind", "GPU", "host", "commit", "driver / CUDA / cuBLAS / CuPy", "method",
-              f"value ({unit})" if unit else "value", "status")
+              f"judged ({unit})" if unit else "judged", "basis", "measured", "status")
     lines = [header]
     order = {pk: position for position, pk in enumerate(runs)}
-    for _, method, run_pk, value, status in sorted(rows, key=lambda row: order[row[2]]):
+    for _, method, run_pk, value, status, at_max_clock in sorted(rows, key=lambda row: order[row[2]]):
         run = runs[run_pk]
+        measured = times[method].get(run_pk)
         lines.append((run.run_id[:10], run.started[:19], run.kind, run.gpu_slug, _short_host(run.host), run.commit,
-                      run.versions, method, "—" if value is None else f"{value:.5g}", status))
+                      run.versions, method, "—" if value is None else f"{value:.5g}",
+                      Basis.CYCLES if at_max_clock else Basis.TIME,
+                      "—" if measured is None else f"{measured:.5g}", status))
     widths = [max(len(line[column]) for line in lines) for column in range(len(header))]
     for line in lines:
         print("  ".join(cell.ljust(width) for cell, width in zip(line, widths)).rstrip())
@@ -92,27 +118,27 @@ def _run_text(run: RunSummary) -> str:
 def describe_change(change: Change, unit: str = "") -> str:
     point = change.point
     how = " by the gate's rule" if point.by_gate else " in the last runs" if point.recent else ""
-    parts = [f"{100 * point.relative:+.1f} %{how} ({point.before:.4g} → {point.after:.4g}{' ' + unit if unit else ''})",
-             f"between {_run_text(change.before)} and {_run_text(change.after)}",
-             f"{change.runs_since} run{'s' if change.runs_since != 1 else ''} since"]
+    basis = f" at max clock" if change.time_before is not None else ""
+    parts = [f"{100 * point.relative:+.1f} %{basis}{how} ({point.before:.4g} → {point.after:.4g}"
+             f"{' ' + unit if unit else ''})"]
+    if change.time_before is not None and change.time_after is not None:
+        parts.append(f"measured {100 * (change.time_after - change.time_before) / change.time_before:+.1f} % "
+                     f"({change.time_before:.4g} → {change.time_after:.4g})")
+    parts.append(f"between {_run_text(change.before)} and {_run_text(change.after)}")
+    earliest, latest = change.earliest or change.before, change.latest or change.after
+    if (earliest.pk, latest.pk) != (change.before.pk, change.after.pk):
+        parts.append(f"could lie anywhere from after {_run_text(earliest)} to {_run_text(latest)}")
+    parts.append(f"culprit in commits {earliest.commit}..{latest.commit} ({PLACEMENT_CONFIDENCE})")
+    parts.append(f"{change.runs_since} run{'s' if change.runs_since != 1 else ''} since")
     if change.versions_changed:
         parts.append(f"versions changed: {change.versions_changed}")
     if change.kernels_changed:
         parts.append(f"kernels changed: {change.kernels_changed}")
+    if change.basis_changed:
+        parts.append(f"basis changed: {change.basis_changed}")
     if change.host_changed:
         parts.append(f"host changed: {_short_host(change.before.host)} → {_short_host(change.after.host)}")
     return "; ".join(parts)
-
-
-def _with_kernels(history: History, changes: Sequence[Change]) -> list[Change]:
-    from dataclasses import replace
-
-    annotated = []
-    for change in changes:
-        kernels = history.kernels(change.key.case_id, [change.before.pk, change.after.pk])
-        annotated.append(replace(change, kernels_changed=history_changes.kernel_change(
-            kernels.get(change.before.pk, ""), kernels.get(change.after.pk, ""))))
-    return annotated
 
 
 def _starts(groups: Sequence[tuple[str, str, int]]) -> list[int]:
@@ -129,16 +155,27 @@ def _concat(parts: list[np.ndarray], like: np.ndarray) -> np.ndarray:
 
 def cmd_changes(args: argparse.Namespace) -> int:
     with open_from(args) as history:
-        runs = history.runs(gpu=args.gpu, since=args.since)
-        groups, pks, values = history.series_columns()
+        runs = selected_runs(history, args)
+        groups, pks, values, bases = history.series_columns()
         if args.case:
             selected = [(start, group) for start, group in zip(_starts(groups), groups) if args.case in group[0]]
+            if not selected:
+                raise HistoryError(f"no case of the history {history.where} contains {args.case!r}; "
+                                   "python -m gpuperf history show PART lists the cases a part names")
             groups = [group for _, group in selected]
             pks = _concat([pks[start:start + group[2]] for start, group in selected], pks)
             values = _concat([values[start:start + group[2]] for start, group in selected], values)
-        grouped = history_changes.series_from_columns(groups, pks, values, runs)
-        changes = _with_kernels(history, history_changes.find_changes(
-            grouped, runs, spreads_of=lambda key, pks: history.spreads(key.case_id, key.method, pks)))
+            bases = _concat([bases[start:start + group[2]] for start, group in selected], bases)
+        grouped = history_changes.series_from_columns(groups, pks, values, bases, runs)
+        if not grouped:
+            raise HistoryError(f"the runs selected from the history {history.where} hold no judged figure "
+                               f"{'of a case containing ' + repr(args.case) + ' ' if args.case else ''}"
+                               "(every record ERROR, UNRELIABLE or ANOMALY); widen --gpu/--since/--case")
+        changes = history_changes.find_changes(
+            grouped, runs, spreads_of=lambda key, pks: history.spreads(key.case_id, key.method, pks))
+        changes = history_changes.with_kernels(changes, history.kernels)
+        changes = history_changes.with_time_figures(
+            changes, grouped, lambda key, pks: history.time_figures(key.case_id, key.method, pks))
     for change in changes:
         key = change.key
         print(f"{'SLOWDOWN' if change.slowdown else 'speed-up'} {key.case_id} [{key.method}] on {key.gpu_slug} "
@@ -172,8 +209,10 @@ def add_history_commands(commands: Any) -> None:
     changes = sub.add_parser(
         "changes", parents=[target], help="change points per case, GPU model and host; exit 1 on a recent slowdown",
         description="Per series (a case, its method, a GPU model and host, in run order) the change points "
-                    "(binary segmentation with a t-test, docs/history.md), with their size, the runs and commits "
-                    "between which they happened and whether versions or kernels changed there. Exits 1 when a "
+                    "of the figure the gate judges (at max clock where a run is judged on cycles, the measured "
+                    "figure beside it; binary segmentation with a t-test, docs/history.md), with their size, the "
+                    "runs and the commit range that bracket them and every version, kernel or basis change among "
+                    "the runs they could have been placed at. An empty selection is an error. Exits 1 when a "
                     "slowdown's first slow run is among a series' last --last runs (a nightly check). A slowdown "
                     f"in a series' last {DEFAULT_TAIL_RUNS} runs is named at once: by a t-test against the "
                     f"runs before them when there are {DEFAULT_TAIL_HISTORY} or more, else by the gate's rule "

@@ -23,8 +23,8 @@ class PageError(Exception):
 
 
 def cmd_history_page(args: argparse.Namespace) -> int:
-    from gpuperf.store.history import HistoryError, resolve_target
-    from gpuperf.store.history_schema import SchemaError
+    from gpuperf.history.database import HistoryError, resolve_target
+    from gpuperf.history.schema import SchemaError
 
     try:
         from gpuperf.output.trend_page import TrendPageError, write_site

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
-from gpuperf.store.history import sqlite_url, to_url
+from gpuperf.history.database import sqlite_url, to_url
 
 ROOT = Path(__file__).resolve().parent.parent
 POSTGRES_ENV = "GPUPERF_TEST_POSTGRES_URL"

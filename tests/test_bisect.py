@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from gpuperf.bisect import _first_bad
-from gpuperf.store.history import History, sqlite_url
+from gpuperf.history.database import History, sqlite_url
 
 ROOT = Path(__file__).resolve().parent.parent
 CASE = "perf_tests/test_fake.py::test_gemm[fp32-4096-cold]"

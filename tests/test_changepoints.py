@@ -7,9 +7,9 @@ import math
 import numpy as np
 import pytest
 
-from gpuperf.verdict.changepoints import ChangePoint, Settings, change_points
-from gpuperf.store.history_rows import RunSummary
-from gpuperf.verdict.history_changes import ALL_HOSTS, SeriesKey, find_changes, recent_slowdowns, series
+from gpuperf.history.changepoints import ChangePoint, Settings, change_points
+from gpuperf.history.rows import RunSummary
+from gpuperf.history.changes import ALL_HOSTS, SeriesKey, find_changes, recent_slowdowns, series
 
 
 def _noisy(levels: list[tuple[int, float]], noise: float, seed: int) -> np.ndarray:

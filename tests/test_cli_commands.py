@@ -27,9 +27,14 @@ def test_history_changes_imports_no_other_command(tmp_path: Path) -> None:
     code = ("import json, sys\nfrom gpuperf.cli import main\n"
             "code = main(['history', '--history', sys.argv[1], 'changes'])\n"
             "print(json.dumps([code, sorted(sys.modules)]))")
+    from gpuperf.history.database import History, sqlite_url
+    from history_support import document
+
+    with History(sqlite_url(tmp_path / "h.sqlite")) as history:  # reading commands never create a history
+        history.append(document("2026-12-01T10:00:00+00:00", {"case": 50.0}), "run")
     done = _fresh(code, f"sqlite:///{tmp_path / 'h.sqlite'}")
     exit_code, modules = json.loads(done.stdout.splitlines()[-1])
-    assert exit_code == 0 and "0 change points in 0 series over 0 runs" in done.stdout
+    assert exit_code == 0 and "0 change points in 1 series over 1 runs" in done.stdout
     assert "gpuperf.cli_history" in modules and not set(OTHER_COMMANDS) & set(modules)
 
 

@@ -242,9 +242,11 @@ def test_case_record_carries_cycles_clock_and_the_figure_at_max_clock() -> None:
     assert entry_from_record(replace(r, value_at_max_clock=None)).at_max_clock is None
 
 
-def test_a_memory_bound_case_record_is_not_clock_bound() -> None:
+def test_a_memory_bound_case_record_is_not_clock_bound_and_has_no_figure_at_max_clock() -> None:
+    """Its cycles are kept; its throughput scaled to the max SM clock is not a figure any clock gives."""
     r = case_record(IDENTITY, stamped(SGEMV, 1e-4, 1485.0), PEAKS, None, CONFIG, context_for(IDENTITY, update=False))
-    assert r.clock_bound is False and r.value_at_max_clock is not None
+    assert r.clock_bound is False and r.value_at_max_clock is None and r.cycles_per_call is not None
+    assert entry_from_record(r).at_max_clock is None
 
 
 def test_a_ratio_s_figure_at_max_clock_is_the_ratio_of_the_sides_figures_at_max_clock() -> None:

@@ -24,7 +24,8 @@ CASE = "perf_tests/test_gemm.py::test_gemm_perf[fp16-nn-8192x8192x8192-cold]"
 
 def record(**kw: Any) -> Record:
     return Record(case_id=CASE, nodeid=CASE, family="gemm", params={"dtype": "fp16"}, metric="TFLOPS",
-                  value=kw.pop("value", 600.0), unit="TFLOPS", status=kw.pop("status", Status.PASS), **kw)
+                  value=kw.pop("value", 600.0), unit="TFLOPS", status=kw.pop("status", Status.PASS),
+                  clock_bound=kw.pop("clock_bound", True), **kw)
 
 
 def cells(r: Record) -> dict[str, str]:
@@ -50,6 +51,16 @@ def test_a_figure_at_max_clock_is_starred_only_when_the_verdict_compared_it() ->
     judged = record(call_clock_mhz=1412.6, value_at_max_clock=840.0, judged_on="cycles")
     assert cells(judged)["@max clk"] == "840.0*"
     assert cells(replace(judged, judged_on=""))["@max clk"] == "840.0"  # not judged (no baseline)
+
+
+def test_a_memory_bound_case_has_no_figure_at_max_clock() -> None:
+    """An SM-clock scaling of a figure the SM clock does not set: FP16 GEMV opN 16384² read 4824 GB/s "at max
+    clock", above the H200's 4814 GB/s memory peak, in a results file written before the rule."""
+    gemv = record(call_clock_mhz=1930.0, value_at_max_clock=4824.0, judged_on="time", clock_bound=False)
+    assert cells(gemv)["@max clk"] == table.MISSING
+    assert cells(replace(gemv, clock_bound=None))["@max clk"] == table.MISSING  # no peaks: not known to be bound
+    text = summary_markdown(RUN, [gemv])
+    assert "4824" not in text
 
 
 def test_missing_clock_figures_are_a_dash() -> None:

@@ -10,9 +10,9 @@ import pytest
 import sqlalchemy as sa
 
 from history_support import ENGINES, ROOT, database_url, document, write  # noqa: F401  (a fixture)
-from gpuperf.store.history import History, HistoryError, records_with_data, resolve_target, sqlite_url, to_url
-from gpuperf.store.history_rows import RECORD_VALUE_COLUMNS, canonical_text, run_id
-from gpuperf.store.history_schema import (MIGRATIONS, RECORDS, RUN_DOCUMENTS, RUNS, SCHEMA_VERSION, SERIES_INDEX,
+from gpuperf.history.database import History, HistoryError, records_with_data, resolve_target, sqlite_url, to_url
+from gpuperf.history.rows import RECORD_VALUE_COLUMNS, canonical_text, run_id
+from gpuperf.history.schema import (MIGRATIONS, RECORDS, RUN_DOCUMENTS, RUNS, SCHEMA_VERSION, SERIES_INDEX,
                                           VERSION_TABLE, SchemaError, decode_document, has_series_index)
 
 pytestmark = pytest.mark.parametrize("database_url", ENGINES, indirect=True)
@@ -30,7 +30,8 @@ def _count(url: str, table: sa.Table) -> int:
 
 def test_a_run_is_appended_once_and_every_figure_is_kept(database_url: str) -> None:
     doc = document("2026-12-01T10:00:00+00:00", {CASE: 50.0, CASE + "x": 40.0}, commit="c" * 40,
-                   cycles_per_call=123456.0, value_at_max_clock=51.0, sm_clock_mhz=1755, future_field={"a": 1})
+                   cycles_per_call=123456.0, value_at_max_clock=51.0, sm_clock_mhz=1755, future_field={"a": 1},
+                   clock_bound=True, call_clock_mhz=1700.0, max_clock_mhz=1980)
     with History(database_url) as history:
         assert history.append(doc, "a") is True
         assert history.append(json.loads(json.dumps(doc)), "b") is False  # same document: same run id
@@ -46,6 +47,7 @@ def test_a_run_is_appended_once_and_every_figure_is_kept(database_url: str) -> N
         run_row = connection.execute(sa.select(RUNS)).one()
     engine.dispose()
     assert (row.cycles_per_call, row.value_at_max_clock, row.sm_clock_mhz) == (123456.0, 51.0, 1755.0)
+    assert row.basis == "cycles"  # clock-bound, its calls 14 % below the max clock: judged at max clock
     assert row.spread == doc["records"][0]["rel_iqr"] and row.samples == doc["records"][0]["samples"]
     assert row.kernels.startswith("sm80_xmma_gemm_f32f32") and row.method == "cupti-cold"
     assert run_row.gpu_serial == "serial-GPU-aaaa0001" and run_row.pci_bus_id == "0000:00:06.0"
@@ -108,7 +110,7 @@ def test_a_version_3_database_keeps_every_figure_of_every_record_in_its_runs_doc
     with History(database_url) as history:
         kept = {pk: history.record_data(CASE + "x", pk) for pk in history.runs()}
         assert history.append(document("2026-12-03T10:00:00+00:00", {CASE: 53.0}), "new")
-        groups, pks, figures = history.series_columns()
+        groups, pks, figures, _ = history.series_columns()
         shown = {case: sorted(row[3] for row in history.values(case=case)) for case in (CASE, CASE + "x")}
     # the migrated records are numbered into their series (and, with no status kept, not judged)
     assert shown == {CASE: [51.0, 52.0, 53.0], CASE + "x": [38.0, 39.0]}
@@ -119,7 +121,7 @@ def test_a_version_3_database_keeps_every_figure_of_every_record_in_its_runs_doc
         bodies = connection.execute(sa.select(RUN_DOCUMENTS.c.run_pk, RUN_DOCUMENTS.c.body)
                                     .order_by(RUN_DOCUMENTS.c.run_pk)).all()
     engine.dispose()
-    assert version == SCHEMA_VERSION == 4 and "data" not in columns and "position" in columns
+    assert version == SCHEMA_VERSION == 5 and "data" not in columns and "position" in columns and "basis" in columns
     assert list(kept.values()) == [docs[0]["records"][1], docs[1]["records"][1]]  # every key, the future one too
     assert [json.loads(decode_document(body))["records"] for _, body in bodies[:2]] == [doc["records"] for doc in docs]
 
@@ -202,8 +204,8 @@ def test_targets_resolve_from_the_option_the_environment_or_the_default(database
 def test_a_run_written_twice_through_the_drivers_cursor_is_refused_as_sqlalchemy_refuses_it(database_url: str) -> None:
     """The writer hands a run's rows to the driver's own cursor; a run id taken already (another process appended
     the run first) is still SQLAlchemy's IntegrityError, which the append answers by finding the run present."""
-    from gpuperf.store import history as history_module
-    from gpuperf.store.history_ingest import prepare
+    from gpuperf.history import database as history_module
+    from gpuperf.history.backfill import prepare
 
     run = document("2026-12-01T11:00:00+00:00", {CASE: 2.0})
     with History(database_url) as history:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from gpuperf.cli import main
-from gpuperf.store.history import History, sqlite_url
+from gpuperf.history.database import History, sqlite_url
 from history_support import ENGINES, ROOT, database_url, document, write  # noqa: F401  (a fixture)
 from test_plugin import GEMM_S, GEMV_S, TESTS, fake_project
 
@@ -63,12 +63,19 @@ def test_changes_names_the_slowdown_its_commit_versions_and_kernels(database_url
     assert main(["history", "--history", database_url, "changes", "--case", "gemv"]) == 0
     assert "0 change points in 1 series" in capsys.readouterr().out
     assert main(["history", "--history", database_url, "changes", "--since", "2026-12-01T09:00"]) == 0
-    assert main(["history", "--history", database_url, "changes", "--gpu", "other-gpu"]) == 0
-    assert "over 0 runs" in capsys.readouterr().out.splitlines()[-1]
+    capsys.readouterr()
+    # a filter that selects nothing is an error that says what there is, never "0 series" and exit 0
+    assert main(["history", "--history", database_url, "changes", "--gpu", "other-gpu"]) == 1
+    err = capsys.readouterr().err
+    assert "no run of the history" in err and "--gpu other-gpu" in err and "12 runs of nvidia-h200" in err
+    assert main(["history", "--history", database_url, "changes", "--since", "2027-01-01"]) == 1
+    assert "matches --since 2027-01-01" in capsys.readouterr().err
+    assert main(["history", "--history", database_url, "changes", "--case", "no-such-case"]) == 1
+    assert "no case of the history" in capsys.readouterr().err
 
     assert main(["history", "--history", database_url, "show", "fp16-8192"]) == 0
     shown = capsys.readouterr().out.splitlines()
-    assert shown[0] == SLOW and "value (TFLOPS)" in shown[1] and len(shown) == 2 + 12 + 1
+    assert shown[0] == SLOW and "judged (TFLOPS)" in shown[1] and len(shown) == 2 + 12 + 1
     assert _commit(9)[:10] in shown[10] and "590.10" in shown[10] and "PASS" in shown[10]
     assert main(["history", "--history", database_url, "show", "perf_tests"]) == 1
     assert "2 cases match 'perf_tests'; name one of them" in capsys.readouterr().err

@@ -10,9 +10,9 @@ import pytest
 import sqlalchemy as sa
 
 from history_support import ENGINES, TEMPLATE, database_url  # noqa: F401  (a fixture)
-from gpuperf.store.history import History
-from gpuperf.store.history_ingest import POOL_FILES
-from gpuperf.store.history_schema import RUNS
+from gpuperf.history.database import History
+from gpuperf.history.backfill import POOL_FILES
+from gpuperf.history.schema import RUNS
 
 pytestmark = pytest.mark.parametrize("database_url", ENGINES, indirect=True)
 
@@ -67,8 +67,8 @@ def test_a_pool_and_the_main_process_store_the_same_rows(database_url: str, tmp_
         history.ingest([tmp_path / "runs"], workers=1)
         inline = history.values()
     assert len(pooled) == POOL_FILES * len(TEMPLATE["records"])
-    def without_pk(rows: list[tuple[str, str, int, float | None, str]]) -> list[tuple[str, str, float, str]]:
-        return sorted((case, method, value or 0.0, status) for case, method, _, value, status in rows)
+    def without_pk(rows: list[tuple[str, str, int, float | None, str, bool]]) -> list[tuple[str, str, float, str, bool]]:
+        return sorted((case, method, value or 0.0, status, cycles) for case, method, _, value, status, cycles in rows)
 
     assert without_pk(pooled) == without_pk(inline)  # (the engines number their runs each their own way)
 
@@ -78,29 +78,26 @@ def test_a_file_whose_run_is_held_already_is_not_parsed_again(database_url: str,
     """A backfill run again over the same folder: a file whose bytes are a held run's (its id is their SHA-256)
     is counted present without being parsed, in the pool's workers and in the main process; a file whose bytes
     changed is parsed and added."""
-    from gpuperf.store import history_rows, results_typed
+    from gpuperf.history import rows as history_rows
 
     paths = _files(tmp_path / "runs", POOL_FILES + 2)
     with History(database_url) as history:
         assert len(history.ingest([tmp_path / "runs"], workers=2).added) == len(paths)
         parsed: list[bytes] = []
-        real_parse, real_proof = history_rows.parse_results_document, results_typed.proved
+        real_parse = history_rows.parse_results_document
 
         def refuse_to_parse(*arguments: Any) -> Any:
             raise AssertionError(f"{arguments[0]!r:.80} was parsed again")
 
-        # either reader: the typed proof, then the results format's own
         monkeypatch.setattr(history_rows, "parse_results_document", refuse_to_parse)
-        monkeypatch.setattr(results_typed, "proved", refuse_to_parse)
         again = history.ingest([tmp_path / "runs"], workers=2)  # forked workers inherit the refusal
         assert again.present == paths and again.added == [] and again.refused == []
 
-        def counted(raw: bytes) -> Any:
+        def counted(path: Path, raw: bytes) -> Any:
             parsed.append(raw)
-            return real_proof(raw)
+            return real_parse(path, raw)
 
-        monkeypatch.setattr(history_rows, "parse_results_document", real_parse)
-        monkeypatch.setattr(results_typed, "proved", counted)
+        monkeypatch.setattr(history_rows, "parse_results_document", counted)
         changed = json.loads(paths[5].read_text())
         changed["records"][0]["value"] *= 1.01
         paths[5].write_text(json.dumps(changed, indent=2) + "\n")

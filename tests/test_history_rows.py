@@ -10,7 +10,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gpuperf.store.history_rows import RECORD_COLUMNS, RECORD_VALUE_COLUMNS, records_columns
+from gpuperf.history.rows import RECORD_COLUMNS, RECORD_VALUE_COLUMNS, records_columns
 
 VALUES = st.sampled_from([None, 0, 1, -3, 2.5, -0.0, 1e300, float("inf"), float("nan"), True, False, "x", "",
                           [1980, 1965], [1980], [], [1.5, "a"], {"a": 1}]) | st.floats() | st.integers(-10**6, 10**6)
@@ -19,7 +19,9 @@ KERNELS = st.none() | st.lists(st.dictionaries(st.sampled_from(["name", "grid"])
     | st.text(max_size=3) | st.dictionaries(st.just("name"), st.text(max_size=3), max_size=1)
 RECORDS = st.fixed_dictionaries({"case_id": st.text(min_size=1, max_size=5) | st.integers()},
                                 optional={**{key: VALUES for key in RECORD_COLUMNS.values() if key != "case_id"},
-                                          "kernels": KERNELS})
+                                          "kernels": KERNELS, "clock_bound": st.sampled_from([True, False, None, 1]),
+                                          "call_clock_mhz": VALUES | st.sampled_from([1400.0, 1975.0]),
+                                          "max_clock_mhz": VALUES | st.just(1980)})
 
 
 def _number(value: Any) -> float | None:
@@ -48,11 +50,18 @@ def _reference(record: dict[str, Any], position: int) -> tuple[Any, ...]:
     by_column: dict[str, Any] = {
         "case_id": str(record["case_id"]), "kernels": names, "position": position,
         **{column: _number(record.get(key)) for column, key in RECORD_COLUMNS.items()
-           if column in ("value", "spread", "cycles_per_call", "sm_clock_mhz", "value_at_max_clock")},
+           if column in ("value", "spread", "cycles_per_call", "sm_clock_mhz", "value_at_max_clock", "cycles_spread")},
         **{column: text(key) for column, key in RECORD_COLUMNS.items()
            if column in ("unit", "method", "flush", "status", "note")},
         **{column: whole(key) for column, key in RECORD_COLUMNS.items() if column in ("samples", "gpu_index")},
     }
+    # the figure at max clock only of a clock-bound case (exactly True), a positive one; judged on it (basis
+    # "cycles") where its calls ran more than 2 % below the max clock
+    free = by_column["value_at_max_clock"]
+    by_column["value_at_max_clock"] = free if record.get("clock_bound") is True and free and free > 0 else None
+    clock, top = _number(record.get("call_clock_mhz")), _number(record.get("max_clock_mhz"))
+    moved = bool(clock and top and 1 - clock / top > 0.02)
+    by_column["basis"] = "cycles" if by_column["value_at_max_clock"] is not None and moved else "time"
     return (None, *(by_column[column] for column in RECORD_VALUE_COLUMNS[1:-1]))
 
 

@@ -11,22 +11,22 @@ import statistics
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 import sqlalchemy as sa
 
 from history_support import ENGINES, database_url, document  # noqa: F401  (a fixture)
-from gpuperf.store import history_series
-from gpuperf.store.fetching import fetch
-from gpuperf.store.history import History, sqlite_url
-from gpuperf.store.history_rows import RunSummary
-from gpuperf.verdict.changepoints import DEFAULT_MIN_SIZE
-from gpuperf.verdict.history_changes import (ALL_HOSTS, Points, SeriesKey, find_changes, series,
+from gpuperf.history.driver_rows import fetch
+from gpuperf.history.database import History, sqlite_url
+from gpuperf.history.rows import RunSummary
+from gpuperf.history.changepoints import DEFAULT_MIN_SIZE
+from gpuperf.history.changes import (ALL_HOSTS, Points, SeriesKey, find_changes, series,
                                              series_from_columns)
 from gpuperf.vocabulary import Status
 
-Row = tuple[str, str, int, "float | None", str]
+Row = tuple[Any, ...]  # (case_id, method, run_pk, figure, status[, at max clock])
 
 
 def per_record(rows: Iterable[Row], runs: Mapping[int, RunSummary],
@@ -38,7 +38,7 @@ def per_record(rows: Iterable[Row], runs: Mapping[int, RunSummary],
     slugs = list(dict.fromkeys(run.gpu_slug for run in runs.values()))
     hosts = list(dict.fromkeys(run.host for run in runs.values()))
     figures: dict[tuple[str, str], list[tuple[int, float]]] = defaultdict(list)
-    for case, method, pk, value, status in rows:
+    for case, method, pk, value, status, *_ in rows:
         if pk in runs and status not in Status.UNJUDGED and value is not None and math.isfinite(value) and value > 0:
             figures[case, method or ""].append((pk, float(value)))
     cut: dict[SeriesKey, list[tuple[int, float]]] = {}
@@ -112,8 +112,7 @@ def test_points_are_a_sequence_of_run_and_figure() -> None:
 
 
 @pytest.mark.parametrize("database_url", ENGINES, indirect=True)
-def test_the_history_s_columns_hold_every_judged_figure_of_each_series(database_url: str,
-                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_history_s_columns_hold_every_judged_figure_of_each_series(database_url: str) -> None:
     rng = random.Random(7)
     cases = {"perf_tests/test_gemm.py::b": 50.0, "perf_tests/test_gemm.py::a": 3.0, "perf_tests/test_gemv.py::c": 9.0}
     documents = []
@@ -134,12 +133,9 @@ def test_the_history_s_columns_hold_every_judged_figure_of_each_series(database_
         rows = history.values()
         recent = history.runs(gpu="nvidia-h200", since="2027-01-02")
         since = series_from_columns(*history.series_columns(), recent)
-        here = history.series_columns(workers=1)
-        monkeypatch.setattr(history_series, "PARALLEL_RECORDS", 0)  # worker processes read even this history
-        apart = history.series_columns(workers=2), history.series_columns(workers=3)
-    for groups, pks, values in apart:  # the same columns, read in worker processes
-        assert groups == here[0] and np.array_equal(pks, here[1]) and np.array_equal(values, here[2])
-        assert pks.dtype == np.int64 and values.dtype == np.float64
+        _, pks, values, bases = history.series_columns()
+    assert not bases.any()  # no figure at max clock: every record judged on time
+    assert pks.dtype == np.int64 and values.dtype == np.float64 and bases.dtype == np.bool_
     expected = per_record(rows, runs)
     assert len(runs) == 30 and all(run.git_dirty is None or isinstance(run.git_dirty, bool) for run in runs.values())
     assert list(columns) == list(expected) and {key: list(points) for key, points in columns.items()} == expected

@@ -91,7 +91,7 @@ def test_positive_delta_has_a_plus_and_missing_values_a_dash() -> None:
 
 def test_a_case_judged_on_cycles_shows_its_clock_and_starred_figure_at_max_clock() -> None:
     r = replace(record("case", Status.PASS, value=600.0, baseline=640.0, delta_pct=-0.4), call_clock_mhz=1412.6,
-                value_at_max_clock=840.0, judged_on="cycles")
+                value_at_max_clock=840.0, judged_on="cycles", clock_bound=True)
     cells = rows(format_table([r]))[0].split()
     assert cells[4:6] == ["1413", "840.0*"]
 

@@ -234,7 +234,7 @@ def history_site(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     from history_support import document
 
     from gpuperf import cli
-    from gpuperf.store.history import History, sqlite_url
+    from gpuperf.history.database import History, sqlite_url
 
     root = tmp_path_factory.mktemp("trend-history")
     slowed = "perf_tests/test_gemm.py::test_gemm_perf[fp32-nn-4096x4096x4096-cold]"

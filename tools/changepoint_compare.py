@@ -4,7 +4,7 @@
 
 Candidates, each reporting only changes of at least ``changepoints.DEFAULT_MIN_SIZE`` with ≥ 3 runs a side:
 
-- ``binseg-t``: ``gpuperf.verdict.changepoints`` (binary segmentation + t-test with a pruning pass, as Otava).
+- ``binseg-t``: ``gpuperf.history.changepoints`` (binary segmentation + t-test with a pruning pass, as Otava).
 - ``pelt``: PELT from ``ruptures`` (L2 cost, penalty ``c · σ² · ln n``, σ from the median absolute difference of
   consecutive runs), the penalised fit asv's step detection also solves.
 - ``window``: a sliding two-window Welch t-test (10 runs before, 3 after), the simplest detector a nightly job
@@ -37,8 +37,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from gpuperf.store.history import History, sqlite_url  # noqa: E402
-from gpuperf.verdict import changepoints, history_changes  # noqa: E402
+from gpuperf.history.database import History, sqlite_url  # noqa: E402
+from gpuperf.history import changepoints  # noqa: E402
+from gpuperf.history import changes as history_changes  # noqa: E402
 from tools.changepoint_bound import FALSE_RATE, change_point_bound, t_test_bound  # noqa: E402
 
 Detector = Callable[[np.ndarray], list[int]]

@@ -44,7 +44,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from gpuperf.store.history import sqlite_url  # noqa: E402
+from gpuperf.history.database import sqlite_url  # noqa: E402
 from gpuperf.store.results import document_text  # noqa: E402
 
 START = datetime(2027, 1, 1, tzinfo=timezone.utc)

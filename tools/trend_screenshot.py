@@ -21,7 +21,7 @@ sys.path.insert(0, str(REPO))
 
 from gpuperf import cli  # noqa: E402
 from gpuperf.output.trend_paths import page_name_of  # noqa: E402
-from gpuperf.store.history import History, sqlite_url  # noqa: E402
+from gpuperf.history.database import History, sqlite_url  # noqa: E402
 
 #: What is ingested: every committed results file of the H200 fleet and validation runs.
 RUNS = [REPO / "docs" / "fleet", REPO / "docs" / "h200" / "results.json"]

@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Generic, Literal, TypeVar
 
 from gpuperf import untrusted
-from gpuperf.verdict.gate import status_rank
+from gpuperf.verdict.gate import Basis, figure_at_max_clock, status_rank
 from gpuperf.store.records import Record
 from gpuperf.vocabulary import Status
 
@@ -146,9 +146,10 @@ class Column(Generic[Row]):
 
 
 def _at_max_clock(record: Record) -> str:
-    if record.value_at_max_clock is None:
+    free = figure_at_max_clock(record.clock_bound, record.value_at_max_clock)
+    if free is None:
         return MISSING
-    return format_number(record.value_at_max_clock) + ("*" if record.judged_on == "cycles" else "")
+    return format_number(free) + ("*" if record.judged_on == Basis.CYCLES else "")
 
 
 def short_case(case_id: str) -> str:

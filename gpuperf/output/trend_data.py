@@ -49,10 +49,11 @@ class SeriesPoint:
     """One case's figure in one run, as the gate saw it."""
 
     run_id: str
-    value: float | None  # None when the run produced no valid figure (ERROR)
+    value: float | None  # the figure the gate judges: at max clock where ``basis`` is cycles; None: no valid figure
     status: str
     spread: float | None = None  # relative sample spread (IQR / median)
-    value_at_max_clock: float | None = None  # the figure scaled to the GPU's maximum SM clock, where recorded
+    basis: str = "time"  # gate.Basis: what ``value`` is (the history's record basis, gate.own_basis)
+    measured: float | None = None  # the measured (time-based) figure beside it, where ``value`` is at max clock
     baseline: float | None = None  # the baseline value the run was judged against
     tolerance: float | None = None  # the gate's effective band around it (a fraction)
     kernels: tuple[str, ...] = ()  # the kernels one call launched, in order
@@ -168,7 +169,7 @@ class Annotation:
     """Something that changed between two consecutive points of a series: drawn on the axis at ``run_id``."""
 
     run_id: str
-    kind: str  # "version", "kernel" or "method"
+    kind: str  # "version", "kernel", "method" or "basis"
     text: str  # ``cuBLAS 13.1.0 → 13.2.0``
 
 
@@ -195,7 +196,8 @@ def version_changes(before: TrendRun, after: TrendRun) -> list[str]:
 
 
 def series_changes(data: TrendData, series: CaseSeries) -> list[Annotation]:
-    """Version, kernel and method changes between consecutive points of ``series``."""
+    """Version, kernel, method and basis changes between consecutive points of ``series`` (a change of basis: the
+    figure drawn went from the measured one to the one at max clock, or back)."""
     found: list[Annotation] = []
     for previous, point in zip(series.points, series.points[1:]):
         before, after = data.run(previous.run_id), data.run(point.run_id)
@@ -206,6 +208,8 @@ def series_changes(data: TrendData, series: CaseSeries) -> list[Annotation]:
                                     f"kernel {' + '.join(previous.kernels)} → {' + '.join(point.kernels)}"))
         if previous.method and point.method and previous.method != point.method:
             found.append(Annotation(point.run_id, "method", f"method {previous.method} → {point.method}"))
+        if previous.basis != point.basis and previous.value is not None and point.value is not None:
+            found.append(Annotation(point.run_id, "basis", f"judged on {previous.basis} → {point.basis}"))
     return found
 
 

@@ -1,5 +1,6 @@
 """A case page's chart as a plotly figure: the series with its spread, baseline and gate band, hosts, the
-figures at max clock, change points and every version, kernel and method change.
+figure the gate judges (at max clock for a case judged on cycles, the measured one beside it), change points and
+every version, kernel, method and basis change.
 
 The figure is written as plotly's JSON figure spec (traces and layout as plotly.js takes them) and handed to
 the page, which only calls ``Plotly.newPlot`` on it. It is built as plain data rather than through plotly's
@@ -94,6 +95,8 @@ def _tooltip(data: TrendData, series: CaseSeries, point: SeriesPoint) -> str:
     commit = (run.commit[:12] + (" (dirty)" if run.dirty else "")) if run.commit else "unknown"
     spread = f" ± {point.spread * 50:.2f} %" if point.spread is not None else ""
     value = "—" if point.value is None else f"{point.value:.4g}"
+    if point.measured is not None:
+        value += f" at max clock (measured {point.measured:.4g})"
     return (f"run {data.run_number(run.run_id)} · {run.started}<br>{value} {series.unit}{spread} · {point.status}"
             f"<br>host {run.host}<br>commit {commit} · branch {run.branch or '—'}<br>CI job {run.ci_job or '—'}"
             f"<br>kernels {' + '.join(point.kernels) or '—'}")
@@ -124,13 +127,14 @@ def _status_traces(data: TrendData, series: CaseSeries) -> list[Trace]:
     return traces
 
 
-def _max_clock_trace(data: TrendData, series: CaseSeries) -> Trace | None:
-    scaled = [p for p in series.points if p.value_at_max_clock is not None]
-    if not scaled:
+def _measured_trace(data: TrendData, series: CaseSeries) -> Trace | None:
+    """Where the figure drawn is at max clock (the case is judged on cycles), the measured figure beside it."""
+    measured = [p for p in series.points if p.measured is not None]
+    if not measured:
         return None
-    return _scatter(_numbers(data, scaled), _values([p.value_at_max_clock for p in scaled]), mode="markers",
-                    name="at max SM clock", marker={"symbol": "circle-open", "color": "#555", "size": 7},
-                    hovertemplate="at max SM clock %{y:.4g}<extra></extra>")
+    return _scatter(_numbers(data, measured), _values([p.measured for p in measured]), mode="markers",
+                    name="measured (at the host's clock)", marker={"symbol": "circle-open", "color": "#555", "size": 7},
+                    hovertemplate="measured %{y:.4g}<extra></extra>")
 
 
 def _level_trace(data: TrendData, series: CaseSeries) -> Trace:
@@ -188,9 +192,9 @@ def case_figure(data: TrendData, series: CaseSeries, colours: dict[str, str], ma
     traces.append(_level_trace(data, series))
     traces += _host_traces(data, series, colours)
     traces += _status_traces(data, series)
-    max_clock = _max_clock_trace(data, series)
-    if max_clock is not None:
-        traces.append(max_clock)
+    measured = _measured_trace(data, series)
+    if measured is not None:
+        traces.append(measured)
     shapes, labels = _markers(data, series, marks)
     layout = {"height": 520, "margin": {"l": 60, "r": 20, "t": 40, "b": 50}, "shapes": shapes,
               "annotations": labels, "xaxis": {"title": {"text": f"run ({series.gpu_model})"},

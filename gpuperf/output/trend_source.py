@@ -18,10 +18,11 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from gpuperf.output.trend_data import CaseSeries, ChangePoint, SeriesPoint, TrendData, TrendRun
 from gpuperf.output.trend_summary import RecentRuns, SummaryHistory
-from gpuperf.store.history import History, HistoryError, describe, records_with_data
-from gpuperf.store.history_schema import RECORDS, RUNS, SchemaError
+from gpuperf.history.database import History, HistoryError, describe, records_with_data, runs_query
+from gpuperf.history.schema import JUDGED_FIGURE, RECORDS, RUNS, SchemaError
 from gpuperf.store.records import Record, RunInfo
-from gpuperf.verdict import history_changes
+from gpuperf.history import changes as history_changes
+from gpuperf.verdict.gate import Basis, own_basis
 from gpuperf.vocabulary import Family
 
 #: How many runs of a case ``summary.md`` shows: the history's last ones and this run.
@@ -54,9 +55,12 @@ def _number(value: Any) -> float | None:
 
 def _point(run_id: str, row: Mapping[str, Any], record: Mapping[str, Any]) -> SeriesPoint:
     kernels = tuple(str(k.get("name", "?")) for k in record.get("kernels") or () if isinstance(k, Mapping))
+    at_max_clock = row.get("basis") == Basis.CYCLES
     return SeriesPoint(
-        run_id=run_id, value=_number(row.get("value")), status=str(row.get("status") or ""),
-        spread=_number(row.get("spread")), value_at_max_clock=_number(row.get("value_at_max_clock")),
+        run_id=run_id, value=_number(row.get("value_at_max_clock" if at_max_clock else "value")),
+        status=str(row.get("status") or ""), spread=_number(row.get("spread")),
+        basis=Basis.CYCLES if at_max_clock else Basis.TIME,
+        measured=_number(row.get("value")) if at_max_clock else None,
         baseline=_number(record.get("baseline")), tolerance=_number(record.get("tolerance")), kernels=kernels,
         method=str(row.get("method") or ""), note=str(row.get("note") or ""))
 
@@ -106,8 +110,7 @@ def load_trend(url: str, gpu: str | None = None, since: str | None = None) -> Tr
     """Every run (of GPU model ``gpu``, started at or after ``since``) and its records, from the history at
     ``url``. ``HistoryError``/``SchemaError`` name the database and the fix when it cannot be read; reading
     never creates a database."""
-    _require_existing(url)
-    with History(url) as history:
+    with History(url, create=False) as history:
         changes = history_change_points(history, gpu, since)
         with history.reading() as connection:
             runs, records = _rows(connection, gpu, since)
@@ -130,11 +133,7 @@ def history_change_points(history: History, gpu: str | None = None,
 def _rows(connection: sa.Connection, gpu: str | None,
           since: str | None) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Every run of the selection, in run order, and every record of those runs."""
-    query = sa.select(RUNS).order_by(RUNS.c.started, RUNS.c.pk)
-    if gpu:
-        query = query.where(RUNS.c.gpu_slug == gpu)
-    if since:
-        query = query.where(RUNS.c.started >= since)
+    query = runs_query([RUNS], gpu, since)
     runs = [dict(row._mapping) for row in connection.execute(query)]
     records_query = sa.select(RECORDS).order_by(RECORDS.c.pk)
     if gpu or since:
@@ -143,26 +142,25 @@ def _rows(connection: sa.Connection, gpu: str | None,
     return runs, records
 
 
-def _require_existing(url: str) -> None:
-    parsed = sa.make_url(url)
-    if parsed.get_backend_name() == "sqlite" and parsed.database not in (None, "", ":memory:") \
-            and not Path(str(parsed.database)).is_file():
-        raise HistoryError(f"history {parsed.database}: no such file; pass --history the database that pytest "
-                           "perf_tests appends to (default results/history.sqlite), or build one with python -m "
-                           "gpuperf history ingest results/")
+def judged_figure(record: Record) -> float | None:
+    """The figure the history judges a record on (at max clock where its basis is cycles, ``gate.own_basis``), as
+    ``history changes`` and the trend page read it from the history."""
+    at_max_clock = own_basis(record.clock_bound, record.value_at_max_clock, record.call_clock_mhz,
+                             record.max_clock_mhz) == Basis.CYCLES
+    value = record.value_at_max_clock if at_max_clock else record.value
+    return value if value is not None and math.isfinite(value) else None
 
 
 def summary_history(url: str, run: RunInfo, records: Sequence[Record], site: Path,
                     last: int = SUMMARY_RUNS) -> SummaryHistory | None:
-    """For ``summary.md``: each case's figures in the model's last ``last - 1`` runs of the history, then this
-    run's. ``None`` when the history cannot be read: the session's append reports why, once."""
+    """For ``summary.md``: each case's judged figures (``judged_figure``) in the model's last ``last - 1`` runs of
+    the history, then this run's. ``None`` when the history cannot be read: the session's append reports why, once."""
     try:
-        _require_existing(url)
-        with History(url) as history, history.reading() as connection:
+        with History(url, create=False) as history, history.reading() as connection:
             recent = (sa.select(RUNS.c.pk).where(RUNS.c.gpu_slug == run.gpu_slug)
-                      .order_by(RUNS.c.started.desc(), RUNS.c.pk.desc()).limit(max(last - 1, 0)))
+                      .order_by(RUNS.c.started_utc.desc(), RUNS.c.pk.desc()).limit(max(last - 1, 0)))
             pks = [row.pk for row in connection.execute(recent)][::-1]
-            rows = connection.execute(sa.select(RECORDS.c.run_pk, RECORDS.c.case_id, RECORDS.c.value)
+            rows = connection.execute(sa.select(RECORDS.c.run_pk, RECORDS.c.case_id, JUDGED_FIGURE.label("value"))
                                       .where(RECORDS.c.run_pk.in_(pks))).all() if pks else []
     except (HistoryError, SchemaError, SQLAlchemyError):
         return None
@@ -170,7 +168,7 @@ def summary_history(url: str, run: RunInfo, records: Sequence[Record], site: Pat
     past: dict[str, list[float | None]] = {}
     for row in sorted(rows, key=lambda r: position[r.run_pk]):
         past.setdefault(str(row.case_id), []).append(row.value)
-    now = {r.case_id: r.value if math.isfinite(r.value) else None for r in records}
+    now = {r.case_id: judged_figure(r) for r in records}
     cases = set(past) | set(now)
     return SummaryHistory(run.gpu_slug, {case: RecentRuns(tuple(past.get(case, [])) +
                                                           ((now[case],) if case in now else ()))

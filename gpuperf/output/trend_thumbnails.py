@@ -41,7 +41,7 @@ PARALLEL_FROM = 24
 #: Pictures handed to a worker at a time: small enough that the workers and this process finish together.
 CHUNK = 6
 CHANGE_POINT_COLOUR = "#d62728"
-ANNOTATION_COLOURS = {"version": "#9467bd", "kernel": "#ff7f0e", "method": "#8c564b"}
+ANNOTATION_COLOURS = {"version": "#9467bd", "kernel": "#ff7f0e", "method": "#8c564b", "basis": "#17becf"}
 BASELINE_COLOUR = "#2ca02c"
 RECORDING_STATUSES = frozenset({Status.UPDATED, Status.NOT_RECORDED})
 Floats = npt.NDArray[np.float64]

@@ -26,7 +26,6 @@ import codecs
 import errno
 import json
 import os
-import re
 import stat
 from collections.abc import Hashable
 from pathlib import Path
@@ -330,98 +329,14 @@ def _depth_exceeds(value: Any, limit: int) -> bool:
     return False
 
 
-#: Whitespace between a key and its colon: such a text takes the strict reader (the keys are counted as ``":``).
-_SPACED_COLON = re.compile(r'"[ \t\r\n]+:')
-#: orjson reads an integer beyond 64 bits as a float, where the strict reader refuses it or keeps it exact; no
-#: float this large is a gpuperf figure, so a text holding one takes the strict reader.
-_LARGE_FLOAT = 2.0**63
-_CONTAINERS = (dict, list)
-
-
-def _keys_within(data: Any, limit: int) -> int:
-    """How many keys the objects in ``data`` hold; -1 when containers nest deeper than ``limit`` or a float
-    reaches ``_LARGE_FLOAT``."""
-    level: list[Any] = [[data]]  # the value, in a list of depth 0 of its own
-    keys, depth = 0, 0
-    while level:
-        if depth > limit:
-            return -1
-        below: list[Any] = []
-        for item in level:
-            children: Any = item
-            if type(item) is dict:
-                keys += len(item)
-                children = item.values()
-            for child in children:
-                kind = type(child)
-                if kind is dict or kind is list:
-                    below.append(child)
-                elif kind is float and not -_LARGE_FLOAT < child < _LARGE_FLOAT:
-                    return -1
-        level, depth = below, depth + 1
-    return keys
-
-
-#: orjson's options for the indented form gpuperf writes its JSON files in and recognises when reading them.
+#: orjson's options for the indented form gpuperf writes its JSON files in.
 INDENTED = orjson.OPT_INDENT_2
-#: In orjson's indented form, a line indented this deep lies within ``MAX_DEPTH`` containers.
-_DEEP_LINE = b"\n" + b" " * (2 * MAX_DEPTH)
-#: What ``_fast_json`` gives for a text it leaves to the strict reader.
-UNCERTAIN: Any = object()
-
-
-def _fast_json(text: str | bytes) -> Any:
-    """The JSON value in ``text`` (or in its UTF-8 bytes) when it is certainly one the strict reader accepts,
-    and the same value; else ``UNCERTAIN``, and the strict reader decides and names the fault. orjson parses
-    strictly (no ``NaN``, no control character in a string, no byte-order mark, UTF-8 only, nothing after the
-    value) but keeps the last of a repeated key, makes a long integer a float and nests up to 1,024 levels. So
-    a text is taken only when it is certain to hold none of those:
-
-    - when it is exactly orjson's own indented form of the value it parses to (as gpuperf writes its results
-      files): a repeated key, kept once, would be missing from that form, and a long integer would be written
-      as a float; and no line of it is indented as deep as ``MAX_DEPTH`` containers;
-    - or when its value nests at most ``MAX_DEPTH`` levels, holds no float of 2**63 or more, and its objects
-      hold as many keys as the text has ``":``: every key's closing quote is one (when no space precedes a
-      colon), any other ``":`` only adds to the count, so a repeated key, kept once, always leaves the keys
-      fewer.
-
-    Bytes are parsed as they are (a text's first parse would also encode it to UTF-8 for orjson, which costs as
-    much as the parse), and decoded only when the first test fails."""
-    try:
-        data = orjson.loads(text)
-    except orjson.JSONDecodeError:
-        return UNCERTAIN
-    raw = text if isinstance(text, bytes) else text.encode("utf-8")
-    if _DEEP_LINE not in raw and raw in _canonical_forms(data):
-        return data
-    if isinstance(text, bytes):
-        text = raw.decode("utf-8")  # orjson has read it as UTF-8
-    if _SPACED_COLON.search(text) is not None:
-        return UNCERTAIN
-    keys = _keys_within(data, MAX_DEPTH)
-    if keys < 0 or keys != text.count('":'):
-        return UNCERTAIN
-    return data
-
-
-def _canonical_forms(data: Any) -> tuple[bytes, bytes]:
-    """orjson's indented text of ``data``, with and without the closing newline gpuperf writes."""
-    try:
-        text = orjson.dumps(data, option=INDENTED)
-    except TypeError:  # nested too deep for orjson's writer
-        return b"", b""
-    return text, text + b"\n"
 
 
 def load_json(path: Path, text: str | bytes, fix: str) -> Any:
-    """The JSON value in ``text`` (a file's text, or its bytes as read, decoded here only when needed): strict
-    (no ``NaN``, no repeated key, at most ``MAX_DEPTH`` levels); YAML text is named as such, a cut-short file
-    as cut short, bytes that are not UTF-8 as ``decode`` names them. A text that is certainly valid takes
-    orjson's parser (several times faster); any other takes Python's, with a check on every object and
-    number."""
-    fast = _fast_json(text)
-    if fast is not UNCERTAIN:
-        return fast
+    """The JSON value in ``text`` (a file's text, or its bytes as read): strict (no ``NaN``, no repeated key, at
+    most ``MAX_DEPTH`` levels), every object and number checked as it is read by Python's parser; YAML text is
+    named as such, a cut-short file as cut short, bytes that are not UTF-8 as ``decode`` names them."""
     return load_json_strictly(path, decode(path, text, fix) if isinstance(text, bytes) else text, fix)
 
 

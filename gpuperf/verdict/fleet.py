@@ -23,7 +23,7 @@ from typing import Any
 from gpuperf.measure.kernel_records import SAME_KERNELS, Kernel, describe_change
 from gpuperf.store.baseline import ClockFree, Entry, ordered_shape
 from gpuperf.verdict.check import clock_free, figure_anomalies
-from gpuperf.verdict.gate import valid_figure
+from gpuperf.verdict.gate import figure_at_max_clock, valid_figure
 from gpuperf.store.records import Record, RunInfo
 from gpuperf.vocabulary import Status
 
@@ -233,8 +233,9 @@ def fleet_spread(runs: Sequence[Run]) -> list[CaseSpread]:
         free_by_host: dict[str, list[float]] = {}
         for record in _majority_kernels_runs([record for record in clean if record.method == method]):
             by_host.setdefault(hosts[id(record)], []).append(record.value)
-            if valid_figure(record.value_at_max_clock):
-                free_by_host.setdefault(hosts[id(record)], []).append(float(record.value_at_max_clock or 0.0))
+            free = figure_at_max_clock(record.clock_bound, record.value_at_max_clock)
+            if free is not None:
+                free_by_host.setdefault(hosts[id(record)], []).append(free)
         if not by_host:
             continue
         values = [value for host in by_host.values() for value in host]

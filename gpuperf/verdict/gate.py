@@ -163,13 +163,32 @@ def clock_drop(clock_mhz: float | None, max_clock_mhz: float | None) -> float:
     return max(0.0, 1.0 - clock_mhz / max_clock_mhz)
 
 
+def figure_at_max_clock(clock_bound: bool | None, value_at_max_clock: float | None) -> float | None:
+    """A record's figure at max clock, where it has one: a clock-bound case's (``Record.clock_bound``: compute-bound
+    by the roofline), else ``None``. A memory-bound call's time does not follow the SM clock, so its cycles scaled
+    to the maximum clock give a figure no clock would (FP16 GEMV opN 16384² read 4824 GB/s "at max clock", above the
+    H200's 4814 GB/s memory peak). The one statement of that rule: the record a measurement makes (so its baseline
+    entry), the run tables, the fleet's spreads and the history all take the figure at max clock from here."""
+    return value_at_max_clock if clock_bound is True and valid_figure(value_at_max_clock) else None
+
+
+def own_basis(clock_bound: bool | None, value_at_max_clock: float | None, call_clock_mhz: float | None,
+              max_clock_mhz: float | None) -> str:
+    """What a record is judged on by itself (its entry's clock aside): ``Basis.CYCLES`` where it has a figure at max
+    clock (``figure_at_max_clock``) and its calls ran more than ``CLOCK_MOVED`` below the maximum clock, else
+    ``Basis.TIME``. The history judges each run on it (``judge_basis`` adds the entry's clock and kernels)."""
+    if figure_at_max_clock(clock_bound, value_at_max_clock) is None:
+        return Basis.TIME
+    return Basis.CYCLES if clock_drop(call_clock_mhz, max_clock_mhz) > CLOCK_MOVED else Basis.TIME
+
+
 def judge_basis(record: Record, entry: Entry, kernels: str) -> str:
     """``Basis.CYCLES`` for a clock-bound case (``Record.clock_bound``: compute-bound by the roofline) whose calls
     ran below the maximum clock (now or when recorded: ``CLOCK_MOVED``), when both sides have a figure at max
     clock and the kernels are the same (``kernels`` is ``describe_change``'s text); otherwise ``Basis.TIME``.
     A memory-bound call is not judged on cycles: its time does not follow the SM clock, so its cycles would. A changed kernel is judged on time: a new kernel that burns more power
     runs at a lower clock, and that is a real slowdown."""
-    if (not record.clock_bound or entry.at_max_clock is None or not valid_figure(record.value_at_max_clock)
+    if (figure_at_max_clock(record.clock_bound, record.value_at_max_clock) is None or entry.at_max_clock is None
             or kernels != SAME_KERNELS):
         return Basis.TIME
     moved = max(clock_drop(record.call_clock_mhz, record.max_clock_mhz),

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from gpuperf.store.history_target import HistoryError
-from gpuperf.store.history_rows import KIND_RUN, KIND_UPDATE, PROVENANCE, Provenance
+from gpuperf.history.rows import KIND_RUN, KIND_UPDATE, PROVENANCE, Provenance
 
 if TYPE_CHECKING:  # the session has them loaded; a suite's append imports no more than it writes with
     from gpuperf.store.baseline import BaselineFile
@@ -61,7 +61,7 @@ def document(run: RunInfo, records: Sequence[Record], text: str | None = None) -
 def append_run(url: str, run: RunInfo, records: Sequence[Record], source: str, text: str | None = None) -> str:
     """Append the run (``text``: its ``results.json`` text, when written); the line the session prints about
     it. ``HistoryError`` names what went wrong."""
-    from gpuperf.store.history import History, describe  # SQLAlchemy: only a session with a history loads it
+    from gpuperf.history.database import History, describe  # SQLAlchemy: only a session with a history loads it
 
     started = time.perf_counter()
     data, text = document(run, records, text)

@@ -1,8 +1,7 @@
 """Results files → the history's rows, read and checked in worker processes while the history writes them.
 
-A backfill of thousands of files is bound by reading them: each is checked as the results format's own reader
-checks it (proved sound as msgspec decodes it, ``results_typed.proved``, else read by that reader,
-``history_rows.parse_results_document``), made into a run row and record columns and compressed, 4.5-7 ms a file.
+A backfill of thousands of files is bound by reading them: each is read and checked by the results format's own
+reader (``rows.parse_results_document``), made into a run row and record columns and compressed.
 Those steps run in a pool of worker processes (one per core) that hand back only the rows and the compressed
 document; the main process writes them to the database in transactions of a batch of runs each, in the files'
 order. A few files are read in the main process (a pool costs more than it saves). The workers build nothing
@@ -23,12 +22,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gpuperf.store import history_rows
-from gpuperf.store.history_rows import HistoryInputError
-from gpuperf.store.history_schema import encode_document
+from gpuperf.history import rows as history_rows
+from gpuperf.history.rows import HistoryInputError
+from gpuperf.history.schema import encode_document
 
 #: A run as the database takes it: its ``runs`` row, its compressed document, its records' columns
-#: (``history_rows.records_columns``).
+#: (``rows.records_columns``).
 Prepared = tuple[dict[str, Any], bytes, list[list[Any]]]
 #: Fewer files than this are read in the main process.
 POOL_FILES = 64
@@ -48,31 +47,11 @@ class IngestReport:
 def prepare(document: dict[str, Any], source: str, text: str | bytes | None,
             identity: str | None = None) -> Prepared:
     """A run's row, its compressed document and its records' columns, before any transaction, of a document
-    ``history_rows.check_document`` has passed (every caller checks it first); ``identity``: the run id of
+    ``rows.check_document`` has passed (every caller checks it first); ``identity``: the run id of
     ``text``, when known."""
     text = history_rows.canonical_text(document) if text is None else text
     columns = history_rows.records_columns(document["records"])
     return history_rows.run_row(document, source, text, identity=identity), encode_document(text), columns
-
-
-def _prepared_typed(raw: bytes, source: str, identity: str) -> Prepared | None:
-    """``prepare`` of a results file's bytes proved sound by their typed decoding (``results_typed.proved``),
-    which reads a file in a fraction of the time; ``None`` when that proof is not made, and the results format's
-    reader decides."""
-    from gpuperf.store import results_typed  # msgspec: a suite's append reads no files
-
-    proved = results_typed.proved(raw)
-    if proved is None:
-        return None
-    run, records = proved
-    document = {"run": run, "records": []}
-    try:
-        history_rows.check_document(document, source)
-    except HistoryInputError:
-        return None
-    columns = history_rows.columns_from_keys(results_typed.columns_of(records, history_rows.RECORD_KEYS),
-                                             len(records), declared=True)
-    return history_rows.run_row(document, source, raw, identity=identity), encode_document(raw), columns
 
 
 #: What reading a file gives: its path, then the run prepared, or ``None`` with why it was refused, or ``None``
@@ -91,9 +70,6 @@ def read_and_prepare(path: str, present: frozenset[str] | None = None) -> Read:
         identity = history_rows.run_id(raw)
         if identity in (_present if present is None else present):
             return path, None, None
-        typed = _prepared_typed(raw, path, identity)
-        if typed is not None:
-            return path, typed, ""
         document = history_rows.parse_results_document(Path(path), raw)
     except HistoryInputError as exc:
         return path, None, str(exc)

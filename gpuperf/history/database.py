@@ -1,10 +1,10 @@
 """The history store: every run and its records in SQLite (the default) or PostgreSQL, one code path for both.
 
 A target is ``none`` (no history), a URL (``sqlite:///path``, ``postgresql://…``) or a file path (SQLite); the
-engine and its SQLite settings are ``history_engine``'s (WAL, a busy timeout, writers queued by ``BEGIN
-IMMEDIATE``), a backfill's checkpoints ``sqlite_checkpoints``'s. On PostgreSQL a
-migration holds an advisory lock, so two jobs opening a fresh database never both create it. Appending a run
-already present (same run id) is a no-op, also when two processes append it at once.
+engine and its SQLite settings are ``engine``'s (WAL, a busy timeout, writers queued by ``BEGIN IMMEDIATE``). On
+PostgreSQL a migration holds an advisory lock, so two jobs opening a fresh database never both create it.
+Appending a run already present (same run id) is a no-op, also when two processes append it at once. A command
+that only reads a history opens it with ``create=False``: it never makes one.
 """
 
 from __future__ import annotations
@@ -22,20 +22,20 @@ import orjson
 import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
-from gpuperf.store import history_rows, history_series
-from gpuperf.store.fetching import fetch
-from gpuperf.store.history_engine import create_engine as create_engine
-from gpuperf.store.history_engine import describe as describe
-from gpuperf.store.history_ingest import IngestReport, Prepared, ingest_files, prepare, selected_files
-from gpuperf.store.history_rows import CASE_COLUMN, METHOD_COLUMN, RECORD_VALUE_COLUMNS, RunSummary
-from gpuperf.store.history_schema import (DOCUMENT_ENCODING, RECORDS, RUN_DOCUMENTS, RUNS, SCHEMA_VERSION, SERIES,
-                                          SERIES_INDEX, SchemaError, create_series_index, decode_document,
-                                          has_series_index, migrate, recorded_version)
-from gpuperf.store.history_target import HistoryError as HistoryError  # the store's error, as before
+from gpuperf.history import figures as history_series
+from gpuperf.history import rows as history_rows
+from gpuperf.history.driver_rows import fetch
+from gpuperf.history.engine import create_engine as create_engine
+from gpuperf.history.engine import describe as describe
+from gpuperf.history.backfill import IngestReport, Prepared, ingest_files, prepare, selected_files
+from gpuperf.history.rows import CASE_COLUMN, METHOD_COLUMN, RECORD_VALUE_COLUMNS, RunSummary, started_instant
+from gpuperf.history.schema import (AT_MAX_CLOCK, CYCLES, DOCUMENT_ENCODING, JUDGED_FIGURE, RECORDS, RUN_DOCUMENTS,
+                                    RUNS, SCHEMA_VERSION, SERIES, SERIES_INDEX, SchemaError, create_series_index,
+                                    decode_document, has_series_index, migrate, recorded_version)
+from gpuperf.store.history_target import HistoryError as HistoryError  # the history's error
 from gpuperf.store.history_target import resolve_target as resolve_target
 from gpuperf.store.history_target import sqlite_url as sqlite_url
 from gpuperf.store.history_target import to_url as to_url
-from gpuperf.store.sqlite_checkpoints import checkpointing
 
 
 #: Results files ingested per transaction.
@@ -53,20 +53,24 @@ _SUMMARY_COLUMNS = [RUNS.c[field.name] for field in dataclasses.fields(RunSummar
 
 
 class History:
-    """One history database, migrated to the current schema when opened."""
+    """One history database, migrated to the current schema when opened. ``create``: a database that is not there
+    is made (a suite's append, an ingest); without it, one that is not there, or holds no history, is a
+    ``HistoryError`` that names the fix (the commands that only read a history)."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, create: bool = True) -> None:
         self.url = url
         self.where = describe(url)
-        self.engine = create_engine(url)
+        self.engine = create_engine(url, create)
         self._series = _SeriesNumbers()  # series numbers known in the transaction under way
         try:
+            if not create:
+                self._require_history()
             self._migrate()
         except SQLAlchemyError as exc:
             self.engine.dispose()
             raise HistoryError(f"history {self.where}: cannot be opened ({_reason(exc)}); check the path or the "
                                "server, or pass --history none") from exc
-        except SchemaError:
+        except (SchemaError, HistoryError):
             self.engine.dispose()
             raise
 
@@ -83,6 +87,13 @@ class History:
     def reading(self) -> Iterator[sa.Connection]:
         with self.engine.connect().execution_options(gpuperf_read=True) as connection, connection.begin():
             yield connection
+
+    def _require_history(self) -> None:
+        with self.reading() as connection:
+            if recorded_version(connection) == 0:
+                raise HistoryError(f"history {self.where}: holds no gpuperf history; pass --history the database "
+                                   "that pytest perf_tests appends to, or build one with python -m gpuperf history "
+                                   "ingest results/")
 
     def _migrate(self) -> None:
         with self.reading() as connection:
@@ -112,7 +123,7 @@ class History:
                            lambda index: prepare(items[index][0], items[index][1], texts[index]), aside=True)
 
     def append_prepared(self, items: Sequence[tuple[str, Prepared]]) -> list[bool]:
-        """``append_batch`` of runs already prepared (``history_ingest.prepare``), given with their sources."""
+        """``append_batch`` of runs already prepared (``backfill.prepare``), given with their sources."""
         return self._write([str(prepared[0]["run_id"]) for _, prepared in items], [source for source, _ in items],
                            lambda index: items[index][1])
 
@@ -150,8 +161,7 @@ class History:
         with self.engine.begin() as connection:
             connection.execute(sa.text(f"DROP INDEX IF EXISTS {SERIES_INDEX}"))
         try:
-            with checkpointing(self.engine):
-                yield
+            yield
         finally:
             with self.engine.begin() as connection:
                 create_series_index(connection)
@@ -195,25 +205,29 @@ class History:
             return ingest_files(files, write, batch, workers, present)
 
     def runs(self, gpu: str | None = None, since: str | None = None) -> dict[int, RunSummary]:
-        """The runs (of one GPU model, since a date), in run order, by pk."""
-        query = sa.select(*_SUMMARY_COLUMNS).order_by(RUNS.c.started, RUNS.c.pk)
-        if gpu:
-            query = query.where(RUNS.c.gpu_slug == gpu)
-        if since:
-            query = query.where(RUNS.c.started >= since)
+        """The runs (of one GPU model, started at or after ``since``), in run order (the instants they started,
+        ``runs_query``), by pk. A run whose ``started`` is not a timestamp is refused, named."""
         with self.reading() as connection:
-            rows = [list(row) for row in fetch(connection, query)]
+            rows = [list(row) for row in fetch(connection, runs_query(_SUMMARY_COLUMNS, gpu, since))]
+            unplaced = connection.execute(sa.select(RUNS.c.run_id, RUNS.c.source, RUNS.c.started)
+                                          .where(RUNS.c.started_utc.is_(None)).limit(1)).first()
+        if unplaced is not None:
+            raise HistoryError(f"history {self.where}: run {unplaced.run_id[:10]} (from {unplaced.source}) started "
+                               f"{unplaced.started[:40]!r}, which is not a timestamp, so its place among the runs "
+                               "is unknown; correct that file's run.started and ingest it into a new history")
         dirty = _SUMMARY_COLUMNS.index(RUNS.c.git_dirty)
         for row in rows:  # SQLite's Boolean is 0 or 1: made a bool, as SQLAlchemy does
             row[dirty] = None if row[dirty] is None else bool(row[dirty])
         return {row[0]: RunSummary(*row) for row in rows}
 
     def values(self, run_pks: Sequence[int] | None = None,
-               case: str | None = None) -> list[tuple[str, str, int, float | None, str]]:
-        """``(case_id, method, run_pk, value, status)`` of the records, optionally of one case or some runs,
-        grouped by case and method, in the order the runs were appended."""
-        query = sa.select(RECORDS.c.case_id, RECORDS.c.method, RECORDS.c.run_pk, RECORDS.c.value,
-                          RECORDS.c.status).order_by(RECORDS.c.case_id, RECORDS.c.method, RECORDS.c.run_pk)
+               case: str | None = None) -> list[tuple[str, str, int, float | None, str, bool]]:
+        """``(case_id, method, run_pk, figure, status, at max clock)`` of the records, optionally of one case or
+        some runs, grouped by case and method, in the order the runs were appended: the figure each record is
+        judged on (``JUDGED_FIGURE``), and whether that is its figure at max clock."""
+        query = sa.select(RECORDS.c.case_id, RECORDS.c.method, RECORDS.c.run_pk, JUDGED_FIGURE,
+                          RECORDS.c.status, AT_MAX_CLOCK).order_by(RECORDS.c.case_id, RECORDS.c.method,
+                                                                   RECORDS.c.run_pk)
         if case is not None:  # through the series index
             query = query.where(RECORDS.c.series_pk.in_(sa.select(SERIES.c.pk).where(SERIES.c.case_id == case)))
         with self.reading() as connection:
@@ -221,13 +235,22 @@ class History:
         if run_pks is not None:
             wanted = set(run_pks)
             rows = [row for row in rows if row[2] in wanted]
-        return [(row[0], row[1], row[2], row[3], row[4]) for row in rows]
+        return [(row[0], row[1], row[2], row[3], row[4], bool(row[5])) for row in rows]
 
-    def series_columns(self, workers: int | None = None) -> history_series.Columns:
-        """The judged figures as columns for ``history_changes.series_from_columns``: ``(case_id, method,
-        count)`` per group, then every group's run pks and values, in group order (``history_series``)."""
+    def time_figures(self, case: str, method: str, run_pks: Sequence[int]) -> dict[int, float | None]:
+        """The measured figure (time-based: ``value``) of ``case`` by ``method`` in each of those runs, shown beside
+        the figure at max clock a case is judged on."""
+        query = sa.select(RECORDS.c.run_pk, RECORDS.c.value).where(
+            RECORDS.c.case_id == case, sa.func.coalesce(RECORDS.c.method, "") == method,
+            RECORDS.c.run_pk.in_(list(run_pks)))
         with self.reading() as connection:
-            return history_series.series_columns(self.url, connection, workers)
+            return {int(row.run_pk): row.value for row in connection.execute(query)}
+
+    def series_columns(self) -> history_series.Columns:
+        """The judged figures as columns for ``changes.series_from_columns``: ``(case_id, method,
+        count)`` per group, then every group's run pks and values, in group order (``figures``)."""
+        with self.reading() as connection:
+            return history_series.series_columns(connection)
 
     def kernels(self, case: str, run_pks: Sequence[int]) -> dict[int, str]:
         """The kernels each of those runs' record of ``case`` names (``name + name``)."""
@@ -237,8 +260,10 @@ class History:
             return {row.run_pk: row.kernels or "" for row in connection.execute(query)}
 
     def spreads(self, case: str, method: str, run_pks: Sequence[int]) -> dict[int, float | None]:
-        """The sample spread (relative IQR) of ``case`` measured by ``method`` in each of those runs."""
-        query = sa.select(RECORDS.c.run_pk, RECORDS.c.spread).where(
+        """The sample spread (relative IQR) of the figure each run of ``case`` by ``method`` is judged on: its
+        cycles' where it is judged at max clock, else its time's."""
+        judged = sa.case((RECORDS.c.basis == CYCLES, RECORDS.c.cycles_spread), else_=RECORDS.c.spread)
+        query = sa.select(RECORDS.c.run_pk, judged.label("spread")).where(
             RECORDS.c.case_id == case, sa.func.coalesce(RECORDS.c.method, "") == method,
             RECORDS.c.run_pk.in_(list(run_pks)))
         with self.reading() as connection:
@@ -260,6 +285,20 @@ class History:
         if index is None or run_pk not in documents:
             return None
         return dict(documents[run_pk]["records"][index])
+
+
+def runs_query(columns: Sequence[Any], gpu: str | None = None, since: str | None = None) -> sa.Select[Any]:
+    """``columns`` of the runs (of GPU model ``gpu``, started at or after ``since``: a date or a date-time, UTC
+    unless it says otherwise) in run order: the instants they started (``started_utc``), then as appended."""
+    query = sa.select(*columns).order_by(RUNS.c.started_utc, RUNS.c.pk)
+    if gpu:
+        query = query.where(RUNS.c.gpu_slug == gpu)
+    if since:
+        instant = started_instant(since)
+        if instant is None:
+            raise HistoryError(f"--since {since!r} is not an ISO date; use e.g. 2026-11-30 or 2026-11-30T12:00")
+        query = query.where(RUNS.c.started_utc >= instant)
+    return query
 
 
 class _SeriesNumbers:

@@ -35,9 +35,13 @@ def describe(url: str) -> str:
         return url
 
 
-def _sqlite_engine(url: sa.URL) -> sa.Engine:
+def _sqlite_engine(url: sa.URL, create: bool) -> sa.Engine:
     database = url.database or ""
-    if database and database != ":memory:":
+    if database and database != ":memory:" and not create and not Path(database).is_file():
+        raise HistoryError(f"history {database}: no such file; pass --history the database that pytest "
+                           "perf_tests appends to (default results/history.sqlite), or build one with python -m "
+                           "gpuperf history ingest results/")
+    if database and database != ":memory:" and create:
         try:
             Path(database).parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
@@ -66,10 +70,12 @@ def _sqlite_engine(url: sa.URL) -> sa.Engine:
     return engine
 
 
-def create_engine(url: str) -> sa.Engine:
+def create_engine(url: str, create: bool = True) -> sa.Engine:
+    """The engine for ``url``; ``create``: a SQLite file (and its folder) that is not there is made, else it is
+    a ``HistoryError`` that names the fix (a command that reads a history never makes one)."""
     parsed = sa.make_url(url)
     if parsed.get_backend_name() == "sqlite":
-        return _sqlite_engine(parsed)
+        return _sqlite_engine(parsed, create)
     try:
         return sa.create_engine(parsed, pool_pre_ping=True)
     except ImportError as exc:

@@ -18,19 +18,19 @@ from collections.abc import Callable
 
 import json
 import zlib
-from types import ModuleType
 
 import sqlalchemy as sa
 
 #: The schema this code reads and writes.
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 METADATA = sa.MetaData()
 
 #: The columns ``history changes`` reads from every record: an index holding all of them (a covering index) of
-#: small integers, a float and a short status answers it in one scan of some 30 bytes a record, which is what
-#: keeps it fast over a million records (with the case id's text in it, it was five times that).
-SERIES_COLUMNS = ("series_pk", "run_pk", "value", "status")
+#: small integers, two floats and two short texts answers it in one scan of some 40 bytes a record, which is what
+#: keeps it fast over a million records (with the case id's text in it, it was five times that). The figure a
+#: record is judged on is its ``value`` or, where its ``basis`` is ``cycles``, its ``value_at_max_clock``.
+SERIES_COLUMNS = ("series_pk", "run_pk", "status", "basis", "value", "value_at_max_clock")
 SERIES_INDEX = "records_series"
 
 VERSION_TABLE = sa.Table("schema_version", METADATA, sa.Column("version", sa.Integer, nullable=False))
@@ -40,7 +40,7 @@ RUNS = sa.Table(
     sa.Column("pk", sa.Integer, primary_key=True, autoincrement=True),
     sa.Column("run_id", sa.String(64), nullable=False, unique=True),
     sa.Column("kind", sa.String(32), nullable=False),
-    sa.Column("started", sa.String(40), nullable=False, index=True),
+    sa.Column("started", sa.String(40), nullable=False),
     sa.Column("appended", sa.String(40), nullable=False),
     sa.Column("source", sa.Text, nullable=False),
     sa.Column("gpu_model", sa.Text, nullable=False),
@@ -60,6 +60,9 @@ RUNS = sa.Table(
     sa.Column("options", sa.Text),
     sa.Column("baseline_digest", sa.String(64)),
     sa.Column("run_json", sa.Text, nullable=False),
+    #: ``started`` as the instant it names, in UTC (``rows.started_instant``): the runs' order; ``NULL``
+    #: only for a run migrated from an older schema whose ``started`` is not a timestamp (refused when read).
+    sa.Column("started_utc", sa.String(40), index=True),
 )
 
 #: A series' key as records name it: a case and its method ("" for none), numbered.
@@ -88,12 +91,22 @@ RECORDS = sa.Table(
     sa.Column("gpu_index", sa.Integer),
     sa.Column("cycles_per_call", sa.Float),
     sa.Column("sm_clock_mhz", sa.Float),
-    sa.Column("value_at_max_clock", sa.Float),
+    sa.Column("value_at_max_clock", sa.Float),  # none for a memory-bound case (gate.figure_at_max_clock)
+    sa.Column("cycles_spread", sa.Float),  # the relative IQR of the cycles per call (``cycles_rel_iqr``)
+    sa.Column("basis", sa.String(8)),  # gate.Basis: what the record is judged on by itself (gate.own_basis)
     sa.Column("position", sa.Integer, nullable=False),
     sa.Column("series_pk", sa.Integer, sa.ForeignKey("series.pk")),
     sa.Index(SERIES_INDEX, *SERIES_COLUMNS),
     sa.Index("records_run", "run_pk"),
 )
+
+#: A record's basis when it is judged at max clock (``gate.Basis.CYCLES``, written out: this module imports no
+#: verdict; ``tests/test_history_basis.py`` holds them equal).
+CYCLES = "cycles"
+#: The figure the history judges a record on: at max clock where its basis is cycles, else the measured one.
+JUDGED_FIGURE = sa.case((RECORDS.c.basis == CYCLES, RECORDS.c.value_at_max_clock), else_=RECORDS.c.value)
+#: Whether a record is judged at max clock, as a whole number (1 or 0: a million of them read as fast as figures).
+AT_MAX_CLOCK = sa.case((RECORDS.c.basis == CYCLES, 1), else_=0)
 
 #: How ``run_documents.body`` is encoded: the results-file text, UTF-8, zlib-compressed.
 DOCUMENT_ENCODING = "zlib-json"
@@ -176,25 +189,10 @@ def _index_series(connection: sa.Connection) -> None:
     connection.execute(sa.text(f"CREATE INDEX {SERIES_INDEX} ON records (case_id, method, run_pk, value, status)"))
 
 
-def _deflater() -> ModuleType:
-    """ISA-L's zlib (the ``isal`` package, a dependency): the same zlib stream as the standard library's at a
-    quarter of its time, and a little smaller (a 150-record document: 0.4 ms against 1.6 ms, 7.6× against 7×).
-    A checkout run without installing its dependencies (a GPU machine without a package registry) has the
-    standard library's; either reads what the other wrote."""
-    try:
-        from isal import isal_zlib
-    except ImportError:
-        return zlib
-    return isal_zlib
-
-
-_DEFLATE = _deflater()
-
-
 def encode_document(text: str | bytes) -> bytes:
     """A run's results-file text as ``run_documents.body`` stores it: a zlib stream at level 1 (higher levels
     save little more and cost twice the time)."""
-    return bytes(_DEFLATE.compress(text if isinstance(text, bytes) else text.encode("utf-8"), 1))
+    return zlib.compress(text if isinstance(text, bytes) else text.encode("utf-8"), 1)
 
 
 def decode_document(body: bytes) -> str:
@@ -245,9 +243,42 @@ def _number_series(connection: sa.Connection, frozen: sa.MetaData) -> None:
                                "records.case_id AND series.method = COALESCE(records.method, ''))"))
 
 
+def _judged_figures(connection: sa.Connection) -> None:
+    """Version 5: each record's basis, its figure at max clock only where it has one (none for a memory-bound
+    case) and its cycles' spread, from the runs' documents; each run's start as an instant; the series index holds
+    the basis and both figures."""
+    from gpuperf.history.rows import BASIS_KEYS, bases, started_instant
+
+    connection.execute(sa.text("ALTER TABLE records ADD COLUMN cycles_spread FLOAT"))
+    connection.execute(sa.text("ALTER TABLE records ADD COLUMN basis VARCHAR(8)"))
+    connection.execute(sa.text("ALTER TABLE runs ADD COLUMN started_utc VARCHAR(40)"))
+    connection.execute(sa.text("DROP INDEX IF EXISTS ix_runs_started"))
+    connection.execute(sa.text("CREATE INDEX ix_runs_started_utc ON runs (started_utc)"))
+    connection.execute(sa.text(f"DROP INDEX IF EXISTS {SERIES_INDEX}"))
+    starts = connection.execute(sa.text("SELECT pk, started FROM runs")).all()
+    if starts:
+        connection.execute(sa.text("UPDATE runs SET started_utc = :utc WHERE pk = :pk"),
+                           [{"utc": started_instant(started), "pk": pk} for pk, started in starts])
+    pks = [row[0] for row in connection.execute(sa.text("SELECT run_pk FROM run_documents ORDER BY run_pk"))]
+    for pk in pks:
+        body = connection.execute(sa.text("SELECT body FROM run_documents WHERE run_pk = :pk"), {"pk": pk}).one()[0]
+        document = json.loads(decode_document(bytes(body)))
+        records = [record if isinstance(record, dict) else {} for record in (document or {}).get("records") or []]
+        keys = {name: [record.get(name) for record in records] for name in ("value_at_max_clock", *BASIS_KEYS)}
+        figures, basis = bases(keys["clock_bound"], keys["value_at_max_clock"], keys["call_clock_mhz"],
+                               keys["max_clock_mhz"])
+        spreads = [record.get("cycles_rel_iqr") for record in records]
+        if records:
+            connection.execute(sa.text("UPDATE records SET basis = :basis, value_at_max_clock = :figure, "
+                                       "cycles_spread = :spread WHERE run_pk = :pk AND position = :position"),
+                               [{"basis": b, "figure": f, "pk": pk, "position": position,
+                                 "spread": spread if type(spread) is float else None}
+                                for position, (b, f, spread) in enumerate(zip(basis, figures, spreads))])
+
+
 #: ``MIGRATIONS[n - 1]`` takes a database from version ``n - 1`` to ``n``.
 MIGRATIONS: tuple[Callable[[sa.Connection], None], ...] = (_create_v1, _add_clock_figures, _index_series,
-                                                           _documents_once_per_run)
+                                                           _documents_once_per_run, _judged_figures)
 
 
 def recorded_version(connection: sa.Connection) -> int:

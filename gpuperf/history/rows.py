@@ -17,7 +17,7 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from operator import attrgetter, itemgetter
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +38,7 @@ RECORD_COLUMNS: dict[str, str] = {
     "case_id": "case_id", "value": "value", "unit": "unit", "spread": "rel_iqr", "samples": "samples",
     "method": "method", "flush": "flush", "status": "status", "note": "note", "gpu_index": "gpu_index",
     "cycles_per_call": "cycles_per_call", "sm_clock_mhz": "sm_clock_mhz", "value_at_max_clock": "value_at_max_clock",
+    "cycles_spread": "cycles_rel_iqr",
 }
 
 
@@ -96,7 +97,8 @@ def run_row(document: Mapping[str, Any], source: str, text: str | bytes,
     provenance = extra.get(PROVENANCE) or {}
     return {
         "run_id": identity or run_id(text), "kind": str(provenance.get("kind") or KIND_RUN),
-        "started": str(run.get("started") or ""), "source": source,
+        "started": str(run.get("started") or ""), "started_utc": started_instant(run.get("started")),
+        "source": source,
         "appended": (appended or datetime.now(timezone.utc)).isoformat(timespec="seconds"),
         "gpu_model": str(run.get("gpu_name") or ""), "gpu_slug": str(run.get("gpu_slug") or ""),
         "host": host_of(run), "gpu_uuid": _text(extra.get("uuid")), "gpu_serial": _text(extra.get("serial")),
@@ -148,18 +150,17 @@ def kernel_names(record: Mapping[str, Any]) -> str:
     return " + ".join([str(kernel.get("name", "?")) for kernel in kernels if isinstance(kernel, dict)])
 
 
-def _kernel_names_column(column: list[Any], name: Callable[[Any], str]) -> list[str]:
-    """``kernel_names`` of each record, its ``kernels`` given as a column: when every kernel has a text name
-    (``name`` of it: an object's ``"name"`` as a suite writes them, or a decoded kernel's attribute) the names
-    are joined without a Python step per kernel, else record by record. Each text is interned (``_interned``)."""
+def _kernel_names_column(column: list[Any]) -> list[str]:
+    """``kernel_names`` of each record, its ``kernels`` given as a column: when every kernel is an object with a
+    text ``"name"`` (as a suite writes them) the names are joined without a Python step per kernel, else record by
+    record. Each text is interned (``_interned``)."""
     try:
-        return _interned([" + ".join(map(name, kernels)) if kernels else "" for kernels in column])
+        return _interned([" + ".join(map(_NAME, kernels)) if kernels else "" for kernels in column])
     except (KeyError, TypeError, IndexError):
         return _interned([kernel_names({"kernels": kernels}) for kernels in column])
 
 
 _NAME = itemgetter("name")
-_NAME_ATTRIBUTE = attrgetter("name")
 
 
 def _interned(texts: list[Any]) -> list[str]:
@@ -174,7 +175,7 @@ def _interned(texts: list[Any]) -> list[str]:
 #: The ``records`` table's columns in the order its rows are written (``run_pk`` first, set when appended).
 RECORD_VALUE_COLUMNS = ("run_pk", "case_id", "value", "unit", "spread", "samples", "method", "flush", "kernels",
                         "status", "note", "gpu_index", "cycles_per_call", "sm_clock_mhz", "value_at_max_clock",
-                        "position", "series_pk")
+                        "cycles_spread", "basis", "position", "series_pk")
 
 
 def _figures(column: list[Any]) -> list[float | None]:
@@ -195,6 +196,7 @@ _CONVERT: dict[str, Callable[[list[Any]], list[Any]]] = {
     "case_id": _interned, "value": _figures, "unit": _texts,
     "spread": _figures, "samples": _integers, "method": _texts, "flush": _texts, "status": _texts, "note": _texts,
     "gpu_index": _integers, "cycles_per_call": _figures, "sm_clock_mhz": _figures, "value_at_max_clock": _figures,
+    "cycles_spread": _figures,
 }
 
 
@@ -203,39 +205,54 @@ CASE_COLUMN = RECORD_VALUE_COLUMNS.index("case_id") - 1
 METHOD_COLUMN = RECORD_VALUE_COLUMNS.index("method") - 1
 
 
+#: What a record's basis (``gate.own_basis``) is decided from, beside its figure at max clock.
+BASIS_KEYS = ("clock_bound", "call_clock_mhz", "max_clock_mhz")
 #: The results-file record keys the ``records`` columns are made from.
-RECORD_KEYS = (*RECORD_COLUMNS.values(), "kernels")
+RECORD_KEYS = (*RECORD_COLUMNS.values(), "kernels", *BASIS_KEYS)
 
 
 def records_columns(records: Sequence[Mapping[str, Any]]) -> list[list[Any]]:
     """The ``records`` columns of a run's results-file records, ``case_id`` to ``position`` (the run's and the
-    series' numbers are the database's), each read from its ``RECORD_COLUMNS`` key and made a column at a time:
-    a backfill makes a million rows of them."""
-    return columns_from_keys(columns_of(records, RECORD_KEYS, None), len(records))
-
-
-def _means_of_pairs(column: list[Any]) -> list[float | None]:
-    """The mean of each pair of numbers (a clock read before and after), or ``None``."""
-    return [None if pair is None else (float(pair[0]) + float(pair[1])) / 2 for pair in column]
-
-
-#: The columns whose stored values differ from a record's field of its declared type (the others are stored as
-#: they are): the case id is interned, a clock read before and after (two whole numbers) is stored as its mean.
-_CONVERT_DECLARED: dict[str, Callable[[list[Any]], list[Any]]] = {"case_id": _interned,
-                                                                  "sm_clock_mhz": _means_of_pairs}
-
-
-def columns_from_keys(keys: Mapping[str, list[Any]], count: int, declared: bool = False) -> list[list[Any]]:
-    """``records_columns`` of ``count`` records given as the values of each of their ``RECORD_KEYS`` (``None``
-    where a record lacks it); ``declared``: each value is of its field's declared type already, as a typed
-    decoder gives them (``results_typed``: a kernel is a struct whose ``name`` is an attribute), and only the
-    columns stored otherwise are made."""
-    convert = _CONVERT_DECLARED if declared else _CONVERT
-    kernel_name = _NAME_ATTRIBUTE if declared else _NAME
-    columns = [_kernel_names_column(keys["kernels"], kernel_name) if name == "kernels"
-               else convert[name](keys[RECORD_COLUMNS[name]]) if name in convert else keys[RECORD_COLUMNS[name]]
+    series' numbers are the database's), each read from its ``RECORD_COLUMNS`` key and made a column at a time
+    (a backfill makes a million rows of them); the figure at max clock and the basis from ``bases``."""
+    keys = columns_of(records, RECORD_KEYS, None)
+    at_max_clock, basis = bases(keys["clock_bound"], keys["value_at_max_clock"], keys["call_clock_mhz"],
+                                keys["max_clock_mhz"])
+    made: dict[str, list[Any]] = {"kernels": _kernel_names_column(keys["kernels"]),
+                                  "value_at_max_clock": at_max_clock, "basis": basis}
+    columns = [made[name] if name in made
+               else _CONVERT[name](keys[RECORD_COLUMNS[name]]) if name in _CONVERT else keys[RECORD_COLUMNS[name]]
                for name in RECORD_VALUE_COLUMNS[1:-2]]
-    return [*columns, list(range(count))]
+    return [*columns, list(range(len(records)))]
+
+
+def bases(clock_bound: Sequence[Any], at_max_clock: Sequence[Any], call_clock_mhz: Sequence[Any],
+          max_clock_mhz: Sequence[Any]) -> tuple[list[float | None], list[str]]:
+    """Each record's figure at max clock as the history keeps it (``gate.figure_at_max_clock``: none for a
+    memory-bound case) and the basis it is judged on (``gate.own_basis``), from those keys' values."""
+    from gpuperf.verdict.gate import figure_at_max_clock, own_basis
+
+    flags = [flag if type(flag) is bool else None for flag in clock_bound]
+    kept = [figure_at_max_clock(flag, figure) for flag, figure in zip(flags, _figures(list(at_max_clock)))]
+    return kept, [own_basis(flag, figure, clock, top) for flag, figure, clock, top
+                  in zip(flags, kept, _figures(list(call_clock_mhz)), _figures(list(max_clock_mhz)))]
+
+
+def started_instant(started: Any) -> str | None:
+    """The instant a run's ``started`` names, in UTC, as text that sorts as the instants do
+    (``2026-11-30T12:49:51.000000+00:00``): the history orders runs and applies ``--since`` by it, so a start time
+    written with another offset sorts where it happened. A time without an offset is taken as UTC (the suite
+    writes UTC, with its offset); ``None`` when it is not a timestamp."""
+    if not isinstance(started, str):
+        return None
+    text = started[:-1] + "+00:00" if started[-1:] in ("Z", "z") else started
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    return moment.astimezone(timezone.utc).isoformat(timespec="microseconds")
 
 
 def check_document(document: Any, where: str) -> dict[str, Any]:
@@ -248,6 +265,10 @@ def check_document(document: Any, where: str) -> dict[str, Any]:
     if not run.get("gpu_slug") or not run.get("started"):
         raise HistoryInputError(f"{where}: its run has no gpu_slug or started time; it was edited by hand or "
                                 "written by another tool: re-run the suite to get a complete results file")
+    if started_instant(run["started"]) is None:
+        raise HistoryInputError(f"{where}: its run's started {str(run['started'])[:40]!r} is not a timestamp (ISO "
+                                "8601, e.g. 2026-11-30T12:49:51+00:00), so the history cannot place the run in "
+                                "order; fix it by hand or re-run the suite")
     bad = [index for index, record in enumerate(document["records"])
            if not isinstance(record, dict) or not isinstance(record.get("case_id"), str)]
     if bad:
