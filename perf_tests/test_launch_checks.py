@@ -66,3 +66,43 @@ def test_trigger_control_side_streams_forked_and_joined_back_are_measured(vector
 
     m = measure(forked, WORK, operands=vectors)
     assert Method.traced(m.method) and [k.name for k in m.kernels] == ["gpuperf_trigger_scale"] * 2
+
+
+# -- the measuring stream handed to launchers that take one (docs/adding-a-kernel.md) -------------------------
+
+def _doubled(x: Any, y: Any) -> bool:
+    return bool(cupy.allclose(y, 2 * x))
+
+
+@pytest.mark.trigger
+def test_trigger_a_numba_kernel_launched_on_stream_numba_is_measured(vectors: tuple[Any, Any], measure: Any,
+                                                                     stream: Any) -> None:
+    cuda = pytest.importorskip("numba.cuda", reason="Numba-CUDA is not installed: pip install numba-cuda")
+
+    @cuda.jit
+    def scale(x: Any, y: Any) -> None:  # pragma: no cover (compiled for the GPU)
+        i = cuda.grid(1)
+        if i < x.size:
+            y[i] = 2.0 * x[i]
+
+    threads = 256
+    launch = scale[(N + threads - 1) // threads, threads, stream.numba]
+    m = measure(lambda x, y: launch(x, y), WORK, operands=vectors)
+    assert Method.traced(m.method) and len(m.kernels) == 1 and _doubled(*vectors)
+
+
+@pytest.mark.trigger
+def test_trigger_a_cuda_core_kernel_launched_on_stream_cuda_core_is_measured(vectors: tuple[Any, Any],
+                                                                             measure: Any, stream: Any) -> None:
+    core = pytest.importorskip("cuda.core", reason="cuda.core is not installed: pip install cuda-core")
+    if not hasattr(core, "Program"):  # cuda.core before 0.4 kept its API under experimental
+        core = pytest.importorskip("cuda.core.experimental")
+    device = core.Device(stream.device_id)
+    device.set_current()
+    arch = "".join(str(part) for part in device.compute_capability)
+    code = core.Program(SCALE_SOURCE, "c++", core.ProgramOptions(arch=f"sm_{arch}")).compile("cubin")
+    kernel = code.get_kernel("gpuperf_trigger_scale")
+    config = core.LaunchConfig(grid=1024, block=256)
+    x, y = vectors
+    m = measure(lambda: core.launch(stream.cuda_core, config, kernel, x.data.ptr, y.data.ptr, cupy.uint64(N)), WORK)
+    assert Method.traced(m.method) and [k.name for k in m.kernels] == ["gpuperf_trigger_scale"] and _doubled(x, y)

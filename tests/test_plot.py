@@ -178,3 +178,13 @@ def test_tall_wide_and_square_shapes_are_separate_series(sizes: tuple[int, ...],
 def test_shapes_are_labelled_for_people(work: Any, label: str) -> None:
     assert plot.shape_label(work.shape) == label
     assert plot.shape_label({}) == ""
+
+
+def test_the_roofline_has_an_fp8_roof_above_the_fp16_one() -> None:
+    from gpuperf.measure.peaks import device_peaks
+    from gpuperf.output.plot import _compute_ceilings
+    from types import SimpleNamespace
+
+    h200 = SimpleNamespace(cc=(9, 0), sm_count=132, sm_clock_max_mhz=1980, mem_clock_mhz=3201, bus_width_bits=6016)
+    ceilings = _compute_ceilings(device_peaks(h200).to_dict())
+    assert ceilings[0] == (2141.1, "FP8/INT8 tensor") and ceilings[1] == (1070.5, "FP16/BF16 tensor")

@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Protocol
+from typing import TYPE_CHECKING
 
 from gpuperf.measure.kernel_records import SAME_KERNELS, describe_change, ncu_command
 from gpuperf.measure.measurement import Method
@@ -30,6 +30,9 @@ from gpuperf.store.baseline import Entry
 from gpuperf.store.records import Reason, Record
 from gpuperf.untrusted import escaped
 from gpuperf.vocabulary import Status
+
+if TYPE_CHECKING:  # the accounts' module imports this one
+    from gpuperf.verdict.accounting import GpuAccount
 
 #: The default allowed slowdown. Chosen from measurement, not taste: over three full H200 runs against one
 #: baseline (369 case-runs) the largest slowdown of an unchanged case was 3.3 % (a 5 µs FP16 GEMM), so a
@@ -381,27 +384,26 @@ class Policy:
 
 def outcome(records: Sequence[Record], policy: Policy) -> tuple[str, str]:
     """``("fail" | "skip" | "pass", message)`` for one test from the records of its checks."""
+    # every line escaped: a note quotes kernel names and ids the suite did not write
     failing = [r for r in records if r.status in Status.FAILING]
-    if failing:  # each line escaped: a note quotes kernel names and ids the suite did not write
+    if failing:
         return "fail", "\n".join(escaped(failure_line(r)) for r in failing)
     unmeasured = [r for r in records if r.status in (Status.UNRELIABLE, Status.NOT_COMPARABLE)]
     if unmeasured and policy.on_unreliable != "pass":
-        return policy.on_unreliable, "\n".join(f"{r.status} {r.case_id}: {r.note}" for r in unmeasured)
-    if policy.strict:
-        improved = [r for r in records if r.status == Status.IMPROVED]
-        if improved:
-            return "fail", "\n".join(f"--strict-baselines: {r.case_id}: {r.note}" for r in improved)
+        return policy.on_unreliable, "\n".join(escaped(f"{r.status} {r.case_id}: {r.note}") for r in unmeasured)
+    improved = [r for r in records if r.status == Status.IMPROVED] if policy.strict else []
+    if improved:
+        return "fail", "\n".join(escaped(f"--strict-baselines: {r.case_id}: {r.note}") for r in improved)
     missing = [r for r in records if r.status == Status.NO_BASELINE]
     if missing and policy.missing != "pass":
-        return policy.missing, "\n".join(f"{r.case_id}: {r.note}" for r in missing)
+        return policy.missing, "\n".join(escaped(f"{r.case_id}: {r.note}") for r in missing)
     return "pass", ""
 
 
 def failure_line(record: Record) -> str:
     if record.status == Status.REGRESSED and record.baseline is not None and record.delta_pct is not None:
-        return (f"REGRESSED {record.case_id}: {record.value:.4g} {record.unit} vs baseline "
-                f"{record.baseline:.4g} ({record.delta_pct:+.1f} %, tolerance {100 * (record.tolerance or 0):.1f} %)"
-                f"; {record.note}")
+        return (f"REGRESSED {record.case_id}: {record.value:.4g} {record.unit} vs baseline {record.baseline:.4g} "
+                f"({record.delta_pct:+.1f} %, tolerance {100 * (record.tolerance or 0):.1f} %); {record.note}")
     figure = f"{record.value:.4g} {record.unit}" if valid_figure(record.value) else "no figure"
     return f"{record.status} {record.case_id}: {figure}; {record.note}"
 
@@ -422,19 +424,7 @@ def gate_mode_from_env(ci: str | None) -> bool:
     return (ci or "").strip().lower() not in _CI_OFF
 
 
-class Account(Protocol):
-    """One GPU's evidence (``accounting.GpuAccount``): did every baselined case get a verdict?"""
-
-    @property
-    def complete(self) -> bool: ...
-
-    @property
-    def measured(self) -> int: ...
-
-    def summary(self) -> str: ...
-
-
-def run_failures(accounts: Sequence[Account], stale: Sequence[str], gate_mode: bool, allow_stale: bool,
+def run_failures(accounts: Sequence[GpuAccount], stale: Sequence[str], gate_mode: bool, allow_stale: bool,
                  no_gpu: str = "") -> list[str]:
     """Why a run in gate mode fails although no test failed: missing evidence. Empty outside gate mode."""
     if not gate_mode:
