@@ -108,9 +108,8 @@ def installed(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tmp_pa
     """A pytester project in which gpuperf is "installed" (no conftest loads the plugin), outside CI."""
     site = _site(tmp_path_factory.mktemp("installed"))
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(site), str(ROOT)]))
-    for name in ("CI", "GITHUB_STEP_SUMMARY", "CUDA_VISIBLE_DEVICES", "PYTEST_DISABLE_PLUGIN_AUTOLOAD",
-                 "PYTEST_ADDOPTS"):
-        monkeypatch.delenv(name, raising=False)
+    for name in ("CI", "GITHUB_STEP_SUMMARY", "CUDA_VISIBLE_DEVICES", "PYTEST_DISABLE_PLUGIN_AUTOLOAD"):
+        monkeypatch.delenv(name, raising=False)  # PYTEST_ADDOPTS is the tests' own (tests/conftest.py)
     return pytester
 
 

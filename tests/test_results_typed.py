@@ -104,7 +104,7 @@ def test_the_backfill_prepares_a_proved_file_as_the_strict_reader_would() -> Non
         assert typed == strict
 
 
-@settings(max_examples=300, deadline=None)
+@settings(deadline=None)
 @given(st.data())
 def test_a_mutated_document_is_proved_only_when_the_strict_reader_accepts_it(data: st.DataObject) -> None:
     document = _structural_mutation(_document(data.draw(st.sampled_from(SEEDS))), data.draw)
@@ -119,7 +119,7 @@ def _writable(value: Any) -> bool:
     return True
 
 
-@settings(max_examples=500, deadline=None)
+@settings(deadline=None)
 @given(st.data())
 def test_a_field_given_a_hostile_value_is_proved_only_when_the_strict_reader_accepts_it(data: st.DataObject) -> None:
     document = _document(data.draw(st.sampled_from(SEEDS)))
@@ -189,7 +189,7 @@ def test_numbers_at_and_beyond_the_bounds_are_judged_alike(text: str, field: str
     _proved_alike((raw[:at] + text + raw[end:]).encode())
 
 
-@settings(max_examples=400, deadline=None)
+@settings(deadline=None)
 @given(st.data())
 def test_damaged_bytes_are_proved_only_when_the_strict_reader_accepts_them(data: st.DataObject) -> None:
     raw = orjson.dumps(_document(data.draw(st.sampled_from(SEEDS)), 4), option=orjson.OPT_INDENT_2)

@@ -36,14 +36,14 @@ def _same(text: str) -> None:
         assert json.dumps(fast[1], sort_keys=True) == json.dumps(strict[1], sort_keys=True)
 
 
-@settings(max_examples=400, deadline=None)
+@settings(deadline=None)
 @given(VALUES, st.sampled_from([None, 2]), st.sampled_from([(",", ":"), (", ", ": "), (",", " : ")]))
 def test_the_fast_path_reads_what_the_strict_reader_reads(value: Any, indent: int | None,
                                                           separators: tuple[str, str]) -> None:
     _same(json.dumps(value, indent=indent, separators=separators))
 
 
-@settings(max_examples=300, deadline=None)
+@settings(deadline=None)
 @given(VALUES, st.integers(0, 40), st.integers(0, 40))
 def test_a_repeated_key_is_refused_on_both_paths(value: Any, at: int, length: int) -> None:
     text = json.dumps({"k": value, "other": [value]})
@@ -77,7 +77,7 @@ def _indented(value: Any) -> str | None:
         return None
 
 
-@settings(max_examples=400, deadline=None)
+@settings(deadline=None)
 @given(VALUES)
 def test_orjsons_indented_form_reads_as_the_strict_reader_reads_it(value: Any) -> None:
     text = _indented(value)
@@ -86,7 +86,7 @@ def test_orjsons_indented_form_reads_as_the_strict_reader_reads_it(value: Any) -
         assert _outcome(load_json, text.encode()) == _outcome(load_json, text)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(deadline=None)
 @given(VALUES)
 def test_a_repeated_key_in_the_indented_form_is_refused_on_both_paths(value: Any) -> None:
     text = _indented({"k": value, "other": [value]})
