@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import gpuperf
-from gpuperf.cli_common import EXIT_ERROR, EXIT_OK, CliError
+from gpuperf.cli_common import EXIT_ERROR, EXIT_OK, CliError, require_extra
 from gpuperf.store.reading import MIB
 from gpuperf.wiring.argtypes import non_negative_int
 
@@ -114,6 +114,7 @@ def _mhz(value: int | None) -> str | None:
 
 
 def cmd_plot(args: argparse.Namespace) -> int:
+    require_extra("plot", ("matplotlib",), "python -m gpuperf plot")
     from gpuperf.output.plot import plot_roofline, plot_throughput, records_from_baseline
     from gpuperf.output.results import load_figures
 
