@@ -9,6 +9,8 @@ and the fix and exits 1 (2 for a malformed command line, as argparse does); so d
 (a path that cannot be read or written: ``describe_os_error``), and output cut short by a closed pipe
 (``... | head -1``) ends the command quietly with 1. ``compare`` also exits 1 when a case fails as it would
 fail its test in the gate.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

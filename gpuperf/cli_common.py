@@ -1,6 +1,9 @@
 """What the commands of ``python -m gpuperf`` share: the error they raise for ``main`` to print, the exit
 codes, the words for a set of figures, the header line of a comparison across GPU models, and the check that a
-command's optional packages (an extra of pyproject.toml) are installed."""
+command's optional packages (an extra of pyproject.toml) are installed.
+
+PYTEST_DONT_REWRITE
+"""
 
 from __future__ import annotations
 

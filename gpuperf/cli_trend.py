@@ -1,6 +1,8 @@
 """``python -m gpuperf history page``: the trend site from the history (thin: read, build the model, write).
 
 A subcommand of the CLI's ``history`` group, whose ``--history`` names the database.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

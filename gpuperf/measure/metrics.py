@@ -6,6 +6,8 @@ Conventions (the usual ones, so figures compare with other benchmarks):
 - Bytes are the fewest the operation must move: every operand read once and the output written once;
   C is read as well when ``beta ≠ 0``. A matrix shared by every item of a batch (``strideA = 0``) is
   read once.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

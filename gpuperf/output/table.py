@@ -6,6 +6,8 @@ cell), the record columns, the number formatters, the status icons, the status o
 ``gate.STATUS_ORDER``) and the peaks line. The terminal table, ``summary.md`` and the README section each
 choose a subset of ``RECORD_COLUMNS``; the old → new tables (``report``) are columns of ``diff.DiffRow`` built
 from the same formatters. All render through ``render_text`` or ``render_markdown``. Pure: no I/O.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

@@ -5,6 +5,8 @@ engine and its SQLite settings are ``history_engine``'s (WAL, a busy timeout, wr
 IMMEDIATE``), a backfill's checkpoints ``sqlite_checkpoints``'s. On PostgreSQL a
 migration holds an advisory lock, so two jobs opening a fresh database never both create it. Appending a run
 already present (same run id) is a no-op, also when two processes append it at once.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

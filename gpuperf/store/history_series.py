@@ -4,6 +4,8 @@ One query a series, through the series index: the series number need not come ba
 and the rows go straight into arrays. Reading a row costs the driver far more than SQLite's finding it, so a
 large history's series are shared among worker processes (forked: they import nothing), each with a connection
 of its own; a small one, or a platform without ``fork``, is read in this process.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

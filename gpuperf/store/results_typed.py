@@ -25,6 +25,8 @@ as ``Kernel.from_dict`` takes one, ``_KernelStruct``). What the decoder does not
 - the rules beyond a field's type, as ``results._sound`` holds them: the schema, each status known and with a
   figure where it is a verdict on one, each reason known, each case once per GPU, and the run's fields
   (``columns_sound``).
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

@@ -10,6 +10,8 @@ copy. Nothing about durability changes: a committed transaction is in the log ei
 
 A checkpoint that fails (a full disk) ends the thread and leaves checkpointing to the writer, which meets the
 same fault on its next commit and reports it; what was committed is already safe in the log.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

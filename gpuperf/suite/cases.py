@@ -2,6 +2,8 @@
 
 Shapes, dtypes and per-family case lists are data (``perf_tests/cases/<family>.yaml``), loaded here so a
 test module only names the table it wants, and checked against the table's schema (``gpuperf.suite.case_schema``).
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

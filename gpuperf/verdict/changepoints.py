@@ -25,6 +25,8 @@ their range), with the gate's band. That is how a slowdown in the third run of a
 
 Figures are compared relative to the series' median, so the thresholds are fractions whatever the unit; the
 tests estimate the noise from the series itself, so a quiet case and a noisy one are judged on their own noise.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

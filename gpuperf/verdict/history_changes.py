@@ -5,6 +5,8 @@ differ: when the medians of two hosts' figures are ``host_split`` or more apart 
 more than runs on one host do), each host is a series of its own. Figures the gate could not judge
 (``ERROR``, ``UNRELIABLE``, ``ANOMALY``) are left out. Each change point is told with its size, the last run
 before it and the first after it (dates, commits), and whether the versions or the kernels changed there.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

@@ -12,6 +12,8 @@ A small tail, the case a test decides on, is the directly computed side, to full
 thousand-run step's p-value near 1e-300 is right, not rounded to 0. 1 − x is passed in as t² / (ν + t²), never
 subtracted, and ln B(a, b) for a large argument comes from Stirling's series. tests/test_student_t.py holds it
 to ``scipy.special.stdtr`` for ν from 1 to 10⁸ and tails down to 1e-300.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

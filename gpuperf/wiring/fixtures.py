@@ -3,6 +3,8 @@
 The plugin creates these and hands them to tests; the deciding is done by the pure modules
 (``check``, ``baseline``, ``anomaly``). ``Perf`` needs only something that measures again, so the
 plugin's own tests drive it with a synthetic measurement source.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

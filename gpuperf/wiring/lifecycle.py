@@ -1,6 +1,9 @@
 """The run-wide hooks: start-up checks, what was collected and selected, the device header before the first
 measurement, the records and phases of every test report (from xdist workers too), then the end of the run
-(``run_end.py``) and its summary. Registered once per session by the plugin."""
+(``run_end.py``) and its summary. Registered once per session by the plugin.
+
+PYTEST_DONT_REWRITE
+"""
 
 from __future__ import annotations
 

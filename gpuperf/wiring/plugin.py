@@ -4,6 +4,8 @@ Installed, it loads in every pytest session through the ``pytest11`` entry point
 ``pytest_plugins = ["gpuperf.wiring.plugin"]`` or ``-p gpuperf.wiring.plugin`` of an uninstalled checkout finds it
 already there). It stays inert in a session that collects no test using its fixtures: no header, no files, no GPU
 or NVML query. Nothing here imports CuPy at import time, so ``pytest --help`` and the CPU tests work without it.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

@@ -1,5 +1,8 @@
 """The end of a run, on the controller: the baseline updates written, the evidence accounted for, the results
-files and the history appended, and the lines of the end-of-session summary."""
+files and the history appended, and the lines of the end-of-session summary.
+
+PYTEST_DONT_REWRITE
+"""
 
 from __future__ import annotations
 

@@ -1,5 +1,8 @@
 """The keys under which the plugin and the run's lifecycle keep their objects on pytest's config and items,
-and the names of the report properties that carry records, runs and cases from xdist workers."""
+and the names of the report properties that carry records, runs and cases from xdist workers.
+
+PYTEST_DONT_REWRITE
+"""
 
 from __future__ import annotations
 
