@@ -16,7 +16,6 @@ from typing import Any, cast
 import pytest
 
 from gpuperf.measure.device import NoGpuError
-from gpuperf.output import report
 from gpuperf.store.baseline import BaselineError
 from gpuperf.store.records import Record, RunInfo
 from gpuperf.verdict.accounting import CollectedTests, SelectedCase
@@ -163,6 +162,8 @@ class SessionHooks:
             self._start(indices)
 
     def _start(self, indices: Sequence[int]) -> None:
+        from gpuperf.output import report
+
         self.started = True
         state = self.state
         writer = self.config.pluginmanager.get_plugin("terminalreporter")

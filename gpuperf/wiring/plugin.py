@@ -14,22 +14,20 @@ import os
 import zlib
 from collections.abc import Generator, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from gpuperf.measure.device import NoGpuError, device_count
-from gpuperf.store.baseline import BaselineError
 from gpuperf.suite.cases import use_cases_dir
-from gpuperf.verdict.check import CaseIdentity
 from gpuperf.vocabulary import MARKERS, OPT_IN_MARKERS, Family
-from gpuperf.wiring.fixtures import GpuPool, Measurer, Perf, case_id_of, run_info
 from gpuperf.wiring.lifecycle import SessionHooks, check_results_dir, is_worker, keeps_baselines
 from gpuperf.wiring.options import add_pytest_options, session_options
-from gpuperf.wiring.pinning import PinningError, nvml_device_count, pin, worker_number
 from gpuperf.wiring.session import DEFAULT_GPUS, Options, SessionState
 from gpuperf.wiring.stash import (GPU_OF, PERF, PINNED, POOL, PREVIOUS_CASES_DIR, RECORD_PROPERTY, RUN_PROPERTY,
                                   STATE)
+
+if TYPE_CHECKING:
+    from gpuperf.wiring.fixtures import Measurer, Perf
 
 __all__ = ["POOL", "STATE", "pytest_addoption"]  # the keys tests and tools read the session's objects by
 
@@ -59,6 +57,8 @@ def pytest_configure(config: pytest.Config) -> None:
     for name, text in MARKERS.items():
         config.addinivalue_line("markers", f"{name}: {text}")
     config.stash[STATE] = SessionState(_options(config))
+    from gpuperf.wiring.fixtures import GpuPool
+
     config.stash[POOL] = GpuPool()
     config.stash[PREVIOUS_CASES_DIR] = use_cases_dir(config.rootpath / config.getini("gpuperf_cases"))
     config.pluginmanager.register(SessionHooks(config, _selected_gpus), "gpuperf-session")
@@ -80,6 +80,8 @@ def _pin_worker(config: pytest.Config, workerid: str) -> None:
     ``--gpu`` every worker measures on device 0 anyway, so the environment is left as it is."""
     if config.stash[STATE].options.gpus == DEFAULT_GPUS:
         return
+    from gpuperf.wiring.pinning import PinningError, nvml_device_count, pin, worker_number
+
     try:
         index, visible = pin(config.stash[STATE].options.gpus, worker_number(workerid), nvml_device_count,
                              os.environ.get("CUDA_VISIBLE_DEVICES"))
@@ -93,6 +95,13 @@ def _pin_worker(config: pytest.Config, workerid: str) -> None:
 
 # -- collection ------------------------------------------------------------------------------------------
 
+def device_count() -> int:
+    """The GPUs NVML counts (for ``--gpu all``); the device module loads on the first such question."""
+    from gpuperf.measure.device import device_count as count
+
+    return count()
+
+
 def _selected_gpus(spec: str) -> list[int]:
     if spec == "all":
         return list(range(device_count()))
@@ -105,6 +114,8 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "flush_mode" in metafunc.fixturenames:
         metafunc.parametrize("flush_mode", state.options.flush_modes, ids=list(state.options.flush_modes))
     if "gpu_index" in metafunc.fixturenames and not is_worker(metafunc.config):
+        from gpuperf.measure.device import NoGpuError
+
         try:
             indices = _selected_gpus(state.options.gpus)
         except NoGpuError:
@@ -133,6 +144,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 @pytest.fixture(scope="session")
 def gpu_index(request: pytest.FixtureRequest) -> int:
     """The device of this test: the selected one, or this xdist worker's (round-robin over --gpu)."""
+    from gpuperf.measure.device import NoGpuError
+
     state = request.config.stash[STATE]
     try:
         indices = _selected_gpus(state.options.gpus)
@@ -146,6 +159,8 @@ def gpu_index(request: pytest.FixtureRequest) -> int:
 @pytest.fixture
 def gpu(request: pytest.FixtureRequest, gpu_index: int) -> Iterator[Any]:
     """The ``GpuContext`` of this test's device, made current; skips with the reason when there is none."""
+    from gpuperf.measure.device import NoGpuError
+
     try:
         ctx = request.config.stash[POOL].context(gpu_index)
     except NoGpuError as exc:
@@ -191,6 +206,8 @@ def rng(request: pytest.FixtureRequest) -> Any:
     """A NumPy generator seeded from the case id: reproducible per case, different across cases."""
     import numpy
 
+    from gpuperf.wiring.fixtures import case_id_of
+
     return numpy.random.default_rng(zlib.crc32(case_id_of(request.node.nodeid).encode()))
 
 
@@ -198,6 +215,7 @@ def rng(request: pytest.FixtureRequest) -> Any:
 def measure(request: pytest.FixtureRequest, gpu: Any, stream: Any, flush_mode: str) -> Measurer:
     """``measure(fn, work, operands=(), flush=None, label="")`` → ``Measurement`` (see timing.py)."""
     from gpuperf.measure.timing import SamplingConfig, Timer
+    from gpuperf.wiring.fixtures import Measurer, case_id_of
 
     state = request.config.stash[STATE]
     options = state.options
@@ -223,6 +241,10 @@ def _params(item: pytest.Item) -> dict[str, str]:
 @pytest.fixture
 def perf(request: pytest.FixtureRequest, gpu: Any, measure: Any) -> Perf:
     """``perf.check(m)``, ``perf.check_ratio(a, b, name)``, ``perf.note(text)``: gate against the baseline."""
+    from gpuperf.store.baseline import BaselineError
+    from gpuperf.verdict.check import CaseIdentity
+    from gpuperf.wiring.fixtures import Perf, case_id_of, run_info
+
     state = request.config.stash[STATE]
     item = request.node
     gpu_of = item.stash.get(GPU_OF, gpu.index)  # --gpu numbering: a pinned worker's CUDA device 0 is its GPU
