@@ -16,11 +16,18 @@ from pathlib import Path
 
 # pytester's in-process runs forget the modules first imported inside them; SQLAlchemy (imported by the plugin's
 # history append at a session's end) does not survive being imported a second time into one process, so it is
-# imported once here, before any in-process run; nor does NumPy (imported by the history store).
+# imported once here, before any in-process run; nor does NumPy (imported by the history store). The modules a
+# session loads at its end (the report, the history append and its store) are imported once here too, rather than
+# compiled again in each of the few hundred in-process runs (where PYTHONDONTWRITEBYTECODE is set, from source).
 import numpy  # noqa: F401
 import pytest
 import sqlalchemy  # noqa: F401
 from hypothesis import HealthCheck, settings
+
+import gpuperf.output.report  # noqa: F401
+import gpuperf.store.history  # noqa: F401
+import gpuperf.store.results  # noqa: F401
+import gpuperf.wiring.history_append  # noqa: F401
 
 LONG = "long"
 REPO = Path(__file__).resolve().parents[1]

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from gpuperf.measure.device import NoGpuError, device_count
 from gpuperf.suite.cases import use_cases_dir
 from gpuperf.vocabulary import MARKERS, OPT_IN_MARKERS, Family
 from gpuperf.wiring.lifecycle import SessionHooks, check_results_dir, is_worker, keeps_baselines
@@ -95,13 +96,6 @@ def _pin_worker(config: pytest.Config, workerid: str) -> None:
 
 # -- collection ------------------------------------------------------------------------------------------
 
-def device_count() -> int:
-    """The GPUs NVML counts (for ``--gpu all``); the device module loads on the first such question."""
-    from gpuperf.measure.device import device_count as count
-
-    return count()
-
-
 def _selected_gpus(spec: str) -> list[int]:
     if spec == "all":
         return list(range(device_count()))
@@ -114,8 +108,6 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "flush_mode" in metafunc.fixturenames:
         metafunc.parametrize("flush_mode", state.options.flush_modes, ids=list(state.options.flush_modes))
     if "gpu_index" in metafunc.fixturenames and not is_worker(metafunc.config):
-        from gpuperf.measure.device import NoGpuError
-
         try:
             indices = _selected_gpus(state.options.gpus)
         except NoGpuError:
@@ -144,8 +136,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 @pytest.fixture(scope="session")
 def gpu_index(request: pytest.FixtureRequest) -> int:
     """The device of this test: the selected one, or this xdist worker's (round-robin over --gpu)."""
-    from gpuperf.measure.device import NoGpuError
-
     state = request.config.stash[STATE]
     try:
         indices = _selected_gpus(state.options.gpus)
@@ -159,8 +149,6 @@ def gpu_index(request: pytest.FixtureRequest) -> int:
 @pytest.fixture
 def gpu(request: pytest.FixtureRequest, gpu_index: int) -> Iterator[Any]:
     """The ``GpuContext`` of this test's device, made current; skips with the reason when there is none."""
-    from gpuperf.measure.device import NoGpuError
-
     try:
         ctx = request.config.stash[POOL].context(gpu_index)
     except NoGpuError as exc:
