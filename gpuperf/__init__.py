@@ -1,3 +1,6 @@
-"""gpuperf: a pytest performance-regression suite for cuBLAS and custom CUDA kernels."""
+"""gpuperf: a pytest performance-regression suite for cuBLAS and custom CUDA kernels.
+
+PYTEST_DONT_REWRITE
+"""
 
 __version__ = "0.1.0"

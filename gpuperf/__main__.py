@@ -1,4 +1,7 @@
-"""``python -m gpuperf``: the command line lives in ``gpuperf.cli``."""
+"""``python -m gpuperf``: the command line lives in ``gpuperf.cli``.
+
+PYTEST_DONT_REWRITE
+"""
 
 from __future__ import annotations
 

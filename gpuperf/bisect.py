@@ -9,6 +9,8 @@ the step in the history and answers git: 0 good, 1 bad, 125 skip (the commit can
 
 ``--measure-command`` (or ``$GPUPERF_BISECT_MEASURE``) replaces the pytest run: a shell command run in the
 commit's worktree that writes a results file under ``$GPUPERF_BISECT_RESULTS`` (the CPU tests' fake GPU).
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations
@@ -270,7 +272,8 @@ def run_bisect(args: argparse.Namespace) -> int:
 def add_bisect_command(commands: Any) -> None:
     parser = commands.add_parser(
         "bisect", help="find the commit that slowed a case: git bisect run with the suite as the oracle",
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+        description=(__doc__ or "").partition("PYTEST_DONT_REWRITE")[0].rstrip(),  # less pytest's marker
+        formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--good", required=True, metavar="REV", help="a commit where the case was fast")
     parser.add_argument("--bad", required=True, metavar="REV", help="a later commit where it is slow")
     parser.add_argument("-k", required=True, metavar="CASE", help="the case: its id, or a part naming one case")

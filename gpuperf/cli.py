@@ -9,6 +9,8 @@ and the fix and exits 1 (2 for a malformed command line, as argparse does); so d
 (a path that cannot be read or written: ``describe_os_error``), and output cut short by a closed pipe
 (``... | head -1``) ends the command quietly with 1. ``compare`` also exits 1 when a case fails as it would
 fail its test in the gate.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import gpuperf
-from gpuperf.cli_common import EXIT_ERROR, EXIT_OK, CliError
+from gpuperf.cli_common import EXIT_ERROR, EXIT_OK, CliError, require_extra
 from gpuperf.store.reading import MIB
 from gpuperf.wiring.argtypes import non_negative_int
 
@@ -116,6 +118,7 @@ def _mhz(value: int | None) -> str | None:
 
 
 def cmd_plot(args: argparse.Namespace) -> int:
+    require_extra("plot", ("matplotlib",), "python -m gpuperf plot")
     from gpuperf.output.plot import plot_roofline, plot_throughput, records_from_baseline
     from gpuperf.output.results import load_figures
 

@@ -1,5 +1,8 @@
 """``python -m gpuperf baseline diff|check|seal|drop|from-runs``: working with baseline files, each subcommand
-with its own parser."""
+with its own parser.
+
+PYTEST_DONT_REWRITE
+"""
 
 from __future__ import annotations
 

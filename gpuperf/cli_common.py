@@ -1,8 +1,13 @@
 """What the commands of ``python -m gpuperf`` share: the error they raise for ``main`` to print, the exit
-codes, the words for a set of figures, and the header line of a comparison across GPU models."""
+codes, the words for a set of figures, the header line of a comparison across GPU models, and the check that a
+command's optional packages (an extra of pyproject.toml) are installed.
+
+PYTEST_DONT_REWRITE
+"""
 
 from __future__ import annotations
 
+import importlib.util
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # a command that compares has it loaded; the others need not import it
@@ -15,6 +20,15 @@ FIGURES = "a baselines/*.yaml, a results.json or a results/<timestamp>/ director
 
 class CliError(Exception):
     """A user-facing failure: the message names the cause and the fix."""
+
+
+def require_extra(extra: str, modules: tuple[str, ...], purpose: str) -> None:
+    """Refuse, naming the install command, a command whose extra is not installed: before it starts, not as an
+    ImportError half way through (``purpose``: what needs the packages, e.g. ``python -m gpuperf plot``)."""
+    missing = [module for module in modules if importlib.util.find_spec(module) is None]
+    if missing:
+        raise CliError(f"{purpose} needs {' and '.join(missing)}, not installed here: "
+                       f"pip install 'gpuperf[{extra}]'")
 
 
 def other_gpu_line(a: Figures, b: Figures, allowed: bool) -> str:

@@ -1,5 +1,8 @@
 """``python -m gpuperf compare A B``: run B judged against run A with the gate's own rule (``diff.compare_runs``);
-exits 1 when a case fails as it would fail its test."""
+exits 1 when a case fails as it would fail its test.
+
+PYTEST_DONT_REWRITE
+"""
 
 from __future__ import annotations
 

@@ -1,5 +1,8 @@
 """``python -m gpuperf fleet RUN…``: how far each case's figure moves between hosts and between runs on one
-host, and the gate's A/A false-alarm rate over those runs; ``runs_from`` also feeds ``baseline from-runs``."""
+host, and the gate's A/A false-alarm rate over those runs; ``runs_from`` also feeds ``baseline from-runs``.
+
+PYTEST_DONT_REWRITE
+"""
 
 from __future__ import annotations
 

@@ -1,6 +1,9 @@
 """``python -m gpuperf history ingest|show|changes``: the history's commands (thin: read, ask the pure modules,
 print). ``changes`` exits 1 when a slowdown's first slow run is among a series' last ``--last`` runs;
-``history page`` comes from ``cli_trend``."""
+``history page`` comes from ``cli_trend``.
+
+PYTEST_DONT_REWRITE
+"""
 
 from __future__ import annotations
 

@@ -1,6 +1,8 @@
 """``python -m gpuperf history page``: the trend site from the history (thin: read, build the model, write).
 
 A subcommand of the CLI's ``history`` group, whose ``--history`` names the database.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from gpuperf.cli_common import require_extra
 from gpuperf.output.trend_paths import DEFAULT_SITE
 from gpuperf.wiring.options import RUN_FILTERS, add_all
 
@@ -26,11 +29,9 @@ def cmd_history_page(args: argparse.Namespace) -> int:
     from gpuperf.history.database import HistoryError, resolve_target
     from gpuperf.history.schema import SchemaError
 
-    try:
-        from gpuperf.output.trend_page import TrendPageError, write_site
-        from gpuperf.output.trend_source import load_trend
-    except ImportError as exc:
-        raise PageError(f"the trend page needs plotly and Jinja2 ({exc}): pip install 'gpuperf[page]'") from exc
+    require_extra("page", ("plotly", "jinja2", "matplotlib"), "python -m gpuperf history page")
+    from gpuperf.output.trend_page import TrendPageError, write_site
+    from gpuperf.output.trend_source import load_trend
     try:
         url = resolve_target(args.history, os.environ, Path.cwd())
         if url is None:

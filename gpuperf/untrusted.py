@@ -18,6 +18,8 @@ untrusted. Each writer passes it through the function of its format, here, and n
 - HTML is written by Jinja with autoescape (the trend site), and JSON by its encoders.
 
 Pure, standard library only.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

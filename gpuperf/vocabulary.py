@@ -4,6 +4,8 @@ A precision, a flush mode, a status, a family, a metric or a marker is spelled h
 module imports it, so a new one is added in one line and a typo is an ``AttributeError``, not a silent
 mismatch between two modules. Plain string constants (like the values they stand for), so records stay
 plain data in JSON, YAML and test ids.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

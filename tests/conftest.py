@@ -1,7 +1,76 @@
-"""Shared set-up of the CPU tests."""
+"""Shared set-up of the CPU tests: the two tiers and the Hypothesis profiles.
+
+The README's ``python3 -m pytest tests`` runs the fast tier: every behaviour end to end, property tests at the
+``fast`` profile's example count, scale and timing checks at small sizes. Tests marked ``long`` (the same
+checks at full size: big histories, the browser's timing, statistical calibration over many runs) are deselected
+unless ``-m`` names the marker; ``.ci/run`` runs them after the fast tier, with every property test again at the
+``long`` profile: ``python3 -m pytest tests -m "long or hypothesis" --hypothesis-profile=long``.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
 
 # pytester's in-process runs forget the modules first imported inside them; SQLAlchemy (imported by the plugin's
 # history append at a session's end) does not survive being imported a second time into one process, so it is
-# imported once here, before any in-process run; nor does NumPy (imported by the history store).
+# imported once here, before any in-process run; nor does NumPy (imported by the history store). The modules a
+# session loads at its end (the report, the history append and its store) are imported once here too, rather than
+# compiled again in each of the few hundred in-process runs (where PYTHONDONTWRITEBYTECODE is set, from source).
 import numpy  # noqa: F401
+import pytest
 import sqlalchemy  # noqa: F401
+from hypothesis import HealthCheck, settings
+
+import gpuperf.output.report  # noqa: F401
+import gpuperf.store.history  # noqa: F401
+import gpuperf.store.results  # noqa: F401
+import gpuperf.wiring.history_append  # noqa: F401
+
+LONG = "long"
+REPO = Path(__file__).resolve().parents[1]
+
+#: Examples per property test. No deadline (a shared CI core stalls), no example database (the runs are the
+#: same on every machine), and fixtures that are function-scoped are fine: the tests reset what they use.
+_COMMON = dict(deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                    HealthCheck.function_scoped_fixture])
+settings.register_profile("fast", max_examples=20, **_COMMON)  # type: ignore[arg-type]
+settings.register_profile(LONG, max_examples=500, **_COMMON)  # type: ignore[arg-type]
+settings.load_profile("fast")
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _child_sessions_without_hypothesis() -> Iterator[None]:
+    """Every pytest session these tests start (pytester's, xdist's workers, the tools') runs with exactly these
+    options from the environment (a developer's own PYTEST_ADDOPTS was this session's): no Hypothesis plugin,
+    whose terminal summary imports all of Hypothesis (0.4–0.8 s a session here) for sessions that use none of it."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("PYTEST_ADDOPTS", "-p no:hypothesispytest")
+        yield
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", f"{LONG}: the long tier (full-size scale, timing and calibration checks); "
+                                       f"deselected unless -m names it")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if LONG in (config.getoption("-m") or ""):
+        return
+    dropped = [item for item in items if item.get_closest_marker(LONG) is not None]
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = [item for item in items if item.get_closest_marker(LONG) is None]
+
+
+@pytest.fixture(scope="session")
+def committed_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The trend site of the committed H200 runs, built once by the documented rebuild (tools/trend_screenshot.py,
+    without its browser step): the CLI's checks read it, the browser's open it."""
+    work = tmp_path_factory.mktemp("committed-trend")
+    result = subprocess.run([sys.executable, str(REPO / "tools" / "trend_screenshot.py"), "--no-screenshot",
+                             "--work", str(work)], cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    return work / "site"

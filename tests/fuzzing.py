@@ -1,9 +1,9 @@
 """What the fuzz suites share: Hypothesis profiles, seed documents cut from the committed files, the mutations
 applied to them, and the time and memory bound every example is held to.
 
-Profiles (``HYPOTHESIS_PROFILE``): ``ci`` (the default: 100 examples per target, a few minutes in all) and
-``long`` (3,000 per target, run by hand before a release:
-``HYPOTHESIS_PROFILE=long python3 -m pytest -s tests/test_fuzz_loaders.py tests/test_fuzz_cli.py``).
+The number of examples per target is the Hypothesis profile's (tests/conftest.py): ``fast`` in the README's
+test command, ``long`` in CI's long tier, and by hand:
+``python3 -m pytest -s tests/test_fuzz_loaders.py tests/test_fuzz_cli.py --hypothesis-profile=long``.
 
 The seeds are the committed files themselves, cut to a few entries so that an example costs milliseconds:
 the H200 baseline (re-sealed over its first entries), a fleet run (its first records) and every case table.
@@ -12,7 +12,6 @@ the H200 baseline (re-sealed over its first entries), a fleet run (its first rec
 from __future__ import annotations
 
 import json
-import os
 import resource
 import time
 import tracemalloc
@@ -22,7 +21,6 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
 from gpuperf.store.baseline import dump_baseline, load_baseline
@@ -35,12 +33,6 @@ CASE_TABLES = sorted((REPO / "perf_tests" / "cases").glob("*.yaml"))
 #: The bound on refusing (or accepting) one input: the targets of the hostile-input work.
 MAX_SECONDS = 5.0
 MAX_BYTES = 1 << 30
-
-_COMMON = dict(deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow,
-                                                                    HealthCheck.function_scoped_fixture])
-settings.register_profile("ci", max_examples=100, **_COMMON)  # type: ignore[arg-type]
-settings.register_profile("long", max_examples=3000, **_COMMON)  # type: ignore[arg-type]
-settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
 def seed_baseline_text(entries: int = 4) -> str:

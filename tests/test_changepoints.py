@@ -89,16 +89,19 @@ def test_the_last_runs_test_names_its_step_with_the_runs_seen_and_a_p_value() ->
     assert point.relative == pytest.approx(-0.05, abs=0.01)
 
 
+@pytest.mark.parametrize("series", [20, pytest.param(150, marks=pytest.mark.long)])
 @pytest.mark.parametrize("noise", [0.01, 0.02])
-def test_a_check_after_every_run_of_stationary_noise_raises_under_one_change_point_per_1000_runs(noise: float) -> None:
+def test_a_check_after_every_run_of_stationary_noise_raises_under_one_change_point_per_1000_runs(
+        noise: float, series: int) -> None:
     """As ``history changes`` run nightly sees a series: every prefix, a run of consecutive alarms counted once.
-    docs/history.md measured 0.6-0.7 per 1,000 on 100,000 runs per noise level."""
+    docs/history.md measured 0.6-0.7 per 1,000 on 100,000 runs per noise level. The fast tier's 2,000 runs allow
+    3 (Poisson's 1.3 expected); the long tier's 15,000 hold the rate itself."""
     from tools.changepoint_compare import alarm_episodes
 
     rng = np.random.default_rng(1)
     detector = lambda x: [point.index for point in change_points(x) if not point.by_gate]  # noqa: E731
-    episodes = sum(alarm_episodes(detector, 50.0 * (1 + noise * rng.standard_normal(100))) for _ in range(150))
-    assert episodes <= 15  # ≤ 1 per 1,000 runs
+    episodes = sum(alarm_episodes(detector, 50.0 * (1 + noise * rng.standard_normal(100))) for _ in range(series))
+    assert episodes <= max(3, series * 100 // 1000)  # ≤ 1 per 1,000 runs
 
 
 def test_a_young_series_last_run_is_judged_by_the_gates_rule() -> None:

@@ -57,6 +57,25 @@ def test_the_help_lists_every_command() -> None:
     assert shown.returncode == 0 and all(f"    {name}" in shown.stdout for name, _, _ in COMMANDS)
 
 
+@pytest.mark.parametrize(("missing", "argv", "message"), [
+    ("matplotlib", ["plot", "baselines/nvidia-h200.yaml"],
+     "python -m gpuperf plot needs matplotlib, not installed here: pip install 'gpuperf[plot]'"),
+    ("matplotlib", ["history", "--history", "{tmp}/h.sqlite", "page"],
+     "python -m gpuperf history page needs matplotlib, not installed here: pip install 'gpuperf[page]'"),
+    ("plotly,jinja2", ["history", "--history", "{tmp}/h.sqlite", "page"],
+     "python -m gpuperf history page needs plotly and jinja2, not installed here: pip install 'gpuperf[page]'"),
+])
+def test_a_command_whose_extra_is_missing_names_its_install_command(missing: str, argv: list[str], message: str,
+                                                                    tmp_path: Path) -> None:
+    """In a fresh process where the extra's packages cannot be imported (as without the extra), before any
+    input is read or written."""
+    code = ("import sys\nfor name in sys.argv[1].split(','):\n    sys.modules[name] = None\n"
+            "from gpuperf.cli import main\nsys.exit(main(sys.argv[2:]))")
+    done = _fresh(code, missing, *[part.format(tmp=tmp_path) for part in argv])
+    assert done.returncode == 1 and done.stderr == f"gpuperf: error: {message}\n", done.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
 @pytest.mark.parametrize(("argv", "message"), [
     (["history", "--history", "none", "changes"], "--history none: these commands need a history"),
     (["history", "--history", "mysql://x/y", "show", "case"], "unknown database kind 'mysql'"),

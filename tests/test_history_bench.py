@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -19,6 +21,7 @@ def _bench(out: Path, *args: str) -> subprocess.CompletedProcess[str]:
                           env={**os.environ, "PYTHONPATH": str(ROOT)})
 
 
+@pytest.mark.long
 def test_the_bench_times_each_target_and_reuses_what_it_is_told_to(tmp_path: Path) -> None:
     first = _bench(tmp_path, "--appends", "2")
     assert first.returncode == 0, first.stderr

@@ -76,7 +76,7 @@ def _same(made: tuple[Any, ...], expected: tuple[Any, ...]) -> bool:
         for a, b in zip(made, expected))
 
 
-@settings(max_examples=400, deadline=None)
+@settings(deadline=None)
 @given(st.lists(RECORDS, min_size=1, max_size=6))
 def test_rows_made_by_columns_are_the_per_record_rules(records: list[dict[str, Any]]) -> None:
     made = records_values(records)

@@ -169,3 +169,12 @@ def test_the_rules_see_what_they_are_for() -> None:
     source = "class A:\n    def long(self):\n" + "        x = 1\n" * 70
     (function,) = _functions(ast.parse(source))
     assert function.name == "long" and (function.end_lineno or 0) - function.lineno + 1 == 71
+
+
+def test_every_harness_module_asks_pytest_not_to_rewrite_its_asserts() -> None:
+    """Installed, gpuperf is a pytest11 distribution, whose every package pytest would assertion-rewrite at each
+    session's start; PYTEST_DONT_REWRITE in a module's docstring is pytest's way to leave a module alone
+    (tests/test_installed_plugin.py shows the effect in an installed-looking session)."""
+    missing = [str(path.relative_to(ROOT)) for path in sorted((ROOT / "gpuperf").rglob("*.py"))
+               if "PYTEST_DONT_REWRITE" not in (ast.get_docstring(ast.parse(path.read_text())) or "")]
+    assert not missing, f"add PYTEST_DONT_REWRITE to the module docstring of {', '.join(missing)}"

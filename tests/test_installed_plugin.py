@@ -91,8 +91,14 @@ def test_raises_its_own_oom():
 '''
 
 
+#: A package that the distribution's RECORD lists beside gpuperf's files, without PYTEST_DONT_REWRITE: pytest
+#: rewrites its asserts, which shows that it marks what a pytest11 distribution installs.
+PROBE = "gpuperf_rewrite_probe"
+
+
 def _site(tmp: Path) -> Path:
-    """A directory holding an installed-looking ``gpuperf`` distribution with the package's real entry points."""
+    """A directory holding an installed-looking ``gpuperf`` distribution with the package's real entry points,
+    its RECORD listing the package's files (as a wheel's does: pytest reads it to choose what to rewrite)."""
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     entry_points = project["entry-points"]["pytest11"]
     assert entry_points, "pyproject.toml declares no pytest11 entry point"
@@ -101,6 +107,10 @@ def _site(tmp: Path) -> Path:
     (dist / "METADATA").write_text(f"Metadata-Version: 2.1\nName: gpuperf\nVersion: {VERSION}\n")
     (dist / "entry_points.txt").write_text(
         "[pytest11]\n" + "".join(f"{name} = {target}\n" for name, target in entry_points.items()))
+    (dist.parent / PROBE).mkdir()
+    (dist.parent / PROBE / "__init__.py").write_text("def check():\n    assert True\n")
+    files = [path.relative_to(ROOT).as_posix() for path in (ROOT / "gpuperf").rglob("*.py")]
+    (dist / "RECORD").write_text("".join(f"{name},,\n" for name in [*files, f"{PROBE}/__init__.py"]))
     return dist.parent
 
 
@@ -110,9 +120,8 @@ def installed(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tmp_pa
     """A pytester project in which gpuperf is "installed" (no conftest loads the plugin), outside CI."""
     site = _site(tmp_path_factory.mktemp("installed"))
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(site), str(ROOT)]))
-    for name in ("CI", "GITHUB_STEP_SUMMARY", "CUDA_VISIBLE_DEVICES", "PYTEST_DISABLE_PLUGIN_AUTOLOAD",
-                 "PYTEST_ADDOPTS"):
-        monkeypatch.delenv(name, raising=False)
+    for name in ("CI", "GITHUB_STEP_SUMMARY", "CUDA_VISIBLE_DEVICES", "PYTEST_DISABLE_PLUGIN_AUTOLOAD"):
+        monkeypatch.delenv(name, raising=False)  # PYTEST_ADDOPTS is the tests' own (tests/conftest.py)
     return pytester
 
 
@@ -131,6 +140,37 @@ def test_the_entry_point_gives_a_repository_the_fixtures_without_a_conftest(inst
     ran.assert_outcomes(passed=1)
     blocked = installed.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:gpuperf.wiring.plugin")
     blocked.stdout.fnmatch_lines(["*fixture 'rng' not found*"])
+
+
+#: A conftest that imports every module of gpuperf and the probe at the end of collection, and prints those
+#: whose asserts pytest rewrote (a rewritten module holds the ``@py_builtins`` alias the rewriter adds).
+REWRITE_SPY = f'''
+import pkgutil
+import sys
+
+import gpuperf
+
+
+def pytest_collection_finish(session):
+    import {PROBE}
+    for module in pkgutil.walk_packages(gpuperf.__path__, "gpuperf."):
+        if module.name != "gpuperf.__main__":
+            __import__(module.name)
+    names = sorted(name for name, module in list(sys.modules.items())
+                   if name.split(".")[0] in ("gpuperf", "{PROBE}") and "@py_builtins" in vars(module or sys))
+    print("REWRITTEN:", names, len([name for name in sys.modules if name.startswith("gpuperf.")]))
+'''
+
+
+def test_an_installed_gpuperf_s_modules_are_not_assertion_rewritten(installed: pytest.Pytester) -> None:
+    """pytest rewrites the asserts of every package a pytest11 distribution installs; the harness's modules say
+    PYTEST_DONT_REWRITE (tests/test_house.py holds every module to it), so only the probe is rewritten."""
+    installed.makeconftest(REWRITE_SPY)
+    installed.makepyfile(test_uses_rng="def test_rng(rng):\n    assert 0 <= rng.random() < 1\n")
+    result = installed.runpytest_subprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1)
+    line = next(line for line in result.outlines if line.startswith("REWRITTEN:"))
+    assert line.startswith(f"REWRITTEN: ['{PROBE}'] ") and int(line.split()[-1]) > 50, line
 
 
 def test_a_checkout_that_also_names_the_plugin_registers_it_once(installed: pytest.Pytester) -> None:

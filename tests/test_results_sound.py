@@ -61,14 +61,14 @@ def test_real_files_are_proved_sound_column_by_column(seed: Path) -> None:
     check_results(seed, data)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(deadline=None)
 @given(st.data())
 def test_a_mutated_document_is_judged_as_the_full_reader_judges_it(data: st.DataObject) -> None:
     document = _document(data.draw(st.sampled_from(SEEDS)))
     _judged_alike(_structural_mutation(document, data.draw))
 
 
-@settings(max_examples=400, deadline=None)
+@settings(deadline=None)
 @given(st.data())
 def test_a_field_given_a_hostile_value_is_judged_alike(data: st.DataObject) -> None:
     document = _document(data.draw(st.sampled_from(SEEDS)))
@@ -136,7 +136,7 @@ KERNEL_VALUES = st.sampled_from([None, True, 0, 1, -1, 7, 2.5, -0.5, float("nan"
 KERNEL_KEYS = st.sampled_from(["name", "grid", "block", "cluster", "registers", "shared_memory", "median_us", "code"])
 
 
-@settings(max_examples=500, deadline=None)
+@settings(deadline=None)
 @given(st.lists(st.dictionaries(KERNEL_KEYS, KERNEL_VALUES, max_size=8) | st.just({"name": "k"}), min_size=1,
                 max_size=4))
 def test_kernels_proved_sound_are_kernels_from_dict_accepts(kernels: list[dict[str, Any]]) -> None:

@@ -27,6 +27,8 @@ REQUIRE_ENV = "GPUPERF_REQUIRE_BROWSER"
 CHROMIUM_ENV = "GPUPERF_CHROMIUM"
 #: The targets: 150 cases × 1,000 runs built in ≤ 20 s, its first screen drawn in ≤ 2 s, the index < 5 MB.
 BIG_CASES, BIG_RUNS = 150, 1000
+#: The fast tier's site: the same build and checks at a tenth of each side.
+SMALL_SIZE = (15, 100)
 BUILD_LIMIT_S = 20.0
 LOAD_LIMIT_S = 2.0
 INDEX_LIMIT_BYTES = 5_000_000
@@ -180,31 +182,36 @@ def _cpu_seconds() -> float:
     return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
-@pytest.fixture(scope="module")
-def big_site(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, float, float]:
-    data = synthetic_trend(cases=BIG_CASES, runs=BIG_RUNS, hosts=6)
+@pytest.fixture(scope="module", params=[pytest.param(SMALL_SIZE, id="15x100"),
+                                        pytest.param((BIG_CASES, BIG_RUNS), id="150x1000", marks=pytest.mark.long)])
+def big_site(request: pytest.FixtureRequest,
+             tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, float, float, int]:
+    """The site the targets are measured on: full size in the long tier, a tenth of each side in the fast one
+    (the same build, page and checks, far inside the limits)."""
+    cases, runs = request.param
+    data = synthetic_trend(cases=cases, runs=runs, hosts=6)
     out = tmp_path_factory.mktemp("trend-big")
     start, cpu = time.perf_counter(), _cpu_seconds()
     write_site(data, out)
-    return out, time.perf_counter() - start, _cpu_seconds() - cpu
+    return out, time.perf_counter() - start, _cpu_seconds() - cpu, cases
 
 
 def test_a_site_of_150_cases_by_1000_runs_builds_in_20_s_with_an_index_under_5_mb(
-        big_site: tuple[Path, float, float]) -> None:
-    out, seconds, cpu = big_site
+        big_site: tuple[Path, float, float, int]) -> None:
+    out, seconds, cpu, cases = big_site
     size = (out / "index.html").stat().st_size
     context = f"{cpu:.1f} CPU-seconds; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores"
-    print(f"\n150 cases × 1000 runs: built in {seconds:.1f} s ({context}), index {size / 1e6:.2f} MB")
+    print(f"\n{cases} cases: built in {seconds:.1f} s ({context}), index {size / 1e6:.2f} MB")
     assert seconds <= BUILD_LIMIT_S, f"built in {seconds:.1f} s ({context}), over {BUILD_LIMIT_S} s"
     assert size < INDEX_LIMIT_BYTES
 
 
-def test_a_site_of_150_cases_by_1000_runs_opens_in_2_s_in_a_fresh_browser(big_site: tuple[Path, float, float],
+def test_a_site_of_150_cases_by_1000_runs_opens_in_2_s_in_a_fresh_browser(big_site: tuple[Path, float, float, int],
                                                                           browser: Any) -> None:
     """From navigation start (before ``goto``) until every chart of the first screen is drawn, in a fresh
     browser context each time (nothing cached); the median of ``LOADS`` is judged. Then the page is scrolled
     to its end: every small multiple below the fold is drawn too."""
-    out, _, _ = big_site
+    out, _, _, cases = big_site
     times, paints, on_screen = [], [], []
     for attempt in range(LOADS):
         fresh = Page(browser)
@@ -216,12 +223,12 @@ def test_a_site_of_150_cases_by_1000_runs_opens_in_2_s_in_a_fresh_browser(big_si
                 "Array.prototype.filter.call(document.querySelectorAll('.chart'), n => {"
                 " const box = n.getBoundingClientRect(); return box.bottom > 0 && box.top < innerHeight; }).length"))
             if attempt == LOADS - 1:
-                assert fresh.draw_everything() == BIG_CASES
+                assert fresh.draw_everything() == cases
             assert fresh.errors == []
         finally:
             fresh.close()
     median = statistics.median(times)
-    print(f"\n150 cases × 1000 runs: first screen ({on_screen[0]} charts) drawn in median {median:.2f} s "
+    print(f"\n{cases} cases: first screen ({on_screen[0]} charts) drawn in median {median:.2f} s "
           f"({', '.join(f'{t:.2f}' for t in times)} s; text painted at {', '.join(f'{t:.2f}' for t in paints)} s)")
     assert min(on_screen) >= 4, "the first screen shows no small multiple: the measurement would judge text only"
     assert median <= LOAD_LIMIT_S, f"the first screen took {median:.2f} s (median of {times}), over {LOAD_LIMIT_S} s"
@@ -274,18 +281,11 @@ def test_a_step_in_a_real_history_is_marked_where_the_history_finds_it(history_s
     assert page.errors == []
 
 
-def test_the_committed_h200_runs_draw_every_host_and_the_re_recording_runs(tmp_path: Path, page: Page) -> None:
+def test_the_committed_h200_runs_draw_every_host_and_the_re_recording_runs(committed_site: Path, page: Page) -> None:
     """The documented rebuild (tools/trend_screenshot.py, without its own browser step), opened in Chromium:
     every small multiple draws, and the custom SGEMM's case page shows each of its hosts and the runs that
     re-recorded its baseline after its default kernel changed."""
-    import subprocess
-    import sys
-
-    repo = Path(__file__).resolve().parents[1]
-    result = subprocess.run([sys.executable, str(repo / "tools" / "trend_screenshot.py"), "--no-screenshot",
-                             "--work", str(tmp_path)], cwd=repo, capture_output=True, text=True, timeout=300)
-    assert result.returncode == 0, result.stderr
-    site = tmp_path / "site"
+    site = committed_site
     page.open(site / "index.html")
     cards = page.page.evaluate("document.querySelectorAll('.card').length")
     assert cards > 100 and page.draw_everything() == cards

@@ -16,4 +16,6 @@ Its modules, from the pure ones to those that touch the database (each imports o
 
 Which history a session or command uses is ``store.history_target``'s (no SQLAlchemy); the commands are
 ``cli_history``, the trend page ``output/trend_*``.
+
+PYTEST_DONT_REWRITE
 """

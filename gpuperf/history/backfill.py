@@ -9,6 +9,8 @@ but structs and trees of JSON values, which reference counting frees; their cycl
 it would walk every value of every file and find nothing.
 A file whose run the history holds already (its bytes' SHA-256 is the run's id) is counted present without
 being parsed, so a nightly backfill of a growing folder costs only its new files.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

@@ -25,6 +25,8 @@ their range), with the gate's band. That is how a slowdown in the third run of a
 
 Figures are compared relative to the series' median, so the thresholds are fractions whatever the unit; the
 tests estimate the noise from the series itself, so a quiet case and a noisy one are judged on their own noise.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ import numpy as np
 
 from gpuperf.store.baseline import Entry
 from gpuperf.verdict.gate import GateConfig, compare
+from gpuperf.verdict.student_t import t_upper_tail
 from gpuperf.vocabulary import Status
 
 #: Per-test significance after the correction for the choice of split. Measured (docs/history.md): 0.05 keeps
@@ -123,14 +126,6 @@ class Settings:
                              f"{self.tail_runs}, {self.tail_alpha}, {self.last_run_alpha}")
 
 
-def _t_tail(t: float, df: int) -> float:
-    """P(T > t) for Student's t with ``df`` degrees of freedom. From ``scipy.special`` rather than
-    ``scipy.stats``, whose import takes a second that ``history changes`` would spend before reading a row."""
-    from scipy.special import stdtr
-
-    return float(stdtr(df, -t))
-
-
 def _best_split(x: np.ndarray, min_segment: int) -> tuple[int, float]:
     """``(k, t)``: the split ``x[:k] | x[k:]`` with the largest pooled-variance t statistic."""
     n = len(x)
@@ -157,7 +152,7 @@ def _significant(x: np.ndarray, split: int, t: float, splits: int, settings: Set
     if abs(right.mean() - left.mean()) < settings.min_size:
         return None
 
-    p = float(2 * _t_tail(t, len(x) - 2)) if math.isfinite(t) else 0.0
+    p = float(2 * t_upper_tail(t, len(x) - 2)) if math.isfinite(t) else 0.0
     corrected = min(1.0, p * max(splits, 1))
     return corrected if corrected < settings.alpha_for(len(x)) else None
 
@@ -217,7 +212,7 @@ def _tail_test(x: np.ndarray, start: int, k: int, settings: Settings) -> tuple[f
     if sd <= 0:
         return (0.0, math.inf, drop) if drop > 0 else None
     t = drop / (sd * math.sqrt(1 / k + 1 / len(prior)))
-    return _t_tail(t, len(prior) - 1), t, drop
+    return t_upper_tail(t, len(prior) - 1), t, drop
 
 
 def recent_slowdown(x: np.ndarray, start: int, settings: Settings) -> ChangePoint | None:

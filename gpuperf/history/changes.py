@@ -7,6 +7,8 @@ clock where a run's basis is cycles (``gate.own_basis``), else the measured one.
 (``ERROR``, ``UNRELIABLE``, ``ANOMALY``) are left out. Each change point is told with its size, the runs it could
 have been placed at (``changepoints.placement``), the last run before them and the first after (dates, commits:
 the range that brackets the culprit), and every change of versions, kernels or basis among them.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

@@ -5,6 +5,8 @@ engine and its SQLite settings are ``engine``'s (WAL, a busy timeout, writers qu
 PostgreSQL a migration holds an advisory lock, so two jobs opening a fresh database never both create it.
 Appending a run already present (same run id) is a no-op, also when two processes append it at once. A command
 that only reads a history opens it with ``create=False``: it never makes one.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

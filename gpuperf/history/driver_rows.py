@@ -3,7 +3,10 @@ SQLAlchemy rows would take seconds more. The statement is still SQLAlchemy's, co
 so the code is one for SQLite and PostgreSQL.
 
 Python's cycle collector is paused while rows are read: each row is a new tuple, and a million of them set it
-going a thousand times over objects that hold no cycles (a quarter of a second of a million-row read)."""
+going a thousand times over objects that hold no cycles (a quarter of a second of a million-row read).
+
+PYTEST_DONT_REWRITE
+"""
 
 from __future__ import annotations
 

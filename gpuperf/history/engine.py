@@ -3,6 +3,8 @@
 SQLite runs in WAL mode with a busy timeout, and every writing transaction starts with ``BEGIN IMMEDIATE``
 (reading ones, marked ``gpuperf_read``, with ``BEGIN``): concurrent sessions on one machine queue for the write
 lock instead of failing half-way. PostgreSQL's engine checks a pooled connection before it is used.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

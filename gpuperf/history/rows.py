@@ -6,6 +6,8 @@ ingesting the file later finds the id taken. A document that never was a file (a
 by its canonical JSON (``canonical_text``). Record
 columns are taken from the record dict by key (``RECORD_COLUMNS``): a key absent from an older file is ``NULL``;
 the whole document is kept with the run, so fields added to results files later are never lost.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

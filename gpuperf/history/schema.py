@@ -10,6 +10,8 @@ baseline digest); a record row is one case's figures as the columns the history'
 ``position`` in the run's document. The whole results document of a run is kept once, compressed, in
 ``run_documents``: every figure of every record (samples, kernels, fields added to results files later) is
 recovered from it, and the records table stays small enough for a million rows to be read in a second.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

@@ -1,6 +1,8 @@
 """NVML clock-event ("throttle") reasons: names, and which of them make a measurement unreliable.
 
 Bit values from NVML's ``nvml.h`` (``nvmlClocksEventReason*``, formerly ``nvmlClocksThrottleReason*``).
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

@@ -9,6 +9,8 @@ event-timed phase of a measurement runs without CUPTI's launch overhead.
 ``open_tracer()`` never raises: where CUPTI cannot be used (the package or its library missing, another
 profiler such as Nsight Systems or Nsight Compute already subscribed) it returns ``None`` and the reason,
 which the run prints once, and the suite times with CUDA events instead.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

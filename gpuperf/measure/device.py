@@ -3,6 +3,8 @@
 NVML's handle is found by the device's PCI bus id, never by index: CUDA and NVML may order devices
 differently (``CUDA_VISIBLE_DEVICES``, ``CUDA_DEVICE_ORDER``). Without NVML everything still works; the
 fields it would fill are ``None`` and ``DeviceInfo.missing`` says why.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

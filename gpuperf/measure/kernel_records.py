@@ -10,6 +10,8 @@ the device was busy with the call, not a sum of kernel times and not the host's 
 
 A call's kernels, in order, with grid, block, cluster, registers and shared memory, are its *identity*
 (``Kernel``): a baseline entry stores it, and a regression note compares the two (``describe_change``).
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

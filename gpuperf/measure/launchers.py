@@ -17,6 +17,8 @@ are compiled by their launchers, and two of them say what they compiled:
 ``identify(fn, operands)`` is the context the measuring loop wraps the callable's first call in; it yields a
 mapping it fills, on leaving, with kernel name → digest. Nothing here imports Triton or CuPy unless the process
 already has.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

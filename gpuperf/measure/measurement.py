@@ -1,4 +1,7 @@
-"""``Measurement``: what one timing run produced, as plain data (no CuPy), with derived statistics."""
+"""``Measurement``: what one timing run produced, as plain data (no CuPy), with derived statistics.
+
+PYTEST_DONT_REWRITE
+"""
 
 from __future__ import annotations
 

@@ -8,6 +8,8 @@ Conventions (the usual ones, so figures compare with other benchmarks):
   read once.
 - Any other operation states its own ``Work(flops, bytes, precision, metric, sizes)``; the helpers below count
   the common ones (elementwise, reduction, attention) so a user need not: each says what it counts.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

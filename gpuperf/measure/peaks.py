@@ -11,6 +11,8 @@ Each row here states its own rate and its source instead.
 Peaks use the *maximum* SM clock, so they are upper bounds: no correct measurement exceeds them, which is
 what the above-peak anomaly rule needs. NVIDIA's datasheets quote tensor rates at a lower boost clock
 (H100/H200 SXM: 989 TFLOPS FP16 dense at 1830 MHz, ≈ 1070 at 1980 MHz).
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

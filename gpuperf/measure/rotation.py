@@ -1,6 +1,9 @@
 """Copies of a call's operands for rotated samples: a short cold call is timed k at a time over copies whose total
 exceeds twice the L2 (``timing.py``), so each call finds its data evicted. Copies keep meaning only for contiguous
-arrays; a CuPy or NumPy array says so by its flags, a PyTorch tensor by ``is_contiguous()``."""
+arrays; a CuPy or NumPy array says so by its flags, a PyTorch tensor by ``is_contiguous()``.
+
+PYTEST_DONT_REWRITE
+"""
 
 from __future__ import annotations
 

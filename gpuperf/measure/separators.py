@@ -7,6 +7,8 @@
   every call's SM clock is read back (``Separators``).
 
 CuPy is imported lazily so that ``gpuperf`` imports on machines without it.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

@@ -5,6 +5,8 @@ relative interquartile range. The stopping rule asks for a *precise median*, not
 half-width of the median's ~95 % confidence interval, ``1.57·IQR/√n`` (McGill, Tukey & Larsen 1978, the
 notch of a box plot), relative to the median, must fall below the noise target. A noisier case simply takes
 more samples, up to its timeout.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

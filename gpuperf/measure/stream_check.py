@@ -4,6 +4,8 @@ The separator kernels (hold, flush, marker) run on the measuring stream, so cons
 call's interval there (``kernel_records.split_calls``). A kernel of the call that ran outside every such interval,
 on a stream not joined back to the measuring one, holds time no interval on it contains: ``stray_kernels`` finds it
 from the stream id of each CUPTI record, and ``StrayKernels.describe`` is the one line the case's ``ERROR`` says.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

@@ -10,6 +10,8 @@ extensions, CUDA-graph replays and Triton launches go. Launchers that take a str
 
 CuPy, PyTorch, Numba and cuda.core are imported lazily, each only when asked for; PyTorch's current stream is set
 only in a process that has imported PyTorch already (the suite's own cases never pay for importing it).
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

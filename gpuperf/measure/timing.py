@@ -22,6 +22,8 @@ that itself launches hundreds of kernels (a loop of GEMMs) still fills it; the h
 batch is dropped and the measurement goes on unheld, its method saying so ("-unheld").
 
 CuPy is imported lazily so that ``gpuperf`` imports on machines without it.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

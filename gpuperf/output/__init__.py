@@ -1,1 +1,4 @@
-"""What people read: the terminal table, results files, the README section, plots, diffs."""
+"""What people read: the terminal table, results files, the README section, plots, diffs.
+
+PYTEST_DONT_REWRITE
+"""

@@ -4,6 +4,8 @@ pytest-benchmark times host callables itself; here the samples are already devic
 are fed to the ``benchmark`` fixture's statistics directly (one round per sample, one iteration each) and
 the derived figures go to ``extra_info``. Only the first check of a test is exported: pytest-benchmark
 keeps one statistics object per test.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

@@ -5,6 +5,8 @@ timer and takes each build's ratio to the cuBLAS reference of that shape measure
 row carries its kernel's resources in ``extra["build"]``. This module turns those rows into one Markdown table per
 shape (fastest first, the suite's default in bold) and puts them between ``START`` and ``END`` in a page:
 ``python3 tools/custom_builds.py RESULTS.json [--page docs/custom-kernels.md]``. Pure: reads records, no GPU.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

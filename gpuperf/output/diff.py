@@ -6,6 +6,8 @@ A set of figures is a mapping of case id → baseline ``Entry`` (a run's records
 says how each case moved. ``compare_runs`` also judges each new figure against the old one with the gate's
 own rule (``gate.decide``), so ``python -m gpuperf compare`` gives the verdicts the gate would have given
 had A been the baseline. Formatting lives in ``report`` and ``table``.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

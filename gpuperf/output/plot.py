@@ -6,6 +6,8 @@ global backend switch, no display needed, and nothing left open between calls.
 Every point is drawn from what a record (or a baseline entry) says the case is: its kernel, precision,
 shape, FLOPs and bytes, written when it was measured. Nothing is guessed from a case id, so a kernel whose
 precision its id does not spell (the WMMA kernel is FP16) is drawn against its own peak.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

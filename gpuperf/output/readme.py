@@ -3,6 +3,8 @@
 ``python -m gpuperf readme results/<timestamp> --page docs/results-h200.md --images docs/h200/*.png`` replaces
 what lies between ``START`` and ``END`` in the page with: the run's header, one table per family (measured value,
 % of peak, spread, status), and the plots.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

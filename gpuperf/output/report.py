@@ -1,5 +1,8 @@
 """Text for people: the session header, the end-of-session table, the old → new tables (``--update-baselines``,
-``baseline diff``, ``compare``) and their summary lines. Every table renders through ``gpuperf.output.table``."""
+``baseline diff``, ``compare``) and their summary lines. Every table renders through ``gpuperf.output.table``.
+
+PYTEST_DONT_REWRITE
+"""
 
 from __future__ import annotations
 

@@ -4,6 +4,8 @@
 ``summary.md``, what a person reads on a CI job page: the GPU and software header, counts per status,
 failing cases first. ``load_figures`` is the one reader of a run *or* a baseline file for ``baseline
 diff``, ``compare`` and ``plot``. Nothing here imports CuPy.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

@@ -8,6 +8,8 @@ cut to a width in the terminal; in Markdown, a column's own Markdown (a code spa
 any other cell is escaped as text, and ``|`` is escaped in every cell. The terminal table, ``summary.md`` and the README section each
 choose a subset of ``RECORD_COLUMNS``; the old → new tables (``report``) are columns of ``diff.DiffRow`` built
 from the same formatters. All render through ``render_text`` or ``render_markdown``. Pure: no I/O.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

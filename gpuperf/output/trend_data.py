@@ -5,6 +5,8 @@ history store (``trend_source``), and tests build it by hand with a planted step
 travels here as a field (a case's family, precision and shape come from its records, never from its id).
 The derived facts (which versions or kernels changed between two points of a series, what needs attention)
 are pure functions of the model, so they are unit-tested without a browser.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

@@ -8,6 +8,8 @@ graph objects, whose validation of every property costs more than the rest of th
 hand every figure to ``plotly.graph_objects.Figure``, which rejects a property plotly does not know. The x
 axis of every chart of a GPU model is the run number among that model's runs, so the charts of one model
 line up (the small multiples of ``trend_thumbnails`` use the same numbers); the date is in the tooltip.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

@@ -8,6 +8,8 @@ the index loads no charting library. A case page is one interactive plotly chart
 (packaged with gpuperf, ``vendor/plotly-basic``) is written once beside the pages with its licence and every
 case page refers to it; nothing is fetched from a network.
 ``trend.js`` draws a case page's figure and applies the index's filters.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

@@ -2,6 +2,8 @@
 and its small multiple.
 
 Apart from the page generator so that ``summary.md`` can link a case's page without importing plotly.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

@@ -3,6 +3,8 @@
 ``trend_from_rows`` is pure (rows as mappings, change points as found), so it is tested without a database;
 ``load_trend`` reads the rows from a history database. What a card says about a
 case (family, precision, shape, kernel label, metric) is read from its latest record's fields.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

@@ -3,6 +3,8 @@ history, as a text sparkline with its range, and the path of its page in the tre
 
 Pure: the caller reads the history (``trend_source.summary_history``) and passes what it found; without a
 history (``--history none``) there is no section. Imports no plotting library.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

@@ -10,6 +10,8 @@ runs, change points as red lines with their size, and version, kernel and method
 in other processes while the caller writes the pages, so a large site is built on every core. One matplotlib
 figure per process is reused from picture to picture: making a figure and its axis ticks costs more than
 drawing a few lines on it.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

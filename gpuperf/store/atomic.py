@@ -5,6 +5,8 @@
 the old file or the new one, never half of either; the temporary file is removed on every other path,
 exceptions and interrupts included. ``locked`` holds an exclusive ``flock`` on ``<name>.lock`` beside the
 target for a read-modify-write (pytest-xdist workers, two CI jobs).
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

@@ -37,6 +37,8 @@ header, or with no integrity field, is refused. ``dump_baseline`` always writes 
 Writes go through ``gpuperf.store.atomic`` (a temporary file beside it, renamed over it), under its
 exclusive lock, after merging with what is on disk at that moment: an interrupted update leaves the old
 file intact and concurrent writers (pytest-xdist workers, two CI jobs) lose no entry.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

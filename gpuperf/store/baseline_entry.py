@@ -1,6 +1,8 @@
 """What one baseline entry is and how one read from a file is checked: ``Entry`` (and its ``ClockFree`` figure),
 the keys an entry may hold, and ``parse_entry``, which refuses a value, a key or a kind the schema does not
 allow with the file, the entry and the fix. ``baseline.py`` reads, seals and writes whole files of them.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

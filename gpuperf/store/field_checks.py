@@ -16,6 +16,8 @@ Each declared field type (the dataclass annotation's text, ``"float | None"``) h
 
 A sum of floats is finite only when each of them is (an infinity or a NaN term keeps it non-finite); a sum that
 overflows is not finite either, and leaves the column to the value-by-value check.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

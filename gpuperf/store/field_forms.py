@@ -6,6 +6,8 @@ with the file, the place and the field named, instead of reaching a banner, a ta
 Each form accepts what gpuperf itself writes there (``measure/device.py``: a driver NVML could not read is
 ``CUDA driver API 13.0``, a cuBLAS that could not be loaded ``unavailable (ImportError)``) and nothing with a
 control character, a line break, markup or more than ``MAX_FORM_CHARS`` characters. Pure.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

@@ -1,6 +1,9 @@
 """Which history a session or a command uses: ``--history``, else ``$GPUPERF_HISTORY``, else the SQLite file under
 the rootdir, or none. Apart from the store (``store/history.py``) and without SQLAlchemy, so that a session
-started with ``--history none`` never imports the database layer."""
+started with ``--history none`` never imports the database layer.
+
+PYTEST_DONT_REWRITE
+"""
 
 from __future__ import annotations
 

@@ -18,6 +18,7 @@ Every loader (baselines, results files, case tables) reads through ``read_text``
 Every refusal is an ``InputError`` whose message names the file, the cause and the fix. The YAML parser
 is libyaml's when PyYAML has it (several times faster: a baseline near its size limit loads in seconds),
 composed in Python so that the checks above see every event.
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

@@ -2,6 +2,8 @@
 
 Both are plain data (frozen dataclasses) that travel as dicts: through pytest-xdist from a worker to the
 controller (in a test report's ``user_properties``), into results files, and back for plots and diffs.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

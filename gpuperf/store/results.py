@@ -11,6 +11,8 @@ names the file, the record (its index and case id), the field and the fix. Files
 ``results.csv`` is the same data flattened, one row per case, so a spreadsheet or pandas can explain a
 curve a month later without this package. Non-finite floats are written as JSON ``null`` so the file stays
 strict JSON for other tools (``jq``, JavaScript).
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

@@ -1,7 +1,10 @@
 """Text that is no text: a JSON ``\\ud800`` escape without its pair reads as an unpaired surrogate, which no file,
 terminal or database can hold (writing one raises). A results file holding one is refused where it is read
 (``results.parse_json``), naming the place, instead of failing in whatever writes it next. (YAML's reader refuses
-such an escape itself.)"""
+such an escape itself.)
+
+PYTEST_DONT_REWRITE
+"""
 
 from __future__ import annotations
 

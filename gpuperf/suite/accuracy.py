@@ -22,6 +22,8 @@ Coefficients, with ``u`` the unit roundoff of each stage:
 - ``fp16-acc16`` (``COMPUTE_16F``): accumulation in FP16 itself, ``(k + 1)·2⁻¹¹``.
 - ``bf16`` (FP32 accumulate): BF16 output rounding ``2⁻⁸`` plus ``k·2⁻²⁴``.
 Every coefficient other than the fixed FP32 one carries a ×2 safety margin over the derivation.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

@@ -17,6 +17,8 @@ no list may hold the same item twice, nor two groups of a list expand to the sam
 rename the copies ``…_0``/``…_1`` and so re-key their baseline entries.
 
 A new table needs an entry in ``TABLES``; the test module that reads it shows what each key holds.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

@@ -4,6 +4,8 @@ Shapes, dtypes and per-family case lists are data (``perf_tests/cases/<family>.y
 test module only names the table it wants, and checked against the table's schema (``gpuperf.suite.case_schema``).
 A table of any other name (a user's ``attention.yaml``) names its own sizes (``sizes: [batch, heads, seq, dim]``)
 and is checked as strictly against them (``SizedCase``).
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

@@ -6,6 +6,8 @@ entries the selected perf tests own (``<case id>`` and its ``<case id>#<ratio>``
 verdict (``gate.VERDICTS``). Every other one is NOT MEASURED with its reason: unreliable after its retries,
 skipped (a missing optional package, no GPU), a test error, out of memory, not comparable. Pure: the plugin
 feeds it what the reports said.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

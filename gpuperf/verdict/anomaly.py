@@ -3,6 +3,8 @@
 A rule returns an ``Anomaly`` (its name and a message naming the likely causes) or ``None``. Rules about
 one case (``check_case``) run on every ``perf.check``; rules that compare two measurements run in the
 cross-check tests. Thresholds are module-level data so the CPU tests and the docs share them.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

@@ -2,6 +2,8 @@
 
 Pure: the ``perf`` fixture calls these and does the impure parts (re-measuring, failing the test); the
 decision itself is ``gate.decide``.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

@@ -17,6 +17,8 @@ The smallest slowdown a judgement catches: a case judged with figure ``v`` again
 ``t`` fails once its figure drops to ``r · (1 − t)``, so a slowdown ``s`` is caught when ``s > 1 − r (1 − t) / v``.
 The case's figure is the largest of those over all its judgements: a slowdown that size fails on every host
 pair and against the baseline, whatever the host's luck.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

@@ -10,6 +10,8 @@ takes as a floor of the band, still capped: a case that moves 4.8 % between heal
 band of 4.8 %, not a false alarm every other run, and says so.
 
 Pure: runs are ``RunInfo`` and records as ``results.load_run`` reads them from real runs' results files.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

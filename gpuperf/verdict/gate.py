@@ -15,6 +15,8 @@ Everything that decides lives here, pure (no CuPy, no pytest):
   among the clean verdicts stands (a transient slowdown passes, a real one is confirmed twice).
 - **Status order** (what needs a person first) and which statuses are verdicts.
 - **Outcome policy** of one test (fail / skip / pass) and of a run in gate mode (``run_failures``).
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

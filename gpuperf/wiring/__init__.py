@@ -1,1 +1,4 @@
-"""pytest wiring: options, hooks and fixtures that connect the layers above to a test run."""
+"""pytest wiring: options, hooks and fixtures that connect the layers above to a test run.
+
+PYTEST_DONT_REWRITE
+"""

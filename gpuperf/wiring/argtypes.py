@@ -1,6 +1,8 @@
 """Command-line value types shared by the pytest options and ``python -m gpuperf``.
 
 Each raises ``argparse.ArgumentTypeError`` with the fix, so a bad value fails at start-up with a message.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

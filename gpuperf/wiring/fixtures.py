@@ -3,6 +3,8 @@
 The plugin creates these and hands them to tests; the deciding is done by the pure modules
 (``check``, ``baseline``, ``anomaly``). ``Perf`` needs only something that measures again, so the
 plugin's own tests drive it with a synthetic measurement source.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import json
 import re
 import subprocess
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from typing import Any, ContextManager, Protocol
@@ -24,7 +26,7 @@ from gpuperf.measure.measurement import Measurement, UnmeasurableCall
 from gpuperf.measure.metrics import Work
 from gpuperf.measure.peaks import device_peaks
 from gpuperf.store.records import Record, RunInfo
-from gpuperf.wiring.session import SessionState
+from gpuperf.wiring.session import Options, SessionState
 
 _GPU_SEGMENT = re.compile(r"(?<=[\[-])gpu\d+(?:-|(?=\]))")
 
@@ -119,6 +121,31 @@ class GpuPool:
             with ctx.device:
                 self.streams[ctx.index] = new_measuring_stream()
         return self.streams[ctx.index]
+
+    @contextlib.contextmanager
+    def current(self, stream: Any) -> Iterator[None]:
+        """``stream`` made CuPy's and (where this process imported PyTorch) PyTorch's current stream, with Triton's
+        kernel loads watched (``launchers.watch_triton``) so what a test's kernels compiled joins their identity."""
+        from gpuperf.measure.launchers import watch_triton
+        from gpuperf.measure.streams import framework_streams
+
+        watch_triton()
+        with stream, framework_streams(stream):
+            yield
+
+    def measurer(self, ctx: GpuContext, stream: Any, options: Options, flush_mode: str,
+                 prefer_method: str = "") -> Measurer:
+        """The ``measure`` fixture's object: a timer on this device's flush buffer and tracer, asking the launchers
+        what they compiled, with ``stream`` made the frameworks' current stream while it measures."""
+        from gpuperf.measure.launchers import identify
+        from gpuperf.measure.streams import framework_streams
+        from gpuperf.measure.timing import SamplingConfig, Timer
+
+        config = SamplingConfig(rule=options.rule, warmup_calls=options.warmup_calls,
+                                warmup_time_s=options.warmup_time_s, min_sample_s=options.min_sample_s)
+        timer = Timer(ctx.info.l2_bytes, self.flush_buffer(ctx), ctx.nvml, config, tracer=self.tracer(),
+                      identify=identify)
+        return Measurer(timer, flush_mode, prefer_method=prefer_method, current=lambda: framework_streams(stream))
 
     def tracer(self) -> Any:
         """The process's kernel tracer (``cupti_trace.KernelTracer``), or ``None`` where CUPTI cannot trace."""

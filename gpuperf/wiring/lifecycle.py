@@ -1,6 +1,9 @@
 """The run-wide hooks: start-up checks, what was collected and selected, the device header before the first
 measurement, the records and phases of every test report (from xdist workers too), then the end of the run
-(``run_end.py``) and its summary. Registered once per session by the plugin."""
+(``run_end.py``) and its summary. Registered once per session by the plugin.
+
+PYTEST_DONT_REWRITE
+"""
 
 from __future__ import annotations
 
@@ -13,7 +16,6 @@ from typing import Any, cast
 import pytest
 
 from gpuperf.measure.device import NoGpuError
-from gpuperf.output import report
 from gpuperf.store.baseline import BaselineError
 from gpuperf.store.records import Record, RunInfo
 from gpuperf.verdict.accounting import CollectedTests, SelectedCase
@@ -160,6 +162,8 @@ class SessionHooks:
             self._start(indices)
 
     def _start(self, indices: Sequence[int]) -> None:
+        from gpuperf.output import report
+
         self.started = True
         state = self.state
         writer = self.config.pluginmanager.get_plugin("terminalreporter")

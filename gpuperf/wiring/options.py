@@ -6,6 +6,8 @@ gate's tolerance in ``verdict/gate.py``, the stopping rule's in ``measure/stats.
 sample length's in ``measure/measurement.py``, the ones the session owns, which GPU and where baselines are, in
 ``session.py``). A help text shows its default through ``{default}``, formatted from that value.
 ``tests/test_option_spec.py`` fails when a default is written a second time.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

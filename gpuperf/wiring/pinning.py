@@ -4,6 +4,8 @@ A worker is pinned by ``CUDA_VISIBLE_DEVICES`` (set in ``pytest_configure``, bef
 not merely by choosing a device index: otherwise CUDA start-up in the worker can leave an idle context on
 another GPU, which NVML then reports as a second process there, and the other worker's cases come out
 ``UNRELIABLE`` (seen on a two-H200 machine).
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

@@ -4,6 +4,8 @@ Installed, it loads in every pytest session through the ``pytest11`` entry point
 ``pytest_plugins = ["gpuperf.wiring.plugin"]`` or ``-p gpuperf.wiring.plugin`` of an uninstalled checkout finds it
 already there). It stays inert in a session that collects no test using its fixtures: no header, no files, no GPU
 or NVML query. Nothing here imports CuPy at import time, so ``pytest --help`` and the CPU tests work without it.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations
@@ -12,23 +14,21 @@ import os
 import zlib
 from collections.abc import Generator, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from gpuperf.measure.device import NoGpuError, device_count
-from gpuperf.measure.measurement import UnmeasurableCall
-from gpuperf.store.baseline import BaselineError
 from gpuperf.suite.cases import use_cases_dir
-from gpuperf.verdict.check import CaseIdentity
 from gpuperf.vocabulary import MARKERS, OPT_IN_MARKERS, Family
-from gpuperf.wiring.fixtures import GpuPool, Measurer, Perf, case_id_of, run_info
 from gpuperf.wiring.lifecycle import SessionHooks, check_results_dir, is_worker, keeps_baselines
 from gpuperf.wiring.options import add_pytest_options, session_options
-from gpuperf.wiring.pinning import PinningError, nvml_device_count, pin, worker_number
 from gpuperf.wiring.session import DEFAULT_GPUS, Options, SessionState
 from gpuperf.wiring.stash import (GPU_OF, PERF, PINNED, POOL, PREVIOUS_CASES_DIR, RECORD_PROPERTY, RUN_PROPERTY,
                                   STATE)
+
+if TYPE_CHECKING:
+    from gpuperf.wiring.fixtures import Measurer, Perf
 
 __all__ = ["POOL", "STATE", "pytest_addoption"]  # the keys tests and tools read the session's objects by
 
@@ -58,6 +58,8 @@ def pytest_configure(config: pytest.Config) -> None:
     for name, text in MARKERS.items():
         config.addinivalue_line("markers", f"{name}: {text}")
     config.stash[STATE] = SessionState(_options(config))
+    from gpuperf.wiring.fixtures import GpuPool
+
     config.stash[POOL] = GpuPool()
     config.stash[PREVIOUS_CASES_DIR] = use_cases_dir(config.rootpath / config.getini("gpuperf_cases"))
     config.pluginmanager.register(SessionHooks(config, _selected_gpus), "gpuperf-session")
@@ -79,6 +81,8 @@ def _pin_worker(config: pytest.Config, workerid: str) -> None:
     ``--gpu`` every worker measures on device 0 anyway, so the environment is left as it is."""
     if config.stash[STATE].options.gpus == DEFAULT_GPUS:
         return
+    from gpuperf.wiring.pinning import PinningError, nvml_device_count, pin, worker_number
+
     try:
         index, visible = pin(config.stash[STATE].options.gpus, worker_number(workerid), nvml_device_count,
                              os.environ.get("CUDA_VISIBLE_DEVICES"))
@@ -157,12 +161,9 @@ def gpu(request: pytest.FixtureRequest, gpu_index: int) -> Iterator[Any]:
 def stream(request: pytest.FixtureRequest, gpu: Any) -> Iterator[Any]:
     """The device's measuring stream (``GpuPool.stream``: the same one for every test), CuPy's and (where the
     process has imported PyTorch) PyTorch's current stream for the whole test, and drained after it."""
-    from gpuperf.measure.launchers import watch_triton
-    from gpuperf.measure.streams import framework_streams
-
-    test_stream = request.config.stash[POOL].stream(gpu)
-    watch_triton()
-    with test_stream, framework_streams(test_stream):
+    pool = request.config.stash[POOL]
+    test_stream = pool.stream(gpu)
+    with pool.current(test_stream):
         yield test_stream
     test_stream.synchronize()
 
@@ -194,26 +195,20 @@ def rng(request: pytest.FixtureRequest) -> Any:
     """A NumPy generator seeded from the case id: reproducible per case, different across cases."""
     import numpy
 
+    from gpuperf.wiring.fixtures import case_id_of
+
     return numpy.random.default_rng(zlib.crc32(case_id_of(request.node.nodeid).encode()))
 
 
 @pytest.fixture
 def measure(request: pytest.FixtureRequest, gpu: Any, stream: Any, flush_mode: str) -> Measurer:
     """``measure(fn, work, operands=(), flush=None, label="")`` → ``Measurement`` (see timing.py)."""
-    from gpuperf.measure.launchers import identify
-    from gpuperf.measure.streams import framework_streams
-    from gpuperf.measure.timing import SamplingConfig, Timer
+    from gpuperf.wiring.fixtures import case_id_of
 
     state = request.config.stash[STATE]
-    options = state.options
-    config = SamplingConfig(rule=options.rule, warmup_calls=options.warmup_calls,
-                            warmup_time_s=options.warmup_time_s, min_sample_s=options.min_sample_s)
-    flush_buffer = request.config.stash[POOL].flush_buffer(gpu)
-    entry = None if options.update else state.entry(gpu.info.slug, case_id_of(request.node.nodeid))
-    timer = Timer(gpu.info.l2_bytes, flush_buffer, gpu.nvml, config, tracer=request.config.stash[POOL].tracer(),
-                  identify=identify)
-    return Measurer(timer, flush_mode, prefer_method=entry.method if entry else "",
-                    current=lambda: framework_streams(stream))
+    entry = None if state.options.update else state.entry(gpu.info.slug, case_id_of(request.node.nodeid))
+    return request.config.stash[POOL].measurer(gpu, stream, state.options, flush_mode,
+                                                prefer_method=entry.method if entry else "")
 
 
 def _family(item: pytest.Item) -> str:
@@ -230,6 +225,10 @@ def _params(item: pytest.Item) -> dict[str, str]:
 @pytest.fixture
 def perf(request: pytest.FixtureRequest, gpu: Any, measure: Any) -> Perf:
     """``perf.check(m)``, ``perf.check_ratio(a, b, name)``, ``perf.note(text)``: gate against the baseline."""
+    from gpuperf.store.baseline import BaselineError
+    from gpuperf.verdict.check import CaseIdentity
+    from gpuperf.wiring.fixtures import Perf, case_id_of, run_info
+
     state = request.config.stash[STATE]
     item = request.node
     gpu_of = item.stash.get(GPU_OF, gpu.index)  # --gpu numbering: a pinned worker's CUDA device 0 is its GPU
@@ -263,6 +262,8 @@ def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
     """After the test body: attach its records to the report (also when the body failed, so what was
     measured is still reported and recorded) and give the verdict of its checks. A call that could not be measured
     (no kernel, or kernels off the measuring stream) is the case's ``ERROR`` row, and one line, never a figure."""
+    from gpuperf.measure.measurement import UnmeasurableCall
+
     checker = item.stash.get(PERF, None)
     try:
         result = yield

@@ -2,6 +2,8 @@
 branch and the CI job, read from git and from the CI's environment (GitHub Actions, GitLab CI, others).
 
 Nothing here fails a run: a tree that is not a git checkout, or git missing, leaves those fields ``None``.
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

@@ -1,5 +1,8 @@
 """The end of a run, on the controller: the baseline updates written, the evidence accounted for, the results
-files and the history appended, and the lines of the end-of-session summary."""
+files and the history appended, and the lines of the end-of-session summary.
+
+PYTEST_DONT_REWRITE
+"""
 
 from __future__ import annotations
 
@@ -9,7 +12,6 @@ from typing import Any
 
 import pytest
 
-from gpuperf.output import report
 from gpuperf.store.baseline import BaselineError, baseline_path, update_baseline
 from gpuperf.verdict.accounting import CollectedTests, account, merge_collected, stale_entries
 from gpuperf.verdict.check import baseline_header
@@ -141,6 +143,11 @@ class RunEnd:
         """The end-of-session section: the table, the counts, the accounting, what was written and why a file
         was not, and why gate mode failed the run; empty when the run measured and wrote nothing."""
         state = self.state
+        if not (state.records or state.accounts or state.stale or state.changes or self.results_dir is not None
+                or self.history_lines or self.history_failures or self.update_failures or self.failures):
+            return []  # before the report's modules load: a session without perf tests never needs them
+        from gpuperf.output import report
+
         lines = []
         if state.records:
             lines += [report.format_table(state.records),

@@ -1,4 +1,7 @@
-"""Run-wide state, built once from the command line: options, baselines in use, collected records."""
+"""Run-wide state, built once from the command line: options, baselines in use, collected records.
+
+PYTEST_DONT_REWRITE
+"""
 
 from __future__ import annotations
 
