@@ -25,7 +25,7 @@ import sqlalchemy  # noqa: F401
 from hypothesis import HealthCheck, settings
 
 import gpuperf.output.report  # noqa: F401
-import gpuperf.store.history  # noqa: F401
+import gpuperf.history.database  # noqa: F401
 import gpuperf.store.results  # noqa: F401
 import gpuperf.wiring.history_append  # noqa: F401
 
