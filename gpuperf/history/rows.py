@@ -23,8 +23,6 @@ from typing import Any
 
 import orjson
 
-from gpuperf.store.field_checks import columns_of
-
 #: ``run.extra`` key under which a session records where its figures came from (``Provenance``).
 PROVENANCE = "provenance"
 
@@ -215,7 +213,7 @@ def records_columns(records: Sequence[Mapping[str, Any]]) -> list[list[Any]]:
     """The ``records`` columns of a run's results-file records, ``case_id`` to ``position`` (the run's and the
     series' numbers are the database's), each read from its ``RECORD_COLUMNS`` key and made a column at a time
     (a backfill makes a million rows of them); the figure at max clock and the basis from ``bases``."""
-    keys = columns_of(records, RECORD_KEYS, None)
+    keys = _columns(records, RECORD_KEYS)
     at_max_clock, basis = bases(keys["clock_bound"], keys["value_at_max_clock"], keys["call_clock_mhz"],
                                 keys["max_clock_mhz"])
     made: dict[str, list[Any]] = {"kernels": _kernel_names_column(keys["kernels"]),
@@ -224,6 +222,21 @@ def records_columns(records: Sequence[Mapping[str, Any]]) -> list[list[Any]]:
                else _CONVERT[name](keys[RECORD_COLUMNS[name]]) if name in _CONVERT else keys[RECORD_COLUMNS[name]]
                for name in RECORD_VALUE_COLUMNS[1:-2]]
     return [*columns, list(range(len(records)))]
+
+
+def _columns(records: Sequence[Mapping[str, Any]], names: Sequence[str]) -> dict[str, list[Any]]:
+    """The values of ``names`` over ``records``, a list per name (``None`` where a record lacks one). The names
+    the first record holds are taken apart by ``itemgetter`` and ``zip``, without a Python step per value, when
+    every record holds them (as a suite writes its records); any other name, or all of them when the records
+    differ, is read record by record."""
+    held = [name for name in names if name in records[0]] if records else []
+    columns: dict[str, list[Any]] = {}
+    if len(held) > 1:
+        try:
+            columns = dict(zip(held, map(list, zip(*map(itemgetter(*held), records)))))
+        except KeyError:
+            columns = {}
+    return {name: columns[name] if name in columns else [record.get(name) for record in records] for name in names}
 
 
 def bases(clock_bound: Sequence[Any], at_max_clock: Sequence[Any], call_clock_mhz: Sequence[Any],
@@ -285,20 +298,21 @@ def read_results_bytes(path: Path) -> bytes:
     try:
         return read_bytes(path, MAX_RESULTS_BYTES, "a results file")
     except OSError as exc:
-        raise HistoryInputError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+        raise HistoryInputError(f"{path}: cannot be read ({exc.strerror or exc}); restore it, or leave it out with "
+                                "--exclude") from None
     except InputError as exc:
         raise HistoryInputError(str(exc)) from None
 
 
 def parse_results_document(path: Path, raw: bytes) -> dict[str, Any]:
     """A results file's document from its bytes, checked by the results format's own reader, with every key
-    kept (nothing is built from it: the history stores the document, every key of it)."""
+    kept (the history stores the document, every key of it, not the records the reader makes of it)."""
     from gpuperf.store.reading import InputError
-    from gpuperf.store.results import check_results, parse_json
+    from gpuperf.store.results import check_run, parse_json
 
     try:
         data = parse_json(path, raw)
-        check_results(path, data)
+        check_run(path, data)
     except InputError as exc:
         raise HistoryInputError(str(exc)) from None
     return check_document(data, str(path))
