@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -324,17 +325,25 @@ def read_results_document(path: Path) -> tuple[dict[str, Any], bytes]:
     return parse_results_document(path, raw), raw
 
 
+_NAME_RESULTS = "name results/ directories, results.json files or folders of them (docs/fleet/)"
+
+
 def results_files(paths: Sequence[Path]) -> list[Path]:
-    """The ``*.json`` files named or found under the folders named, in a stable order."""
+    """The paths named and the ``*.json`` entries found under the folders named (but folders), in a stable
+    order. Whatever is not a regular file among them (a FIFO, a device, a link in a loop or to nothing, a file
+    that cannot be read) is left to the results reader, which refuses it, naming what it is; a path that is not
+    there, or a folder with no ``*.json`` under it, is an error."""
     found: list[Path] = []
     for path in paths:
         if path.is_dir():
-            found += sorted(item for item in path.rglob("*.json") if item.is_file())
-        elif path.is_file():
+            inside = sorted(item for item in path.rglob("*.json") if not item.is_dir())
+            if not inside:
+                raise HistoryInputError(f"{path}: a folder with no *.json file under it; {_NAME_RESULTS}")
+            found += inside
+        elif os.path.lexists(path):
             found.append(path)
         else:
-            raise HistoryInputError(f"{path}: no such file or directory; name results/ directories, "
-                                    "results.json files or folders of them (docs/fleet/)")
+            raise HistoryInputError(f"{path}: no such file or directory; {_NAME_RESULTS}")
     return found
 
 
