@@ -178,7 +178,7 @@ def test_a_started_that_is_not_a_timestamp_is_refused_where_the_history_reads_it
         check_document(bad, "bad.json")
     write(tmp_path / "runs" / "bad.json", bad)
     assert main(["history", "--history", str(tmp_path / "h.sqlite"), "ingest", str(tmp_path / "runs")]) == 1
-    assert "is not a timestamp" in capsys.readouterr().out
+    assert "bad.json: run: field 'started' must be an ISO 8601 time" in capsys.readouterr().out
     # a history of an older schema that holds such a run: migrated, and refused where its runs are read
     old = sqlite_url(tmp_path / "old.sqlite")
     engine = sa.create_engine(old)
