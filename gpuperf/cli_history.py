@@ -22,6 +22,7 @@ from gpuperf.history.changepoints import DEFAULT_TAIL_HISTORY, DEFAULT_TAIL_RUNS
 from gpuperf.verdict.gate import Basis
 from gpuperf.history.rows import RunSummary
 from gpuperf.history.changes import Change
+from gpuperf.untrusted import terminal
 from gpuperf.wiring.argtypes import positive_int
 from gpuperf.wiring.options import HISTORY_TARGET, HISTORY_TARGET_AFTER, RUN_FILTERS, add_all
 
@@ -60,11 +61,11 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     with open_from(args, create=True) as history:
         report = history.ingest([Path(path) for path in args.paths], exclude=args.exclude)
     for path in report.added:  # the files held already are counted below, not listed: a nightly backfill holds most
-        print(f"added {path}")
+        print(terminal(f"added {path}", None))
     for _path, reason in report.refused:
-        print(f"refused {reason}")
-    print(f"gpuperf: {len(report.added)} runs added, {len(report.present)} already present, "
-          f"{len(report.refused)} files refused ({history.where})")
+        print(terminal(f"refused {reason}", None))
+    print(terminal(f"gpuperf: {len(report.added)} runs added, {len(report.present)} already present, "
+                   f"{len(report.refused)} files refused ({history.where})", None))
     return EXIT_FOUND if report.refused else EXIT_OK
 
 
@@ -94,19 +95,19 @@ def cmd_show(args: argparse.Namespace) -> int:
         units = history.record_data(case, rows[-1][2])
         times = {method: history.time_figures(case, method or "", [row[2] for row in rows])
                  for method in {row[1] for row in rows}}
-    unit = str((units or {}).get("unit", ""))
-    print(f"{case}")
+    unit = terminal(str((units or {}).get("unit", "")))
+    print(terminal(case, None))
     header = ("run", "date", "kind", "GPU", "host", "commit", "driver / CUDA / cuBLAS / CuPy", "method",
               f"judged ({unit})" if unit else "judged", "basis", "measured", "status")
-    lines = [header]
+    lines: list[tuple[str, ...]] = [header]
     order = {pk: position for position, pk in enumerate(runs)}
     for _, method, run_pk, value, status, at_max_clock in sorted(rows, key=lambda row: order[row[2]]):
         run = runs[run_pk]
         measured = times[method].get(run_pk)
-        lines.append((run.run_id[:10], run.started[:19], run.kind, run.gpu_slug, _short_host(run.host), run.commit,
-                      run.versions, method, "—" if value is None else f"{value:.5g}",
-                      Basis.CYCLES if at_max_clock else Basis.TIME,
-                      "—" if measured is None else f"{measured:.5g}", status))
+        cells = (run.run_id[:10], run.started[:19], run.kind, run.gpu_slug, _short_host(run.host), run.commit,
+                 run.versions, method, "—" if value is None else f"{value:.5g}", Basis.CYCLES if at_max_clock else
+                 Basis.TIME, "—" if measured is None else f"{measured:.5g}", status)
+        lines.append(tuple(terminal(cell) for cell in cells))  # every cell but the figures comes from a results file
     widths = [max(len(line[column]) for line in lines) for column in range(len(header))]
     for line in lines:
         print("  ".join(cell.ljust(width) for cell, width in zip(line, widths)).rstrip())
@@ -181,8 +182,8 @@ def cmd_changes(args: argparse.Namespace) -> int:
             changes, grouped, lambda key, pks: history.time_figures(key.case_id, key.method, pks))
     for change in changes:
         key = change.key
-        print(f"{'SLOWDOWN' if change.slowdown else 'speed-up'} {key.case_id} [{key.method}] on {key.gpu_slug} "
-              f"host {_short_host(key.host)}: {describe_change(change)}")
+        print(terminal(f"{'SLOWDOWN' if change.slowdown else 'speed-up'} {key.case_id} [{key.method}] on "
+                       f"{key.gpu_slug} host {_short_host(key.host)}: {describe_change(change)}", None))
     recent = history_changes.recent_slowdowns(changes, args.last)
     print(f"gpuperf: {len(changes)} change points in {len(grouped)} series over {len(runs)} runs; "
           f"{len(recent)} slowdown{'s' if len(recent) != 1 else ''} in a series' last {args.last} runs")

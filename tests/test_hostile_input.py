@@ -68,6 +68,15 @@ def _big(d: Path) -> None:
     (d / "big.yaml").write_text(text + "# padding\n" * (3 * 2**20 // 10))
 
 
+def _link(name: str, target: str) -> Callable[[Path], None]:
+    return lambda d: (d / name).symlink_to(target)
+
+
+def _link_loop(d: Path) -> None:
+    (d / "a.json").symlink_to("b.json")
+    (d / "b.json").symlink_to("a.json")
+
+
 def _twice(d: Path) -> None:
     data = _run_data()
     doubled = dict(data["records"][0], value=data["records"][0]["value"] / 2)
@@ -241,6 +250,16 @@ HOSTILE = [
             ["baseline", "from-runs", "nvidia-h200.yaml", "s.json"], 1),
     Hostile("an in-memory SQLite history", lambda d: None,
             ["history", "ingest", str(RUN), "--history", "sqlite://"], 1),
+    Hostile("a FIFO given to history ingest", lambda d: os.mkfifo(d / "fifo.json"),
+            ["history", "ingest", "fifo.json", "--history", "h.sqlite"], 1, "refused"),
+    Hostile("a folder named like a results file, with none under it, given to history ingest",
+            lambda d: (d / "results.json").mkdir(), ["history", "ingest", "results.json", "--history", "h.sqlite"], 1),
+    Hostile("a link to /dev/null given to history ingest", _link("null.json", "/dev/null"),
+            ["history", "ingest", "null.json", "--history", "h.sqlite"], 1, "refused"),
+    Hostile("links in a loop given to history ingest", _link_loop,
+            ["history", "ingest", "a.json", "--history", "h.sqlite"], 1, "refused"),
+    Hostile("a link to a file that is not there, given to history ingest", _link("run.json", "gone.json"),
+            ["history", "ingest", "run.json", "--history", "h.sqlite"], 1, "refused"),
     Hostile("runs whose baseline would pass the 2 MiB limit, over a good baseline", _runs_over_the_baseline_limit,
             ["baseline", "from-runs", "b/nvidia-h200.yaml", "r1.json", "r2.json"], 1),
     Hostile("H200 runs written into a file named for another GPU", lambda d: None,

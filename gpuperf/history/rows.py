@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -24,8 +25,6 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-
-from gpuperf.store.field_checks import columns_of
 
 #: ``run.extra`` key under which a session records where its figures came from (``Provenance``).
 PROVENANCE = "provenance"
@@ -217,7 +216,7 @@ def records_columns(records: Sequence[Mapping[str, Any]]) -> list[list[Any]]:
     """The ``records`` columns of a run's results-file records, ``case_id`` to ``position`` (the run's and the
     series' numbers are the database's), each read from its ``RECORD_COLUMNS`` key and made a column at a time
     (a backfill makes a million rows of them); the figure at max clock and the basis from ``bases``."""
-    keys = columns_of(records, RECORD_KEYS, None)
+    keys = _columns(records, RECORD_KEYS)
     at_max_clock, basis = bases(keys["clock_bound"], keys["value_at_max_clock"], keys["call_clock_mhz"],
                                 keys["max_clock_mhz"])
     made: dict[str, list[Any]] = {"kernels": _kernel_names_column(keys["kernels"]),
@@ -226,6 +225,21 @@ def records_columns(records: Sequence[Mapping[str, Any]]) -> list[list[Any]]:
                else _CONVERT[name](keys[RECORD_COLUMNS[name]]) if name in _CONVERT else keys[RECORD_COLUMNS[name]]
                for name in RECORD_VALUE_COLUMNS[1:-2]]
     return [*columns, list(range(len(records)))]
+
+
+def _columns(records: Sequence[Mapping[str, Any]], names: Sequence[str]) -> dict[str, list[Any]]:
+    """The values of ``names`` over ``records``, a list per name (``None`` where a record lacks one). The names
+    the first record holds are taken apart by ``itemgetter`` and ``zip``, without a Python step per value, when
+    every record holds them (as a suite writes its records); any other name, or all of them when the records
+    differ, is read record by record."""
+    held = [name for name in names if name in records[0]] if records else []
+    columns: dict[str, list[Any]] = {}
+    if len(held) > 1:
+        try:
+            columns = dict(zip(held, map(list, zip(*map(itemgetter(*held), records)))))
+        except KeyError:
+            columns = {}
+    return {name: columns[name] if name in columns else [record.get(name) for record in records] for name in names}
 
 
 def bases(clock_bound: Sequence[Any], at_max_clock: Sequence[Any], call_clock_mhz: Sequence[Any],
@@ -287,20 +301,21 @@ def read_results_bytes(path: Path) -> bytes:
     try:
         return read_bytes(path, MAX_RESULTS_BYTES, "a results file")
     except OSError as exc:
-        raise HistoryInputError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+        raise HistoryInputError(f"{path}: cannot be read ({exc.strerror or exc}); restore it, or leave it out with "
+                                "--exclude") from None
     except InputError as exc:
         raise HistoryInputError(str(exc)) from None
 
 
 def parse_results_document(path: Path, raw: bytes) -> dict[str, Any]:
     """A results file's document from its bytes, checked by the results format's own reader, with every key
-    kept (nothing is built from it: the history stores the document, every key of it)."""
+    kept (the history stores the document, every key of it, not the records the reader makes of it)."""
     from gpuperf.store.reading import InputError
-    from gpuperf.store.results import check_results, parse_json
+    from gpuperf.store.results import check_run, parse_json
 
     try:
         data = parse_json(path, raw)
-        check_results(path, data)
+        check_run(path, data)
     except InputError as exc:
         raise HistoryInputError(str(exc)) from None
     return check_document(data, str(path))
@@ -312,17 +327,25 @@ def read_results_document(path: Path) -> tuple[dict[str, Any], bytes]:
     return parse_results_document(path, raw), raw
 
 
+_NAME_RESULTS = "name results/ directories, results.json files or folders of them (docs/fleet/)"
+
+
 def results_files(paths: Sequence[Path]) -> list[Path]:
-    """The ``*.json`` files named or found under the folders named, in a stable order."""
+    """The paths named and the ``*.json`` entries found under the folders named (but folders), in a stable
+    order. Whatever is not a regular file among them (a FIFO, a device, a link in a loop or to nothing, a file
+    that cannot be read) is left to the results reader, which refuses it, naming what it is; a path that is not
+    there, or a folder with no ``*.json`` under it, is an error."""
     found: list[Path] = []
     for path in paths:
         if path.is_dir():
-            found += sorted(item for item in path.rglob("*.json") if item.is_file())
-        elif path.is_file():
+            inside = sorted(item for item in path.rglob("*.json") if not item.is_dir())
+            if not inside:
+                raise HistoryInputError(f"{path}: a folder with no *.json file under it; {_NAME_RESULTS}")
+            found += inside
+        elif os.path.lexists(path):
             found.append(path)
         else:
-            raise HistoryInputError(f"{path}: no such file or directory; name results/ directories, "
-                                    "results.json files or folders of them (docs/fleet/)")
+            raise HistoryInputError(f"{path}: no such file or directory; {_NAME_RESULTS}")
     return found
 
 

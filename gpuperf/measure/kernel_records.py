@@ -143,51 +143,12 @@ class Kernel:
                    median_us=None if median is None else float(median), code=code)
 
 
-def kernels_sound(kernels: Sequence[Any]) -> bool:
-    """Whether ``Kernel.from_dict`` accepts every one of ``kernels`` (JSON values), found a field at a time over
-    all of them (a backfill reads a million). ``True`` only when it does; ``False`` may also mean a value this
-    quick test leaves to ``from_dict`` (a NaN median), which then names the fault or accepts it."""
-    if not set(map(type, kernels)) <= {dict}:
-        return False
-    names = [kernel.get("name") for kernel in kernels]
-    if not set(map(type, names)) <= {str} or "" in names:
-        return False
-    medians = [kernel["median_us"] for kernel in kernels if kernel.get("median_us") is not None]
-    if not set(map(type, medians)) <= {int, float} or medians and not _finite_and_not_negative(medians):
-        return False
-    codes = [kernel["code"] for kernel in kernels if "code" in kernel]
-    if not set(map(type, codes)) <= {str} or not all(_CODE_DIGEST.fullmatch(code) for code in codes if code):
-        return False
-    for key in ("grid", "block", "cluster"):
-        dims = [kernel[key] for kernel in kernels if key in kernel]
-        if not set(map(type, dims)) <= {list} or not set(map(len, dims)) <= {3} or not _counts(
-                [value for dim in dims for value in dim]):
-            return False
-    return all(_counts([kernel[key] for kernel in kernels if key in kernel]) for key in ("registers", "shared_memory"))
-
-
 def _finite(number: float) -> bool:
     """Whether ``number`` is a finite float, or a whole number that becomes one."""
     try:
         return math.isfinite(number)
     except OverflowError:  # a whole number too large for a float
         return False
-
-
-def _finite_and_not_negative(numbers: list[Any]) -> bool:
-    """Whether every one of ``numbers`` is a float that is finite and not negative, or a whole number that is not
-    negative and becomes one (a float's sum is finite only when each term is; a whole number's, too large for a
-    float, is not)."""
-    try:
-        total = float(sum(numbers))
-    except OverflowError:
-        return False
-    return bool(total - total == 0 and min(numbers) >= 0)
-
-
-def _counts(values: list[Any]) -> bool:
-    """Whether ``values`` are all non-negative integers (not true or false)."""
-    return set(map(type, values)) <= {int} and (not values or min(values) >= 0)
 
 
 def _dim3(data: Mapping[str, Any], key: str, default: int) -> Dim3:

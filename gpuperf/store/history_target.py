@@ -1,5 +1,5 @@
 """Which history a session or a command uses: ``--history``, else ``$GPUPERF_HISTORY``, else the SQLite file under
-the rootdir, or none. Apart from the store (``store/history.py``) and without SQLAlchemy, so that a session
+the rootdir, or none. Apart from the database (``history/database.py``) and without SQLAlchemy, so that a session
 started with ``--history none`` never imports the database layer.
 
 PYTEST_DONT_REWRITE

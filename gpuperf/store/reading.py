@@ -90,6 +90,16 @@ def _kind(mode: int) -> str:
     return next((name for test, name in kinds if test(mode)), "not a regular file")
 
 
+def _unopened(exc: OSError, what: str) -> str:
+    """Why a file could not be opened, and the fix."""
+    if exc.errno == errno.ELOOP:
+        return f"is a symbolic link that leads back to itself (a loop of links), not {what}; fix the link or pass " \
+               "the file itself"
+    if exc.errno in (errno.EACCES, errno.EPERM):
+        return "cannot be read: permission denied; make it readable (chmod a+r) or pass another file"
+    return f"cannot be opened ({exc.strerror or exc}); pass {what} that can be read"
+
+
 def read_bytes(path: Path, max_bytes: int, what: str) -> bytes:
     """At most ``max_bytes`` of the regular file ``path``. A missing file raises ``FileNotFoundError`` (each
     loader says what a missing file means for it); anything else that is not a file of bounded size is an
@@ -98,6 +108,13 @@ def read_bytes(path: Path, max_bytes: int, what: str) -> bytes:
         descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
     except IsADirectoryError:
         raise InputError(f"{path}: is a folder, not {what}; pass the file itself") from None
+    except FileNotFoundError:
+        if not os.path.islink(path):
+            raise
+        raise InputError(f"{path}: is a symbolic link to {os.readlink(path)}, which does not exist; point the link "
+                         f"at {what} or pass the file itself") from None
+    except OSError as exc:
+        raise InputError(f"{path}: {_unopened(exc, what)}") from None
     try:
         status = os.fstat(descriptor)
         if not stat.S_ISREG(status.st_mode):

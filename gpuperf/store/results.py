@@ -28,10 +28,10 @@ from typing import Any
 
 import orjson
 
-from gpuperf.measure.kernel_records import Kernel, kernels_sound
+from gpuperf.measure.kernel_records import Kernel
 from gpuperf.untrusted import csv_text
 from gpuperf.store.atomic import write_atomically
-from gpuperf.store.field_checks import ABSENT, columns_sound, field_table
+from gpuperf.store.field_checks import field_table
 from gpuperf.store.field_forms import run_fault
 from gpuperf.store.reading import INDENTED, MIB, InputError, load_json, read_text
 from gpuperf.store.text_values import surrogate_fault
@@ -61,9 +61,8 @@ class ResultsError(InputError):
 
 
 def results_json_text(run: RunInfo, records: Iterable[Record]) -> str:
-    """The ``results.json`` text: orjson's two-space indented form, which its reader recognises and then checks
-    cheaply (``reading.load_json``). A value orjson cannot write (an integer beyond 64 bits) takes Python's
-    writer; either way a non-finite figure is ``null``."""
+    """The ``results.json`` text: orjson's two-space indented form. A value orjson cannot write (an integer beyond
+    64 bits) takes Python's writer; either way a non-finite figure is ``null``."""
     return document_text({"schema": SCHEMA, "run": run.to_dict(), "records": [record.to_dict() for record in records]})
 
 
@@ -132,7 +131,7 @@ def check_written(path: Path, text: str) -> None:
                            f"{MAX_RESULTS_BYTES // MIB} MiB a results file may hold, so its own reader would refuse "
                            "it: run the suite in parts (select them with -k or -m), each with its own results")
     try:
-        check_results(path, parse_json(path, text))
+        check_run(path, parse_json(path, text))
     except ResultsError as exc:
         raise ResultsError(f"not written, as its reader would refuse it: {exc}") from None
 
@@ -239,35 +238,6 @@ def parse_json(path: Path, text: str | bytes) -> Any:
     if fault:
         raise ResultsError(f"{path}: {fault}; {_RERUN}")
     return data
-
-
-def check_results(path: Path, data: Any) -> None:
-    """Refuse a results file's parsed JSON as ``check_run`` would, without building its records: a sound file is
-    proved so a column at a time (``_sound``), and only another is checked record by record, which names the
-    fault."""
-    if not _sound(data):
-        check_run(path, data)
-
-
-def _sound(data: Any) -> bool:
-    """Whether ``check_run`` certainly accepts ``data`` (``False``: let it decide)."""
-    if type(data) is not dict or data.get("schema") != SCHEMA or type(data.get("records")) is not list \
-            or type(data.get("run")) is not dict or columns_sound(RunInfo, [data["run"]]) is None \
-            or run_fault(data["run"])[1]:
-        return False
-    records = data["records"]
-    columns = columns_sound(Record, records)
-    if columns is None or not set(columns["gpu"]) <= {data["run"]["gpu_slug"], data["run"]["gpu_name"], "", ABSENT}:
-        return False
-    statuses, values = columns["status"], columns["value"]
-    if not set(statuses) <= STATUSES or not set(columns["reason"]) <= {*Reason.ALL, ABSENT}:
-        return False
-    if any(status in NEEDS_FIGURE for value, status in zip(values, statuses) if value is None):
-        return False
-    if not kernels_sound([kernel for kernels in columns["kernels"] if type(kernels) is list for kernel in kernels]):
-        return False
-    cases = set(zip(columns["case_id"], [None if index is ABSENT else index for index in columns["gpu_index"]]))
-    return len(cases) == len(records)
 
 
 def check_run(path: Path, data: Any) -> tuple[RunInfo, list[Record]]:
