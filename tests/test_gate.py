@@ -27,9 +27,9 @@ from gpuperf.verdict.gate import (
     gate_mode_from_env,
     needs_confirmation,
     outcome,
-    run_failures,
     too_noisy,
 )
+from gpuperf.verdict.accounting import run_failures
 from gpuperf.store.records import Record
 from gpuperf.vocabulary import Status
 

@@ -17,7 +17,7 @@ from gpuperf.cli import main
 from gpuperf.store.baseline import BaselineError, dump_baseline, load_baseline, update_baseline
 from gpuperf.store.results import ResultsError, load_run, write_results
 from gpuperf.verdict.accounting import GpuAccount
-from gpuperf.verdict.gate import run_failures
+from gpuperf.verdict.accounting import run_failures
 from test_history_cli import project  # noqa: F401  (the fixture: a git project with the fake-timed plugin)
 from test_plugin import GEMM_ID, GEMV_ID, recorded, run
 

@@ -159,3 +159,22 @@ def merge_collected(parts: Iterable[CollectedTests]) -> CollectedTests:
         flush_modes=next((p.flush_modes for p in parts if p.flush_modes), ()),
         skipped_files=skipped,
     )
+
+
+def run_failures(accounts: Sequence[GpuAccount], stale: Sequence[str], gate_mode: bool, allow_stale: bool,
+                 no_gpu: str = "") -> list[str]:
+    """Why a run in gate mode fails although no test failed: missing evidence. Empty outside gate mode."""
+    if not gate_mode:
+        return []
+    reasons = []
+    if no_gpu:
+        reasons.append(f"nothing measured there: {no_gpu}")
+    reasons += [f"{account.summary()}: every baselined case must be measured in gate mode"
+                for account in accounts if not account.complete]
+    if accounts and all(account.complete for account in accounts) and not any(a.measured for a in accounts):
+        reasons.append("nothing judged: no selected case has a baseline entry, so a green gate would say nothing; "
+                       "select baselined cases, or record them first (pytest perf_tests --update-baselines)")
+    if stale and not allow_stale:
+        reasons.append(f"{len(stale)} stale baseline entr{'y' if len(stale) == 1 else 'ies'} (no test produces "
+                       "them): remove them with python -m gpuperf baseline drop, or pass --allow-stale")
+    return reasons

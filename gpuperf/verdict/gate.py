@@ -14,7 +14,7 @@ Everything that decides lives here, pure (no CuPy, no pytest):
 - **Confirmation.** A ``REGRESSED`` or noisy first result is measured again; of the two, the better figure
   among the clean verdicts stands (a transient slowdown passes, a real one is confirmed twice).
 - **Status order** (what needs a person first) and which statuses are verdicts.
-- **Outcome policy** of one test (fail / skip / pass) and of a run in gate mode (``run_failures``).
+- **Outcome policy** of one test (fail / skip / pass); a run's in gate mode is evidence, ``accounting.run_failures``.
 
 PYTEST_DONT_REWRITE
 """
@@ -24,7 +24,6 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
 
 from gpuperf.measure.kernel_records import SAME_KERNELS, describe_change, ncu_command
 from gpuperf.measure.measurement import Method
@@ -32,9 +31,6 @@ from gpuperf.store.baseline import Entry
 from gpuperf.store.records import Reason, Record
 from gpuperf.untrusted import escaped
 from gpuperf.vocabulary import Status
-
-if TYPE_CHECKING:  # the accounts' module imports this one
-    from gpuperf.verdict.accounting import GpuAccount
 
 #: The default allowed slowdown. Chosen from measurement, not taste: over three full H200 runs against one
 #: baseline (369 case-runs) the largest slowdown of an unchanged case was 3.3 % (a 5 µs FP16 GEMM), so a
@@ -424,22 +420,3 @@ _CI_OFF = frozenset({"", "0", "false", "no", "off"})
 def gate_mode_from_env(ci: str | None) -> bool:
     """Gate mode is on when ``$CI`` is set to anything but an empty, ``0`` or ``false``-like value."""
     return (ci or "").strip().lower() not in _CI_OFF
-
-
-def run_failures(accounts: Sequence[GpuAccount], stale: Sequence[str], gate_mode: bool, allow_stale: bool,
-                 no_gpu: str = "") -> list[str]:
-    """Why a run in gate mode fails although no test failed: missing evidence. Empty outside gate mode."""
-    if not gate_mode:
-        return []
-    reasons = []
-    if no_gpu:
-        reasons.append(f"nothing measured there: {no_gpu}")
-    reasons += [f"{account.summary()}: every baselined case must be measured in gate mode"
-                for account in accounts if not account.complete]
-    if accounts and all(account.complete for account in accounts) and not any(a.measured for a in accounts):
-        reasons.append("nothing judged: no selected case has a baseline entry, so a green gate would say nothing; "
-                       "select baselined cases, or record them first (pytest perf_tests --update-baselines)")
-    if stale and not allow_stale:
-        reasons.append(f"{len(stale)} stale baseline entr{'y' if len(stale) == 1 else 'ies'} (no test produces "
-                       "them): remove them with python -m gpuperf baseline drop, or pass --allow-stale")
-    return reasons

@@ -15,7 +15,7 @@ import pytest
 from gpuperf.store.baseline import BaselineError, baseline_path, update_baseline
 from gpuperf.verdict.accounting import CollectedTests, account, merge_collected, stale_entries
 from gpuperf.verdict.check import baseline_header
-from gpuperf.verdict.gate import run_failures
+from gpuperf.verdict.accounting import run_failures
 from gpuperf.wiring.stash import COLLECTED, STATE
 
 
