@@ -174,6 +174,14 @@ class Stream:
     torch = "torch-view-of-the-measuring-stream"
 
 
+@pytest.fixture(autouse=True)
+def _measuring_stream_class(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The measuring stream's class is made from CuPy's; here ``Stream`` stands for it."""
+    from gpuperf.measure import streams
+
+    monkeypatch.setattr(streams, "_measuring_stream_class", lambda: Stream)
+
+
 def test_pytorch_s_current_stream_is_the_measuring_stream_only_where_pytorch_is_imported(
         monkeypatch: pytest.MonkeyPatch) -> None:
     entered: list[Any] = []
@@ -185,10 +193,16 @@ def test_pytorch_s_current_stream_is_the_measuring_stream_only_where_pytorch_is_
         entered.append("restored")
 
     torch = types.ModuleType("torch")
-    torch.cuda = types.SimpleNamespace(stream=stream)  # type: ignore[attr-defined]
+    torch.cuda = types.SimpleNamespace(stream=stream, is_available=lambda: True)  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "torch", torch)
     with framework_streams(Stream()):
         assert entered == [Stream.torch]
+    assert entered == [Stream.torch, "restored"]
+    with framework_streams(object()):  # a stream of CuPy's own, not the measuring stream: left as it is
+        pass
+    torch.cuda = types.SimpleNamespace(stream=stream, is_available=lambda: False)  # type: ignore[attr-defined]
+    with framework_streams(Stream()):  # a PyTorch built without CUDA: nothing to set
+        pass
     assert entered == [Stream.torch, "restored"]
     monkeypatch.delitem(sys.modules, "torch")
     with framework_streams(Stream()):

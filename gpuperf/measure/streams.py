@@ -72,12 +72,13 @@ def new_measuring_stream() -> Any:
 
 @contextlib.contextmanager
 def framework_streams(stream: Any) -> Iterator[None]:
-    """Make ``stream`` PyTorch's current stream on its device for the duration, when this process has imported
-    PyTorch (Triton and ``torch.compile`` launch on it too); otherwise nothing. The stream PyTorch had is restored
-    afterwards."""
+    """Make ``stream`` PyTorch's current stream on its device for the duration, when this process has imported a
+    PyTorch that has CUDA (Triton and ``torch.compile`` launch on it too); otherwise nothing. The stream PyTorch had
+    is restored afterwards."""
     torch = sys.modules.get("torch")
-    if torch is None or not hasattr(torch, "cuda") or not hasattr(stream, "torch"):
+    cuda = getattr(torch, "cuda", None)
+    if cuda is None or not cuda.is_available() or not isinstance(stream, _measuring_stream_class()):
         yield
         return
-    with torch.cuda.stream(stream.torch):
+    with cuda.stream(stream.torch):
         yield
