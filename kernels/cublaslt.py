@@ -138,7 +138,7 @@ def _release(lt: ModuleType, handles: dict[str, int]) -> None:
     """Destroy what ``LtMatmul`` created, newest first (preference and layouts before descriptor and handle)."""
     destroy = {"handle": lt.destroy, "desc": lt.matmul_desc_destroy, "layout_a": lt.matrix_layout_destroy,
                "layout_b": lt.matrix_layout_destroy, "layout_c": lt.matrix_layout_destroy,
-               "pref": lt.matmul_preference_destroy}
+               "layout_d": lt.matrix_layout_destroy, "pref": lt.matmul_preference_destroy}
     while handles:
         name, pointer = handles.popitem()
         destroy[name](pointer)
@@ -159,36 +159,27 @@ class LtMatmul:
         reason = available()
         if reason is not None:
             raise LtError(reason)
-        _, lt, cublas = _bindings()
+        self.m, self.n, self.k, self.dtype = m, n, k, dtype
+        self.workspace_limit = workspace_bytes
+        self._plan(requested, workspace_bytes)
+
+    def _plan(self, requested: int, workspace_bytes: int) -> None:
+        """Create the handle, the descriptors (``_describe_problem``) and the preference, and ask the heuristic."""
+        _, lt, _ = _bindings()
         import cupy
 
-        self.m, self.n, self.k, self.dtype = m, n, k, dtype
-        self.path = blas_args.gemm_path(dtype)
-        self.types = lt_types(dtype)
-        self.workspace_limit = workspace_bytes
         self._lt = lt
-        self._alpha = np.ones(1, dtype=self.types.scalar)
-        self._beta = np.zeros(1, dtype=self.types.scalar)
-
         handles: dict[str, int] = {}
         try:
             handles["handle"] = lt.create()
-            handles["desc"] = lt.matmul_desc_create(self.types.compute_type, self.types.scale_type)
-            no_transpose = np.array([int(cublas.Operation.N)], dtype=np.int32)
-            for attribute in (lt.MatmulDescAttribute.TRANSA, lt.MatmulDescAttribute.TRANSB):
-                lt.matmul_desc_set_attribute(handles["desc"], attribute, no_transpose.ctypes.data,
-                                             no_transpose.nbytes)
-            # The swap trick: cuBLASLt's A is our B seen column-major (n×k, ld n), its B is our A
-            # (k×m, ld k), and its C and D are our C (n×m, ld n).
-            handles["layout_a"] = lt.matrix_layout_create(self.types.data_type, n, k, n)
-            handles["layout_b"] = lt.matrix_layout_create(self.types.data_type, k, m, k)
-            handles["layout_c"] = lt.matrix_layout_create(self.types.data_type, n, m, n)
+            self._describe_problem(handles)
             handles["pref"] = lt.matmul_preference_create()
             limit = np.array([workspace_bytes], dtype=np.uint64)
             lt.matmul_preference_set_attribute(handles["pref"], lt.MatmulPreferenceAttribute.MAX_WORKSPACE_BYTES,
                                                limit.ctypes.data, limit.nbytes)
             self._handle, self._desc, self._pref = handles["handle"], handles["desc"], handles["pref"]
-            self._layouts = (handles["layout_a"], handles["layout_b"], handles["layout_c"])
+            self._layouts = (handles["layout_a"], handles["layout_b"], handles["layout_c"],
+                             handles.get("layout_d", handles["layout_c"]))
             self._results, self._algo_ptrs, self.candidates = self._heuristic(requested)
         except BaseException:
             _release(lt, handles)
@@ -197,6 +188,24 @@ class LtMatmul:
         self._finalizer.atexit = False  # at interpreter exit the CUDA context may already be gone
         largest = max(candidate.workspace_bytes for candidate in self.candidates)
         self._workspace = cupy.empty(max(largest, 1), dtype=cupy.uint8)
+
+    def _describe_problem(self, handles: dict[str, int]) -> None:
+        """The matmul descriptor and the layouts of cuBLASLt's A, B and C (D is C), added to ``handles``."""
+        _, lt, cublas = _bindings()
+        self.path = blas_args.gemm_path(self.dtype)
+        self.types = lt_types(self.dtype)
+        self._alpha = np.ones(1, dtype=self.types.scalar)
+        self._beta = np.zeros(1, dtype=self.types.scalar)
+        m, n, k = self.m, self.n, self.k
+        handles["desc"] = lt.matmul_desc_create(self.types.compute_type, self.types.scale_type)
+        no_transpose = np.array([int(cublas.Operation.N)], dtype=np.int32)
+        for attribute in (lt.MatmulDescAttribute.TRANSA, lt.MatmulDescAttribute.TRANSB):
+            lt.matmul_desc_set_attribute(handles["desc"], attribute, no_transpose.ctypes.data, no_transpose.nbytes)
+        # The swap trick: cuBLASLt's A is our B seen column-major (n×k, ld n), its B is our A
+        # (k×m, ld k), and its C and D are our C (n×m, ld n).
+        handles["layout_a"] = lt.matrix_layout_create(self.types.data_type, n, k, n)
+        handles["layout_b"] = lt.matrix_layout_create(self.types.data_type, k, m, k)
+        handles["layout_c"] = lt.matrix_layout_create(self.types.data_type, n, m, n)
 
     def __repr__(self) -> str:
         return f"LtMatmul({self.m}x{self.n}x{self.k}, {self.dtype}, {len(self.candidates)} candidates)"
@@ -208,11 +217,11 @@ class LtMatmul:
     def _heuristic(self, requested: int) -> tuple[Any, tuple[int, ...], tuple[Candidate, ...]]:
         """Ask for ``requested`` candidates; keep the valid ones in rank order, with their algo pointers."""
         lt = self._lt
-        layout_a, layout_b, layout_c = self._layouts
+        layout_a, layout_b, layout_c, layout_d = self._layouts
         results = lt.MatmulHeuristicResult(requested)
         returned = np.zeros(1, dtype=np.int32)
         try:
-            lt.matmul_algo_get_heuristic(self._handle, self._desc, layout_a, layout_b, layout_c, layout_c,
+            lt.matmul_algo_get_heuristic(self._handle, self._desc, layout_a, layout_b, layout_c, layout_d,
                                          self._pref, requested, results.ptr, returned.ctypes.data)
         except lt.cuBLASLtError as exc:
             raise LtError(f"cublasLtMatmulAlgoGetHeuristic failed for {self.problem}: {exc}; this cuBLASLt does "
@@ -277,7 +286,7 @@ class LtMatmul:
         import cupy
 
         lt = self._lt
-        layout_a, layout_b, layout_c = self._layouts
+        layout_a, layout_b, layout_c, _ = self._layouts
         try:
             lt.matmul(self._handle, self._desc, self._alpha.ctypes.data, b.data.ptr, layout_a, a.data.ptr,
                       layout_b, self._beta.ctypes.data, c.data.ptr, layout_c, c.data.ptr, layout_c,

@@ -7,7 +7,8 @@ Two steps, each a process of its own on the same GPU, back to back:
    (all of them, so the process has the same history when a perf test starts: ``torch.compile``'s autotuner, for
    one, picks a kernel configuration at the first call it sees), but each ``measure(fn, work, operands)`` is
    answered by torch.profiler instead of the suite: the call is warmed up for ``--warmup`` seconds, then traced for
-   at least ``--trace`` seconds (``--calls`` calls at least), each call after a flush that reads a 256 MiB buffer
+   at least ``--trace`` seconds (``--calls`` calls at least), each call after a flush that reads a buffer (256 MiB;
+   ``--flush-mib``, e.g. the suite's own 2 × L2, for a power-capped case whose speed follows what the flush draws)
    (PyTorch's own ``sum``, no kernel of the suite's: a flush that *writes*, as ``triton.testing.do_bench``'s
    ``zero_()`` does, leaves the L2 full of dirty lines whose write-back the next call pays, seen as +7 % on a 4096³
    bf16 GEMM and +13 % on a 45 µs add); a call's time is its kernels' span (first kernel start to last kernel end,
@@ -136,12 +137,12 @@ class ClockStamps:
 
 
 def profile_calls(fn: Callable[..., Any], operands: Sequence[Any], calls: int, warmup_s: float, trace_s: float,
-                  cold: bool) -> dict[str, Any]:
+                  cold: bool, flush_bytes: int = FLUSH_BYTES) -> dict[str, Any]:
     """Each traced call's span (seconds) and SM clock, their medians and cycles, the kernels seen."""
     import torch
     from torch.profiler import ProfilerActivity, profile
 
-    buffer = torch.ones(FLUSH_BYTES // 4, dtype=torch.int32, device="cuda")
+    buffer = torch.ones(flush_bytes // 4, dtype=torch.int32, device="cuda")
     flush = _flush_kernels(buffer)
     start, warm = time.perf_counter(), 0
     while time.perf_counter() - start < warmup_s or warm < 3:
@@ -183,8 +184,8 @@ def _max_sm_clock_mhz() -> float:
 class ProfilerOnly:
     """A pytest plugin: the suite's ``measure`` answered by torch.profiler, its CUPTI tracer never opened."""
 
-    def __init__(self, calls: int, warmup_s: float, trace_s: float) -> None:
-        self.calls, self.warmup_s, self.trace_s = calls, warmup_s, trace_s
+    def __init__(self, calls: int, warmup_s: float, trace_s: float, flush_bytes: int = FLUSH_BYTES) -> None:
+        self.calls, self.warmup_s, self.trace_s, self.flush_bytes = calls, warmup_s, trace_s, flush_bytes
         self.figures: dict[str, dict[str, Any]] = {}
 
     def pytest_configure(self, config: Any) -> None:
@@ -198,10 +199,12 @@ class ProfilerOnly:
                     flush: str | None = None, label: str = "") -> Measurement:
             mode = flush or measurer.flush_mode
             with measurer.current():
-                traced = profile_calls(fn, operands, plugin.calls, plugin.warmup_s, plugin.trace_s, mode == "cold")
+                traced = profile_calls(fn, operands, plugin.calls, plugin.warmup_s, plugin.trace_s, mode == "cold",
+                                       plugin.flush_bytes)
             nodeid = os.environ["PYTEST_CURRENT_TEST"].rsplit(" (", 1)[0]
             spans = traced.pop("spans")
-            plugin.figures[fixtures.case_id_of(nodeid)] = {**traced, "label": label}
+            # A case's figure is its test's first measured call; a later one is a ratio's denominator.
+            plugin.figures.setdefault(fixtures.case_id_of(nodeid), {**traced, "label": label})
             return Measurement(samples_s=tuple(spans), work=work, flush=mode, method="torch-profiler", label=label)
 
         fixtures.Measurer.__call__ = measure  # type: ignore[method-assign]
@@ -210,13 +213,13 @@ class ProfilerOnly:
 def trace(args: argparse.Namespace) -> int:
     import pytest
 
-    plugin = ProfilerOnly(args.calls, args.warmup, args.trace)
+    plugin = ProfilerOnly(args.calls, args.warmup, args.trace, args.flush_mib * 2**20)
     code = pytest.main(["-p", "no:cacheprovider", "--results-dir", "none", "--history", "none", *args.pytest],
                        plugins=[plugin])
     import torch
 
     document = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__, "calls": args.calls,
-                "warmup_s": args.warmup, "trace_s": args.trace, "cases": plugin.figures}
+                "warmup_s": args.warmup, "trace_s": args.trace, "flush_mib": args.flush_mib, "cases": plugin.figures}
     Path(args.out).write_text(json.dumps(document, indent=2, sort_keys=True) + "\n")
     print(f"profiler_check: {len(plugin.figures)} cases traced into {args.out} (pytest exit {int(code)})")
     return 0 if plugin.figures else 1
@@ -241,7 +244,8 @@ def comparison(results: dict[str, Any], profile: dict[str, Any], limit_pct: floa
     uuid = (results.get("run", {}).get("extra") or {}).get("uuid", "")
     lines = [f"Suite: {results['run']['gpu_name']} {uuid}, {results['run']['started']}; torch.profiler: "
              f"{profile['gpu']}, torch {profile['torch']}, at least {profile['calls']} calls and "
-             f"{profile['trace_s']} s after {profile['warmup_s']} s of warm-up.",
+             f"{profile['trace_s']} s after {profile['warmup_s']} s of warm-up"
+             + (f", {profile['flush_mib']} MiB read before each call." if "flush_mib" in profile else "."),
              "",
              "| case | suite µs | profiler µs | Δ time % | suite SM MHz | trace SM MHz | judged on | Δ % |",
              "| --- | ---: | ---: | ---: | ---: | ---: | --- | ---: |"]
@@ -275,6 +279,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     traced.add_argument("--calls", type=int, default=50)
     traced.add_argument("--warmup", type=float, default=1.0, help="seconds of calls before the trace")
     traced.add_argument("--trace", type=float, default=1.0, help="seconds of calls traced at least")
+    traced.add_argument("--flush-mib", type=int, default=FLUSH_BYTES // 2**20,
+                        help="MiB the flush before each cold call reads (default 256: more than twice any L2)")
     traced.add_argument("pytest", nargs=argparse.REMAINDER, help="-- then pytest's arguments")
     compared = commands.add_parser("compare", help="the suite's figures beside the profiler's")
     compared.add_argument("results")

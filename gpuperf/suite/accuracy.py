@@ -23,6 +23,16 @@ Coefficients, with ``u`` the unit roundoff of each stage:
 - ``bf16`` (FP32 accumulate): BF16 output rounding ``2⁻⁸`` plus ``k·2⁻²⁴``.
 Every coefficient other than the fixed FP32 one carries a ×2 safety margin over the derivation.
 
+FP8 (``fp8_tolerance``, Hopper through cuBLASLt; derivation and measured errors in docs/fp8.md): the operands'
+values are exact (the reference multiplies the decoded bytes times their scaling factors) and a product of two
+FP8 values is exact. Hopper's FP8 tensor-core instruction sums ``FP8_MMA_K`` = 32 products into an accumulator
+that keeps about 14 bits (DeepSeek-V3 technical report, §3.3.2), so each such step is off by ``≤ 2⁻¹³`` of the
+magnitude it adds. Without fast accumulation cuBLASLt promotes the partial sums to FP32 at least every
+``FP8_PROMOTION_K`` = 128 elements, so at most 4 steps compound before an FP32 addition (``k·2⁻²⁴``); with fast
+accumulation the whole sum stays in the tensor cores: ``⌈k/32⌉`` steps. Scaling by the factors adds two FP32
+roundings, the output its own rounding (``2⁻⁸`` BF16, ``2⁻¹¹`` FP16, ``2⁻²⁴`` FP32, ``2⁻⁴`` E4M3, ``2⁻³`` E5M2) and, for
+an FP8 output, half its smallest subnormal (divided by ``d_scale``) near zero. ×2 margin as above.
+
 PYTEST_DONT_REWRITE
 """
 
@@ -72,6 +82,45 @@ def tolerance(path: str, k: int) -> float:
         return ROUNDING[path].coefficient(k)
     except KeyError as exc:
         raise ValueError(f"no rounding model for path {path!r}: use one of {sorted(ROUNDING)}") from exc
+
+
+#: FP8 GEMMs: the unit roundoff of each output type, the accumulator's precision and steps (module docstring).
+FP8_OUTPUT_ROUNDING: dict[str, float] = {"fp32": U32, "bf16": U_BF16, "fp16": U_FP16, "fp8_e4m3": 2.0**-4,
+                                         "fp8_e5m2": 2.0**-3}
+#: Half the smallest subnormal of an FP8 output: the absolute error of a result that rounds to (nearly) zero.
+FP8_UNDERFLOW: dict[str, float] = {"fp8_e4m3": 2.0**-10, "fp8_e5m2": 2.0**-17}
+U_FP8_MMA = 2.0**-13
+FP8_MMA_K = 32
+FP8_PROMOTION_K = 128
+
+
+def fp8_tolerance(k: int, out: str, fast_accum: bool) -> float:
+    """The bound coefficient of an FP8 GEMM at inner dimension ``k`` writing ``out`` (see the module docstring)."""
+    try:
+        rounding = FP8_OUTPUT_ROUNDING[out]
+    except KeyError as exc:
+        raise ValueError(f"no FP8 output {out!r}: use one of {sorted(FP8_OUTPUT_ROUNDING)}") from exc
+    steps = -(-k // FP8_MMA_K) if fast_accum else FP8_PROMOTION_K // FP8_MMA_K
+    return 2.0 * (rounding + steps * U_FP8_MMA + (k + 2) * U32)
+
+
+def assert_fp8_gemm_close(out: np.ndarray, a: np.ndarray, w: np.ndarray, *, out_type: str, fast_accum: bool,
+                          d_scale: float = 1.0, amax: float | None = None) -> None:
+    """Fail unless an FP8 product ``out ≈ d_scale·(A·Wᵀ)`` is within ``fp8_tolerance`` everywhere (and ``amax``, when
+    given, within the accumulation's bound of the largest |A·Wᵀ|).
+
+    ``a`` (``m×k``) and ``w`` (``n×k``) are the dequantised operands (decoded values times their factors), ``out``
+    the decoded output.
+    """
+    k = np.shape(a)[-1]
+    ref = reference_gemm(a, np.swapaxes(w, -1, -2))
+    scale = magnitude(a, np.swapaxes(w, -1, -2))
+    bound = fp8_tolerance(k, out_type, fast_accum) * scale * d_scale + FP8_UNDERFLOW.get(out_type, 0.0)
+    assert_within(out, ref * d_scale, bound, what=f"FP8 GEMM ({out_type} output, k={k}, "
+                                                  f"{'fast' if fast_accum else 'FP32-promoted'} accumulation)")
+    if amax is not None:
+        assert_within(np.array([amax]), np.array([np.abs(ref).max()]),
+                      np.array([fp8_tolerance(k, "fp32", fast_accum) * scale.max()]), what="FP8 GEMM's amax")
 
 
 def _f64(x: object) -> np.ndarray:

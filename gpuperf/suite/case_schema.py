@@ -135,6 +135,15 @@ TABLES: dict[str, Schema] = {
         "gemm": [{"kernel": VALUE, "shape": "gemm"}],
         "batched": [{"shape": "batched", "tiled": VALUE, "paths": [{"path": VALUE, "mats": VALUE}]}],
     },
+    "fp8": {
+        "recipes": Names({"a": VALUE, "w": VALUE, "out": VALUE, "scaling": VALUE, "fast_accum": VALUE}),
+        "correctness": [{"recipes": [Ref("recipes")], "shapes": ["gemm"]}],
+        "refusals": [{"recipe": Ref("recipes"), "shape": "gemm", "rule": VALUE}],
+        "perf": [{"recipes": [Ref("recipes")], "shapes": ["gemm"], "vs_bf16": VALUE, "slow": VALUE}],
+        "models": Names({"config": VALUE, "tokens": VALUES, "recipes": [Ref("recipes")],
+                         "projections": Names({"n": VALUE, "k": VALUE})}),
+        "heuristic": [{"recipe": Ref("recipes"), "shape": "gemm", "slow": VALUE}],
+    },
     "cublaslt": {
         "perf": [{"dtype": VALUE, "shape": "gemm", "slow": VALUE}],
         "correctness": {"shapes": ["gemm"], "dtypes": VALUES},
