@@ -254,7 +254,8 @@ ERRORS = (("gpuperf.cli_common", "CliError"), ("gpuperf.store.reading", "InputEr
           ("gpuperf.store.results", "ResultsError"), ("gpuperf.store.baseline_entry", "BaselineError"),
           ("gpuperf.verdict.fleet", "FleetError"), ("gpuperf.store.history_target", "HistoryError"),
           ("gpuperf.history.schema", "SchemaError"), ("gpuperf.history.rows", "HistoryInputError"),
-          ("gpuperf.bisect", "BisectError"), ("gpuperf.cli_trend", "PageError"))
+          ("gpuperf.bisect", "BisectError"), ("gpuperf.gitrepo", "GitError"),
+          ("gpuperf.cli_trend", "PageError"))
 
 
 def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:

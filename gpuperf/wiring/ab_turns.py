@@ -1,0 +1,121 @@
+"""One side of an A/B run (``python -m gpuperf ab``): the pytest process takes its turns on the GPU.
+
+The ``ab`` command (the coordinator, ``gpuperf/ab.py``) runs the base and the head tree in two pytest processes
+on one GPU and lets only one of them run at a time: a process holds the turn from the moment it is granted until
+it next asks. Each process, through this module, says which suite tests it collected (``hello``), asks before each
+suite test (``start``: its fixtures, its body and its teardown run in its turn), reports each checked figure and
+asks whether to measure that case again (``rounds``: the coordinator answers ``again`` until the paired rule has
+enough rounds, then ``done``), and says when it is finished (``end``). The messages are JSON lines on a Unix
+socket whose path the coordinator passes in ``$GPUPERF_AB_SOCKET``; the process's side in ``$GPUPERF_AB_SIDE``.
+
+A turn that does not come within ``$GPUPERF_AB_TURN_TIMEOUT_S`` (the sibling stalled), or a coordinator that
+went away, ends the session with one line naming the cause, never a hang.
+
+PYTEST_DONT_REWRITE
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from gpuperf.store.records import Record
+
+SOCKET_ENV = "GPUPERF_AB_SOCKET"
+SIDE_ENV = "GPUPERF_AB_SIDE"
+TURN_TIMEOUT_ENV = "GPUPERF_AB_TURN_TIMEOUT_S"
+#: How long a side waits for its turn by default: the sibling's longest test (set-up, compile, measurement and
+#: its own rounds) fits in it many times over; past it the sibling is taken to be hung.
+DEFAULT_TURN_TIMEOUT_S = 1800.0
+
+# Requests (side → coordinator) and answers (coordinator → side).
+HELLO, START, ROUND, END = "hello", "start", "round", "end"
+GO, AGAIN, DONE = "go", "again", "done"
+
+
+class TurnError(RuntimeError):
+    """The turn-taking failed (the coordinator went away, the sibling stalled); the message names it."""
+
+
+class Turns:
+    """The side's end of the conversation with the coordinator. ``connection``: a connected stream socket."""
+
+    def __init__(self, connection: socket.socket, side: str, timeout_s: float = DEFAULT_TURN_TIMEOUT_S) -> None:
+        self.side = side
+        self.timeout_s = timeout_s
+        self._socket = connection
+        self._reader = connection.makefile("r", encoding="utf-8")
+        self._keys: dict[str, int] = {}  # checks of one case id within the current test
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str]) -> Turns | None:
+        """The side's turns when ``ab`` started this process (``$GPUPERF_AB_SOCKET`` set), else ``None``."""
+        path = environ.get(SOCKET_ENV)
+        if not path:
+            return None
+        side = environ.get(SIDE_ENV, "")
+        try:
+            timeout_s = float(environ.get(TURN_TIMEOUT_ENV) or DEFAULT_TURN_TIMEOUT_S)
+        except ValueError as exc:
+            raise TurnError(f"${TURN_TIMEOUT_ENV} is {environ[TURN_TIMEOUT_ENV]!r}, not a number of seconds") from exc
+        connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            connection.connect(path)
+        except OSError as exc:
+            raise TurnError(f"cannot reach the A/B coordinator at {path} ({exc}): ${SOCKET_ENV} is set by "
+                            "python -m gpuperf ab for the processes it starts; unset it to run pytest alone") from exc
+        return cls(connection, side, timeout_s)
+
+    def hello(self, tests: Sequence[str]) -> None:
+        """Tell the coordinator this process's suite tests (case ids), in the order they will run."""
+        self._send({"kind": HELLO, "side": self.side, "pid": os.getpid(), "tests": list(tests)})
+
+    def start(self, test: str) -> None:
+        """Wait for the turn to run ``test`` (its set-up, body and teardown)."""
+        self._keys = {}
+        self._ask({"kind": START, "test": test})
+
+    def rounds(self, test: str, first: Record, again: Callable[[], Record]) -> int:
+        """Report ``first`` (a checked figure of ``test``) and measure again (``again``) while the coordinator
+        asks for another round; the number of rounds this side measured."""
+        occurrence = self._keys.get(first.case_id, 0)
+        self._keys[first.case_id] = occurrence + 1
+        key = first.case_id if occurrence == 0 else f"{first.case_id}@{occurrence + 1}"
+        record, measured = first, 1
+        while self._ask({"kind": ROUND, "test": test, "key": key, "record": record.to_dict()}) == AGAIN:
+            record, measured = again(), measured + 1
+        return measured
+
+    def end(self) -> None:
+        """This process is finished with the GPU (its turn is given up for good)."""
+        try:
+            self._send({"kind": END})
+        except TurnError:
+            pass  # the coordinator already went away: nothing waits for this side
+        finally:
+            self._reader.close()
+            self._socket.close()
+
+    def _send(self, message: dict[str, Any]) -> None:
+        try:
+            self._socket.sendall((json.dumps(message) + "\n").encode())
+        except OSError as exc:
+            raise TurnError(f"the A/B coordinator went away ({exc}); see the ab command's output") from exc
+
+    def _ask(self, message: dict[str, Any]) -> str:
+        self._send(message)
+        self._socket.settimeout(self.timeout_s)
+        try:
+            line = self._reader.readline()
+        except (TimeoutError, socket.timeout) as exc:
+            raise TurnError(f"no turn on the GPU within {self.timeout_s:g} s (the other side of the A/B run is "
+                            f"stalled?); raise ${TURN_TIMEOUT_ENV} for tests that long") from exc
+        except OSError as exc:
+            raise TurnError(f"the A/B coordinator went away ({exc}); see the ab command's output") from exc
+        if not line:
+            raise TurnError("the A/B coordinator closed the connection; see the ab command's output")
+        answer: str = json.loads(line)["answer"]
+        return answer
