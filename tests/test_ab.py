@@ -1,0 +1,280 @@
+"""``python -m gpuperf ab`` end to end over a real temporary git repository, with a synthetic GPU.
+
+Each tree of the repository is a small suite: ``perf_tests/test_fake.py`` uses the real ``perf`` fixture (so its
+checks take the A/B rounds exactly as on a GPU), and its ``conftest.py`` replaces the ``gpu`` and ``measure``
+fixtures with a fake device and a timer whose seconds per call come from ``speed.json`` of the tree, with 0.1 %
+noise. Commits: the base; a head whose GEMM is 5 % slower (its GEMV's kernel renamed, same speed); a head with a
+test the base lacks; a head whose side crashes in its first measurement.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from gpuperf.ab_schedule import BASE, HEAD, Schedule
+from gpuperf.history.database import History, sqlite_url
+from gpuperf.wiring.ab_turns import AGAIN, DONE, GO
+
+ROOT = Path(__file__).resolve().parent.parent
+
+CONFTEST = '''
+import json, os, random
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from gpuperf.measure.kernel_records import Kernel
+from gpuperf.measure.measurement import Measurement
+from gpuperf.measure.peaks import device_peaks
+from gpuperf.wiring.fixtures import Measurer
+from gpuperf.wiring.plugin import POOL
+
+pytest_plugins = ["gpuperf.wiring.plugin"]
+
+FIELDS = dict(index=0, name="Fake GPU", slug="fake-gpu", cc=(9, 0), compute_capability="9.0", sm_count=132,
+              sm_clock_max_mhz=1980, mem_clock_mhz=3201, bus_width_bits=6016, l2_bytes=60 * 2**20,
+              pci_bus_id="0:1:0.0", driver="580.159.04", cuda_runtime="13.0", cublas="13.1.0", cupy="14.2.0",
+              missing=())
+INFO = SimpleNamespace(**FIELDS, to_dict=lambda: dict(FIELDS))
+GPU = SimpleNamespace(index=0, info=INFO, peaks=device_peaks(INFO), device=None, nvml=None)
+ROOT = Path(__file__).parent
+
+
+class FakePool:
+    def devices(self):
+        return [(0, INFO.name)]
+
+    def describe(self, index, isolated=False):
+        return {**INFO.to_dict(), "peaks": GPU.peaks.to_dict(), "kernel_timer": "synthetic"}
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_configure(config):
+    config.stash[POOL] = FakePool()
+
+
+@pytest.fixture
+def gpu():
+    return GPU
+
+
+class SyntheticTimer:
+    """Seconds per call from the tree's speed.json, with 0.1 % noise; kernels.json names each call's kernel."""
+
+    def measure(self, fn, work, operands=(), flush="cold", label="", prefer_method=""):
+        name = fn()
+        if (ROOT / "crash").exists():
+            os._exit(3)
+        seconds = json.loads((ROOT / "speed.json").read_text())[name] * (1 + random.gauss(0, 0.001))
+        kernel = json.loads((ROOT / "kernels.json").read_text())[name]
+        return Measurement(samples_s=tuple(seconds * f for f in (0.999, 1.0, 1.001) * 4), work=work, flush=flush,
+                           method="synthetic",
+                           kernels=(Kernel(name=kernel, grid=(128, 1, 1), block=(256, 1, 1)),))
+
+
+@pytest.fixture
+def measure(flush_mode):
+    return Measurer(SyntheticTimer(), flush_mode)
+'''
+
+TESTS = '''
+import pytest
+
+from gpuperf.measure.metrics import gemm_work, gemv_work
+
+
+@pytest.mark.gemv
+@pytest.mark.perf
+def test_gemv(measure, perf):
+    perf.check(measure(lambda: "gemv", gemv_work(16384, 16384, "fp32")))
+
+
+@pytest.mark.gemm
+@pytest.mark.perf
+def test_gemm(measure, perf):
+    perf.check(measure(lambda: "gemm", gemm_work(4096, 4096, 4096, "fp32")))
+'''
+
+EXTRA = '''
+
+@pytest.mark.gemm
+@pytest.mark.perf
+def test_extra(measure, perf):
+    perf.check(measure(lambda: "gemm", gemm_work(2048, 2048, 2048, "fp32")))
+'''
+
+GEMV_S = 16384 * 16384 * 4 / 4.0e12
+GEMM_S = 2 * 4096**3 / 50e12
+SPEED = {"gemv": GEMV_S, "gemm": GEMM_S}
+KERNELS = {"gemv": "gemv2T_kernel_val", "gemm": "sm90_xmma_gemm"}
+GEMM_ID = "perf_tests/test_fake.py::test_gemm[cold]"
+GEMV_ID = "perf_tests/test_fake.py::test_gemv[cold]"
+
+
+def _git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t", *args],
+                          check=True, capture_output=True, text=True, env=_env()).stdout.strip()
+
+
+def _env() -> dict[str, str]:
+    env = {key: value for key, value in os.environ.items()
+           if not key.startswith("GIT_") and key not in ("CI", "GITHUB_STEP_SUMMARY", "GPUPERF_HISTORY")}
+    return {**env, "PYTHONPATH": str(ROOT)}
+
+
+def _commit(repo: Path, message: str, **files: str | None) -> str:
+    for name, text in files.items():
+        path = repo / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if text is None:
+            path.unlink()
+        else:
+            path.write_text(text)
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-q", "-m", message)
+    return _git(repo, "rev-parse", "HEAD")
+
+
+@pytest.fixture(scope="module")
+def repo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
+    repo = tmp_path_factory.mktemp("ab") / "repo"
+    repo.mkdir()
+    _git(repo, "init", "-q")
+    commits = {"base": _commit(repo, "base", **{
+        "conftest.py": CONFTEST, "perf_tests/test_fake.py": TESTS, "speed.json": json.dumps(SPEED),
+        "kernels.json": json.dumps(KERNELS), "pytest.ini": "[pytest]\n"})}
+    commits["slower"] = _commit(repo, "gemm 5 % slower, gemv's kernel renamed", **{
+        "speed.json": json.dumps({**SPEED, "gemm": GEMM_S * 1.05}),
+        "kernels.json": json.dumps({**KERNELS, "gemv": "gemv_v2"})})
+    _git(repo, "checkout", "-q", commits["base"])
+    commits["extra"] = _commit(repo, "a test the base lacks", **{"perf_tests/test_fake.py": TESTS + EXTRA})
+    _git(repo, "checkout", "-q", commits["base"])
+    commits["crash"] = _commit(repo, "the head crashes", **{"crash": "yes"})
+    _git(repo, "checkout", "-q", commits["base"])
+    return repo, commits
+
+
+def _ab(repo: Path, out: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "gpuperf", "ab", "--repo", str(repo), "--out", str(out), *args],
+                          capture_output=True, text=True, cwd=ROOT, env=_env(), timeout=120)
+
+
+def _cases(out: Path) -> dict[str, dict[str, object]]:
+    return {row["case"]: row for row in json.loads((out / "ab.json").read_text())["cases"]}
+
+
+def test_aa_on_the_working_tree_is_all_same_and_exit_0(repo: tuple[Path, dict[str, str]], tmp_path: Path) -> None:
+    path, commits = repo
+    done = _ab(path, tmp_path / "out", "--base", commits["base"])
+    assert done.returncode == 0, done.stdout + done.stderr
+    cases = _cases(tmp_path / "out")
+    assert set(cases) == {GEMM_ID, GEMV_ID}
+    assert {row["status"] for row in cases.values()} == {"SAME"}
+    assert all(row["rounds"] >= 3 and row["kernels"] == "same kernels" for row in cases.values())
+    for side in ("base", "head"):
+        [found] = (tmp_path / "out" / side).rglob("results.json")
+        results = json.loads(found.read_text())
+        assert {record["case_id"] for record in results["records"]} == {GEMM_ID, GEMV_ID}
+        assert (found.parent / "results.csv").exists()
+    assert "exit 0: no case slower" in (tmp_path / "out" / "summary.md").read_text()
+    assert _git(path, "worktree", "list").count("\n") == 0  # the base's worktree is gone
+
+
+def test_a_planted_slowdown_is_slower_and_exit_1_with_the_kernel_change_named(
+        repo: tuple[Path, dict[str, str]], tmp_path: Path) -> None:
+    path, commits = repo
+    history = tmp_path / "history.sqlite"
+    summary = tmp_path / "step-summary.md"
+    done = subprocess.run([sys.executable, "-m", "gpuperf", "ab", "--repo", str(path), "--out", str(tmp_path / "out"),
+                           "--base", commits["base"], "--head", commits["slower"], "--history", str(history)],
+                          capture_output=True, text=True, cwd=ROOT, timeout=120,
+                          env={**_env(), "GITHUB_STEP_SUMMARY": str(summary)})
+    assert done.returncode == 1, done.stdout + done.stderr
+    cases = _cases(tmp_path / "out")
+    gemm, gemv = cases[GEMM_ID], cases[GEMV_ID]
+    assert gemm["status"] == "SLOWER" and -5.5 < float(gemm["delta_pct"]) < -4.2  # type: ignore[arg-type]
+    assert "re-measured" in str(gemm["note"])  # confirmed by a second series
+    assert gemv["status"] == "SAME" and "kernel changed: gemv2T_kernel_val → gemv_v2" in str(gemv["kernels"])
+    assert "SLOWER" in done.stdout and "exit 1: a case is slower" in done.stdout
+    assert "**SLOWER**" in summary.read_text()
+    with History(sqlite_url(history)) as stored:
+        runs = stored.runs()
+    assert sorted(run.git_commit or "" for run in runs.values()) == sorted([commits["base"], commits["slower"]])
+    assert {run.kind for run in runs.values()} == {"ab"}
+
+
+def test_a_case_on_one_side_only_is_unpaired_and_exit_2(repo: tuple[Path, dict[str, str]], tmp_path: Path) -> None:
+    path, commits = repo
+    done = _ab(path, tmp_path / "out", "--base", commits["base"], "--head", commits["extra"])
+    assert done.returncode == 2, done.stdout + done.stderr
+    extra = _cases(tmp_path / "out")["perf_tests/test_fake.py::test_extra[cold]"]
+    assert extra["status"] == "UNPAIRED" and "measured on the head side only" in str(extra["note"])
+    assert extra["head"] is not None and extra["base"] is None
+    assert _cases(tmp_path / "out")[GEMM_ID]["status"] == "SAME"
+
+
+def test_a_crashed_side_is_a_clear_error_and_exit_3(repo: tuple[Path, dict[str, str]], tmp_path: Path) -> None:
+    path, commits = repo
+    done = _ab(path, tmp_path / "out", "--base", commits["base"], "--head", commits["crash"])
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert "the head side exited with code 3" in done.stdout
+    assert {row["status"] for row in _cases(tmp_path / "out").values()} == {"UNPAIRED"}
+
+
+def test_a_bad_revision_is_one_line_and_exit_3(repo: tuple[Path, dict[str, str]], tmp_path: Path) -> None:
+    path, _ = repo
+    done = _ab(path, tmp_path / "out", "--base", "no-such-rev")
+    assert done.returncode == 3 and done.stderr.count("\n") == 1
+    assert "'no-such-rev' is not a commit" in done.stderr and "--base" in done.stderr
+
+
+def test_the_schedule_alternates_a_b_b_a_and_waits_for_the_lagging_side() -> None:
+    schedule = Schedule(rounds_max=4)
+    record = {"case_id": "t::x", "nodeid": "t::x", "family": "gemm", "params": {}, "metric": "TFLOPS",
+              "value": 50.0, "unit": "TFLOPS", "status": "PASS", "gpu": "fake-gpu"}
+    for side in (BASE, HEAD):
+        schedule.receive(side, {"kind": "hello", "tests": ["t::x"]})
+    assert schedule.next_grant() is None  # both are still starting
+    schedule.receive(BASE, {"kind": "start", "test": "t::x"})
+    schedule.receive(HEAD, {"kind": "start", "test": "t::x"})
+    assert schedule.next_grant() == (BASE, GO)
+    schedule.receive(BASE, {"kind": "round", "test": "t::x", "key": "t::x", "record": record})
+    assert schedule.next_grant() == (HEAD, GO)  # the base waits at its case for the head to reach it
+    order: list[str] = []
+    for _ in range(7):
+        side = HEAD if not order else order[-1]
+        schedule.receive(side, {"kind": "round", "test": "t::x", "key": "t::x", "record": record})
+        grant = schedule.next_grant()
+        assert grant is not None
+        order.append(grant[0])
+        if grant[1] == DONE:
+            break
+        assert grant[1] == AGAIN
+    assert order == [HEAD, BASE, BASE, HEAD, BASE]  # A0 B0, B1 A1, A2 B2: three equal rounds are enough
+    assert schedule.next_grant() is None  # the base runs on with the GPU; the head waits
+    schedule.receive(BASE, {"kind": "end"})
+    assert schedule.next_grant() == (HEAD, DONE)
+    [(case, verdict)] = schedule.verdicts()
+    assert verdict.status == "SAME" and verdict.rounds == 3 and len(case.measured[BASE]) == 3
+
+
+def test_the_schedule_lets_a_case_of_one_side_go_alone() -> None:
+    schedule = Schedule()
+    record = {"case_id": "t::new", "nodeid": "t::new", "family": "gemm", "params": {}, "metric": "TFLOPS",
+              "value": 50.0, "unit": "TFLOPS", "status": "PASS", "gpu": "fake-gpu"}
+    schedule.receive(BASE, {"kind": "hello", "tests": ["t::x"]})
+    schedule.receive(HEAD, {"kind": "hello", "tests": ["t::new", "t::x"]})
+    schedule.receive(BASE, {"kind": "start", "test": "t::x"})
+    schedule.receive(HEAD, {"kind": "start", "test": "t::new"})
+    assert schedule.next_grant() == (HEAD, GO)  # the base will never run t::new: the head goes first
+    schedule.receive(HEAD, {"kind": "round", "test": "t::new", "key": "t::new", "record": record})
+    assert schedule.next_grant() == (HEAD, DONE)
+    assert schedule.cases["t::new"].verdict is not None
+    assert "the base tree has no test t::new" in schedule.cases["t::new"].verdict.note
