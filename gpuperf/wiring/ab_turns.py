@@ -22,6 +22,8 @@ import socket
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+import pytest
+
 from gpuperf.store.records import Record
 
 SOCKET_ENV = "GPUPERF_AB_SOCKET"
@@ -85,8 +87,11 @@ class Turns:
         self._keys[first.case_id] = occurrence + 1
         key = first.case_id if occurrence == 0 else f"{first.case_id}@{occurrence + 1}"
         record, measured = first, 1
-        while self._ask({"kind": ROUND, "test": test, "key": key, "record": record.to_dict()}) == AGAIN:
-            record, measured = again(), measured + 1
+        try:
+            while self._ask({"kind": ROUND, "test": test, "key": key, "record": record.to_dict()}) == AGAIN:
+                record, measured = again(), measured + 1
+        except TurnError as exc:
+            pytest.exit(f"gpuperf ab: {exc}", returncode=pytest.ExitCode.INTERRUPTED)
         return measured
 
     def end(self) -> None:
@@ -119,3 +124,50 @@ class Turns:
             raise TurnError("the A/B coordinator closed the connection; see the ab command's output")
         answer: str = json.loads(line)["answer"]
         return answer
+
+
+class SideHooks:
+    """The pytest hooks of an A/B run's side (registered by the plugin when ``ab`` started the process):
+    ``suite_test`` tells the suite's tests (those using its fixtures) from the others, which take no turn."""
+
+    def __init__(self, turns: Turns, suite_test: Callable[[pytest.Item], bool]) -> None:
+        self.turns = turns
+        self.suite_test = suite_test
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        from gpuperf.wiring.fixtures import case_id_of
+
+        tests = [case_id_of(item.nodeid) for item in session.items if self.suite_test(item)]
+        self._take(lambda: self.turns.hello(tests))
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_setup(self, item: pytest.Item) -> None:
+        if self.suite_test(item):
+            from gpuperf.wiring.fixtures import case_id_of
+
+            self._take(lambda: self.turns.start(case_id_of(item.nodeid)))
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionfinish(self) -> None:
+        self.turns.end()
+
+    @staticmethod
+    def _take(step: Callable[[], None]) -> None:
+        """A failed turn-taking ends the session with its one line."""
+        try:
+            step()
+        except TurnError as exc:
+            pytest.exit(f"gpuperf ab: {exc}", returncode=pytest.ExitCode.INTERRUPTED)
+
+
+def start_side(config: pytest.Config, environ: Mapping[str, str],
+               suite_test: Callable[[pytest.Item], bool]) -> Turns | None:
+    """This process's turns when ``ab`` started it (its hooks registered), else ``None``."""
+    try:
+        turns = Turns.from_env(environ)
+    except TurnError as exc:
+        raise pytest.UsageError(f"gpuperf ab: {exc}") from exc
+    if turns is not None:
+        config.pluginmanager.register(SideHooks(turns, suite_test), "gpuperf-ab-side")
+    return turns

@@ -17,7 +17,7 @@ import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any, ContextManager, Protocol
+from typing import Any, ContextManager, Protocol
 
 from gpuperf.verdict.check import CaseIdentity, case_record, context_for, ratio_record, unmeasurable_record
 from gpuperf.verdict.gate import Context, confirm, needs_confirmation, outcome, with_profile_hint
@@ -27,9 +27,6 @@ from gpuperf.measure.metrics import Work
 from gpuperf.measure.peaks import device_peaks
 from gpuperf.store.records import Record, RunInfo
 from gpuperf.wiring.session import Options, SessionState
-
-if TYPE_CHECKING:
-    from gpuperf.wiring.ab_turns import Turns
 
 _GPU_SEGMENT = re.compile(r"(?<=[\[-])gpu\d+(?:-|(?=\]))")
 
@@ -221,9 +218,6 @@ class Perf:
     facts: dict[str, Any] = field(default_factory=dict)  # ``attach``: data every row carries in ``extra``
     exporter: Callable[[Measurement, Record], None] | None = None  # e.g. pytest-benchmark's JSON
     version_changes: tuple[str, ...] = ()  # since the baseline was recorded: named in every regression note
-    #: An A/B run's side (``python -m gpuperf ab``): each check is measured again in rounds, in turns with the
-    #: other tree, instead of being confirmed against the baseline.
-    turns: Turns | None = None
     _unnoted: list[Record] = field(default_factory=list)  # the records before notes were applied
 
     def _context(self, case: CaseIdentity) -> Context:
@@ -234,8 +228,8 @@ class Perf:
         entry = self.state.entry(self.case.gpu, self.case.case_id)
         gate, context = self.state.options.gate, self._context(self.case)
         record = case_record(self.case, measurement, self.peaks, entry, gate, context)
-        if self.turns is not None:
-            self.turns.rounds(self.case.case_id, record, lambda: case_record(
+        if self.state.turns is not None:
+            self.state.turns.rounds(self.case.case_id, record, lambda: case_record(
                 self.case, self.measure.again(measurement), self.peaks, entry, gate, context))
         elif needs_confirmation(record):
             again = case_record(self.case, self.measure.again(measurement), self.peaks, entry, gate, context)
@@ -251,8 +245,8 @@ class Perf:
         entry = self.state.entry(self.case.gpu, ratio_case.case_id)
         gate, context = self.state.options.gate, self._context(self.case)
         record = ratio_record(self.case, numerator, denominator, name, entry, gate, context, self.peaks)
-        if self.turns is not None:
-            self.turns.rounds(self.case.case_id, record, lambda: ratio_record(
+        if self.state.turns is not None:
+            self.state.turns.rounds(self.case.case_id, record, lambda: ratio_record(
                 self.case, self.measure.again(numerator), self.measure.again(denominator), name, entry, gate,
                 context, self.peaks))
         elif needs_confirmation(record):

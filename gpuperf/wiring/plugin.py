@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import zlib
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -24,9 +24,9 @@ from gpuperf.vocabulary import MARKERS, OPT_IN_MARKERS, Family
 from gpuperf.wiring.lifecycle import SessionHooks, check_results_dir, is_worker, keeps_baselines
 from gpuperf.wiring.options import add_pytest_options, session_options
 from gpuperf.wiring.session import DEFAULT_GPUS, Options, SessionState
-from gpuperf.wiring.ab_turns import Turns, TurnError
+from gpuperf.wiring.ab_turns import start_side
 from gpuperf.wiring.stash import (GPU_OF, PERF, PINNED, POOL, PREVIOUS_CASES_DIR, RECORD_PROPERTY, RUN_PROPERTY,
-                                  STATE, TURNS)
+                                  STATE)
 
 if TYPE_CHECKING:
     from gpuperf.wiring.fixtures import Measurer, Perf
@@ -64,51 +64,13 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[POOL] = GpuPool()
     config.stash[PREVIOUS_CASES_DIR] = use_cases_dir(config.rootpath / config.getini("gpuperf_cases"))
     config.pluginmanager.register(SessionHooks(config, _selected_gpus), "gpuperf-session")
-    try:
-        config.stash[TURNS] = Turns.from_env(os.environ)
-    except TurnError as exc:
-        raise pytest.UsageError(f"gpuperf ab: {exc}") from exc
+    config.stash[STATE].turns = start_side(config, os.environ, _uses_suite)
     workerinput = getattr(config, "workerinput", None)
     if workerinput is not None:
         _pin_worker(config, str(workerinput["workerid"]))
     elif not getattr(config.option, "help", False) and not config.option.collectonly and (
             config.getoption("--results-dir") is not None or keeps_baselines(config)):
         check_results_dir(config.stash[STATE].options.results_dir)
-
-
-def _take_turn(config: pytest.Config, step: Callable[[Turns], None]) -> None:
-    """In an A/B run's side, ``step`` on its turns; a failed turn-taking ends the session with its one line."""
-    turns = config.stash.get(TURNS, None)
-    if turns is None:
-        return
-    try:
-        step(turns)
-    except TurnError as exc:
-        pytest.exit(f"gpuperf ab: {exc}", returncode=pytest.ExitCode.INTERRUPTED)
-
-
-@pytest.hookimpl(trylast=True)
-def pytest_collection_finish(session: pytest.Session) -> None:
-    """An A/B run's side tells the coordinator its suite tests, in the order they run."""
-    from gpuperf.wiring.fixtures import case_id_of
-
-    tests = [case_id_of(item.nodeid) for item in session.items if _uses_suite(item)]
-    _take_turn(session.config, lambda turns: turns.hello(tests))
-
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_runtest_setup(item: pytest.Item) -> None:
-    """An A/B run's side waits for its turn on the GPU before each suite test (set-up, body and teardown)."""
-    if _uses_suite(item):
-        from gpuperf.wiring.fixtures import case_id_of
-
-        _take_turn(item.config, lambda turns: turns.start(case_id_of(item.nodeid)))
-
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_sessionfinish(session: pytest.Session) -> None:
-    """An A/B run's side gives up its turn for good."""
-    _take_turn(session.config, lambda turns: turns.end())
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -280,8 +242,7 @@ def perf(request: pytest.FixtureRequest, gpu: Any, measure: Any) -> Perf:
         pytest.exit(f"gpuperf: {exc}", returncode=pytest.ExitCode.USAGE_ERROR)
     checker = Perf(state=state, case=case, peaks=gpu.peaks, measure=measure, run=run,
                    exporter=_benchmark_exporter(request),
-                   version_changes=state.version_changes(run.gpu_slug, run.versions),
-                   turns=request.config.stash.get(TURNS, None))
+                   version_changes=state.version_changes(run.gpu_slug, run.versions))
     item.stash[PERF] = checker
     return checker
 
@@ -308,8 +269,6 @@ def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
     checker = item.stash.get(PERF, None)
     try:
         result = yield
-    except TurnError as exc:
-        pytest.exit(f"gpuperf ab: {exc}", returncode=pytest.ExitCode.INTERRUPTED)
     except UnmeasurableCall as exc:
         if checker is None:
             pytest.fail(f"ERROR: {exc}", pytrace=False)

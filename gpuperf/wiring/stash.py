@@ -13,7 +13,6 @@ import pytest
 
 if TYPE_CHECKING:  # the keys' types only: a session that collects no perf test never loads the fixtures
     from gpuperf.verdict.accounting import CollectedTests
-    from gpuperf.wiring.ab_turns import Turns
     from gpuperf.wiring.fixtures import GpuPool, Perf
     from gpuperf.wiring.session import SessionState
 
@@ -24,7 +23,6 @@ PINNED = pytest.StashKey[int]()  # an xdist worker's GPU (its index under --gpu)
 COLLECTED = pytest.StashKey["CollectedTests"]()
 GPU_OF = pytest.StashKey[int]()  # a selected perf test's GPU, in --gpu numbering (set at collection)
 PREVIOUS_CASES_DIR = pytest.StashKey["Path | None"]()
-TURNS = pytest.StashKey["Turns | None"]()  # this process's side of an A/B run (``python -m gpuperf ab``)
 RECORD_PROPERTY = "gpuperf_record"
 RUN_PROPERTY = "gpuperf_run"
 CASE_PROPERTY = "gpuperf_case"  # on every selected perf test: its case id and GPU, for the accounting
