@@ -212,12 +212,16 @@ def test_a_planted_slowdown_is_slower_and_exit_1_with_the_kernel_change_named(
 
 def test_a_case_on_one_side_only_is_unpaired_and_exit_2(repo: tuple[Path, dict[str, str]], tmp_path: Path) -> None:
     path, commits = repo
-    done = _ab(path, tmp_path / "out", "--base", commits["base"], "--head", commits["extra"])
+    done = _ab(path, tmp_path / "out", "--base", commits["base"], "--head", commits["extra"], "--",
+               "perf_tests", "-k", "gemm or extra")
     assert done.returncode == 2, done.stdout + done.stderr
-    extra = _cases(tmp_path / "out")["perf_tests/test_fake.py::test_extra[cold]"]
+    cases = _cases(tmp_path / "out")
+    assert set(cases) == {GEMM_ID, "perf_tests/test_fake.py::test_extra[cold]"}  # the selection, on both sides
+    extra = cases["perf_tests/test_fake.py::test_extra[cold]"]
     assert extra["status"] == "UNPAIRED" and "measured on the head side only" in str(extra["note"])
     assert extra["head"] is not None and extra["base"] is None
-    assert _cases(tmp_path / "out")[GEMM_ID]["status"] == "SAME"
+    assert cases[GEMM_ID]["status"] == "SAME"
+    assert "exit 2: evidence missing" in done.stdout
 
 
 def test_a_crashed_side_is_a_clear_error_and_exit_3(repo: tuple[Path, dict[str, str]], tmp_path: Path) -> None:
