@@ -93,17 +93,20 @@ def side_command(selection: list[str], results: Path) -> list[str]:
     return [sys.executable, "-c", prelude, *selection, "-p", "no:cacheprovider", "--results-dir", str(results)]
 
 
-def _side_env(side: str, address: Path, siblings: Path, turn_timeout_s: float) -> dict[str, str]:
+def _side_env(side: str, address: Path, siblings: Path, turn_timeout_s: float,
+              extra: dict[str, str]) -> dict[str, str]:
     env = {key: value for key, value in os.environ.items() if key != STEP_SUMMARY_ENV}
-    return {**env, SOCKET_ENV: str(address), SIDE_ENV: side, SIBLINGS_ENV: str(siblings),
+    return {**env, **extra, SOCKET_ENV: str(address), SIDE_ENV: side, SIBLINGS_ENV: str(siblings),
             TURN_TIMEOUT_ENV: str(turn_timeout_s), "GPUPERF_HISTORY": "none", "CI": ""}
 
 
 class Coordinator:
     """Runs both sides and answers their requests as ``Schedule`` decides, until both are finished."""
 
-    def __init__(self, schedule: Schedule, scratch: Path, turn_timeout_s: float) -> None:
+    def __init__(self, schedule: Schedule, scratch: Path, turn_timeout_s: float,
+                 side_env: dict[str, dict[str, str]] | None = None) -> None:
         self.schedule = schedule
+        self.side_env = side_env or {}
         self.scratch = scratch
         self.turn_timeout_s = turn_timeout_s
         self.sides: dict[str, SideProcess] = {}
@@ -127,7 +130,8 @@ class Coordinator:
                 handle: IO[bytes] = stack.enter_context(log.open("wb"))
                 process = subprocess.Popen(side_command(selection, results), cwd=tree.path, stdout=handle,
                                            stderr=subprocess.STDOUT,
-                                           env=_side_env(side, address, siblings, self.turn_timeout_s))
+                                           env=_side_env(side, address, siblings, self.turn_timeout_s,
+                                                         self.side_env.get(side, {})))
                 stack.callback(self._stop, process)
                 self.sides[side] = SideProcess(tree, process, log, results)
             write_atomically(siblings, "".join(f"{s.process.pid}\n" for s in self.sides.values()))
@@ -296,13 +300,13 @@ def _run_ab(args: argparse.Namespace) -> int:
             else Tree(HEAD, repo, head, is_dirty(repo))
         print(f"gpuperf ab: base {base[:12]} against head {head[:12]}{' (working tree, dirty)' if trees[HEAD].dirty else ''}"
               f": {' '.join(selection)} (logs in {out}/base, {out}/head)", flush=True)
-        Coordinator(schedule, work, args.turn_timeout).run(trees, selection, out)
+        Coordinator(schedule, work, args.turn_timeout, {HEAD: dict(args.head_env)}).run(trees, selection, out)
     rows = [case_row(case, verdict) for case, verdict in schedule.verdicts()]
     lost = [f"the {side.name} side {side.lost}" for side in schedule.sides.values() if side.lost]
     code = exit_code(rows, lost)
     line = verdict_line(rows, lost, code)
     header = {"base": {"commit": base}, "head": {"commit": head, "dirty": trees[HEAD].dirty},
-              "selection": selection, "threshold": args.threshold, "rounds_max": args.rounds_max,
+              "selection": selection, "head_env": dict(args.head_env), "threshold": args.threshold, "rounds_max": args.rounds_max,
               "wall_s": round(time.monotonic() - started, 1), "exit_code": code, "verdict": line, "lost": lost,
               "unmeasured_tests": schedule.unmeasured_tests()}
     write_atomically(out / "ab.json", ab_json_text(header, rows))
@@ -344,6 +348,9 @@ def add_ab_command(commands: Any) -> None:
                                                             "--history), with their commits")
     parser.add_argument("--turn-timeout", type=positive_float, default=DEFAULT_TURN_TIMEOUT_S, metavar="S",
                         help=f"the longest a side may hold or wait for the GPU (default {DEFAULT_TURN_TIMEOUT_S:g})")
+    parser.add_argument("--head-env", type=_assignment, action="append", default=[], metavar="KEY=VALUE",
+                        help="set this in the head side's environment only (repeatable): a planted slowdown to "
+                             "show the gate works, e.g. GPUPERF_SLOWDOWN=0.02 with -- perf_tests -p tools.slowdown")
     parser.add_argument("selection", nargs="*", metavar="SELECTION",
                         help="what pytest runs in each tree (default perf_tests; e.g. perf_tests -k gemm)")
     parser.set_defaults(func=run_ab)
@@ -357,6 +364,13 @@ def _rounds(text: str) -> int:
     if value < MIN_ROUNDS:
         raise argparse.ArgumentTypeError(f"{text!r}: --rounds-max is a whole number of at least {MIN_ROUNDS}")
     return value
+
+
+def _assignment(text: str) -> tuple[str, str]:
+    key, equals, value = text.partition("=")
+    if not equals or not key:
+        raise argparse.ArgumentTypeError(f"{text!r}: write KEY=VALUE, e.g. GPUPERF_SLOWDOWN=0.02")
+    return key, value
 
 
 def _threshold(text: str) -> float:

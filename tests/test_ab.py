@@ -73,6 +73,7 @@ class SyntheticTimer:
         if (ROOT / "crash").exists():
             os._exit(3)
         seconds = json.loads((ROOT / "speed.json").read_text())[name] * (1 + random.gauss(0, 0.001))
+        seconds *= 1 + float(os.environ.get("FAKE_SLOWDOWN", "0"))
         kernel = json.loads((ROOT / "kernels.json").read_text())[name]
         return Measurement(samples_s=tuple(seconds * f for f in (0.999, 1.0, 1.001) * 4), work=work, flush=flush,
                            method="synthetic",
@@ -208,6 +209,17 @@ def test_a_planted_slowdown_is_slower_and_exit_1_with_the_kernel_change_named(
         runs = stored.runs()
     assert sorted(run.git_commit or "" for run in runs.values()) == sorted([commits["base"], commits["slower"]])
     assert {run.kind for run in runs.values()} == {"ab"}
+
+
+def test_a_slowdown_planted_on_the_head_side_only_is_caught(repo: tuple[Path, dict[str, str]],
+                                                            tmp_path: Path) -> None:
+    path, commits = repo
+    done = _ab(path, tmp_path / "out", "--base", commits["base"], "--head", commits["base"], "--head-env",
+               "FAKE_SLOWDOWN=0.03")
+    assert done.returncode == 1, done.stdout + done.stderr
+    cases = _cases(tmp_path / "out")
+    assert {row["status"] for row in cases.values()} == {"SLOWER"}
+    assert all(-3.4 < float(row["delta_pct"]) < -2.4 for row in cases.values())  # type: ignore[arg-type]
 
 
 def test_a_case_on_one_side_only_is_unpaired_and_exit_2(repo: tuple[Path, dict[str, str]], tmp_path: Path) -> None:
