@@ -137,8 +137,12 @@ class Coordinator:
             write_atomically(siblings, "".join(f"{s.process.pid}\n" for s in self.sides.values()))
             while not self.schedule.finished:
                 self._step(server)
-            for started in self.sides.values():
+            for name, started in self.sides.items():
                 self._stop(started.process, grace_s=60)
+                code = started.process.returncode
+                state = self.schedule.sides[name]
+                if code not in _PYTEST_FINISHED and not state.lost:
+                    state.lost = f"ended its pytest session with exit code {code} (see {started.log})"
 
     def _step(self, server: socket.socket) -> None:
         for key, _ in self.selector.select(_POLL_S):
