@@ -33,7 +33,7 @@ import sys
 import tempfile
 import time
 from contextlib import ExitStack
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO, Any
@@ -48,7 +48,7 @@ from gpuperf.output.results import STEP_SUMMARY_ENV, write_summary_markdown
 from gpuperf.store.atomic import write_atomically
 from gpuperf.verdict.paired import (DEFAULT_ROUNDS_MAX, DEFAULT_THRESHOLD, MIN_ROUNDS, CaseVerdict, Verdict,
                                     check_threshold)
-from gpuperf.wiring.ab_turns import DEFAULT_TURN_TIMEOUT_S, HELLO, SIDE_ENV, SOCKET_ENV, TURN_TIMEOUT_ENV
+from gpuperf.wiring.ab_turns import HELLO, SIDE_ENV, SOCKET_ENV
 
 EXIT_SAME, EXIT_SLOWER, EXIT_MISSING, EXIT_FAILED = 0, 1, 2, 3
 #: pytest's exit codes that are a finished session (tests passed, failed or none collected); any other is a crash.
@@ -56,6 +56,10 @@ _PYTEST_FINISHED = frozenset({0, 1, 5})
 #: The default selection: the suite's perf tests, as a gate run takes them.
 DEFAULT_SELECTION = ("perf_tests",)
 _POLL_S = 0.5
+#: The longest a side may hold the GPU between two requests (one test's set-up and body up to its first check,
+#: or one round) before it is taken to be hung and stopped: the slowest default case with its compilation fits
+#: in it many times over.
+DEFAULT_TURN_TIMEOUT_S = 1800.0
 #: How long after a side's process exited its connection may still be waiting to be accepted.
 _CONNECT_GRACE_S = 2.0
 
@@ -79,7 +83,7 @@ class SideProcess:
     log: Path
     results: Path
     connection: socket.socket | None = None
-    granted_at: float = field(default_factory=time.monotonic)
+    granted_at: float | None = None  # when it was last given the GPU (none yet: starting up)
     exited_at: float = 0.0
 
 
@@ -93,11 +97,10 @@ def side_command(selection: list[str], results: Path) -> list[str]:
     return [sys.executable, "-c", prelude, *selection, "-p", "no:cacheprovider", "--results-dir", str(results)]
 
 
-def _side_env(side: str, address: Path, siblings: Path, turn_timeout_s: float,
-              extra: dict[str, str]) -> dict[str, str]:
+def _side_env(side: str, address: Path, siblings: Path, extra: dict[str, str]) -> dict[str, str]:
     env = {key: value for key, value in os.environ.items() if key != STEP_SUMMARY_ENV}
     return {**env, **extra, SOCKET_ENV: str(address), SIDE_ENV: side, SIBLINGS_ENV: str(siblings),
-            TURN_TIMEOUT_ENV: str(turn_timeout_s), "GPUPERF_HISTORY": "none", "CI": ""}
+            "GPUPERF_HISTORY": "none", "CI": ""}
 
 
 class Coordinator:
@@ -130,8 +133,7 @@ class Coordinator:
                 handle: IO[bytes] = stack.enter_context(log.open("wb"))
                 process = subprocess.Popen(side_command(selection, results), cwd=tree.path, stdout=handle,
                                            stderr=subprocess.STDOUT,
-                                           env=_side_env(side, address, siblings, self.turn_timeout_s,
-                                                         self.side_env.get(side, {})))
+                                           env=_side_env(side, address, siblings, self.side_env.get(side, {})))
                 stack.callback(self._stop, process)
                 self.sides[side] = SideProcess(tree, process, log, results)
             write_atomically(siblings, "".join(f"{s.process.pid}\n" for s in self.sides.values()))
@@ -162,7 +164,7 @@ class Coordinator:
                 if now - side.exited_at > _CONNECT_GRACE_S:
                     self.schedule.lose(name, f"exited with code {code} without taking a turn: is the gpuperf "
                                              f"plugin loaded in that tree, and does the selection exist? (see {side.log})")
-            elif name in self.schedule.running() and side.connection is not None and \
+            elif name in self.schedule.running() and side.granted_at is not None and \
                     now - side.granted_at > self.turn_timeout_s:
                 side.process.kill()
                 self.schedule.lose(name, f"held the GPU for more than {self.turn_timeout_s:g} s without a "
@@ -255,7 +257,7 @@ def verdict_line(rows: list[AbRow], lost: list[str], code: int) -> str:
 
 def _append_history(target: str, trees: dict[str, Tree], out: Path, base: str, head: str) -> list[str]:
     from gpuperf.history.database import History
-    from gpuperf.history.rows import PROVENANCE, Provenance, read_results_document
+    from gpuperf.history.rows import KIND_AB, PROVENANCE, Provenance, read_results_document
 
     appended = []
     with History(target) as history:
@@ -272,9 +274,6 @@ def _append_history(target: str, trees: dict[str, Tree], out: Path, base: str, h
             history.append({**document, "run": run}, f"ab {side} {tree.commit[:12]}")
             appended.append(side)
     return appended
-
-
-KIND_AB = "ab"
 
 
 def run_ab(args: argparse.Namespace) -> int:
@@ -351,7 +350,8 @@ def add_ab_command(commands: Any) -> None:
     parser.add_argument("--history", metavar="TARGET", help="append both sides' runs to this history (as pytest's "
                                                             "--history), with their commits")
     parser.add_argument("--turn-timeout", type=positive_float, default=DEFAULT_TURN_TIMEOUT_S, metavar="S",
-                        help=f"the longest a side may hold or wait for the GPU (default {DEFAULT_TURN_TIMEOUT_S:g})")
+                        help=f"the longest a side may hold the GPU between two requests (one test's set-up up to "
+                             f"its first check, or one round) before it is stopped (default {DEFAULT_TURN_TIMEOUT_S:g})")
     parser.add_argument("--head-env", type=_assignment, action="append", default=[], metavar="KEY=VALUE",
                         help="set this in the head side's environment only (repeatable): a planted slowdown to "
                              "show the gate works, e.g. GPUPERF_SLOWDOWN=0.02 with -- perf_tests -p tools.slowdown")

@@ -24,7 +24,7 @@ from gpuperf.wiring.ab_turns import AGAIN, DONE, GO
 ROOT = Path(__file__).resolve().parent.parent
 
 CONFTEST = '''
-import json, os, random
+import json, os, random, time
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -72,6 +72,8 @@ class SyntheticTimer:
         name = fn()
         if (ROOT / "crash").exists():
             os._exit(3)
+        if (ROOT / "hang").exists():
+            time.sleep(60)
         seconds = json.loads((ROOT / "speed.json").read_text())[name] * (1 + random.gauss(0, 0.001))
         seconds *= 1 + float(os.environ.get("FAKE_SLOWDOWN", "0"))
         kernel = json.loads((ROOT / "kernels.json").read_text())[name]
@@ -159,6 +161,8 @@ def repo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]
     _git(repo, "checkout", "-q", commits["base"])
     commits["crash"] = _commit(repo, "the head crashes", **{"crash": "yes"})
     _git(repo, "checkout", "-q", commits["base"])
+    commits["hang"] = _commit(repo, "the head hangs", **{"hang": "yes"})
+    _git(repo, "checkout", "-q", commits["base"])
     return repo, commits
 
 
@@ -241,6 +245,15 @@ def test_a_crashed_side_is_a_clear_error_and_exit_3(repo: tuple[Path, dict[str, 
     done = _ab(path, tmp_path / "out", "--base", commits["base"], "--head", commits["crash"])
     assert done.returncode == 3, done.stdout + done.stderr
     assert "the head side exited with code 3" in done.stdout
+    assert {row["status"] for row in _cases(tmp_path / "out").values()} == {"UNPAIRED"}
+
+
+def test_a_side_that_holds_the_gpu_too_long_is_stopped_and_exit_3(repo: tuple[Path, dict[str, str]],
+                                                                   tmp_path: Path) -> None:
+    path, commits = repo
+    done = _ab(path, tmp_path / "out", "--base", commits["base"], "--head", commits["hang"], "--turn-timeout", "1")
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert "the head side held the GPU for more than 1 s" in done.stdout
     assert {row["status"] for row in _cases(tmp_path / "out").values()} == {"UNPAIRED"}
 
 

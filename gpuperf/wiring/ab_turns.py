@@ -8,8 +8,9 @@ asks whether to measure that case again (``rounds``: the coordinator answers ``a
 enough rounds, then ``done``), and says when it is finished (``end``). The messages are JSON lines on a Unix
 socket whose path the coordinator passes in ``$GPUPERF_AB_SOCKET``; the process's side in ``$GPUPERF_AB_SIDE``.
 
-A turn that does not come within ``$GPUPERF_AB_TURN_TIMEOUT_S`` (the sibling stalled), or a coordinator that
-went away, ends the session with one line naming the cause, never a hang.
+A side waits for its turn as long as the coordinator lives: the coordinator stops a side that holds the GPU
+too long, and its end (even killed) closes the socket. A coordinator that went away ends the session with one
+line naming the cause, never a hang.
 
 PYTEST_DONT_REWRITE
 """
@@ -28,10 +29,6 @@ from gpuperf.store.records import Record
 
 SOCKET_ENV = "GPUPERF_AB_SOCKET"
 SIDE_ENV = "GPUPERF_AB_SIDE"
-TURN_TIMEOUT_ENV = "GPUPERF_AB_TURN_TIMEOUT_S"
-#: How long a side waits for its turn by default: the sibling's longest test (set-up, compile, measurement and
-#: its own rounds) fits in it many times over; past it the sibling is taken to be hung.
-DEFAULT_TURN_TIMEOUT_S = 1800.0
 
 # Requests (side → coordinator) and answers (coordinator → side).
 HELLO, START, ROUND, END = "hello", "start", "round", "end"
@@ -45,9 +42,8 @@ class TurnError(RuntimeError):
 class Turns:
     """The side's end of the conversation with the coordinator. ``connection``: a connected stream socket."""
 
-    def __init__(self, connection: socket.socket, side: str, timeout_s: float = DEFAULT_TURN_TIMEOUT_S) -> None:
+    def __init__(self, connection: socket.socket, side: str) -> None:
         self.side = side
-        self.timeout_s = timeout_s
         self._socket = connection
         self._reader = connection.makefile("r", encoding="utf-8")
         self._keys: dict[str, int] = {}  # checks of one case id within the current test
@@ -59,17 +55,13 @@ class Turns:
         if not path:
             return None
         side = environ.get(SIDE_ENV, "")
-        try:
-            timeout_s = float(environ.get(TURN_TIMEOUT_ENV) or DEFAULT_TURN_TIMEOUT_S)
-        except ValueError as exc:
-            raise TurnError(f"${TURN_TIMEOUT_ENV} is {environ[TURN_TIMEOUT_ENV]!r}, not a number of seconds") from exc
         connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             connection.connect(path)
         except OSError as exc:
             raise TurnError(f"cannot reach the A/B coordinator at {path} ({exc}): ${SOCKET_ENV} is set by "
                             "python -m gpuperf ab for the processes it starts; unset it to run pytest alone") from exc
-        return cls(connection, side, timeout_s)
+        return cls(connection, side)
 
     def hello(self, tests: Sequence[str]) -> None:
         """Tell the coordinator this process's suite tests (case ids), in the order they will run."""
@@ -112,12 +104,8 @@ class Turns:
 
     def _ask(self, message: dict[str, Any]) -> str:
         self._send(message)
-        self._socket.settimeout(self.timeout_s)
         try:
             line = self._reader.readline()
-        except (TimeoutError, socket.timeout) as exc:
-            raise TurnError(f"no turn on the GPU within {self.timeout_s:g} s (the other side of the A/B run is "
-                            f"stalled?); raise ${TURN_TIMEOUT_ENV} for tests that long") from exc
         except OSError as exc:
             raise TurnError(f"the A/B coordinator went away ({exc}); see the ab command's output") from exc
         if not line:
@@ -168,6 +156,11 @@ def start_side(config: pytest.Config, environ: Mapping[str, str],
         turns = Turns.from_env(environ)
     except TurnError as exc:
         raise pytest.UsageError(f"gpuperf ab: {exc}") from exc
-    if turns is not None:
-        config.pluginmanager.register(SideHooks(turns, suite_test), "gpuperf-ab-side")
+    if turns is None:
+        return None
+    if getattr(config, "workerinput", None) is not None or config.getoption("numprocesses", None):
+        turns.end()
+        raise pytest.UsageError("gpuperf ab: each side of an A/B run is one pytest process on one GPU; drop -n "
+                                "(pytest-xdist) from the selection")
+    config.pluginmanager.register(SideHooks(turns, suite_test), "gpuperf-ab-side")
     return turns
