@@ -64,10 +64,6 @@ DEFAULT_TURN_TIMEOUT_S = 1800.0
 _CONNECT_GRACE_S = 2.0
 
 
-class AbError(RuntimeError):
-    """The A/B run cannot be made; the message names the cause and the fix."""
-
-
 @dataclass(frozen=True)
 class Tree:
     side: str
@@ -277,13 +273,18 @@ def _append_history(target: str, trees: dict[str, Tree], out: Path, base: str, h
 
 
 def run_ab(args: argparse.Namespace) -> int:
+    """The command; an error that stops the run is one line and exit 3 (1 and 2 are verdicts here)."""
+    from gpuperf.cli import describe_os_error
+    from gpuperf.untrusted import terminal
+
     try:
         return _run_ab(args)
-    except (AbError, GitError) as exc:
-        from gpuperf.untrusted import terminal
-
-        print(f"gpuperf: error: {terminal(str(exc), 2000)}", file=sys.stderr)
-        return EXIT_FAILED
+    except GitError as exc:
+        message = str(exc)
+    except OSError as exc:
+        message = describe_os_error(exc)
+    print(f"gpuperf: error: {terminal(message, 2000)}", file=sys.stderr)
+    return EXIT_FAILED
 
 
 def _run_ab(args: argparse.Namespace) -> int:
@@ -384,4 +385,4 @@ def _threshold(text: str) -> float:
         raise argparse.ArgumentTypeError(str(exc)) from exc
 
 
-__all__ = ["AbError", "add_ab_command", "run_ab"]
+__all__ = ["add_ab_command", "run_ab"]

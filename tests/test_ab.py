@@ -264,6 +264,15 @@ def test_a_bad_revision_is_one_line_and_exit_3(repo: tuple[Path, dict[str, str]]
     assert "'no-such-rev' is not a commit" in done.stderr and "--base" in done.stderr
 
 
+def test_an_out_folder_that_cannot_be_made_is_one_line_and_exit_3(repo: tuple[Path, dict[str, str]],
+                                                                   tmp_path: Path) -> None:
+    path, commits = repo
+    (tmp_path / "taken").write_text("a file")
+    done = _ab(path, tmp_path / "taken" / "out", "--base", commits["base"])
+    assert done.returncode == 3 and done.stderr.count("\n") == 1
+    assert "a file stands where a folder is needed" in done.stderr
+
+
 def test_the_schedule_alternates_a_b_b_a_and_waits_for_the_lagging_side() -> None:
     schedule = Schedule(rounds_max=4)
     record = {"case_id": "t::x", "nodeid": "t::x", "family": "gemm", "params": {}, "metric": "TFLOPS",
