@@ -159,7 +159,8 @@ class Coordinator:
                 side.exited_at = side.exited_at or now
                 if now - side.exited_at > _CONNECT_GRACE_S:
                     self.schedule.lose(name, f"exited with code {code} without taking a turn: is the gpuperf "
-                                             f"plugin loaded in that tree, and does the selection exist? (see {side.log})")
+                                             "plugin loaded in that tree, and does the selection exist? "
+                                             f"(see {side.log})")
             elif name in self.schedule.running() and side.granted_at is not None and \
                     now - side.granted_at > self.turn_timeout_s:
                 side.process.kill()
@@ -251,6 +252,12 @@ def verdict_line(rows: list[AbRow], lost: list[str], code: int) -> str:
     return f"{told} — exit {code}: {meaning}"
 
 
+def _results_file(side_out: Path) -> str | None:
+    """The ``results.json`` a side's session wrote under its folder (in ``<timestamp>/``), if it wrote one."""
+    found = sorted(side_out.rglob("results.json"))
+    return str(found[-1]) if found else None
+
+
 def _append_history(target: str, trees: dict[str, Tree], out: Path, base: str, head: str) -> list[str]:
     from gpuperf.history.database import History
     from gpuperf.history.rows import KIND_AB, PROVENANCE, Provenance, read_results_document
@@ -258,10 +265,10 @@ def _append_history(target: str, trees: dict[str, Tree], out: Path, base: str, h
     appended = []
     with History(target) as history:
         for side, tree in trees.items():
-            found = sorted((out / side).rglob("results.json"))
-            if not found:
+            found = _results_file(out / side)
+            if found is None:
                 continue
-            document = read_results_document(found[-1])[0]
+            document = read_results_document(Path(found))[0]
             provenance = Provenance(kind=KIND_AB, git_commit=tree.commit, git_dirty=tree.dirty,
                                     options={"ab": {"base": base, "head": head, "side": side}},
                                     baseline_digest=None)
@@ -274,15 +281,17 @@ def _append_history(target: str, trees: dict[str, Tree], out: Path, base: str, h
 
 def run_ab(args: argparse.Namespace) -> int:
     """The command; an error that stops the run is one line and exit 3 (1 and 2 are verdicts here)."""
-    from gpuperf.cli import describe_os_error
+    from gpuperf.cli import _known_error, describe_os_error
     from gpuperf.untrusted import terminal
 
     try:
         return _run_ab(args)
-    except GitError as exc:
-        message = str(exc)
     except OSError as exc:
         message = describe_os_error(exc)
+    except Exception as exc:  # the errors that name their cause and fix (git, the history); others are bugs
+        if not isinstance(exc, GitError) and not _known_error(exc):
+            raise
+        message = str(exc)
     print(f"gpuperf: error: {terminal(message, 2000)}", file=sys.stderr)
     return EXIT_FAILED
 
@@ -302,23 +311,30 @@ def _run_ab(args: argparse.Namespace) -> int:
         trees = {BASE: Tree(BASE, stack.enter_context(worktree(repo, base, work / BASE)), base)}
         trees[HEAD] = Tree(HEAD, stack.enter_context(worktree(repo, head, work / HEAD)), head) if args.head \
             else Tree(HEAD, repo, head, is_dirty(repo))
-        print(f"gpuperf ab: base {base[:12]} against head {head[:12]}{' (working tree, dirty)' if trees[HEAD].dirty else ''}"
-              f": {' '.join(selection)} (logs in {out}/base, {out}/head)", flush=True)
+        dirty = " (the working tree, with changes)" if trees[HEAD].dirty else ""
+        print(f"gpuperf ab: base {base[:12]} against head {head[:12]}{dirty}: {' '.join(selection)} (logs in "
+              f"{out}/base, {out}/head)", flush=True)
         Coordinator(schedule, work, args.turn_timeout, {HEAD: dict(args.head_env)}).run(trees, selection, out)
     rows = [case_row(case, verdict) for case, verdict in schedule.verdicts()]
     lost = [f"the {side.name} side {side.lost}" for side in schedule.sides.values() if side.lost]
     code = exit_code(rows, lost)
     line = verdict_line(rows, lost, code)
-    header = {"base": {"commit": base}, "head": {"commit": head, "dirty": trees[HEAD].dirty},
-              "selection": selection, "head_env": dict(args.head_env), "threshold": args.threshold, "rounds_max": args.rounds_max,
-              "wall_s": round(time.monotonic() - started, 1), "exit_code": code, "verdict": line, "lost": lost,
-              "unmeasured_tests": schedule.unmeasured_tests()}
+    unmeasured = schedule.unmeasured_tests()
+    header = {"base": {"commit": base, "results": _results_file(out / BASE)},
+              "head": {"commit": head, "dirty": trees[HEAD].dirty, "results": _results_file(out / HEAD)},
+              "selection": selection, "head_env": dict(args.head_env), "threshold": args.threshold,
+              "rounds_max": args.rounds_max, "wall_s": round(time.monotonic() - started, 1), "exit_code": code,
+              "verdict": line, "lost": lost, "unmeasured_tests": unmeasured}
     write_atomically(out / "ab.json", ab_json_text(header, rows))
     summary = summary_markdown(rows, f"A/B: {head[:12]} against {base[:12]}", line)
     write_atomically(out / "summary.md", summary)
     if os.environ.get(STEP_SUMMARY_ENV):
         write_summary_markdown(summary, out)
     print(terminal_table(rows))
+    for side, tests in unmeasured.items():
+        if tests:
+            print(f"gpuperf ab: {len(tests)} test(s) of the {side} side gave no figure (skipped, or failed before "
+                  f"their check): see {out / side / 'pytest.log'}")
     if args.history:
         from gpuperf.store.history_target import resolve_target
 
@@ -351,8 +367,8 @@ def add_ab_command(commands: Any) -> None:
     parser.add_argument("--history", metavar="TARGET", help="append both sides' runs to this history (as pytest's "
                                                             "--history), with their commits")
     parser.add_argument("--turn-timeout", type=positive_float, default=DEFAULT_TURN_TIMEOUT_S, metavar="S",
-                        help=f"the longest a side may hold the GPU between two requests (one test's set-up up to "
-                             f"its first check, or one round) before it is stopped (default {DEFAULT_TURN_TIMEOUT_S:g})")
+                        help="the longest a side may hold the GPU between two requests (one test's set-up up to its "
+                             f"first check, or one round) before it is stopped (default {DEFAULT_TURN_TIMEOUT_S:g})")
     parser.add_argument("--head-env", type=_assignment, action="append", default=[], metavar="KEY=VALUE",
                         help="set this in the head side's environment only (repeatable): a planted slowdown to "
                              "show the gate works, e.g. GPUPERF_SLOWDOWN=0.02 with -- perf_tests -p tools.slowdown")
