@@ -155,7 +155,8 @@ class Schedule:
             paired = pair([RoundFigure.from_record(r) for r in case.rounds[BASE]],
                           [RoundFigure.from_record(r) for r in case.rounds[HEAD]],
                           same_kernels=case.kernel_change == SAME_KERNELS)
-            if enough(paired, self.threshold, self.rounds_max):
+            # the limit counts rounds measured, not rounds paired: a side without a valid figure must end too
+            if on_base >= self.rounds_max or enough(paired, self.threshold, self.rounds_max):
                 verdict = judge(paired, self.threshold)
                 if verdict.status == Verdict.SLOWER and not case.series:
                     case.series.append(verdict)

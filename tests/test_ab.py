@@ -303,6 +303,28 @@ def test_the_schedule_alternates_a_b_b_a_and_waits_for_the_lagging_side() -> Non
     assert verdict.status == "SAME" and verdict.rounds == 3 and len(case.measured[BASE]) == 3
 
 
+def test_a_case_without_a_valid_figure_ends_at_the_round_limit_unpaired() -> None:
+    schedule = Schedule(rounds_max=3)
+    for side in (BASE, HEAD):
+        schedule.receive(side, {"kind": "hello", "tests": ["t::x"]})
+    reporting, grants = [BASE, HEAD], []  # both sides reach the case; then whoever is told "again" reports
+    while len(grants) < 20:
+        for side in reporting:
+            value = float("nan") if side == HEAD else 50.0  # the head's figure is never valid
+            schedule.receive(side, {"kind": "round", "test": "t::x", "key": "t::x", "record": {
+                "case_id": "t::x", "nodeid": "t::x", "family": "gemm", "params": {}, "metric": "TFLOPS",
+                "value": value, "unit": "TFLOPS", "status": "PASS", "gpu": "fake-gpu"}})
+        grant = schedule.next_grant()
+        assert grant is not None
+        grants.append(grant)
+        if grant[1] == DONE:
+            break
+        reporting = [grant[0]]
+    assert grants[-1] == (BASE, DONE) and len(schedule.cases["t::x"].measured[BASE]) == 3
+    [(_, verdict)] = schedule.verdicts()
+    assert verdict.status == "UNPAIRED" and verdict.failed
+
+
 def test_the_schedule_lets_a_case_of_one_side_go_alone() -> None:
     schedule = Schedule()
     record = {"case_id": "t::new", "nodeid": "t::new", "family": "gemm", "params": {}, "metric": "TFLOPS",
