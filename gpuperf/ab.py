@@ -86,11 +86,13 @@ class SideProcess:
 def side_command(selection: list[str], results: Path) -> list[str]:
     """pytest in the tree (the current directory) with this gpuperf's harness: the harness's ``gpuperf`` is
     imported first, then its folder is taken off ``sys.path`` again, so the tree's own modules (``kernels``) and
-    tests are what runs."""
+    tests are what runs. pytest-randomly, where installed, is kept off: both sides run their tests in file order,
+    so their cases meet."""
     harness = str(Path(gpuperf.__file__).resolve().parent.parent)
     prelude = (f"import sys; sys.path.insert(0, {harness!r}); import gpuperf; sys.path.remove({harness!r}); "
                "import pytest; sys.exit(pytest.main(sys.argv[1:]))")
-    return [sys.executable, "-c", prelude, *selection, "-p", "no:cacheprovider", "--results-dir", str(results)]
+    return [sys.executable, "-c", prelude, *selection, "-p", "no:cacheprovider", "-p", "no:randomly",
+            "--results-dir", str(results)]
 
 
 def _side_env(side: str, address: Path, siblings: Path, extra: dict[str, str]) -> dict[str, str]:
