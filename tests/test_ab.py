@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -19,7 +20,8 @@ import pytest
 
 from gpuperf.ab_schedule import BASE, HEAD, Schedule
 from gpuperf.history.database import History, sqlite_url
-from gpuperf.wiring.ab_turns import AGAIN, DONE, GO
+from gpuperf.store.records import Record
+from gpuperf.wiring.ab_turns import AGAIN, DONE, GO, SOCKET_ENV, Turns, TurnError
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -338,3 +340,27 @@ def test_the_schedule_lets_a_case_of_one_side_go_alone() -> None:
     assert schedule.next_grant() == (HEAD, DONE)
     assert schedule.cases["t::new"].verdict is not None
     assert "the base tree has no test t::new" in schedule.cases["t::new"].verdict.note
+
+
+def test_a_side_measures_again_while_told_and_stops_at_done() -> None:
+    side, coordinator = socket.socketpair()
+    record = Record(case_id="t::x", nodeid="t::x", family="gemm", params={}, metric="TFLOPS", value=50.0,
+                    unit="TFLOPS", status="PASS")
+    coordinator.sendall(b'{"answer": "again"}\n{"answer": "again"}\n{"answer": "done"}\n')
+    turns = Turns(side, BASE)
+    assert turns.rounds("t::x", record, lambda: record) == 3
+    sent = [json.loads(line) for line in coordinator.recv(1 << 16).decode().splitlines()]
+    assert [m["kind"] for m in sent] == ["round"] * 3 and sent[0]["key"] == "t::x"
+    coordinator.sendall(b'{"answer": "done"}\n')
+    assert turns.rounds("t::x", record, lambda: record) == 1  # a second check of the case id …
+    assert json.loads(coordinator.recv(1 << 16).decode().splitlines()[0])["key"] == "t::x@2"  # … has its own key
+
+
+def test_a_coordinator_that_went_away_is_one_line_not_a_hang(tmp_path: Path) -> None:
+    side, coordinator = socket.socketpair()
+    coordinator.close()
+    with pytest.raises(TurnError, match="coordinator"):
+        Turns(side, HEAD).start("t::x")
+    with pytest.raises(TurnError, match="cannot reach the A/B coordinator .* unset it to run pytest alone"):
+        Turns.from_env({SOCKET_ENV: str(tmp_path / "gone.sock")})
+    assert Turns.from_env({}) is None

@@ -36,7 +36,7 @@ GO, AGAIN, DONE = "go", "again", "done"
 
 
 class TurnError(RuntimeError):
-    """The turn-taking failed (the coordinator went away, the sibling stalled); the message names it."""
+    """The turn-taking failed (the coordinator cannot be reached or went away); the message names it."""
 
 
 class Turns:
