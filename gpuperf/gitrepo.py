@@ -51,10 +51,10 @@ def is_dirty(tree: Path) -> bool:
 
 @contextmanager
 def worktree(repo: Path, commit: str, path: Path) -> Iterator[Path]:
-    """A detached worktree of ``commit`` at ``path`` for the block, removed (with its git bookkeeping) after it."""
+    """A detached worktree of ``commit`` at ``path`` for the block, removed (with its git bookkeeping) after it;
+    the repository's other worktrees are left alone."""
     git(repo, "worktree", "add", "--detach", str(path), commit)
     try:
         yield path
     finally:
         git(repo, "worktree", "remove", "--force", str(path), check=False)
-        git(repo, "worktree", "prune", check=False)
