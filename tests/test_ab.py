@@ -253,9 +253,9 @@ def test_a_crashed_side_is_a_clear_error_and_exit_3(repo: tuple[Path, dict[str, 
 def test_a_side_that_holds_the_gpu_too_long_is_stopped_and_exit_3(repo: tuple[Path, dict[str, str]],
                                                                    tmp_path: Path) -> None:
     path, commits = repo
-    done = _ab(path, tmp_path / "out", "--base", commits["base"], "--head", commits["hang"], "--turn-timeout", "1")
+    done = _ab(path, tmp_path / "out", "--base", commits["base"], "--head", commits["hang"], "--turn-timeout", "0.5")
     assert done.returncode == 3, done.stdout + done.stderr
-    assert "the head side held the GPU for more than 1 s" in done.stdout
+    assert "the head side held the GPU for more than 0.5 s" in done.stdout
     assert {row["status"] for row in _cases(tmp_path / "out").values()} == {"UNPAIRED"}
 
 
