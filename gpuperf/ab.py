@@ -46,6 +46,7 @@ from gpuperf.measure.kernel_records import describe_change
 from gpuperf.output.ab_report import AbRow, ab_json_text, summary_markdown, terminal_table
 from gpuperf.output.results import STEP_SUMMARY_ENV, write_summary_markdown
 from gpuperf.store.atomic import write_atomically
+from gpuperf.verdict.gate import valid_figure
 from gpuperf.verdict.paired import (DEFAULT_ROUNDS_MAX, DEFAULT_THRESHOLD, MIN_ROUNDS, CaseVerdict, Verdict,
                                     check_threshold)
 from gpuperf.wiring.ab_turns import HELLO, SIDE_ENV, SOCKET_ENV
@@ -217,7 +218,7 @@ class Coordinator:
 
 
 def _median(records: list[Any]) -> float | None:
-    values = [r.value for r in records if isinstance(r.value, (int, float))]
+    values = [r.value for r in records if valid_figure(r.value)]
     return statistics.median(values) if values else None
 
 

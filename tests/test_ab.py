@@ -14,9 +14,13 @@ import os
 import socket
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from gpuperf.ab_schedule import BASE, HEAD, Schedule
 from gpuperf.history.database import History, sqlite_url
@@ -364,3 +368,68 @@ def test_a_coordinator_that_went_away_is_one_line_not_a_hang(tmp_path: Path) -> 
     with pytest.raises(TurnError, match="cannot reach the A/B coordinator .* unset it to run pytest alone"):
         Turns.from_env({SOCKET_ENV: str(tmp_path / "gone.sock")})
     assert Turns.from_env({}) is None
+
+
+def _side(tests: list[tuple[str, int]], crash_after: int | None) -> Iterator[dict[str, Any] | None]:
+    """A side as the schedule sees it: its requests, each sent after the answer to the one before (``send``);
+    ``None`` where it crashes (after ``crash_after`` requests)."""
+    record = {"case_id": "", "nodeid": "", "family": "gemm", "params": {}, "metric": "TFLOPS", "value": 50.0,
+              "unit": "TFLOPS", "status": "PASS", "gpu": "fake-gpu"}
+    sent = 0
+
+    def request(message: dict[str, Any]) -> dict[str, Any] | None:
+        nonlocal sent
+        sent += 1
+        return None if crash_after is not None and sent > crash_after else message
+
+    yield {"kind": "hello", "tests": [test for test, _ in tests]}
+    for test, checks in tests:
+        yield request({"kind": "start", "test": test})
+        for check in range(checks):
+            key = f"{test}#{check}"
+            answer = yield request({"kind": "round", "test": test, "key": key, "record": {**record, "case_id": key}})
+            while answer == AGAIN:
+                answer = yield request({"kind": "round", "test": test, "key": key,
+                                        "record": {**record, "case_id": key}})
+    yield request({"kind": "end"})
+
+
+_TESTS = st.lists(st.tuples(st.sampled_from([f"t{n}" for n in range(6)]), st.integers(0, 2)), max_size=6,
+                  unique_by=lambda pair: pair[0])
+
+
+@given(_TESTS, _TESTS, st.one_of(st.none(), st.integers(0, 12)), st.booleans())
+def test_the_schedule_never_deadlocks_nor_lets_both_sides_run(base_tests: list[tuple[str, int]],
+                                                             head_tests: list[tuple[str, int]],
+                                                             crash_after: int | None, head_crashes: bool) -> None:
+    """Any two test lists (other orders, tests on one side only, other checks per test), either side crashing
+    at any request: every step either grants one side or waits on the one that runs, and the run ends."""
+    schedule = Schedule(rounds_max=4)
+    programs = {BASE: _side(base_tests, None if head_crashes else crash_after),
+                HEAD: _side(head_tests, crash_after if head_crashes else None)}
+
+    def advance(side: str, answer: str | None) -> None:
+        message = next(programs[side]) if answer is None else programs[side].send(answer)
+        if message is None:
+            schedule.lose(side, "crashed")
+        else:
+            schedule.receive(side, message)
+
+    for side in (BASE, HEAD):
+        advance(side, None)  # hello
+        advance(side, None)  # its first request
+    for _ in range(500):
+        if schedule.finished:
+            break
+        assert not schedule.running(), "a side runs while the schedule is asked for a turn"
+        grant = schedule.next_grant()
+        assert grant is not None, f"deadlock: {schedule.sides}"
+        advance(*grant)
+        assert len(schedule.running()) <= 1
+    assert schedule.finished
+    verdicts = schedule.verdicts()
+    common = {test for test, _ in base_tests} & {test for test, _ in head_tests}
+    if crash_after is None and [t for t, _ in base_tests if t in common] == [t for t, _ in head_tests if t in common]:
+        checked = {test for test, checks in base_tests if checks} & {test for test, checks in head_tests if checks}
+        paired = {case.test for case, verdict in verdicts if verdict.status == "SAME"}
+        assert checked <= paired  # the tests both run, in the same order: every case both checked is paired
