@@ -150,6 +150,11 @@ class Schedule:
 
     def _alternate(self, case: Case) -> tuple[str, str]:
         """The next round of a case both sides are at: A B B A …, until the rule has enough."""
+        base_method, head_method = case.measured[BASE][0].method, case.measured[HEAD][0].method
+        if base_method != head_method:
+            self._close(case, f"not comparable: measured by {base_method} on the base side, by {head_method} on "
+                              "the head (one side without CUPTI? see the sides' run headers)")
+            return self._grant(self.sides[BASE], DONE)
         on_base, on_head = len(case.rounds[BASE]), len(case.rounds[HEAD])
         if on_base == on_head:
             paired = pair([RoundFigure.from_record(r) for r in case.rounds[BASE]],

@@ -331,6 +331,18 @@ def test_a_case_without_a_valid_figure_ends_at_the_round_limit_unpaired() -> Non
     assert verdict.status == "UNPAIRED" and verdict.failed
 
 
+def test_a_case_measured_by_other_methods_is_not_paired() -> None:
+    schedule = Schedule()
+    for side, method in ((BASE, "cupti-cold"), (HEAD, "cold-rotate")):
+        schedule.receive(side, {"kind": "hello", "tests": ["t::x"]})
+        schedule.receive(side, {"kind": "round", "test": "t::x", "key": "t::x", "record": {
+            "case_id": "t::x", "nodeid": "t::x", "family": "gemm", "params": {}, "metric": "TFLOPS", "value": 50.0,
+            "unit": "TFLOPS", "status": "PASS", "gpu": "fake-gpu", "method": method}})
+    assert schedule.next_grant() == (BASE, DONE)
+    [(_, verdict)] = schedule.verdicts()
+    assert verdict.status == "UNPAIRED" and "by cupti-cold on the base side, by cold-rotate on the head" in verdict.note
+
+
 def test_the_schedule_lets_a_case_of_one_side_go_alone() -> None:
     schedule = Schedule()
     record = {"case_id": "t::new", "nodeid": "t::new", "family": "gemm", "params": {}, "metric": "TFLOPS",
