@@ -39,6 +39,7 @@ class Side:
 
     name: str
     tests: list[str] = field(default_factory=list)  # its suite tests, in running order (``hello``)
+    checking: list[str] = field(default_factory=list)  # those of them that check a figure (use ``perf``)
     waiting: dict[str, Any] | None = None  # the request it waits on an answer to; None while it runs
     finished: bool = False
     lost: str = ""  # why it finished without saying so (crashed, stalled)
@@ -83,6 +84,7 @@ class Schedule:
         kind = message["kind"]
         if kind == HELLO:
             side.tests = [str(test) for test in message["tests"]]
+            side.checking = [str(test) for test in message.get("checking", ())]
             return
         if kind == END:
             side.finished, side.waiting = True, None
@@ -216,6 +218,9 @@ class Schedule:
         return out
 
     def unmeasured_tests(self) -> dict[str, list[str]]:
-        """Per side, the suite tests it collected that gave no figure (skipped, failed before a check)."""
-        measured = {case.test for case in self.cases.values()}
-        return {name: [test for test in side.tests if test not in measured] for name, side in self.sides.items()}
+        """Per side, the tests it collected to check a figure that gave none (skipped, failed before a check)."""
+        def measured(name: str) -> set[str]:
+            return {case.test for case in self.cases.values() if case.measured[name]}
+
+        return {name: [test for test in side.checking if test not in measured(name)]
+                for name, side in self.sides.items()}

@@ -252,6 +252,9 @@ def test_a_crashed_side_is_a_clear_error_and_exit_3(repo: tuple[Path, dict[str, 
     assert done.returncode == 3, done.stdout + done.stderr
     assert "the head side exited with code 3" in done.stdout
     assert {row["status"] for row in _cases(tmp_path / "out").values()} == {"UNPAIRED"}
+    unmeasured = json.loads((tmp_path / "out" / "ab.json").read_text())["unmeasured_tests"]
+    assert unmeasured == {"base": [], "head": [GEMV_ID, GEMM_ID]}
+    assert "2 test(s) of the head side gave no figure" in done.stdout
 
 
 def test_a_side_that_holds_the_gpu_too_long_is_stopped_and_exit_3(repo: tuple[Path, dict[str, str]],

@@ -63,9 +63,11 @@ class Turns:
                             "python -m gpuperf ab for the processes it starts; unset it to run pytest alone") from exc
         return cls(connection, side)
 
-    def hello(self, tests: Sequence[str]) -> None:
-        """Tell the coordinator this process's suite tests (case ids), in the order they will run."""
-        self._send({"kind": HELLO, "side": self.side, "pid": os.getpid(), "tests": list(tests)})
+    def hello(self, tests: Sequence[str], checking: Sequence[str] = ()) -> None:
+        """Tell the coordinator this process's suite tests (case ids), in the order they will run, and which of
+        them check a figure (use ``perf``)."""
+        self._send({"kind": HELLO, "side": self.side, "pid": os.getpid(), "tests": list(tests),
+                    "checking": list(checking)})
 
     def start(self, test: str) -> None:
         """Wait for the turn to run ``test`` (its set-up, body and teardown)."""
@@ -127,7 +129,8 @@ class SideHooks:
         from gpuperf.wiring.fixtures import case_id_of
 
         tests = [case_id_of(item.nodeid) for item in session.items if self.suite_test(item)]
-        self._take(lambda: self.turns.hello(tests))
+        checking = [case_id_of(item.nodeid) for item in session.items if "perf" in getattr(item, "fixturenames", ())]
+        self._take(lambda: self.turns.hello(tests, checking))
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_setup(self, item: pytest.Item) -> None:
