@@ -38,10 +38,10 @@ from gpuperf.store.records import Record
 from gpuperf.verdict.gate import Basis, own_basis, valid_figure
 from gpuperf.verdict.student_t import t_quantile
 
-#: The default slowdown an A/B run fails on. The issue's H200 figures: on one GPU a case's figure moves by a few
-#: tenths of a percent between back-to-back measurements (CUPTI spans, per-call cycles), while the baseline gate
-#: needs 4–7.5 % bands because hosts differ; paired on one GPU, 2 % is four to ten times that round-to-round
-#: noise, so an unchanged case does not reach it and a genuine 2 % slowdown is the finest the issue asks caught.
+#: The default slowdown an A/B run fails on. Each measurement is sampled until its median's 95 % interval is within
+#: 0.5 % (``--noise-target``), so a round's figure is known to a few tenths of a percent on one GPU, while the
+#: baseline gate needs 4–7.5 % bands because hosts differ (issue 33's H200 runs); 2 % is four times a round's
+#: noise, and the finest slowdown the issue asks caught. To be checked by A/A runs on H200s (docs/ab.md).
 DEFAULT_THRESHOLD = 0.02
 #: The two-sided confidence of the paired interval.
 CONFIDENCE = 0.95
