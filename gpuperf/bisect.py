@@ -25,6 +25,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from gpuperf.gitrepo import GitError, git, resolve_commit, worktree
 from gpuperf.history.database import History, describe, resolve_target
 from gpuperf.history.rows import KIND_BISECT, PROVENANCE, HistoryInputError, Provenance, read_results_document
 from gpuperf.verdict import gate
@@ -47,22 +48,11 @@ class BisectError(RuntimeError):
     """The bisection cannot start or finish; the message names the cause and the fix."""
 
 
-def git(repo: Path, *args: str, check: bool = True) -> str:
+def _commit(repo: Path, rev: str, option: str) -> str:
     try:
-        done = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, check=False)
-    except OSError as exc:
-        raise BisectError(f"git cannot be run ({exc}); install git") from exc
-    if check and done.returncode != 0:
-        raise BisectError(f"git {' '.join(args)} in {repo} failed: {done.stderr.strip() or done.stdout.strip()}")
-    return done.stdout.strip()
-
-
-def _commit(repo: Path, rev: str) -> str:
-    try:
-        return git(repo, "rev-parse", "--verify", f"{rev}^{{commit}}")
-    except BisectError as exc:
-        raise BisectError(f"{rev!r} is not a commit of {repo}; name one with --good/--bad (a hash, tag or "
-                          "branch)") from exc
+        return resolve_commit(repo, rev, option)
+    except GitError as exc:
+        raise BisectError(str(exc)) from exc
 
 
 # --- measuring one commit --------------------------------------------------------------------------------
@@ -179,12 +169,8 @@ def step(work: Path) -> int:
 
 def _measure_endpoint(repo: Path, commit: str, work: Path, reference: dict[str, Any], role: str) -> Record:
     """Measure the good or the bad commit in a worktree of its own, recorded like a step."""
-    tree = work / f"tree-{role}"
-    git(repo, "worktree", "add", "--detach", str(tree), commit)
-    try:
+    with worktree(repo, commit, work / f"tree-{role}") as tree:
         document, why = measure(tree, reference["case"], work, reference.get("command"))
-    finally:
-        git(repo, "worktree", "remove", "--force", str(tree), check=False)
     record, why = case_record(document, reference["case"]) if document is not None else (None, why)
     if record is None:
         raise BisectError(f"the {role} commit {commit[:12]} cannot be measured: {why}; see {work}/measure-*/"
@@ -218,24 +204,23 @@ def _oracle(work: Path) -> list[str]:
 
 
 def _bisect(repo: Path, good: str, bad: str, work: Path) -> tuple[str | None, list[str], str]:
-    tree = work / "tree"
-    git(repo, "worktree", "add", "--detach", str(tree), bad)
-    try:
-        git(tree, "bisect", "start", bad, good)
-        done = subprocess.run(["git", "-C", str(tree), "bisect", "run", *_oracle(work)], capture_output=True,
-                              text=True, check=False)
-        output = done.stdout + done.stderr
-        (work / "bisect.log").write_text(output + "\n" + git(tree, "bisect", "log", check=False), encoding="utf-8")
-        first, candidates = _first_bad(done.stdout)
-    finally:
-        git(tree, "bisect", "reset", check=False)
-        git(repo, "worktree", "remove", "--force", str(tree), check=False)
+    with worktree(repo, bad, work / "tree") as tree:
+        try:
+            git(tree, "bisect", "start", bad, good)
+            done = subprocess.run(["git", "-C", str(tree), "bisect", "run", *_oracle(work)], capture_output=True,
+                                  text=True, check=False)
+            output = done.stdout + done.stderr
+            (work / "bisect.log").write_text(output + "\n" + git(tree, "bisect", "log", check=False),
+                                             encoding="utf-8")
+            first, candidates = _first_bad(done.stdout)
+        finally:
+            git(tree, "bisect", "reset", check=False)
     return first, candidates, output
 
 
 def run_bisect(args: argparse.Namespace) -> int:
     repo = Path(git(Path(args.repo), "rev-parse", "--show-toplevel"))
-    good, bad = _commit(repo, args.good), _commit(repo, args.bad)
+    good, bad = _commit(repo, args.good, "--good"), _commit(repo, args.bad, "--bad")
     stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
     work = Path(args.out or Path.cwd() / "results" / f"bisect-{stamp}").resolve()
     work.mkdir(parents=True, exist_ok=True)

@@ -246,7 +246,7 @@ COMMANDS = (("device", __name__, "_add_device_command"), ("compare", "gpuperf.cl
             ("baseline", "gpuperf.cli_baseline", "add_baseline_commands"), ("plot", __name__, "_add_plot_command"),
             ("fleet", "gpuperf.cli_fleet", "add_fleet_command"), ("readme", __name__, "_add_readme_command"),
             ("history", "gpuperf.cli_history", "add_history_commands"),
-            ("bisect", "gpuperf.bisect", "add_bisect_command"))
+            ("bisect", "gpuperf.bisect", "add_bisect_command"), ("ab", "gpuperf.ab", "add_ab_command"))
 
 #: The errors that name their cause and the fix, by the module that defines each: ``main`` prints one as a line
 #: and exits 1. Only a module that was imported can have raised its error, so none is imported to look.
@@ -254,7 +254,8 @@ ERRORS = (("gpuperf.cli_common", "CliError"), ("gpuperf.store.reading", "InputEr
           ("gpuperf.store.results", "ResultsError"), ("gpuperf.store.baseline_entry", "BaselineError"),
           ("gpuperf.verdict.fleet", "FleetError"), ("gpuperf.store.history_target", "HistoryError"),
           ("gpuperf.history.schema", "SchemaError"), ("gpuperf.history.rows", "HistoryInputError"),
-          ("gpuperf.bisect", "BisectError"), ("gpuperf.cli_trend", "PageError"))
+          ("gpuperf.bisect", "BisectError"), ("gpuperf.gitrepo", "GitError"),
+          ("gpuperf.cli_trend", "PageError"))
 
 
 def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:

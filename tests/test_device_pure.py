@@ -7,10 +7,11 @@ import os
 import sys
 import types
 from typing import Any
+from pathlib import Path
 
 import pytest
 
-from gpuperf.measure.device import DeviceInfo, Nvml, _normalize_bus_id, _version, slug
+from gpuperf.measure.device import SIBLINGS_ENV, DeviceInfo, Nvml, _normalize_bus_id, _version, slug
 
 # -- slug ------------------------------------------------------------------------------------------------
 
@@ -180,6 +181,16 @@ def test_nvml_readings(monkeypatch: pytest.MonkeyPatch) -> None:
     assert nvml.power_w() == pytest.approx(123.456)
     assert nvml.driver_version() == "580.159.04"
     assert nvml.other_processes() == (17, 4242)  # own pid left out, sorted, unique
+
+
+def test_an_ab_sibling_is_not_contention(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setitem(sys.modules, "pynvml", fake_pynvml(["00000000:1B:00.0"]))
+    nvml = Nvml("0000:1b:00.0")
+    siblings = tmp_path / "pids"
+    monkeypatch.setenv(SIBLINGS_ENV, str(siblings))
+    assert nvml.other_processes() == (17, 4242)  # the file is not written yet: every other process counts
+    siblings.write_text("4242\n99\n")
+    assert nvml.other_processes() == (17,)
 
 
 def test_nvml_old_throttle_reasons_api(monkeypatch: pytest.MonkeyPatch) -> None:

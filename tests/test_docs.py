@@ -115,6 +115,8 @@ def _named_cli_command_exists(argv: list[str]) -> str:
     parser, words = build_parser(), list(argv)
     while words:
         word = words.pop(0)
+        if word == "--":
+            break  # what follows is positional (``ab``'s pytest selection)
         commands = next((a for a in parser._actions if isinstance(a, argparse._SubParsersAction)), None)
         if word.startswith("-"):
             action = parser._option_string_actions.get(word.split("=", 1)[0])

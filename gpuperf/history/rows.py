@@ -33,6 +33,7 @@ PROVENANCE = "provenance"
 KIND_RUN = "run"
 KIND_UPDATE = "update-baselines"
 KIND_BISECT = "bisect"
+KIND_AB = "ab"  # a side of an A/B run (``python -m gpuperf ab``)
 
 #: Record column → the results-file record key it is read from.
 RECORD_COLUMNS: dict[str, str] = {

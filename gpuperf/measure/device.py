@@ -17,6 +17,23 @@ from typing import Any
 
 from gpuperf.measure.clocks import decode
 
+#: A file of process ids, one a line, that take turns with this process on the GPU and so are not contention:
+#: the other side of an A/B run (``python -m gpuperf ab`` writes it and names it here). Read at every check, as
+#: the file is written once both sides have started.
+SIBLINGS_ENV = "GPUPERF_GPU_SIBLINGS"
+
+
+def sibling_pids(environ: Any = os.environ) -> frozenset[int]:
+    """The pids named by ``$GPUPERF_GPU_SIBLINGS``'s file; none when it is unset or not (yet) there."""
+    path = environ.get(SIBLINGS_ENV)
+    if not path:
+        return frozenset()
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return frozenset(int(line) for line in handle.read().split() if line.isdigit())
+    except OSError:
+        return frozenset()
+
 
 class NoGpuError(RuntimeError):
     """No usable GPU stack; the message names what is missing and how to get it."""
@@ -209,10 +226,11 @@ class Nvml:
         return version.decode() if isinstance(version, bytes) else str(version)
 
     def other_processes(self) -> tuple[int, ...]:
-        """PIDs of other compute processes on this GPU: contention that makes timings unreliable."""
+        """PIDs of other compute processes on this GPU: contention that makes timings unreliable. Its own and its
+        siblings' (``sibling_pids``: they wait while this one measures) are not."""
         processes = self._call("nvmlDeviceGetComputeRunningProcesses") or []
-        own = os.getpid()
-        return tuple(sorted({p.pid for p in processes if p.pid != own}))
+        own = {os.getpid(), *sibling_pids()}
+        return tuple(sorted({p.pid for p in processes if p.pid not in own}))
 
 
 def _cublas_version(cupy: Any) -> str:

@@ -228,7 +228,10 @@ class Perf:
         entry = self.state.entry(self.case.gpu, self.case.case_id)
         gate, context = self.state.options.gate, self._context(self.case)
         record = case_record(self.case, measurement, self.peaks, entry, gate, context)
-        if needs_confirmation(record):
+        if self.state.turns is not None:
+            self.state.turns.rounds(self.case.case_id, record, lambda: case_record(
+                self.case, self.measure.again(measurement), self.peaks, entry, gate, context))
+        elif needs_confirmation(record):
             again = case_record(self.case, self.measure.again(measurement), self.peaks, entry, gate, context)
             record = confirm(record, again)
         record = self._keep(record)
@@ -242,7 +245,11 @@ class Perf:
         entry = self.state.entry(self.case.gpu, ratio_case.case_id)
         gate, context = self.state.options.gate, self._context(self.case)
         record = ratio_record(self.case, numerator, denominator, name, entry, gate, context, self.peaks)
-        if needs_confirmation(record):
+        if self.state.turns is not None:
+            self.state.turns.rounds(self.case.case_id, record, lambda: ratio_record(
+                self.case, self.measure.again(numerator), self.measure.again(denominator), name, entry, gate,
+                context, self.peaks))
+        elif needs_confirmation(record):
             again = ratio_record(self.case, self.measure.again(numerator), self.measure.again(denominator), name,
                                  entry, gate, context, self.peaks)
             record = confirm(record, again)

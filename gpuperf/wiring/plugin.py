@@ -24,6 +24,7 @@ from gpuperf.vocabulary import MARKERS, OPT_IN_MARKERS, Family
 from gpuperf.wiring.lifecycle import SessionHooks, check_results_dir, is_worker, keeps_baselines
 from gpuperf.wiring.options import add_pytest_options, session_options
 from gpuperf.wiring.session import DEFAULT_GPUS, Options, SessionState
+from gpuperf.wiring.ab_turns import start_side
 from gpuperf.wiring.stash import (GPU_OF, PERF, PINNED, POOL, PREVIOUS_CASES_DIR, RECORD_PROPERTY, RUN_PROPERTY,
                                   STATE)
 
@@ -63,6 +64,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[POOL] = GpuPool()
     config.stash[PREVIOUS_CASES_DIR] = use_cases_dir(config.rootpath / config.getini("gpuperf_cases"))
     config.pluginmanager.register(SessionHooks(config, _selected_gpus), "gpuperf-session")
+    config.stash[STATE].turns = start_side(config, os.environ, _uses_suite)
     workerinput = getattr(config, "workerinput", None)
     if workerinput is not None:
         _pin_worker(config, str(workerinput["workerid"]))
@@ -207,8 +209,8 @@ def measure(request: pytest.FixtureRequest, gpu: Any, stream: Any, flush_mode: s
 
     state = request.config.stash[STATE]
     entry = None if state.options.update else state.entry(gpu.info.slug, case_id_of(request.node.nodeid))
-    return request.config.stash[POOL].measurer(gpu, stream, state.options, flush_mode,
-                                                prefer_method=entry.method if entry else "")
+    return request.config.stash[POOL].measurer(gpu, stream, state.options, flush_mode,  # A/B: both sides alike
+                                                prefer_method=entry.method if entry and not state.turns else "")
 
 
 def _family(item: pytest.Item) -> str:

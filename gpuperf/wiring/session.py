@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from gpuperf.store.baseline import (VERSION_KEYS, BaselineFile, Change, Entry, baseline_path, check_gpu, load_baseline,
                               version_changes)
@@ -18,6 +19,9 @@ from gpuperf.measure.measurement import DEFAULT_MIN_SAMPLE_S, DEFAULT_WARMUP_CAL
 from gpuperf.store.records import Record, RunInfo
 from gpuperf.measure.stats import StoppingRule
 from gpuperf.vocabulary import Flush, Status
+
+if TYPE_CHECKING:  # loaded only in an A/B run's side
+    from gpuperf.wiring.ab_turns import Turns
 
 MISSING_POLICIES = ("skip", "fail", "pass")
 UNRELIABLE_POLICIES = ("skip", "fail", "pass")
@@ -61,6 +65,9 @@ class SessionState:
     selected: dict[tuple[str, int], SelectedCase] = field(default_factory=dict)  # (node id, GPU) → its test
     accounts: list[GpuAccount] = field(default_factory=list)
     stale: list[str] = field(default_factory=list)
+    #: This process's side of an A/B run (``python -m gpuperf ab``): each check is measured again in rounds, in
+    #: turns with the other tree, instead of being confirmed against the baseline.
+    turns: Turns | None = None
     _baselines: dict[str, BaselineFile | None] = field(default_factory=dict)
 
     def baseline_for(self, gpu_slug: str) -> BaselineFile | None:

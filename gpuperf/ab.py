@@ -1,0 +1,407 @@
+"""``python -m gpuperf ab --base REV [--head REV] [SELECTION…]``: the pull request against its base, on one GPU,
+in turns, judged on paired rounds.
+
+The base commit (and the head, when ``--head`` names one; else the working tree as it is) is checked out in a
+worktree of its own, so the caller's checkout is never touched. Each tree's selected perf tests run in a pytest
+process of their own (``pytest perf_tests`` by default, with the measuring harness of this gpuperf on both sides:
+the trees differ in their kernels, tests and cases, never in how they are timed). The two processes take turns on
+the GPU (``ab_schedule.py`` decides, ``wiring/ab_turns.py`` is the processes' end): only one runs at a time, and
+each checked figure is measured in rounds, A B B A …, until the paired rule (``verdict/paired.py``) has enough.
+Each process's NVML contention check leaves out its sibling (``$GPUPERF_GPU_SIBLINGS``).
+
+Out (``--out``, default ``results/ab-<timestamp>/``): ``base/`` and ``head/`` (each side's ``results.json``,
+``results.csv``, ``summary.md`` and its pytest log), ``ab.json`` (every case's rounds and verdict) and
+``summary.md`` (also appended to ``$GITHUB_STEP_SUMMARY``). With ``--history`` both sides' runs are appended to
+the history with their commits (kind ``ab``).
+
+Exit status: 0 no case slower; 1 a case slower; 2 missing evidence (a case measured on one side only, too noisy
+to judge, or no case at all); 3 the run could not be made (a bad revision, a side that crashed or stalled).
+
+PYTEST_DONT_REWRITE
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import selectors
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from contextlib import ExitStack
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import IO, Any
+
+import gpuperf
+from gpuperf.ab_schedule import BASE, HEAD, SIDES, Case, Schedule
+from gpuperf.gitrepo import GitError, git, is_dirty, resolve_commit, top_level, worktree
+from gpuperf.measure.device import SIBLINGS_ENV
+from gpuperf.measure.kernel_records import describe_change
+from gpuperf.output.ab_report import AbRow, ab_json_text, summary_markdown, terminal_table
+from gpuperf.output.results import STEP_SUMMARY_ENV, write_summary_markdown
+from gpuperf.store.atomic import write_atomically
+from gpuperf.verdict.gate import valid_figure
+from gpuperf.verdict.paired import (DEFAULT_ROUNDS_MAX, DEFAULT_THRESHOLD, MIN_ROUNDS, CaseVerdict, Verdict,
+                                    check_threshold)
+from gpuperf.wiring.ab_turns import HELLO, SIDE_ENV, SOCKET_ENV
+
+EXIT_SAME, EXIT_SLOWER, EXIT_MISSING, EXIT_FAILED = 0, 1, 2, 3
+#: pytest's exit codes that are a finished session (tests passed, failed or none collected); any other is a crash.
+_PYTEST_FINISHED = frozenset({0, 1, 5})
+#: The default selection: the suite's perf tests, as a gate run takes them.
+DEFAULT_SELECTION = ("perf_tests",)
+_POLL_S = 0.5
+#: The longest a side may hold the GPU between two requests (one test's set-up and body up to its first check,
+#: or one round) before it is taken to be hung and stopped: the slowest default case with its compilation fits
+#: in it many times over.
+DEFAULT_TURN_TIMEOUT_S = 1800.0
+#: How long after a side's process exited its connection may still be waiting to be accepted.
+_CONNECT_GRACE_S = 2.0
+
+
+@dataclass(frozen=True)
+class Tree:
+    side: str
+    path: Path
+    commit: str
+    dirty: bool = False
+
+
+@dataclass
+class SideProcess:
+    tree: Tree
+    process: subprocess.Popen[bytes]
+    log: Path
+    results: Path
+    connection: socket.socket | None = None
+    granted_at: float | None = None  # when it was last given the GPU (none yet: starting up)
+    exited_at: float = 0.0
+
+
+def side_command(selection: list[str], results: Path) -> list[str]:
+    """pytest in the tree (the current directory) with this gpuperf's harness: the harness's ``gpuperf`` is
+    imported first, then its folder is taken off ``sys.path`` again, so the tree's own modules (``kernels``) and
+    tests are what runs. pytest-randomly, where installed, is kept off: both sides run their tests in file order,
+    so their cases meet."""
+    harness = str(Path(gpuperf.__file__).resolve().parent.parent)
+    prelude = (f"import sys; sys.path.insert(0, {harness!r}); import gpuperf; sys.path.remove({harness!r}); "
+               "import pytest; sys.exit(pytest.main(sys.argv[1:]))")
+    return [sys.executable, "-c", prelude, *selection, "-p", "no:cacheprovider", "-p", "no:randomly",
+            "--results-dir", str(results)]
+
+
+def _side_env(side: str, address: Path, siblings: Path, extra: dict[str, str]) -> dict[str, str]:
+    env = {key: value for key, value in os.environ.items() if key != STEP_SUMMARY_ENV}
+    return {**env, **extra, SOCKET_ENV: str(address), SIDE_ENV: side, SIBLINGS_ENV: str(siblings),
+            "GPUPERF_HISTORY": "none", "CI": ""}
+
+
+class Coordinator:
+    """Runs both sides and answers their requests as ``Schedule`` decides, until both are finished."""
+
+    def __init__(self, schedule: Schedule, scratch: Path, turn_timeout_s: float,
+                 side_env: dict[str, dict[str, str]] | None = None) -> None:
+        self.schedule = schedule
+        self.side_env = side_env or {}
+        self.scratch = scratch
+        self.turn_timeout_s = turn_timeout_s
+        self.sides: dict[str, SideProcess] = {}
+        self.selector = selectors.DefaultSelector()
+        self.buffers: dict[socket.socket, bytes] = {}  # what each connection sent past its last whole line
+        self.owners: dict[socket.socket, str] = {}  # each connection's side, from its hello
+
+    def run(self, trees: dict[str, Tree], selection: list[str], out: Path) -> None:
+        address = self.scratch / "turns.sock"
+        server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        server.bind(str(address))
+        server.listen(len(SIDES))
+        self.selector.register(server, selectors.EVENT_READ, None)
+        siblings = self.scratch / "pids"
+        with ExitStack() as stack:
+            stack.callback(server.close)
+            for side, tree in trees.items():
+                results = out / side
+                results.mkdir(parents=True, exist_ok=True)
+                log = results / "pytest.log"
+                handle: IO[bytes] = stack.enter_context(log.open("wb"))
+                process = subprocess.Popen(side_command(selection, results), cwd=tree.path, stdout=handle,
+                                           stderr=subprocess.STDOUT,
+                                           env=_side_env(side, address, siblings, self.side_env.get(side, {})))
+                stack.callback(self._stop, process)
+                self.sides[side] = SideProcess(tree, process, log, results)
+            write_atomically(siblings, "".join(f"{s.process.pid}\n" for s in self.sides.values()))
+            while not self.schedule.finished:
+                self._step(server)
+            for name, started in self.sides.items():
+                self._stop(started.process, grace_s=60)
+                code = started.process.returncode
+                state = self.schedule.sides[name]
+                if code not in _PYTEST_FINISHED and not state.lost:
+                    state.lost = f"ended its pytest session with exit code {code} (see {started.log})"
+
+    def _step(self, server: socket.socket) -> None:
+        for key, _ in self.selector.select(_POLL_S):
+            if key.fileobj is server:
+                connection, _ = server.accept()
+                self.selector.register(connection, selectors.EVENT_READ, None)
+                self.buffers[connection] = b""
+            else:
+                self._read(key.fileobj)  # type: ignore[arg-type]
+        now = time.monotonic()
+        for name, side in self.sides.items():
+            if self.schedule.sides[name].finished:
+                continue
+            code = side.process.poll()
+            if code is not None and side.connection is None:
+                side.exited_at = side.exited_at or now
+                if now - side.exited_at > _CONNECT_GRACE_S:
+                    self.schedule.lose(name, f"exited with code {code} without taking a turn: is the gpuperf "
+                                             "plugin loaded in that tree, and does the selection exist? "
+                                             f"(see {side.log})")
+            elif name in self.schedule.running() and side.granted_at is not None and \
+                    now - side.granted_at > self.turn_timeout_s:
+                side.process.kill()
+                self.schedule.lose(name, f"held the GPU for more than {self.turn_timeout_s:g} s without a "
+                                         f"request: stopped (see {side.log}; raise --turn-timeout for longer tests)")
+        grant = self.schedule.next_grant()
+        if grant is not None:
+            name, answer = grant
+            granted = self.sides[name]
+            granted.granted_at = time.monotonic()
+            try:
+                assert granted.connection is not None
+                granted.connection.sendall((json.dumps({"answer": answer}) + "\n").encode())
+            except OSError:
+                self.schedule.lose(name, f"went away while its turn was given (see {granted.log})")
+
+    def _read(self, connection: socket.socket) -> None:
+        """Take in what a connection sent: whole lines are messages (the first, ``hello``, names the side); an
+        end of stream before ``end`` is a side that crashed."""
+        try:
+            chunk = connection.recv(1 << 20)
+        except OSError:
+            chunk = b""
+        *lines, self.buffers[connection] = (self.buffers[connection] + chunk).split(b"\n")
+        for line in lines:
+            message = json.loads(line)
+            if message.get("kind") == HELLO and str(message.get("side")) in self.sides:
+                self.owners[connection] = str(message["side"])
+                self.sides[self.owners[connection]].connection = connection
+            if connection in self.owners:
+                self.schedule.receive(self.owners[connection], message)
+        if chunk:
+            return
+        self.selector.unregister(connection)
+        connection.close()
+        name = self.owners.get(connection)
+        if name is not None and not self.schedule.sides[name].finished:
+            side = self.sides[name]
+            try:
+                code: int | str = side.process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                code = "unknown (still running)"
+            self.schedule.lose(name, f"exited with code {code} before finishing (see {side.log})")
+
+    @staticmethod
+    def _stop(process: subprocess.Popen[bytes], grace_s: float = 5) -> None:
+        try:
+            process.wait(timeout=grace_s)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def _median(records: list[Any]) -> float | None:
+    values = [r.value for r in records if valid_figure(r.value)]
+    return statistics.median(values) if values else None
+
+
+def _kernel_names(records: list[Any]) -> str:
+    return " + ".join(kernel.name for kernel in records[0].kernels) if records else ""
+
+
+def case_row(case: Case, verdict: CaseVerdict) -> AbRow:
+    base, head = case.measured[BASE], case.measured[HEAD]
+    unit = (base or head)[0].unit if base or head else ""
+    change = describe_change(base[0].kernels, head[0].kernels) if base and head else ""
+    return AbRow(case=case.key, status=verdict.status, unit=unit, base=_median(base), head=_median(head),
+                 delta_pct=verdict.delta_pct, low_pct=verdict.low_pct, high_pct=verdict.high_pct,
+                 rounds=verdict.rounds, basis=verdict.basis, kernels=change, base_kernels=_kernel_names(base),
+                 head_kernels=_kernel_names(head), note=verdict.note)
+
+
+def exit_code(rows: list[AbRow], lost: list[str]) -> int:
+    if lost:
+        return EXIT_FAILED
+    if any(row.status == Verdict.SLOWER for row in rows):
+        return EXIT_SLOWER
+    if not rows or any(row.status in Verdict.FAILING for row in rows):
+        return EXIT_MISSING
+    return EXIT_SAME
+
+
+def verdict_line(rows: list[AbRow], lost: list[str], code: int) -> str:
+    counts = {status: sum(row.status == status for row in rows) for status in Verdict.ORDER}
+    told = ", ".join(f"{count} {status}" for status, count in counts.items() if count) or "no case measured"
+    meaning = {EXIT_SAME: "no case slower", EXIT_SLOWER: "a case is slower",
+               EXIT_MISSING: "evidence missing: a case not measured on both sides, or too noisy to judge",
+               EXIT_FAILED: "the run could not be completed: " + "; ".join(lost)}[code]
+    return f"{told} — exit {code}: {meaning}"
+
+
+def _results_file(side_out: Path) -> str | None:
+    """The ``results.json`` a side's session wrote under its folder (in ``<timestamp>/``), if it wrote one."""
+    found = sorted(side_out.rglob("results.json"))
+    return str(found[-1]) if found else None
+
+
+def _append_history(target: str, trees: dict[str, Tree], out: Path, base: str, head: str) -> list[str]:
+    from gpuperf.history.database import History
+    from gpuperf.history.rows import KIND_AB, PROVENANCE, Provenance, read_results_document
+
+    appended = []
+    with History(target) as history:
+        for side, tree in trees.items():
+            found = _results_file(out / side)
+            if found is None:
+                continue
+            document = read_results_document(Path(found))[0]
+            provenance = Provenance(kind=KIND_AB, git_commit=tree.commit, git_dirty=tree.dirty,
+                                    options={"ab": {"base": base, "head": head, "side": side}},
+                                    baseline_digest=None)
+            run = {**document["run"], "extra": {**(document["run"].get("extra") or {}),
+                                                PROVENANCE: provenance.to_dict()}}
+            history.append({**document, "run": run}, f"ab {side} {tree.commit[:12]}")
+            appended.append(side)
+    return appended
+
+
+def run_ab(args: argparse.Namespace) -> int:
+    """The command; an error that stops the run is one line and exit 3 (1 and 2 are verdicts here)."""
+    from gpuperf.cli import _known_error, describe_os_error
+    from gpuperf.untrusted import terminal
+
+    try:
+        return _run_ab(args)
+    except OSError as exc:
+        message = describe_os_error(exc)
+    except Exception as exc:  # the errors that name their cause and fix (git, the history); others are bugs
+        if not isinstance(exc, GitError) and not _known_error(exc):
+            raise
+        message = str(exc)
+    print(f"gpuperf: error: {terminal(message, 2000)}", file=sys.stderr)
+    return EXIT_FAILED
+
+
+def _run_ab(args: argparse.Namespace) -> int:
+    repo = top_level(Path(args.repo).resolve())
+    base = resolve_commit(repo, args.base, "--base")
+    head = resolve_commit(repo, args.head, "--head") if args.head else git(repo, "rev-parse", "HEAD")
+    selection = list(args.selection) or list(DEFAULT_SELECTION)
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
+    out = Path(args.out or Path.cwd() / "results" / f"ab-{stamp}").resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    schedule = Schedule(threshold=args.threshold, rounds_max=args.rounds_max)
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="gpuperf-ab-") as scratch, ExitStack() as stack:
+        work = Path(scratch)
+        trees = {BASE: Tree(BASE, stack.enter_context(worktree(repo, base, work / BASE)), base)}
+        trees[HEAD] = Tree(HEAD, stack.enter_context(worktree(repo, head, work / HEAD)), head) if args.head \
+            else Tree(HEAD, repo, head, is_dirty(repo))
+        dirty = " (the working tree, with changes)" if trees[HEAD].dirty else ""
+        print(f"gpuperf ab: base {base[:12]} against head {head[:12]}{dirty}: {' '.join(selection)} (logs in "
+              f"{out}/base, {out}/head)", flush=True)
+        Coordinator(schedule, work, args.turn_timeout, {HEAD: dict(args.head_env)}).run(trees, selection, out)
+    rows = [case_row(case, verdict) for case, verdict in schedule.verdicts()]
+    lost = [f"the {side.name} side {side.lost}" for side in schedule.sides.values() if side.lost]
+    code = exit_code(rows, lost)
+    line = verdict_line(rows, lost, code)
+    unmeasured = schedule.unmeasured_tests()
+    header = {"base": {"commit": base, "results": _results_file(out / BASE)},
+              "head": {"commit": head, "dirty": trees[HEAD].dirty, "results": _results_file(out / HEAD)},
+              "selection": selection, "head_env": dict(args.head_env), "threshold": args.threshold,
+              "rounds_max": args.rounds_max, "wall_s": round(time.monotonic() - started, 1), "exit_code": code,
+              "verdict": line, "lost": lost, "unmeasured_tests": unmeasured}
+    write_atomically(out / "ab.json", ab_json_text(header, rows))
+    summary = summary_markdown(rows, f"A/B: {head[:12]} against {base[:12]}", line)
+    write_atomically(out / "summary.md", summary)
+    if os.environ.get(STEP_SUMMARY_ENV):
+        write_summary_markdown(summary, out)
+    print(terminal_table(rows))
+    for side, tests in unmeasured.items():
+        if tests:
+            print(f"gpuperf ab: {len(tests)} test(s) of the {side} side gave no figure (skipped, or failed before "
+                  f"their check): see {out / side / 'pytest.log'}")
+    if args.history:
+        from gpuperf.store.history_target import resolve_target
+
+        target = resolve_target(args.history, {}, Path.cwd())
+        if target is not None:
+            appended = _append_history(target, trees, out, base, head)
+            print(f"gpuperf ab: appended the {' and '.join(appended) or 'no'} side's run to the history")
+    print(f"gpuperf ab: {line} ({out / 'ab.json'})")
+    return code
+
+
+def add_ab_command(commands: Any) -> None:
+    from gpuperf.wiring.argtypes import positive_float
+
+    parser = commands.add_parser(
+        "ab", help="the head against its base on one GPU, measured in turns and judged on paired rounds",
+        description=(__doc__ or "").partition("PYTEST_DONT_REWRITE")[0].rstrip(),
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--base", required=True, metavar="REV", help="the base commit (the merge base of a PR)")
+    parser.add_argument("--head", metavar="REV", help="the head commit (default: the working tree as it is)")
+    parser.add_argument("--rounds-max", type=_rounds, default=DEFAULT_ROUNDS_MAX, metavar="N",
+                        help=f"round limit per case; a case still too noisy then is NOISY (default "
+                             f"{DEFAULT_ROUNDS_MAX}, at least {MIN_ROUNDS})")
+    parser.add_argument("--threshold", type=_threshold, default=DEFAULT_THRESHOLD, metavar="FRACTION",
+                        help=f"the slowdown that fails, as a fraction (default {DEFAULT_THRESHOLD}: "
+                             f"{100 * DEFAULT_THRESHOLD:g} %%)")
+    parser.add_argument("--repo", default=".", metavar="DIR", help="the git checkout of the trees")
+    parser.add_argument("--out", metavar="DIR", help="where the sides' results, ab.json and summary.md go "
+                                                      "(default results/ab-<timestamp>/)")
+    parser.add_argument("--history", metavar="TARGET", help="append both sides' runs to this history (as pytest's "
+                                                            "--history), with their commits")
+    parser.add_argument("--turn-timeout", type=positive_float, default=DEFAULT_TURN_TIMEOUT_S, metavar="S",
+                        help="the longest a side may hold the GPU between two requests (one test's set-up up to its "
+                             f"first check, or one round) before it is stopped (default {DEFAULT_TURN_TIMEOUT_S:g})")
+    parser.add_argument("--head-env", type=_assignment, action="append", default=[], metavar="KEY=VALUE",
+                        help="set this in the head side's environment only (repeatable): a planted slowdown to "
+                             "show the gate works, e.g. GPUPERF_SLOWDOWN=0.02 with -- perf_tests -p tools.slowdown")
+    parser.add_argument("selection", nargs="*", metavar="SELECTION",
+                        help="what pytest runs in each tree (default perf_tests; e.g. perf_tests -k gemm)")
+    parser.set_defaults(func=run_ab)
+
+
+def _rounds(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < MIN_ROUNDS:
+        raise argparse.ArgumentTypeError(f"{text!r}: --rounds-max is a whole number of at least {MIN_ROUNDS}")
+    return value
+
+
+def _assignment(text: str) -> tuple[str, str]:
+    key, equals, value = text.partition("=")
+    if not equals or not key:
+        raise argparse.ArgumentTypeError(f"{text!r}: write KEY=VALUE, e.g. GPUPERF_SLOWDOWN=0.02")
+    return key, value
+
+
+def _threshold(text: str) -> float:
+    try:
+        return check_threshold(float(text))
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from exc
+
+
+__all__ = ["add_ab_command", "run_ab"]

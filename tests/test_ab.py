@@ -1,0 +1,450 @@
+"""``python -m gpuperf ab`` end to end over a real temporary git repository, with a synthetic GPU.
+
+Each tree of the repository is a small suite: ``perf_tests/test_fake.py`` uses the real ``perf`` fixture (so its
+checks take the A/B rounds exactly as on a GPU), and its ``conftest.py`` replaces the ``gpu`` and ``measure``
+fixtures with a fake device and a timer whose seconds per call come from ``speed.json`` of the tree, with 0.1 %
+noise. Commits: the base; a head whose GEMM is 5 % slower (its GEMV's kernel renamed, same speed); a head with a
+test the base lacks; a head whose side crashes in its first measurement.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from gpuperf.ab_schedule import BASE, HEAD, Schedule
+from gpuperf.history.database import History, sqlite_url
+from gpuperf.store.records import Record
+from gpuperf.wiring.ab_turns import AGAIN, DONE, GO, SOCKET_ENV, Turns, TurnError
+
+ROOT = Path(__file__).resolve().parent.parent
+
+CONFTEST = '''
+import json, os, random, time
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from gpuperf.measure.kernel_records import Kernel
+from gpuperf.measure.measurement import Measurement
+from gpuperf.measure.peaks import device_peaks
+from gpuperf.wiring.fixtures import Measurer
+from gpuperf.wiring.plugin import POOL
+
+pytest_plugins = ["gpuperf.wiring.plugin"]
+
+FIELDS = dict(index=0, name="Fake GPU", slug="fake-gpu", cc=(9, 0), compute_capability="9.0", sm_count=132,
+              sm_clock_max_mhz=1980, mem_clock_mhz=3201, bus_width_bits=6016, l2_bytes=60 * 2**20,
+              pci_bus_id="0:1:0.0", driver="580.159.04", cuda_runtime="13.0", cublas="13.1.0", cupy="14.2.0",
+              missing=())
+INFO = SimpleNamespace(**FIELDS, to_dict=lambda: dict(FIELDS))
+GPU = SimpleNamespace(index=0, info=INFO, peaks=device_peaks(INFO), device=None, nvml=None)
+ROOT = Path(__file__).parent
+
+
+class FakePool:
+    def devices(self):
+        return [(0, INFO.name)]
+
+    def describe(self, index, isolated=False):
+        return {**INFO.to_dict(), "peaks": GPU.peaks.to_dict(), "kernel_timer": "synthetic"}
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_configure(config):
+    config.stash[POOL] = FakePool()
+
+
+@pytest.fixture
+def gpu():
+    return GPU
+
+
+class SyntheticTimer:
+    """Seconds per call from the tree's speed.json, with 0.1 % noise; kernels.json names each call's kernel."""
+
+    def measure(self, fn, work, operands=(), flush="cold", label="", prefer_method=""):
+        name = fn()
+        if (ROOT / "crash").exists():
+            os._exit(3)
+        if (ROOT / "hang").exists():
+            time.sleep(60)
+        seconds = json.loads((ROOT / "speed.json").read_text())[name] * (1 + random.gauss(0, 0.001))
+        seconds *= 1 + float(os.environ.get("FAKE_SLOWDOWN", "0"))
+        kernel = json.loads((ROOT / "kernels.json").read_text())[name]
+        return Measurement(samples_s=tuple(seconds * f for f in (0.999, 1.0, 1.001) * 4), work=work, flush=flush,
+                           method="synthetic",
+                           kernels=(Kernel(name=kernel, grid=(128, 1, 1), block=(256, 1, 1)),))
+
+
+@pytest.fixture
+def measure(flush_mode):
+    return Measurer(SyntheticTimer(), flush_mode)
+'''
+
+TESTS = '''
+import pytest
+
+from gpuperf.measure.metrics import gemm_work, gemv_work
+
+
+@pytest.mark.gemv
+@pytest.mark.perf
+def test_gemv(measure, perf):
+    perf.check(measure(lambda: "gemv", gemv_work(16384, 16384, "fp32")))
+
+
+@pytest.mark.gemm
+@pytest.mark.perf
+def test_gemm(measure, perf):
+    perf.check(measure(lambda: "gemm", gemm_work(4096, 4096, 4096, "fp32")))
+'''
+
+EXTRA = '''
+
+@pytest.mark.gemm
+@pytest.mark.perf
+def test_extra(measure, perf):
+    perf.check(measure(lambda: "gemm", gemm_work(2048, 2048, 2048, "fp32")))
+'''
+
+GEMV_S = 16384 * 16384 * 4 / 4.0e12
+GEMM_S = 2 * 4096**3 / 50e12
+SPEED = {"gemv": GEMV_S, "gemm": GEMM_S}
+KERNELS = {"gemv": "gemv2T_kernel_val", "gemm": "sm90_xmma_gemm"}
+GEMM_ID = "perf_tests/test_fake.py::test_gemm[cold]"
+GEMV_ID = "perf_tests/test_fake.py::test_gemv[cold]"
+
+
+def _git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t", *args],
+                          check=True, capture_output=True, text=True, env=_env()).stdout.strip()
+
+
+def _env() -> dict[str, str]:
+    env = {key: value for key, value in os.environ.items()
+           if not key.startswith("GIT_") and key not in ("CI", "GITHUB_STEP_SUMMARY", "GPUPERF_HISTORY")}
+    return {**env, "PYTHONPATH": str(ROOT)}
+
+
+def _commit(repo: Path, message: str, **files: str | None) -> str:
+    for name, text in files.items():
+        path = repo / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if text is None:
+            path.unlink()
+        else:
+            path.write_text(text)
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-q", "-m", message)
+    return _git(repo, "rev-parse", "HEAD")
+
+
+@pytest.fixture(scope="module")
+def repo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
+    repo = tmp_path_factory.mktemp("ab") / "repo"
+    repo.mkdir()
+    _git(repo, "init", "-q")
+    commits = {"base": _commit(repo, "base", **{
+        "conftest.py": CONFTEST, "perf_tests/test_fake.py": TESTS, "speed.json": json.dumps(SPEED),
+        "kernels.json": json.dumps(KERNELS), "pytest.ini": "[pytest]\n"})}
+    commits["slower"] = _commit(repo, "gemm 5 % slower, gemv's kernel renamed", **{
+        "speed.json": json.dumps({**SPEED, "gemm": GEMM_S * 1.05}),
+        "kernels.json": json.dumps({**KERNELS, "gemv": "gemv_v2"})})
+    _git(repo, "checkout", "-q", commits["base"])
+    commits["extra"] = _commit(repo, "a test the base lacks", **{"perf_tests/test_fake.py": TESTS + EXTRA})
+    _git(repo, "checkout", "-q", commits["base"])
+    commits["crash"] = _commit(repo, "the head crashes", **{"crash": "yes"})
+    _git(repo, "checkout", "-q", commits["base"])
+    commits["hang"] = _commit(repo, "the head hangs", **{"hang": "yes"})
+    _git(repo, "checkout", "-q", commits["base"])
+    return repo, commits
+
+
+def _ab(repo: Path, out: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "gpuperf", "ab", "--repo", str(repo), "--out", str(out), *args],
+                          capture_output=True, text=True, cwd=ROOT, env=_env(), timeout=120)
+
+
+def _cases(out: Path) -> dict[str, dict[str, object]]:
+    return {row["case"]: row for row in json.loads((out / "ab.json").read_text())["cases"]}
+
+
+def test_aa_on_the_working_tree_is_all_same_and_exit_0(repo: tuple[Path, dict[str, str]], tmp_path: Path) -> None:
+    path, commits = repo
+    done = _ab(path, tmp_path / "out", "--base", commits["base"])
+    assert done.returncode == 0, done.stdout + done.stderr
+    cases = _cases(tmp_path / "out")
+    assert set(cases) == {GEMM_ID, GEMV_ID}
+    assert {row["status"] for row in cases.values()} == {"SAME"}
+    assert all(row["rounds"] >= 3 and row["kernels"] == "same kernels" for row in cases.values())
+    for side in ("base", "head"):
+        [found] = (tmp_path / "out" / side).rglob("results.json")
+        results = json.loads(found.read_text())
+        assert {record["case_id"] for record in results["records"]} == {GEMM_ID, GEMV_ID}
+        assert (found.parent / "results.csv").exists()
+    assert "exit 0: no case slower" in (tmp_path / "out" / "summary.md").read_text()
+    assert _git(path, "worktree", "list").count("\n") == 0  # the base's worktree is gone
+
+
+def test_a_planted_slowdown_is_slower_and_exit_1_with_the_kernel_change_named(
+        repo: tuple[Path, dict[str, str]], tmp_path: Path) -> None:
+    path, commits = repo
+    history = tmp_path / "history.sqlite"
+    summary = tmp_path / "step-summary.md"
+    done = subprocess.run([sys.executable, "-m", "gpuperf", "ab", "--repo", str(path), "--out", str(tmp_path / "out"),
+                           "--base", commits["base"], "--head", commits["slower"], "--history", str(history)],
+                          capture_output=True, text=True, cwd=ROOT, timeout=120,
+                          env={**_env(), "GITHUB_STEP_SUMMARY": str(summary)})
+    assert done.returncode == 1, done.stdout + done.stderr
+    cases = _cases(tmp_path / "out")
+    gemm, gemv = cases[GEMM_ID], cases[GEMV_ID]
+    assert gemm["status"] == "SLOWER" and -5.5 < float(gemm["delta_pct"]) < -4.2  # type: ignore[arg-type]
+    assert "re-measured" in str(gemm["note"])  # confirmed by a second series
+    assert gemv["status"] == "SAME" and "kernel changed: gemv2T_kernel_val → gemv_v2" in str(gemv["kernels"])
+    assert "SLOWER" in done.stdout and "exit 1: a case is slower" in done.stdout
+    assert "**SLOWER**" in summary.read_text()
+    with History(sqlite_url(history)) as stored:
+        runs = stored.runs()
+    assert sorted(run.git_commit or "" for run in runs.values()) == sorted([commits["base"], commits["slower"]])
+    assert {run.kind for run in runs.values()} == {"ab"}
+
+
+def test_a_slowdown_planted_on_the_head_side_only_is_caught(repo: tuple[Path, dict[str, str]],
+                                                            tmp_path: Path) -> None:
+    path, commits = repo
+    done = _ab(path, tmp_path / "out", "--base", commits["base"], "--head", commits["base"], "--head-env",
+               "FAKE_SLOWDOWN=0.03")
+    assert done.returncode == 1, done.stdout + done.stderr
+    cases = _cases(tmp_path / "out")
+    assert {row["status"] for row in cases.values()} == {"SLOWER"}
+    assert all(-3.4 < float(row["delta_pct"]) < -2.4 for row in cases.values())  # type: ignore[arg-type]
+
+
+def test_a_case_on_one_side_only_is_unpaired_and_exit_2(repo: tuple[Path, dict[str, str]], tmp_path: Path) -> None:
+    path, commits = repo
+    done = _ab(path, tmp_path / "out", "--base", commits["base"], "--head", commits["extra"], "--",
+               "perf_tests", "-k", "gemm or extra")
+    assert done.returncode == 2, done.stdout + done.stderr
+    cases = _cases(tmp_path / "out")
+    assert set(cases) == {GEMM_ID, "perf_tests/test_fake.py::test_extra[cold]"}  # the selection, on both sides
+    extra = cases["perf_tests/test_fake.py::test_extra[cold]"]
+    assert extra["status"] == "UNPAIRED" and "measured on the head side only" in str(extra["note"])
+    assert extra["head"] is not None and extra["base"] is None
+    assert cases[GEMM_ID]["status"] == "SAME"
+    assert "exit 2: evidence missing" in done.stdout
+
+
+def test_a_crashed_side_is_a_clear_error_and_exit_3(repo: tuple[Path, dict[str, str]], tmp_path: Path) -> None:
+    path, commits = repo
+    done = _ab(path, tmp_path / "out", "--base", commits["base"], "--head", commits["crash"])
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert "the head side exited with code 3" in done.stdout
+    assert {row["status"] for row in _cases(tmp_path / "out").values()} == {"UNPAIRED"}
+    unmeasured = json.loads((tmp_path / "out" / "ab.json").read_text())["unmeasured_tests"]
+    assert unmeasured == {"base": [], "head": [GEMV_ID, GEMM_ID]}
+    assert "2 test(s) of the head side gave no figure" in done.stdout
+
+
+def test_a_side_that_holds_the_gpu_too_long_is_stopped_and_exit_3(repo: tuple[Path, dict[str, str]],
+                                                                   tmp_path: Path) -> None:
+    path, commits = repo
+    done = _ab(path, tmp_path / "out", "--base", commits["base"], "--head", commits["hang"], "--turn-timeout", "0.5")
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert "the head side held the GPU for more than 0.5 s" in done.stdout
+    assert {row["status"] for row in _cases(tmp_path / "out").values()} == {"UNPAIRED"}
+
+
+def test_a_bad_revision_is_one_line_and_exit_3(repo: tuple[Path, dict[str, str]], tmp_path: Path) -> None:
+    path, _ = repo
+    done = _ab(path, tmp_path / "out", "--base", "no-such-rev")
+    assert done.returncode == 3 and done.stderr.count("\n") == 1
+    assert "'no-such-rev' is not a commit" in done.stderr and "--base" in done.stderr
+
+
+def test_an_out_folder_that_cannot_be_made_is_one_line_and_exit_3(repo: tuple[Path, dict[str, str]],
+                                                                   tmp_path: Path) -> None:
+    path, commits = repo
+    (tmp_path / "taken").write_text("a file")
+    done = _ab(path, tmp_path / "taken" / "out", "--base", commits["base"])
+    assert done.returncode == 3 and done.stderr.count("\n") == 1
+    assert "a file stands where a folder is needed" in done.stderr
+
+
+def test_the_schedule_alternates_a_b_b_a_and_waits_for_the_lagging_side() -> None:
+    schedule = Schedule(rounds_max=4)
+    record = {"case_id": "t::x", "nodeid": "t::x", "family": "gemm", "params": {}, "metric": "TFLOPS",
+              "value": 50.0, "unit": "TFLOPS", "status": "PASS", "gpu": "fake-gpu"}
+    for side in (BASE, HEAD):
+        schedule.receive(side, {"kind": "hello", "tests": ["t::x"]})
+    assert schedule.next_grant() is None  # both are still starting
+    schedule.receive(BASE, {"kind": "start", "test": "t::x"})
+    schedule.receive(HEAD, {"kind": "start", "test": "t::x"})
+    assert schedule.next_grant() == (BASE, GO)
+    schedule.receive(BASE, {"kind": "round", "test": "t::x", "key": "t::x", "record": record})
+    assert schedule.next_grant() == (HEAD, GO)  # the base waits at its case for the head to reach it
+    order: list[str] = []
+    for _ in range(7):
+        side = HEAD if not order else order[-1]
+        schedule.receive(side, {"kind": "round", "test": "t::x", "key": "t::x", "record": record})
+        grant = schedule.next_grant()
+        assert grant is not None
+        order.append(grant[0])
+        if grant[1] == DONE:
+            break
+        assert grant[1] == AGAIN
+    assert order == [HEAD, BASE, BASE, HEAD, BASE]  # A0 B0, B1 A1, A2 B2: three equal rounds are enough
+    assert schedule.next_grant() is None  # the base runs on with the GPU; the head waits
+    schedule.receive(BASE, {"kind": "end"})
+    assert schedule.next_grant() == (HEAD, DONE)
+    [(case, verdict)] = schedule.verdicts()
+    assert verdict.status == "SAME" and verdict.rounds == 3 and len(case.measured[BASE]) == 3
+
+
+def test_a_case_without_a_valid_figure_ends_at_the_round_limit_unpaired() -> None:
+    schedule = Schedule(rounds_max=3)
+    for side in (BASE, HEAD):
+        schedule.receive(side, {"kind": "hello", "tests": ["t::x"]})
+    reporting, grants = [BASE, HEAD], []  # both sides reach the case; then whoever is told "again" reports
+    while len(grants) < 20:
+        for side in reporting:
+            value = float("nan") if side == HEAD else 50.0  # the head's figure is never valid
+            schedule.receive(side, {"kind": "round", "test": "t::x", "key": "t::x", "record": {
+                "case_id": "t::x", "nodeid": "t::x", "family": "gemm", "params": {}, "metric": "TFLOPS",
+                "value": value, "unit": "TFLOPS", "status": "PASS", "gpu": "fake-gpu"}})
+        grant = schedule.next_grant()
+        assert grant is not None
+        grants.append(grant)
+        if grant[1] == DONE:
+            break
+        reporting = [grant[0]]
+    assert grants[-1] == (BASE, DONE) and len(schedule.cases["t::x"].measured[BASE]) == 3
+    [(_, verdict)] = schedule.verdicts()
+    assert verdict.status == "UNPAIRED" and verdict.failed
+
+
+def test_a_case_measured_by_other_methods_is_not_paired() -> None:
+    schedule = Schedule()
+    for side, method in ((BASE, "cupti-cold"), (HEAD, "cold-rotate")):
+        schedule.receive(side, {"kind": "hello", "tests": ["t::x"]})
+        schedule.receive(side, {"kind": "round", "test": "t::x", "key": "t::x", "record": {
+            "case_id": "t::x", "nodeid": "t::x", "family": "gemm", "params": {}, "metric": "TFLOPS", "value": 50.0,
+            "unit": "TFLOPS", "status": "PASS", "gpu": "fake-gpu", "method": method}})
+    assert schedule.next_grant() == (BASE, DONE)
+    [(_, verdict)] = schedule.verdicts()
+    assert verdict.status == "UNPAIRED" and "by cupti-cold on the base side, by cold-rotate on the head" in verdict.note
+
+
+def test_the_schedule_lets_a_case_of_one_side_go_alone() -> None:
+    schedule = Schedule()
+    record = {"case_id": "t::new", "nodeid": "t::new", "family": "gemm", "params": {}, "metric": "TFLOPS",
+              "value": 50.0, "unit": "TFLOPS", "status": "PASS", "gpu": "fake-gpu"}
+    schedule.receive(BASE, {"kind": "hello", "tests": ["t::x"]})
+    schedule.receive(HEAD, {"kind": "hello", "tests": ["t::new", "t::x"]})
+    schedule.receive(BASE, {"kind": "start", "test": "t::x"})
+    schedule.receive(HEAD, {"kind": "start", "test": "t::new"})
+    assert schedule.next_grant() == (HEAD, GO)  # the base will never run t::new: the head goes first
+    schedule.receive(HEAD, {"kind": "round", "test": "t::new", "key": "t::new", "record": record})
+    assert schedule.next_grant() == (HEAD, DONE)
+    assert schedule.cases["t::new"].verdict is not None
+    assert "the base tree has no test t::new" in schedule.cases["t::new"].verdict.note
+
+
+def test_a_side_measures_again_while_told_and_stops_at_done() -> None:
+    side, coordinator = socket.socketpair()
+    record = Record(case_id="t::x", nodeid="t::x", family="gemm", params={}, metric="TFLOPS", value=50.0,
+                    unit="TFLOPS", status="PASS")
+    coordinator.sendall(b'{"answer": "again"}\n{"answer": "again"}\n{"answer": "done"}\n')
+    turns = Turns(side, BASE)
+    assert turns.rounds("t::x", record, lambda: record) == 3
+    sent = [json.loads(line) for line in coordinator.recv(1 << 16).decode().splitlines()]
+    assert [m["kind"] for m in sent] == ["round"] * 3 and sent[0]["key"] == "t::x"
+    coordinator.sendall(b'{"answer": "done"}\n')
+    assert turns.rounds("t::x", record, lambda: record) == 1  # a second check of the case id …
+    assert json.loads(coordinator.recv(1 << 16).decode().splitlines()[0])["key"] == "t::x@2"  # … has its own key
+
+
+def test_a_coordinator_that_went_away_is_one_line_not_a_hang(tmp_path: Path) -> None:
+    side, coordinator = socket.socketpair()
+    coordinator.close()
+    with pytest.raises(TurnError, match="coordinator"):
+        Turns(side, HEAD).start("t::x")
+    with pytest.raises(TurnError, match="cannot reach the A/B coordinator .* unset it to run pytest alone"):
+        Turns.from_env({SOCKET_ENV: str(tmp_path / "gone.sock")})
+    assert Turns.from_env({}) is None
+
+
+def _side(tests: list[tuple[str, int]], crash_after: int | None) -> Iterator[dict[str, Any] | None]:
+    """A side as the schedule sees it: its requests, each sent after the answer to the one before (``send``);
+    ``None`` where it crashes (after ``crash_after`` requests)."""
+    record = {"case_id": "", "nodeid": "", "family": "gemm", "params": {}, "metric": "TFLOPS", "value": 50.0,
+              "unit": "TFLOPS", "status": "PASS", "gpu": "fake-gpu"}
+    sent = 0
+
+    def request(message: dict[str, Any]) -> dict[str, Any] | None:
+        nonlocal sent
+        sent += 1
+        return None if crash_after is not None and sent > crash_after else message
+
+    yield {"kind": "hello", "tests": [test for test, _ in tests]}
+    for test, checks in tests:
+        yield request({"kind": "start", "test": test})
+        for check in range(checks):
+            key = f"{test}#{check}"
+            answer = yield request({"kind": "round", "test": test, "key": key, "record": {**record, "case_id": key}})
+            while answer == AGAIN:
+                answer = yield request({"kind": "round", "test": test, "key": key,
+                                        "record": {**record, "case_id": key}})
+    yield request({"kind": "end"})
+
+
+_TESTS = st.lists(st.tuples(st.sampled_from([f"t{n}" for n in range(6)]), st.integers(0, 2)), max_size=6,
+                  unique_by=lambda pair: pair[0])
+
+
+@given(_TESTS, _TESTS, st.one_of(st.none(), st.integers(0, 12)), st.booleans())
+def test_the_schedule_never_deadlocks_nor_lets_both_sides_run(base_tests: list[tuple[str, int]],
+                                                             head_tests: list[tuple[str, int]],
+                                                             crash_after: int | None, head_crashes: bool) -> None:
+    """Any two test lists (other orders, tests on one side only, other checks per test), either side crashing
+    at any request: every step either grants one side or waits on the one that runs, and the run ends."""
+    schedule = Schedule(rounds_max=4)
+    programs = {BASE: _side(base_tests, None if head_crashes else crash_after),
+                HEAD: _side(head_tests, crash_after if head_crashes else None)}
+
+    def advance(side: str, answer: str | None) -> None:
+        message = next(programs[side]) if answer is None else programs[side].send(answer)
+        if message is None:
+            schedule.lose(side, "crashed")
+        else:
+            schedule.receive(side, message)
+
+    for side in (BASE, HEAD):
+        advance(side, None)  # hello
+        advance(side, None)  # its first request
+    for _ in range(500):
+        if schedule.finished:
+            break
+        assert not schedule.running(), "a side runs while the schedule is asked for a turn"
+        grant = schedule.next_grant()
+        assert grant is not None, f"deadlock: {schedule.sides}"
+        advance(*grant)
+        assert len(schedule.running()) <= 1
+    assert schedule.finished
+    verdicts = schedule.verdicts()
+    common = {test for test, _ in base_tests} & {test for test, _ in head_tests}
+    if crash_after is None and [t for t, _ in base_tests if t in common] == [t for t, _ in head_tests if t in common]:
+        checked = {test for test, checks in base_tests if checks} & {test for test, checks in head_tests if checks}
+        paired = {case.test for case, verdict in verdicts if verdict.status == "SAME"}
+        assert checked <= paired  # the tests both run, in the same order: every case both checked is paired

@@ -1,0 +1,121 @@
+"""The A/B verdict on paired rounds (``verdict/paired.py``) with synthetic rounds: no GPU, no processes."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from gpuperf.verdict.paired import (DEFAULT_ROUNDS_MAX, DEFAULT_THRESHOLD, MIN_ROUNDS, PRECISION, CaseVerdict,
+                                    Paired, RoundFigure, Verdict, confirm, enough, judge, pair)
+from gpuperf.verdict.student_t import t_quantile
+from gpuperf.verdict.gate import Basis
+
+
+def _rounds(shift: float, noise: float, count: int, seed: int) -> tuple[list[RoundFigure], list[RoundFigure]]:
+    """``count`` rounds of a case at 50 TFLOPS on the base and ``50 × (1 + shift)`` on the head, each figure with
+    ``noise`` relative Gaussian noise and a drift both sides share (the host warming up)."""
+    draw = random.Random(seed)
+    base, head = [], []
+    for index in range(count):
+        drift = 1 - 0.002 * index
+        base.append(RoundFigure(50 * drift * (1 + draw.gauss(0, noise))))
+        head.append(RoundFigure(50 * (1 + shift) * drift * (1 + draw.gauss(0, noise))))
+    return base, head
+
+
+def _run(shift: float, noise: float, seed: int) -> CaseVerdict:
+    """The rounds as ``ab`` takes them: one more until ``enough``, then the verdict, a slowdown re-measured."""
+    def series(offset: int) -> CaseVerdict:
+        base, head = _rounds(shift, noise, DEFAULT_ROUNDS_MAX, seed + offset)
+        count = next(n for n in range(1, DEFAULT_ROUNDS_MAX + 1) if enough(pair(base[:n], head[:n])))
+        return judge(pair(base[:count], head[:count]))
+
+    first = series(0)
+    return confirm(first, series(10_000)) if first.status == Verdict.SLOWER else first
+
+
+def test_t_quantile_inverts_the_tail() -> None:
+    assert t_quantile(0.025, 2) == pytest.approx(4.302652729749464, rel=1e-12)
+    assert t_quantile(0.025, 1e6) == pytest.approx(1.959966, rel=1e-6)
+    assert t_quantile(0.975, 5) == pytest.approx(-t_quantile(0.025, 5), rel=1e-12)
+    with pytest.raises(ValueError, match="strictly between 0 and 1"):
+        t_quantile(0.0, 3)
+
+
+def test_aa_runs_are_never_slower_or_faster() -> None:
+    verdicts = [_run(0.0, 0.003, seed) for seed in range(400)]
+    flagged = [v for v in verdicts if v.status in (Verdict.SLOWER, Verdict.FASTER)]
+    assert not flagged  # the rule's rate is far below 1 in 400 (docs/ab.md)
+    assert sum(v.status == Verdict.SAME for v in verdicts) >= 390
+
+
+def test_a_planted_3_percent_slowdown_is_caught_and_confirmed() -> None:
+    verdicts = [_run(-0.03, 0.003, seed) for seed in range(100)]
+    assert all(v.status == Verdict.SLOWER and v.series == 2 for v in verdicts)
+    assert all(-4.0 < (v.delta_pct or 0) < -2.0 and (v.high_pct or 0) < 0 for v in verdicts)
+
+
+def test_a_slowdown_under_the_threshold_is_same_even_when_certain() -> None:
+    verdict = _run(-0.01, 0.001, 7)
+    assert verdict.status == Verdict.SAME and (verdict.high_pct or 0) < 0  # real, but inside the threshold
+
+
+def test_a_speedup_is_faster() -> None:
+    assert _run(0.05, 0.003, 3).status == Verdict.FASTER
+
+
+def test_noise_the_round_limit_cannot_beat_is_noisy_never_same() -> None:
+    verdict = _run(0.0, 0.05, 11)
+    assert verdict.status == Verdict.NOISY and verdict.rounds == DEFAULT_ROUNDS_MAX
+    assert "--rounds-max" in verdict.note and verdict.failed
+
+
+def test_a_transient_slowdown_is_cleared_by_its_second_series() -> None:
+    first = judge(pair(*_rounds(-0.05, 0.002, 6, 1)))
+    second = judge(pair(*_rounds(0.0, 0.002, 6, 2)))
+    assert first.status == Verdict.SLOWER
+    standing = confirm(first, second)
+    assert standing.status == Verdict.SAME and "first series -5" in standing.note and not standing.failed
+
+
+def test_the_stopping_rule_waits_for_min_rounds_and_the_needed_precision() -> None:
+    exact = pair([RoundFigure(10.0)] * 2, [RoundFigure(10.0)] * 2)
+    assert not enough(exact)  # no spread, but fewer than MIN_ROUNDS
+    assert enough(Paired((0.0, 0.001, -0.001)), 0.02)
+    wide = Paired((0.0, 0.02, -0.02))
+    assert wide.half_width > PRECISION * 0.02 and not enough(wide, 0.02)
+    assert enough(wide, 0.02, rounds_max=3)
+    assert MIN_ROUNDS >= 3 and DEFAULT_THRESHOLD == 0.02
+
+
+def test_a_clock_capped_round_is_judged_on_cycles_unless_the_kernels_changed() -> None:
+    capped = RoundFigure(40.0, value_at_max_clock=50.0, clock_bound=True, call_clock_mhz=1600, max_clock_mhz=1980)
+    free = RoundFigure(50.0, value_at_max_clock=50.0, clock_bound=True, call_clock_mhz=1975, max_clock_mhz=1980)
+    base, head = [free] * 4, [capped] * 4
+    on_cycles = pair(base, head)
+    assert on_cycles.basis == Basis.CYCLES and on_cycles.delta_pct == pytest.approx(0.0)
+    on_time = pair(base, head, same_kernels=False)
+    assert on_time.basis == Basis.TIME and on_time.delta_pct == pytest.approx(-20.0)
+    assert judge(on_cycles).status == Verdict.SAME and "judged on cycles" in judge(on_cycles).note
+
+
+def test_no_paired_round_is_unpaired_and_fails() -> None:
+    verdict = judge(pair([RoundFigure(10.0)], [RoundFigure(math.nan)]))
+    assert verdict.status == Verdict.UNPAIRED and verdict.failed
+
+
+@given(st.lists(st.floats(-0.2, 0.2), min_size=2, max_size=30), st.floats(0.005, 0.1))
+def test_the_verdict_follows_its_interval(ratios: list[float], threshold: float) -> None:
+    paired = Paired(tuple(ratios))
+    verdict = judge(paired, threshold)
+    low, high = paired.interval_pct
+    assert low <= paired.delta_pct <= high
+    if verdict.status == Verdict.SLOWER:
+        assert paired.delta_pct < -100 * threshold and high < 0
+    if verdict.status == Verdict.SAME:
+        assert paired.half_width <= PRECISION * threshold
+    assert verdict.status in Verdict.ORDER
