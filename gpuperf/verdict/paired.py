@@ -40,8 +40,8 @@ from gpuperf.verdict.student_t import t_quantile
 
 #: The default slowdown an A/B run fails on. Each measurement is sampled until its median's 95 % interval is within
 #: 0.5 % (``--noise-target``), so a round's figure is known to a few tenths of a percent on one GPU, while the
-#: baseline gate needs 4–7.5 % bands because hosts differ (issue 33's H200 runs); 2 % is four times a round's
-#: noise, and the finest slowdown the issue asks caught. To be checked by A/A runs on H200s (docs/ab.md).
+#: baseline gate needs 4–7.5 % bands because hosts differ (docs/fleet.md); 2 % is four times a round's noise.
+#: A/A runs on H200s measure what it costs in false alarms (docs/ab.md).
 DEFAULT_THRESHOLD = 0.02
 #: The two-sided confidence of the paired interval.
 CONFIDENCE = 0.95
