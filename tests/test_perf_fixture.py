@@ -80,13 +80,15 @@ class ScriptedSource:
     def __init__(self, *again: Measurement) -> None:
         self.queue = list(again)
         self.asked: list[Measurement] = []
+        self.relocated: list[bool] = []
 
     def __call__(self, fn: Callable[..., Any], work: Work, operands: Sequence[Any] = (), flush: str | None = None,
                  label: str = "") -> Measurement:
         raise AssertionError("Perf must not take new measurements of its own")
 
-    def again(self, measurement: Measurement) -> Measurement:
+    def again(self, measurement: Measurement, relocate: bool = False) -> Measurement:
         self.asked.append(measurement)
+        self.relocated.append(relocate)
         if not self.queue:
             raise AssertionError("re-measured more often than scripted")
         return self.queue.pop(0)
@@ -117,6 +119,7 @@ def test_confirmed_regression_is_reported_and_fails(tmp_path: Path) -> None:
     first = at(40.0)
     record = perf.check(first)
     assert source.asked == [first]  # re-measured exactly once, the same measurement
+    assert source.relocated == [False]  # a gate's confirmation keeps the operands where they are
     assert record.status == Status.REGRESSED
     assert record.value == pytest.approx(41.0)  # the better of the two is what is reported
     assert "re-measured: first 40 TFLOPS (REGRESSED), second 41 (REGRESSED)" in record.note
@@ -444,3 +447,25 @@ def test_baseline_header_records_identity_versions_and_clocks_seen() -> None:
 def test_options_validate_the_gate(bad: dict[str, Any]) -> None:
     with pytest.raises(ValueError):
         Options(gate=GateConfig(**bad))
+
+
+class _ScriptedTurns:
+    """An A/B side's turns: asks for ``rounds`` more figures of every checked case."""
+
+    def __init__(self, rounds: int) -> None:
+        self.more = rounds
+
+    def rounds(self, test: str, first: Any, again: Callable[[], Any]) -> int:
+        for _ in range(self.more):
+            again()
+        return self.more + 1
+
+
+def test_an_ab_round_measures_on_relocated_operands(tmp_path: Path) -> None:
+    """Each A/B round re-measures on operands in fresh memory (``rotation.relocated``): a process keeps a buffer's
+    placement for good, and placement moves a memory-bound call by a few per cent, which pairing cannot cancel."""
+    source = ScriptedSource(at(50.0), at(50.0))
+    perf = make_perf(tmp_path, BASE, source)
+    perf.state.turns = _ScriptedTurns(2)  # type: ignore[assignment]
+    perf.check(at(50.0))
+    assert source.relocated == [True, True]

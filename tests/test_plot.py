@@ -188,3 +188,12 @@ def test_the_roofline_has_an_fp8_roof_above_the_fp16_one() -> None:
     h200 = SimpleNamespace(cc=(9, 0), sm_count=132, sm_clock_max_mhz=1980, mem_clock_mhz=3201, bus_width_bits=6016)
     ceilings = _compute_ceilings(device_peaks(h200).to_dict())
     assert ceilings[0] == (2141.1, "FP8/INT8 tensor") and ceilings[1] == (1070.5, "FP16/BF16 tensor")
+
+
+def test_log_ticks_are_plain_text_decades() -> None:
+    """The log axes' tick labels are drawn as written (mathtext is off for untrusted labels), so they are plain
+    ``10ⁿ`` at each power of ten and empty between, never matplotlib's ``$\\mathdefault{…}$``."""
+    from gpuperf.output.plot import decade_label
+
+    assert [decade_label(v) for v in (0.01, 1.0, 10.0, 1000.0, 1e15)] == ["10⁻²", "10⁰", "10¹", "10³", "10¹⁵"]
+    assert [decade_label(v) for v in (2.0, 300.0, 0.0, -10.0, float("inf"))] == ["", "", "", "", ""]

@@ -514,3 +514,36 @@ def test_short_calls_on_tensors_rotate_clones_of_the_tensors() -> None:
     assert isinstance(copy, TensorLike) and tensor.clones == 1
     assert rotatable([tensor]) and not rotatable([TensorLike(2**20, contiguous=False)])
     assert not rotatable([object()])
+
+
+def test_relocated_copies_what_it_knows_and_leaves_the_rest() -> None:
+    """``rotation.relocated`` (the A/B rounds' fresh placements): a PyTorch tensor is cloned, a non-contiguous
+    array or a host object stays as it is (a copy of a padded view would lose its padding)."""
+    from gpuperf.measure.rotation import relocated
+
+    class Tensor:
+        __module__ = "torch"
+
+        def __init__(self) -> None:
+            self.cloned = False
+
+        def is_contiguous(self) -> bool:
+            return True
+
+        def clone(self) -> Tensor:
+            copy = Tensor()
+            copy.cloned = True
+            return copy
+
+    class Strided:
+        class flags:  # noqa: N801 — NumPy's attribute name
+            c_contiguous = f_contiguous = False
+
+    tensor, strided, scalar = Tensor(), Strided(), 3
+    moved = relocated((tensor, strided, scalar))
+    assert isinstance(moved[0], Tensor) and moved[0].cloned and moved[0] is not tensor
+    assert moved[1] is strided and moved[2] == 3
+    import numpy
+
+    host = numpy.ones(4)
+    assert relocated((host,))[0] is host  # a NumPy array is no device memory: passed as it is

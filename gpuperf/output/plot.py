@@ -25,6 +25,7 @@ from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
+from matplotlib.ticker import FuncFormatter, NullFormatter
 
 from gpuperf.store.records import Record
 from gpuperf.untrusted import terminal
@@ -83,6 +84,20 @@ def _text_as_written(plot: Callable[..., Plotted]) -> Callable[..., Plotted]:
         with matplotlib.rc_context({"text.parse_math": False}):
             return plot(*args, **kwargs)
     return drawn
+
+
+_SUPERSCRIPTS = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
+
+
+def decade_label(value: float, _position: object = None) -> str:
+    """A log tick as plain text, ``10³`` at a power of ten: matplotlib's are mathtext, off (``_text_as_written``)."""
+    exponent = math.log10(value) if value > 0 and math.isfinite(value) else 0.5
+    return "10" + str(round(exponent)).translate(_SUPERSCRIPTS) if abs(exponent - round(exponent)) < 1e-9 else ""
+
+
+def _log_axis(axis: Any) -> None:
+    axis.set_major_formatter(FuncFormatter(decade_label))
+    axis.set_minor_formatter(NullFormatter())
 
 
 def plot_label(text: str) -> str:
@@ -156,6 +171,8 @@ def plot_roofline(records: Sequence[Record], peaks: Mapping[str, Any] | None, ou
         handles.append(Line2D([], [], color=colour, linestyle="--", label=f"{name} {tflops:.1f} TFLOPS"))
     ax.set_xscale("log")
     ax.set_yscale("log")
+    _log_axis(ax.xaxis)
+    _log_axis(ax.yaxis)
     ax.set_xlim(x_lo, x_hi)
     y_all = values + [t for t, _ in ceilings] + ([memory * x_lo / 1000.0] if memory else [])
     if y_all:
@@ -224,9 +241,11 @@ def _throughput_panel(ax: Axes, records: Sequence[Record], metric: str,
                    label=f"{name} peak {value:.1f} {metric}" if metric == Metric.TFLOPS else
                    f"{name} peak {value:.0f} {metric}")
     ax.set_xscale("log")
+    _log_axis(ax.xaxis)
     y_values = [p.y for pts in series.values() for p in pts] + [value for value, _ in ceilings]
     if max(y_values) / max(min(y_values), 1e-12) > 30:
         ax.set_yscale("log")  # fp32 next to fp16 tensor ceilings: a linear axis would flatten fp32
+        _log_axis(ax.yaxis)
     else:
         ax.set_ylim(0, max(y_values) * 1.08)
     unit = "TFLOPS (10¹² FLOP/s)" if metric == Metric.TFLOPS else "GB/s (10⁹ byte/s)"

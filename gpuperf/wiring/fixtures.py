@@ -24,6 +24,7 @@ from gpuperf.verdict.gate import Context, confirm, needs_confirmation, outcome, 
 from gpuperf.measure.device import GpuContext, NoGpuError, list_devices, query_device
 from gpuperf.measure.measurement import Measurement, UnmeasurableCall
 from gpuperf.measure.metrics import Work
+from gpuperf.measure.rotation import relocated
 from gpuperf.measure.peaks import device_peaks
 from gpuperf.store.records import Record, RunInfo
 from gpuperf.wiring.session import Options, SessionState
@@ -166,7 +167,7 @@ class MeasureSource(Protocol):
     def __call__(self, fn: Callable[..., Any], work: Work, operands: Sequence[Any] = (), flush: str | None = None,
                  label: str = "") -> Measurement: ...
 
-    def again(self, measurement: Measurement) -> Measurement: ...
+    def again(self, measurement: Measurement, relocate: bool = False) -> Measurement: ...
 
 
 class Measurer:
@@ -185,6 +186,7 @@ class Measurer:
         self.prefer_method = prefer_method
         self.current = current
         self._recipes: dict[int, tuple[Measurement, tuple[Any, ...]]] = {}
+        self._relocated: dict[int, tuple[Any, ...]] = {}
 
     def __call__(self, fn: Callable[..., Any], work: Work, operands: Sequence[Any] = (), flush: str | None = None,
                  label: str = "") -> Measurement:
@@ -194,10 +196,18 @@ class Measurer:
         self._recipes[id(measurement)] = (measurement, recipe)
         return measurement
 
-    def again(self, measurement: Measurement) -> Measurement:
-        """Re-run the measurement that produced ``measurement`` (used to confirm a regression)."""
+    def again(self, measurement: Measurement, relocate: bool = False) -> Measurement:
+        """Re-run the measurement that produced ``measurement`` (to confirm a regression; with ``relocate``, an A/B
+        round, on copies of its operands in fresh memory: ``rotation.relocated``). The previous round's copies are
+        released only after the new ones exist, so consecutive rounds never share a placement."""
         _, recipe = self._recipes[id(measurement)]
-        return self(*recipe)
+        if not relocate:
+            return self(*recipe)
+        fn, work, operands, flush, label = recipe
+        moved = self._relocated[id(measurement)] = relocated(operands)
+        with self.current():  # not kept as a recipe: a round's copies live until the next round's exist
+            timed: Measurement = self.timer.measure(fn, work, moved, flush, label, prefer_method=self.prefer_method)
+        return timed
 
 
 @dataclass
@@ -230,7 +240,7 @@ class Perf:
         record = case_record(self.case, measurement, self.peaks, entry, gate, context)
         if self.state.turns is not None:
             self.state.turns.rounds(self.case.case_id, record, lambda: case_record(
-                self.case, self.measure.again(measurement), self.peaks, entry, gate, context))
+                self.case, self.measure.again(measurement, relocate=True), self.peaks, entry, gate, context))
         elif needs_confirmation(record):
             again = case_record(self.case, self.measure.again(measurement), self.peaks, entry, gate, context)
             record = confirm(record, again)
@@ -247,8 +257,8 @@ class Perf:
         record = ratio_record(self.case, numerator, denominator, name, entry, gate, context, self.peaks)
         if self.state.turns is not None:
             self.state.turns.rounds(self.case.case_id, record, lambda: ratio_record(
-                self.case, self.measure.again(numerator), self.measure.again(denominator), name, entry, gate,
-                context, self.peaks))
+                self.case, self.measure.again(numerator, relocate=True),
+                self.measure.again(denominator, relocate=True), name, entry, gate, context, self.peaks))
         elif needs_confirmation(record):
             again = ratio_record(self.case, self.measure.again(numerator), self.measure.again(denominator), name,
                                  entry, gate, context, self.peaks)

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# The A/B gate on a real GPU, on a copy of this tree made a git repository of its own (one commit): the baseline
+# gate of a selection for scale, then `python -m gpuperf ab` A/A (the same commit on both sides) and with a genuine
+# slowdown planted on the head side only (tools/slowdown.py: the same kernels on longer reductions).
+#
+#   tools/ab_demo.sh OUT_DIR SLOWDOWN [pytest selection ...]      e.g. tools/ab_demo.sh out 0.02 perf_tests/test_gemv.py -m perf
+#
+# Writes OUT_DIR/ab.log (every step's output), OUT_DIR/gate.json, OUT_DIR/aa.json and OUT_DIR/slow.json (ab.json of
+# each A/B run).
+set -uo pipefail
+out=${1:?usage: tools/ab_demo.sh OUT_DIR SLOWDOWN [pytest selection ...]}
+slowdown=${2:?usage: tools/ab_demo.sh OUT_DIR SLOWDOWN [pytest selection ...]}
+shift 2
+root=$(cd "$(dirname "$0")/.." && pwd)
+mkdir -p "$out"
+exec > >(tee -a "$out/ab.log") 2>&1
+step() { echo; echo "== $* ($(date -u +%T))"; }
+
+step "install"
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site \
+    "$root"/.whl/*.whl > /dev/null || exit 1
+export PYTHONPATH=/tmp/site:$root
+nvidia-smi --query-gpu=name,uuid,driver_version,clocks.max.sm,power.limit --format=csv,noheader
+repo=/tmp/ab-repo
+rm -rf "$repo" && cp -r "$root" "$repo" && cd "$repo" || exit 1
+rm -rf .whl && git init -q && git add -A && git -c user.name=ab -c user.email=ab@invalid commit -qm "the tree" || exit 1
+
+step "the baseline gate of the selection, for scale"
+start=$(date +%s)
+python3 -m pytest --gate -p no:cacheprovider -q --results-dir "$out/g" "$@" | tail -3
+echo "gate wall $(( $(date +%s) - start )) s"
+cp "$out"/g/*/results.json "$out/gate.json" && rm -rf "$out/g"
+
+step "A/A: the same commit on both sides"
+python3 -m gpuperf ab --base HEAD --head HEAD --out "$out/aa" -- "$@"
+echo "ab exit $?"
+cp "$out/aa/ab.json" "$out/aa.json"
+
+step "A/B: a genuine ${slowdown} slowdown on the head side"
+python3 -m gpuperf ab --base HEAD --head HEAD --head-env "GPUPERF_SLOWDOWN=$slowdown" --out "$out/slow" -- "$@" \
+    -p tools.slowdown
+echo "ab exit $?"
+cp "$out/slow/ab.json" "$out/slow.json"
+rm -rf "$out/aa" "$out/slow"
