@@ -56,6 +56,11 @@ def test_the_committed_figures_at_max_clock_are_reproduced_from_the_committed_ru
     assert main(["baseline", "check", str(copy)]) == 0
 
 
+#: Test modules whose entries the baseline gained after these validation runs were made (docs/fp8.md): a run
+#: cannot have measured them, and they are validated by their own gate run.
+ADDED_LATER = ("perf_tests/test_fp8.py::",)
+
+
 @pytest.mark.parametrize("results", VALIDATION, ids=lambda path: path.name)
 def test_every_validation_run_passes_the_committed_baseline(results: Path) -> None:
     """``python -m gpuperf compare baselines/nvidia-h200.yaml FILE``, as the docs cite it: exit 0, no REGRESSED and
@@ -67,14 +72,17 @@ def test_every_validation_run_passes_the_committed_baseline(results: Path) -> No
     lines = done.stdout.splitlines()
     bad = [line for line in lines if re.search(r"\s(REGRESSED|UNRELIABLE)(\s|$)", line)]
     assert bad == [], "\n".join(bad)
-    statuses = [match.group(1) for line in lines[1:-1] if (match := STATUS.search(line))]
+    rows = [line for line in lines[1:-1] if STATUS.search(line)]
+    later = [line for line in rows if line.lstrip().startswith(ADDED_LATER)]
+    statuses = [match.group(1) for line in rows if line not in later and (match := STATUS.search(line))]
     assert set(statuses) <= {"PASS", "IMPROVED", "only in B"}, sorted(set(statuses))
+    assert {match.group(1) for line in later if (match := STATUS.search(line))} <= {"only in A"}
     committed = load_baseline(BASELINE)
     assert committed is not None
-    entries = len(committed.entries)
+    entries = len([case for case in committed.entries if not case.startswith(ADDED_LATER)])
     assert statuses.count("PASS") + statuses.count("IMPROVED") == entries, lines[-1]
     assert lines[-1].startswith(f"{entries} compared: "), lines[-1]
-    assert "regressed" not in lines[-1] and "unreliable" not in lines[-1] and "only in A" not in lines[-1]
+    assert "regressed" not in lines[-1] and "unreliable" not in lines[-1]
 
 
 def test_the_fleet_of_validation_runs_has_no_false_alarm_against_the_baseline(
