@@ -126,7 +126,7 @@ class SideHooks:
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_finish(self, session: pytest.Session) -> None:
-        from gpuperf.wiring.fixtures import case_id_of
+        from gpuperf.wiring.case_ids import case_id_of
 
         tests = [case_id_of(item.nodeid) for item in session.items if self.suite_test(item)]
         checking = [case_id_of(item.nodeid) for item in session.items if "perf" in getattr(item, "fixturenames", ())]
@@ -135,7 +135,7 @@ class SideHooks:
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_setup(self, item: pytest.Item) -> None:
         if self.suite_test(item):
-            from gpuperf.wiring.fixtures import case_id_of
+            from gpuperf.wiring.case_ids import case_id_of
 
             self._take(lambda: self.turns.start(case_id_of(item.nodeid)))
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import re
 import subprocess
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -27,16 +26,8 @@ from gpuperf.measure.metrics import Work
 from gpuperf.measure.rotation import relocated
 from gpuperf.measure.peaks import device_peaks
 from gpuperf.store.records import Record, RunInfo
+from gpuperf.wiring.case_ids import case_id_of as case_id_of  # re-exported: the plugin and lifecycle take it here
 from gpuperf.wiring.session import Options, SessionState
-
-_GPU_SEGMENT = re.compile(r"(?<=[\[-])gpu\d+(?:-|(?=\]))")
-
-
-def case_id_of(nodeid: str) -> str:
-    """The node id without its GPU segment (baselines are per GPU *model*, not per index)."""
-    stripped = _GPU_SEGMENT.sub("", nodeid)
-    return stripped.replace("-]", "]").replace("[]", "")
-
 
 def describe_context(ctx: GpuContext) -> dict[str, Any]:
     """A device as ``python -m gpuperf device --json`` describes it: ``DeviceInfo.to_dict()`` plus ``peaks`` and
