@@ -389,3 +389,47 @@ def test_the_framework_evidence_is_what_the_committed_runs_say() -> None:
                             str(FRAMEWORK_EXAMPLE / "baselines" / "nvidia-h200.yaml")],
                            capture_output=True, text=True, check=False, cwd=ROOT)
     assert check.returncode == 0 and "ok (9 entries" in check.stdout
+
+
+# --- what the plugin loads --------------------------------------------------------------------------------------
+
+#: A conftest that prints, at the end of the session, which of the modules a suite's session needs were loaded.
+LOADED_SPY = '''
+import sys
+
+HEAVY = ("yaml", "pytest_benchmark", "gpuperf.verdict.gate", "gpuperf.store", "gpuperf.suite.cases",
+         "gpuperf.wiring.lifecycle", "gpuperf.wiring.session", "gpuperf.wiring.fixtures", "gpuperf.measure.device")
+
+
+def pytest_unconfigure(config):
+    loaded = sorted(name for name in sys.modules if name in HEAVY or name.startswith(tuple(f"{h}." for h in HEAVY)))
+    print("PLUGIN:", "gpuperf.wiring.plugin" in sys.modules, "LOADED:", loaded)
+'''
+
+
+def test_a_session_without_perf_tests_loads_only_the_plugin_s_options(installed: pytest.Pytester) -> None:
+    """An empty session, and one of plain tests, load the plugin and its options but neither the baseline store,
+    the gate, PyYAML, the session's machinery nor pytest-benchmark; a test that asks for a GPU loads them (the spy
+    sees them), and so does --benchmark-json for pytest-benchmark."""
+    installed.makeconftest(LOADED_SPY)
+    empty = installed.runpytest_subprocess("-p", "no:cacheprovider", "--collect-only", "-q")
+    empty.stdout.fnmatch_lines(["PLUGIN: True LOADED: []"])
+    installed.makepyfile(test_plain="def test_plain():\n    assert True\n")
+    plain = installed.runpytest_subprocess("-p", "no:cacheprovider")
+    plain.assert_outcomes(passed=1)
+    plain.stdout.fnmatch_lines(["PLUGIN: True LOADED: []"])
+    installed.makepyfile(test_gpu="def test_gpu(gpu):\n    pass\n")
+    suite = installed.runpytest_subprocess("-p", "no:cacheprovider", "--results-dir", "none", "--history", "none",
+                                           "--benchmark-json", "bench.json")
+    line = next(line for line in suite.outlines if line.startswith("PLUGIN:"))
+    for name in ("'yaml'", "'pytest_benchmark'", "'gpuperf.verdict.gate'", "'gpuperf.store.baseline'",
+                 "'gpuperf.wiring.lifecycle'"):
+        assert name in line, line
+
+
+def test_a_benchmark_fixture_without_pytest_benchmark_loaded_names_the_fix(installed: pytest.Pytester) -> None:
+    installed.makepyfile(test_bench="def test_b(benchmark):\n    assert benchmark(lambda: 1) == 1\n")
+    missing = installed.runpytest_subprocess("-p", "no:cacheprovider")
+    missing.assert_outcomes(errors=1)
+    missing.stdout.fnmatch_lines(["*pytest-benchmark is not loaded in this session*add -p benchmark*"])
+    installed.runpytest_subprocess("-p", "no:cacheprovider", "-p", "benchmark").assert_outcomes(passed=1)

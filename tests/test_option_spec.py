@@ -16,7 +16,7 @@ pytest_plugins = ["pytester"]
 from gpuperf.cli import build_parser
 from gpuperf.measure.measurement import DEFAULT_WARMUP_CALLS
 from gpuperf.measure.stats import StoppingRule
-from gpuperf.verdict.gate import DEFAULT_TOLERANCE, GateConfig
+from gpuperf.verdict.gate_config import DEFAULT_TOLERANCE, GateConfig
 from gpuperf.wiring import options as spec
 from gpuperf.wiring.options import GATE_OPTIONS, PYTEST_OPTIONS, Option, shown
 

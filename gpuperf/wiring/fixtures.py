@@ -26,7 +26,8 @@ from gpuperf.measure.measurement import Measurement, UnmeasurableCall
 from gpuperf.measure.metrics import Work
 from gpuperf.measure.peaks import device_peaks
 from gpuperf.store.records import Record, RunInfo
-from gpuperf.wiring.session import Options, SessionState
+from gpuperf.wiring.session import SessionState
+from gpuperf.wiring.session_options import Options
 
 _GPU_SEGMENT = re.compile(r"(?<=[\[-])gpu\d+(?:-|(?=\]))")
 

@@ -15,8 +15,10 @@ if TYPE_CHECKING:  # the keys' types only: a session that collects no perf test 
     from gpuperf.verdict.accounting import CollectedTests
     from gpuperf.wiring.fixtures import GpuPool, Perf
     from gpuperf.wiring.session import SessionState
+    from gpuperf.wiring.session_options import Options
 
-STATE = pytest.StashKey["SessionState"]()
+OPTIONS = pytest.StashKey["Options"]()  # in every session
+STATE = pytest.StashKey["SessionState"]()  # once the plugin is armed (arming.py)
 POOL = pytest.StashKey["GpuPool"]()
 PERF = pytest.StashKey["Perf"]()
 PINNED = pytest.StashKey[int]()  # an xdist worker's GPU (its index under --gpu), pinned by CUDA_VISIBLE_DEVICES
