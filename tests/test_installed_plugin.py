@@ -412,27 +412,23 @@ def pytest_unconfigure(config):
 
 def test_a_session_without_perf_tests_loads_only_the_plugin_s_options(installed: pytest.Pytester) -> None:
     """An empty session, and one of plain tests, load the plugin and its options but neither the baseline store,
-    the gate, PyYAML, the session's machinery nor pytest-benchmark; a test that asks for a GPU loads them (the spy
-    sees them), and so does --benchmark-json for pytest-benchmark."""
+    the gate, PyYAML, the session's machinery nor pytest-benchmark, whose fixture then fails naming the fix; a
+    test that asks for a GPU loads them (the spy sees them), and -p benchmark loads pytest-benchmark, as any
+    --benchmark option does (tests/test_plugin.py: --benchmark-json)."""
     installed.makeconftest(LOADED_SPY)
     empty = installed.runpytest_subprocess("-p", "no:cacheprovider", "--collect-only", "-q")
     empty.stdout.fnmatch_lines(["PLUGIN: True LOADED: []"])
-    installed.makepyfile(test_plain="def test_plain():\n    assert True\n")
+    installed.makepyfile(test_plain="def test_plain():\n    assert True\n",
+                         test_bench="def test_b(benchmark):\n    assert benchmark(lambda: 1) == 1\n")
     plain = installed.runpytest_subprocess("-p", "no:cacheprovider")
-    plain.assert_outcomes(passed=1)
-    plain.stdout.fnmatch_lines(["PLUGIN: True LOADED: []"])
+    plain.assert_outcomes(passed=1, errors=1)
+    plain.stdout.fnmatch_lines(["*pytest-benchmark is not loaded in this session*add -p benchmark*",
+                                "PLUGIN: True LOADED: []"])
     installed.makepyfile(test_gpu="def test_gpu(gpu):\n    pass\n")
     suite = installed.runpytest_subprocess("-p", "no:cacheprovider", "--results-dir", "none", "--history", "none",
-                                           "--benchmark-json", "bench.json")
+                                           "-p", "benchmark")
+    suite.assert_outcomes(passed=2, skipped=1)
     line = next(line for line in suite.outlines if line.startswith("PLUGIN:"))
     for name in ("'yaml'", "'pytest_benchmark'", "'gpuperf.verdict.gate'", "'gpuperf.store.baseline'",
                  "'gpuperf.wiring.lifecycle'"):
         assert name in line, line
-
-
-def test_a_benchmark_fixture_without_pytest_benchmark_loaded_names_the_fix(installed: pytest.Pytester) -> None:
-    installed.makepyfile(test_bench="def test_b(benchmark):\n    assert benchmark(lambda: 1) == 1\n")
-    missing = installed.runpytest_subprocess("-p", "no:cacheprovider")
-    missing.assert_outcomes(errors=1)
-    missing.stdout.fnmatch_lines(["*pytest-benchmark is not loaded in this session*add -p benchmark*"])
-    installed.runpytest_subprocess("-p", "no:cacheprovider", "-p", "benchmark").assert_outcomes(passed=1)
