@@ -4,7 +4,8 @@ nothing in a session without perf tests, finds the project's own case tables and
 
 "Installed" is simulated without touching the interpreter: a ``gpuperf-<version>.dist-info`` whose
 ``entry_points.txt`` is made from ``pyproject.toml``'s own ``pytest11`` table, on the ``PYTHONPATH`` of a pytest
-subprocess. (Where CI has really installed the package, both distributions declare the same entry point and pytest
+subprocess where a fresh interpreter is the point (what it imports, rewrites or queries), else on ``sys.path`` for
+a session run in this process (pytest reads the entry points anew for each). (Where CI has really installed the package, both distributions declare the same entry point and pytest
 registers it once.)
 """
 
@@ -120,6 +121,7 @@ def installed(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tmp_pa
     """A pytester project in which gpuperf is "installed" (no conftest loads the plugin), outside CI."""
     site = _site(tmp_path_factory.mktemp("installed"))
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(site), str(ROOT)]))
+    pytester.syspathinsert(site)  # for the sessions run in this process, where a fresh interpreter is not the point
     for name in ("CI", "GITHUB_STEP_SUMMARY", "CUDA_VISIBLE_DEVICES", "PYTEST_DISABLE_PLUGIN_AUTOLOAD"):
         monkeypatch.delenv(name, raising=False)  # PYTEST_ADDOPTS is the tests' own (tests/conftest.py)
     return pytester
@@ -134,11 +136,11 @@ def _files(root: Path) -> set[str]:
 
 def test_the_entry_point_gives_a_repository_the_fixtures_without_a_conftest(installed: pytest.Pytester) -> None:
     installed.makepyfile(test_uses_rng="def test_rng(rng):\n    assert 0 <= rng.random() < 1\n")
-    result = installed.runpytest_subprocess("-p", "no:cacheprovider", "--fixtures")
+    result = installed.runpytest("-p", "no:cacheprovider", "--fixtures")
     result.stdout.fnmatch_lines(["*perf*", "*measure*"])
-    ran = installed.runpytest_subprocess("-p", "no:cacheprovider")
+    ran = installed.runpytest("-p", "no:cacheprovider")
     ran.assert_outcomes(passed=1)
-    blocked = installed.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:gpuperf.wiring.plugin")
+    blocked = installed.runpytest("-p", "no:cacheprovider", "-p", "no:gpuperf.wiring.plugin")
     blocked.stdout.fnmatch_lines(["*fixture 'rng' not found*"])
 
 
@@ -176,7 +178,7 @@ def test_an_installed_gpuperf_s_modules_are_not_assertion_rewritten(installed: p
 def test_a_checkout_that_also_names_the_plugin_registers_it_once(installed: pytest.Pytester) -> None:
     installed.makeconftest('pytest_plugins = ["gpuperf.wiring.plugin"]\n')
     installed.makepyfile(test_uses_rng="def test_rng(rng):\n    assert 0 <= rng.random() < 1\n")
-    result = installed.runpytest_subprocess("-p", "no:cacheprovider", "-p", "gpuperf.wiring.plugin")
+    result = installed.runpytest("-p", "no:cacheprovider", "-p", "gpuperf.wiring.plugin")
     result.assert_outcomes(passed=1)
     assert "already registered" not in result.stdout.str() + result.stderr.str()
 
@@ -290,7 +292,7 @@ def example(installed: pytest.Pytester) -> pytest.Pytester:
 
 
 def test_the_example_collects_its_own_table_with_the_installed_plugin(example: pytest.Pytester) -> None:
-    result = example.runpytest_subprocess("-p", "no:cacheprovider", "--collect-only", "-q")
+    result = example.runpytest("-p", "no:cacheprovider", "--collect-only", "-q")
     result.stdout.fnmatch_lines([
         "perf_tests/test_own_sgemm.py::test_own_sgemm_matches_float64[[]33x17x65[]]",
         "perf_tests/test_own_sgemm.py::test_own_sgemm_matches_float64[[]127x129x31[]]",
@@ -301,13 +303,13 @@ def test_the_example_collects_its_own_table_with_the_installed_plugin(example: p
     ])
     table = example.path / "cases" / "gemm.yaml"
     table.write_text(table.read_text().replace("4096x1024x2048", "512x256x128"))
-    changed = example.runpytest_subprocess("-p", "no:cacheprovider", "--collect-only", "-q")
+    changed = example.runpytest("-p", "no:cacheprovider", "--collect-only", "-q")
     changed.stdout.fnmatch_lines(["*test_own_sgemm_perf[[]512x256x128-cold[]]", "5 tests collected*"])
 
 
 @pytest.mark.skipif(shutil.which("nvidia-smi") is not None, reason="a GPU machine measures instead of skipping")
 def test_the_example_skips_its_gpu_tests_with_a_reason_on_the_cpu(example: pytest.Pytester) -> None:
-    result = example.runpytest_subprocess("-p", "no:cacheprovider")
+    result = example.runpytest("-p", "no:cacheprovider")
     result.assert_outcomes(skipped=5)
     assert result.ret == pytest.ExitCode.OK
     result.stdout.fnmatch_lines(["SKIPPED [[]3[]] perf_tests/test_own_sgemm.py:*: no GPU: CuPy is not importable*",
@@ -336,17 +338,17 @@ FRAMEWORK_TESTS = {"test_compiled.py": 3, "test_cuda_graph.py": 3, "test_sdpa.py
 @pytest.mark.skipif(importlib.util.find_spec("torch") is not None, reason="PyTorch is installed: its tests run")
 def test_the_framework_example_collects_and_skips_each_test_naming_the_missing_package(
         framework_example: pytest.Pytester) -> None:
-    collected = framework_example.runpytest_subprocess("-p", "no:cacheprovider", "--collect-only", "-q")
+    collected = framework_example.runpytest("-p", "no:cacheprovider", "--collect-only", "-q")
     collected.stdout.fnmatch_lines(["perf_tests/test_sdpa.py::test_attention_perf[[]batch8-heads32-seq4096-dim128-"
                                     "causal-cold[]]",
                                     "perf_tests/test_torch_gemm.py::test_bf16_mm_perf[[]m8192-n8192-k8192-cold[]]",
                                     "24 tests collected*"])
-    result = framework_example.runpytest_subprocess("-p", "no:cacheprovider")
+    result = framework_example.runpytest("-p", "no:cacheprovider")
     result.assert_outcomes(skipped=sum(FRAMEWORK_TESTS.values()))
     assert result.ret == pytest.ExitCode.OK
     for module in FRAMEWORK_TESTS:
         result.stdout.fnmatch_lines([f"SKIPPED [[]*[]] perf_tests/{module}:*: PyTorch is not installed: pip install torch"])
-    misuse = framework_example.runpytest_subprocess("-p", "no:cacheprovider", "misuse")
+    misuse = framework_example.runpytest("-p", "no:cacheprovider", "misuse")
     misuse.assert_outcomes(skipped=2)
     assert not (framework_example.path / "results").exists()
 
