@@ -23,8 +23,9 @@ from gpuperf.wiring.stash import CASE_PROPERTY, OPTIONS, POOL, RECORD_PROPERTY, 
 SUITE_FIXTURES = frozenset({"gpu", "gpu_index", "stream", "cublas_handle", "flush_mode", "measure", "perf"})
 
 
-def uses_suite(fixturenames: object) -> bool:
-    return not SUITE_FIXTURES.isdisjoint(fixturenames or ())  # type: ignore[arg-type]
+def uses_suite(node: pytest.Item | pytest.Metafunc) -> bool:
+    """Whether a test (an item, or the function being parametrized) asks for one of the suite's fixtures."""
+    return not SUITE_FIXTURES.isdisjoint(getattr(node, "fixturenames", ()))
 
 
 def is_suite(config: pytest.Config) -> bool:

@@ -48,10 +48,6 @@ def _options(config: pytest.Config) -> Options:
         raise pytest.UsageError(f"gpuperf options: {exc}") from exc
 
 
-def _uses_suite(item: pytest.Item) -> bool:
-    return uses_suite(getattr(item, "fixturenames", ()))
-
-
 def pytest_configure(config: pytest.Config) -> None:
     for name, text in MARKERS.items():
         config.addinivalue_line("markers", f"{name}: {text}")
@@ -96,7 +92,7 @@ def _pin_worker(config: pytest.Config, workerid: str) -> None:
 
 @pytest.hookimpl(trylast=True)
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    if not uses_suite(metafunc.fixturenames):
+    if not uses_suite(metafunc):
         return
     arm(metafunc.config, late=True)
     state = metafunc.config.stash[STATE]
@@ -118,11 +114,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if config.getoption("--run-slow") or "slow" in markexpr:
         keep, dropped = items, []
     else:
-        keep = [item for item in items if item.get_closest_marker("slow") is None or not _uses_suite(item)]
-        dropped = [item for item in items if item.get_closest_marker("slow") is not None and _uses_suite(item)]
+        keep = [item for item in items if item.get_closest_marker("slow") is None or not uses_suite(item)]
+        dropped = [item for item in items if item.get_closest_marker("slow") is not None and uses_suite(item)]
     for marker in (m for m in OPT_IN_MARKERS if m not in markexpr):
-        dropped += [item for item in keep if item.get_closest_marker(marker) is not None and _uses_suite(item)]
-        keep = [item for item in keep if item.get_closest_marker(marker) is None or not _uses_suite(item)]
+        dropped += [item for item in keep if item.get_closest_marker(marker) is not None and uses_suite(item)]
+        keep = [item for item in keep if item.get_closest_marker(marker) is None or not uses_suite(item)]
     if dropped:
         config.hook.pytest_deselected(items=dropped)
         items[:] = keep
@@ -133,6 +129,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 @pytest.fixture(scope="session")
 def gpu_index(request: pytest.FixtureRequest) -> int:
     """The device of this test: the selected one, or this xdist worker's (round-robin over --gpu)."""
+    arm(request.config, late=True)  # armed already, unless a test asked for a GPU fixture by getfixturevalue
     from gpuperf.measure.device import NoGpuError
 
     try:
@@ -262,7 +259,7 @@ def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
     """After the test body: attach its records to the report (also when the body failed, so what was
     measured is still reported and recorded) and give the verdict of its checks. A call that could not be measured
     (no kernel, or kernels off the measuring stream) is the case's ``ERROR`` row, and one line, never a figure."""
-    if not _uses_suite(item):
+    if not uses_suite(item):
         return (yield)
     from gpuperf.measure.measurement import UnmeasurableCall
 
@@ -294,7 +291,7 @@ def pytest_runtest_makereport(item: pytest.Item,
                               call: pytest.CallInfo[None]) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     """A test that asked for more device memory than there is gets one clear line, not a traceback."""
     report = yield
-    if call.excinfo is not None and call.excinfo.typename == "OutOfMemoryError" and _uses_suite(item):
+    if call.excinfo is not None and call.excinfo.typename == "OutOfMemoryError" and uses_suite(item):
         report.longrepr = (f"shape too large for device memory: {call.excinfo.value}; use a smaller shape "
                            "in perf_tests/cases/*.yaml, mark the case slow, or run it on a larger GPU")
     return report
