@@ -34,6 +34,11 @@ import gpuperf.wiring.history_append  # noqa: F401
 LONG = "long"
 REPO = Path(__file__).resolve().parents[1]
 
+#: pytest rewrites the asserts of every test module and caches the result in ``__pycache__`` (git-ignored), unless
+#: bytecode is not to be written: then it rewrites all of them again in every session and every xdist worker,
+#: 2–3 s of CPU each where $PYTHONDONTWRITEBYTECODE is set (as on the CI machine). The cache is kept regardless.
+sys.dont_write_bytecode = False
+
 #: Examples per property test. No deadline (a shared CI core stalls), no example database (the runs are the
 #: same on every machine), and fixtures that are function-scoped are fine: the tests reset what they use.
 _COMMON = dict(deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow,
