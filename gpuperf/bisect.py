@@ -28,7 +28,7 @@ from typing import Any
 from gpuperf.gitrepo import GitError, git, resolve_commit, worktree
 from gpuperf.history.database import History, describe, resolve_target
 from gpuperf.history.rows import KIND_BISECT, PROVENANCE, HistoryInputError, Provenance, read_results_document
-from gpuperf.verdict import gate
+from gpuperf.verdict import gate, gate_config
 from gpuperf.verdict.check import entry_from_record
 from gpuperf.store.records import Record
 from gpuperf.vocabulary import Status
@@ -225,7 +225,7 @@ def run_bisect(args: argparse.Namespace) -> int:
     work = Path(args.out or Path.cwd() / "results" / f"bisect-{stamp}").resolve()
     work.mkdir(parents=True, exist_ok=True)
     history = resolve_target(args.history, os.environ, Path.cwd())
-    config = gate.GateConfig(tolerance=args.tolerance if args.tolerance is not None else gate.DEFAULT_TOLERANCE)
+    config = gate.GateConfig(tolerance=args.tolerance if args.tolerance is not None else gate_config.DEFAULT_TOLERANCE)
     reference: dict[str, Any] = {"good": good, "bad": bad, "case": args.k, "history": history,
                                  "command": args.measure_command or os.environ.get(MEASURE_ENV) or None,
                                  "gate": {"tolerance": config.tolerance, "noise_k": config.noise_k}}
@@ -266,7 +266,7 @@ def add_bisect_command(commands: Any) -> None:
     parser.add_argument("--out", metavar="DIR", help="where steps, logs and bisect.json go (default "
                                                       "results/bisect-<timestamp>/)")
     parser.add_argument("--tolerance", type=fraction, default=None,
-                        help=f"allowed slowdown against the good commit (default {gate.DEFAULT_TOLERANCE})")
+                        help=f"allowed slowdown against the good commit (default {gate_config.DEFAULT_TOLERANCE})")
     parser.add_argument("--history", metavar="TARGET", help="where each step is recorded (as pytest's --history)")
     parser.add_argument("--measure-command", metavar="CMD",
                         help=f"a shell command measuring the case instead of pytest (also ${MEASURE_ENV}); it "

@@ -9,6 +9,8 @@ unless ``-m`` names the marker; ``.ci/run`` runs them after the fast tier, with 
 
 from __future__ import annotations
 
+import fcntl
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -31,6 +33,11 @@ import gpuperf.wiring.history_append  # noqa: F401
 
 LONG = "long"
 REPO = Path(__file__).resolve().parents[1]
+
+#: pytest rewrites the asserts of every test module and caches the result in ``__pycache__`` (git-ignored), unless
+#: bytecode is not to be written: then it rewrites all of them again in every session and every xdist worker,
+#: 2–3 s of CPU each where $PYTHONDONTWRITEBYTECODE is set (as on the CI machine). The cache is kept regardless.
+sys.dont_write_bytecode = False
 
 #: Examples per property test. No deadline (a shared CI core stalls), no example database (the runs are the
 #: same on every machine), and fixtures that are function-scoped are fine: the tests reset what they use.
@@ -66,11 +73,20 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 @pytest.fixture(scope="session")
-def committed_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def committed_site(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> Path:
     """The trend site of the committed H200 runs, built once by the documented rebuild (tools/trend_screenshot.py,
-    without its browser step): the CLI's checks read it, the browser's open it."""
-    work = tmp_path_factory.mktemp("committed-trend")
-    result = subprocess.run([sys.executable, str(REPO / "tools" / "trend_screenshot.py"), "--no-screenshot",
-                             "--work", str(work)], cwd=REPO, capture_output=True, text=True, timeout=300)
-    assert result.returncode == 0, result.stderr
+    without its browser step): the CLI's checks read it, the browser's open it. Once per run: xdist's workers
+    share the run's temporary folder, where the first to need the site builds it under a lock (4 s of CPU)."""
+    shared = tmp_path_factory.getbasetemp()
+    if worker_id != "master":
+        shared = shared.parent  # the run's, above each worker's own
+    work, done = shared / "committed-trend", shared / "committed-trend.done"
+    with (shared / "committed-trend.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not done.exists():
+            shutil.rmtree(work, ignore_errors=True)  # what a failed build left
+            result = subprocess.run([sys.executable, str(REPO / "tools" / "trend_screenshot.py"), "--no-screenshot",
+                                     "--work", str(work)], cwd=REPO, capture_output=True, text=True, timeout=300)
+            assert result.returncode == 0, result.stderr
+            done.touch()
     return work / "site"

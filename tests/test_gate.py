@@ -19,17 +19,16 @@ from gpuperf.verdict.gate import (
     STATUS_ORDER,
     Context,
     GateConfig,
-    Policy,
     compare,
     confirm,
     decide,
     effective_tolerance,
-    gate_mode_from_env,
     needs_confirmation,
     outcome,
     too_noisy,
 )
 from gpuperf.verdict.accounting import run_failures
+from gpuperf.verdict.gate_config import Policy, gate_mode_from_env
 from gpuperf.store.records import Record
 from gpuperf.vocabulary import Status
 

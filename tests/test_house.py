@@ -12,6 +12,7 @@ Files that still break a rule are listed below with the reason; the lists only s
 from __future__ import annotations
 
 import ast
+import functools
 import io
 import re
 import tokenize
@@ -113,8 +114,10 @@ def _texts(path: Path) -> Iterator[tuple[int, str]]:
         yield from _line_comments(path, LINE_COMMENTS[path.suffix])
 
 
+@functools.lru_cache(maxsize=None)
 def pointing_outside() -> dict[str, list[str]]:
-    """File → ``line: text`` of each comment or docstring that points outside the repository."""
+    """File → ``line: text`` of each comment or docstring that points outside the repository (read once for the
+    tests that ask; they only read it)."""
     found: dict[str, list[str]] = {}
     for top in SCANNED:
         for path in sorted((ROOT / top).rglob("*")) if (ROOT / top).is_dir() else []:

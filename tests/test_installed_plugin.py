@@ -4,7 +4,8 @@ nothing in a session without perf tests, finds the project's own case tables and
 
 "Installed" is simulated without touching the interpreter: a ``gpuperf-<version>.dist-info`` whose
 ``entry_points.txt`` is made from ``pyproject.toml``'s own ``pytest11`` table, on the ``PYTHONPATH`` of a pytest
-subprocess. (Where CI has really installed the package, both distributions declare the same entry point and pytest
+subprocess where a fresh interpreter is the point (what it imports, rewrites or queries), else on ``sys.path`` for
+a session run in this process (pytest reads the entry points anew for each). (Where CI has really installed the package, both distributions declare the same entry point and pytest
 registers it once.)
 """
 
@@ -120,6 +121,7 @@ def installed(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tmp_pa
     """A pytester project in which gpuperf is "installed" (no conftest loads the plugin), outside CI."""
     site = _site(tmp_path_factory.mktemp("installed"))
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(site), str(ROOT)]))
+    pytester.syspathinsert(site)  # for the sessions run in this process, where a fresh interpreter is not the point
     for name in ("CI", "GITHUB_STEP_SUMMARY", "CUDA_VISIBLE_DEVICES", "PYTEST_DISABLE_PLUGIN_AUTOLOAD"):
         monkeypatch.delenv(name, raising=False)  # PYTEST_ADDOPTS is the tests' own (tests/conftest.py)
     return pytester
@@ -134,11 +136,11 @@ def _files(root: Path) -> set[str]:
 
 def test_the_entry_point_gives_a_repository_the_fixtures_without_a_conftest(installed: pytest.Pytester) -> None:
     installed.makepyfile(test_uses_rng="def test_rng(rng):\n    assert 0 <= rng.random() < 1\n")
-    result = installed.runpytest_subprocess("-p", "no:cacheprovider", "--fixtures")
+    result = installed.runpytest("-p", "no:cacheprovider", "--fixtures")
     result.stdout.fnmatch_lines(["*perf*", "*measure*"])
-    ran = installed.runpytest_subprocess("-p", "no:cacheprovider")
+    ran = installed.runpytest("-p", "no:cacheprovider")
     ran.assert_outcomes(passed=1)
-    blocked = installed.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:gpuperf.wiring.plugin")
+    blocked = installed.runpytest("-p", "no:cacheprovider", "-p", "no:gpuperf.wiring.plugin")
     blocked.stdout.fnmatch_lines(["*fixture 'rng' not found*"])
 
 
@@ -176,7 +178,7 @@ def test_an_installed_gpuperf_s_modules_are_not_assertion_rewritten(installed: p
 def test_a_checkout_that_also_names_the_plugin_registers_it_once(installed: pytest.Pytester) -> None:
     installed.makeconftest('pytest_plugins = ["gpuperf.wiring.plugin"]\n')
     installed.makepyfile(test_uses_rng="def test_rng(rng):\n    assert 0 <= rng.random() < 1\n")
-    result = installed.runpytest_subprocess("-p", "no:cacheprovider", "-p", "gpuperf.wiring.plugin")
+    result = installed.runpytest("-p", "no:cacheprovider", "-p", "gpuperf.wiring.plugin")
     result.assert_outcomes(passed=1)
     assert "already registered" not in result.stdout.str() + result.stderr.str()
 
@@ -185,7 +187,8 @@ def test_a_checkout_that_also_names_the_plugin_registers_it_once(installed: pyte
 def test_a_session_with_no_perf_test_is_left_alone_even_under_ci(installed: pytest.Pytester,
                                                                   monkeypatch: pytest.MonkeyPatch,
                                                                   xdist: bool) -> None:
-    """Same outcomes as without the plugin; no gpuperf line, no file, no GPU or NVML query, no pinning."""
+    """Same outcomes as without the plugin (the run without it is made once, without xdist: the outcomes are the
+    same under it); no gpuperf line, no file, no GPU or NVML query, no pinning."""
     monkeypatch.setenv("CI", "true")
     installed.makeini("[pytest]\ntestpaths = tests\n")
     installed.makeconftest(SPY)
@@ -193,13 +196,15 @@ def test_a_session_with_no_perf_test_is_left_alone_even_under_ci(installed: pyte
     (installed.path / "tests" / "test_plain.py").write_text(PLAIN_TESTS)
     (installed.path / "tests" / "test_skipped.py").write_text('import pytest\npytest.importorskip("no_such_module")\n')
     args = ["-p", "no:cacheprovider", "-rs", *(["-n", "2"] if xdist else [])]
-    without = installed.runpytest_subprocess(*args, "-p", "no:gpuperf.wiring.plugin")
+    outcomes = {"passed": 3, "failed": 1, "skipped": 1}
+    if not xdist:
+        without = installed.runpytest_subprocess(*args, "-p", "no:gpuperf.wiring.plugin")
+        without.assert_outcomes(**outcomes)
+        assert without.ret == pytest.ExitCode.TESTS_FAILED
     before = _files(installed.path)
     result = installed.runpytest_subprocess(*args)
-    outcomes = {"passed": 3, "failed": 1, "skipped": 1}
-    without.assert_outcomes(**outcomes)
     result.assert_outcomes(**outcomes)
-    assert result.ret == without.ret == pytest.ExitCode.TESTS_FAILED
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
     assert [line for line in result.outlines if "gpuperf" in line and not line.startswith("plugins:")] == []
     assert "the project's own out-of-memory error" in result.stdout.str()  # its error, not the suite's advice
     result.stdout.fnmatch_lines(["GPU QUERIES: []"])
@@ -287,7 +292,7 @@ def example(installed: pytest.Pytester) -> pytest.Pytester:
 
 
 def test_the_example_collects_its_own_table_with_the_installed_plugin(example: pytest.Pytester) -> None:
-    result = example.runpytest_subprocess("-p", "no:cacheprovider", "--collect-only", "-q")
+    result = example.runpytest("-p", "no:cacheprovider", "--collect-only", "-q")
     result.stdout.fnmatch_lines([
         "perf_tests/test_own_sgemm.py::test_own_sgemm_matches_float64[[]33x17x65[]]",
         "perf_tests/test_own_sgemm.py::test_own_sgemm_matches_float64[[]127x129x31[]]",
@@ -298,13 +303,13 @@ def test_the_example_collects_its_own_table_with_the_installed_plugin(example: p
     ])
     table = example.path / "cases" / "gemm.yaml"
     table.write_text(table.read_text().replace("4096x1024x2048", "512x256x128"))
-    changed = example.runpytest_subprocess("-p", "no:cacheprovider", "--collect-only", "-q")
+    changed = example.runpytest("-p", "no:cacheprovider", "--collect-only", "-q")
     changed.stdout.fnmatch_lines(["*test_own_sgemm_perf[[]512x256x128-cold[]]", "5 tests collected*"])
 
 
 @pytest.mark.skipif(shutil.which("nvidia-smi") is not None, reason="a GPU machine measures instead of skipping")
 def test_the_example_skips_its_gpu_tests_with_a_reason_on_the_cpu(example: pytest.Pytester) -> None:
-    result = example.runpytest_subprocess("-p", "no:cacheprovider")
+    result = example.runpytest("-p", "no:cacheprovider")
     result.assert_outcomes(skipped=5)
     assert result.ret == pytest.ExitCode.OK
     result.stdout.fnmatch_lines(["SKIPPED [[]3[]] perf_tests/test_own_sgemm.py:*: no GPU: CuPy is not importable*",
@@ -333,17 +338,17 @@ FRAMEWORK_TESTS = {"test_compiled.py": 3, "test_cuda_graph.py": 3, "test_sdpa.py
 @pytest.mark.skipif(importlib.util.find_spec("torch") is not None, reason="PyTorch is installed: its tests run")
 def test_the_framework_example_collects_and_skips_each_test_naming_the_missing_package(
         framework_example: pytest.Pytester) -> None:
-    collected = framework_example.runpytest_subprocess("-p", "no:cacheprovider", "--collect-only", "-q")
+    collected = framework_example.runpytest("-p", "no:cacheprovider", "--collect-only", "-q")
     collected.stdout.fnmatch_lines(["perf_tests/test_sdpa.py::test_attention_perf[[]batch8-heads32-seq4096-dim128-"
                                     "causal-cold[]]",
                                     "perf_tests/test_torch_gemm.py::test_bf16_mm_perf[[]m8192-n8192-k8192-cold[]]",
                                     "24 tests collected*"])
-    result = framework_example.runpytest_subprocess("-p", "no:cacheprovider")
+    result = framework_example.runpytest("-p", "no:cacheprovider")
     result.assert_outcomes(skipped=sum(FRAMEWORK_TESTS.values()))
     assert result.ret == pytest.ExitCode.OK
     for module in FRAMEWORK_TESTS:
         result.stdout.fnmatch_lines([f"SKIPPED [[]*[]] perf_tests/{module}:*: PyTorch is not installed: pip install torch"])
-    misuse = framework_example.runpytest_subprocess("-p", "no:cacheprovider", "misuse")
+    misuse = framework_example.runpytest("-p", "no:cacheprovider", "misuse")
     misuse.assert_outcomes(skipped=2)
     assert not (framework_example.path / "results").exists()
 
@@ -389,3 +394,43 @@ def test_the_framework_evidence_is_what_the_committed_runs_say() -> None:
                             str(FRAMEWORK_EXAMPLE / "baselines" / "nvidia-h200.yaml")],
                            capture_output=True, text=True, check=False, cwd=ROOT)
     assert check.returncode == 0 and "ok (9 entries" in check.stdout
+
+
+# --- what the plugin loads --------------------------------------------------------------------------------------
+
+#: A conftest that prints, at the end of the session, which of the modules a suite's session needs were loaded.
+LOADED_SPY = '''
+import sys
+
+HEAVY = ("yaml", "pytest_benchmark", "gpuperf.verdict.gate", "gpuperf.store", "gpuperf.suite.cases",
+         "gpuperf.wiring.lifecycle", "gpuperf.wiring.session", "gpuperf.wiring.fixtures", "gpuperf.measure.device")
+
+
+def pytest_unconfigure(config):
+    loaded = sorted(name for name in sys.modules if name in HEAVY or name.startswith(tuple(f"{h}." for h in HEAVY)))
+    print("PLUGIN:", "gpuperf.wiring.plugin" in sys.modules, "LOADED:", loaded)
+'''
+
+
+def test_a_session_without_perf_tests_loads_only_the_plugin_s_options(installed: pytest.Pytester) -> None:
+    """An empty session, and one of plain tests, load the plugin and its options but neither the baseline store,
+    the gate, PyYAML, the session's machinery nor pytest-benchmark, whose fixture then fails naming the fix; a
+    test that asks for a GPU loads them (the spy sees them), and -p benchmark loads pytest-benchmark, as any
+    --benchmark option does (tests/test_plugin.py: --benchmark-json)."""
+    installed.makeconftest(LOADED_SPY)
+    empty = installed.runpytest_subprocess("-p", "no:cacheprovider", "--collect-only", "-q")
+    empty.stdout.fnmatch_lines(["PLUGIN: True LOADED: []"])
+    installed.makepyfile(test_plain="def test_plain():\n    assert True\n",
+                         test_bench="def test_b(benchmark):\n    assert benchmark(lambda: 1) == 1\n")
+    plain = installed.runpytest_subprocess("-p", "no:cacheprovider")
+    plain.assert_outcomes(passed=1, errors=1)
+    plain.stdout.fnmatch_lines(["*pytest-benchmark is not loaded in this session*add -p benchmark*",
+                                "PLUGIN: True LOADED: []"])
+    installed.makepyfile(test_gpu="def test_gpu(gpu):\n    pass\n")
+    suite = installed.runpytest_subprocess("-p", "no:cacheprovider", "--results-dir", "none", "--history", "none",
+                                           "-p", "benchmark")
+    suite.assert_outcomes(passed=2, skipped=1)
+    line = next(line for line in suite.outlines if line.startswith("PLUGIN:"))
+    for name in ("'yaml'", "'pytest_benchmark'", "'gpuperf.verdict.gate'", "'gpuperf.store.baseline'",
+                 "'gpuperf.wiring.lifecycle'"):
+        assert name in line, line

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import functools
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,7 @@ pytest_plugins = ["pytester"]
 from gpuperf.cli import build_parser
 from gpuperf.measure.measurement import DEFAULT_WARMUP_CALLS
 from gpuperf.measure.stats import StoppingRule
-from gpuperf.verdict.gate import DEFAULT_TOLERANCE, GateConfig
+from gpuperf.verdict.gate_config import DEFAULT_TOLERANCE, GateConfig
 from gpuperf.wiring import options as spec
 from gpuperf.wiring.options import GATE_OPTIONS, PYTEST_OPTIONS, Option, shown
 
@@ -37,9 +38,15 @@ def _where(path: Path, node: ast.AST) -> str:
     return f"{shown_path}:{getattr(node, 'lineno', 0)}"
 
 
+@functools.lru_cache(maxsize=None)
+def _tree(path: Path) -> ast.AST:
+    """A source's syntax tree, parsed once for every test that reads it (only read, never changed)."""
+    return ast.parse(path.read_text(), str(path))
+
+
 def _parsed(paths: Iterable[Path]) -> Iterator[tuple[Path, ast.AST]]:
     for path in paths:
-        yield path, ast.parse(path.read_text(), str(path))
+        yield path, _tree(path)
 
 
 def _same(node: ast.AST | None, value: Any) -> bool:
@@ -88,6 +95,11 @@ def literal_bindings(trees: Iterable[tuple[Path, ast.AST]]) -> list[tuple[set[st
     return [(names, value, where) for names, value, where in found if isinstance(value, ast.Constant)]
 
 
+@functools.lru_cache(maxsize=None)
+def _bindings_of(path: Path) -> list[tuple[set[str], ast.expr, str]]:
+    return literal_bindings([(path, _tree(path))])
+
+
 def _spec_default_expressions() -> dict[str, ast.expr]:
     """Each ``Option(...)`` of options.py by its first flag → the expression its default is written as."""
     tree = ast.parse(SPEC.read_text())
@@ -113,7 +125,7 @@ def names_of(option: Option, default: ast.expr | None) -> set[str]:
 
 def duplicated_defaults(paths: Iterable[Path], options: Iterable[Option]) -> dict[str, list[str]]:
     """Per option whose default is written more than once as a literal: where."""
-    bindings = literal_bindings(_parsed(paths))
+    bindings = [binding for path in paths for binding in _bindings_of(path)]
     expressions = _spec_default_expressions()
     twice = {}
     for option in options:

@@ -22,7 +22,8 @@ from gpuperf.measure.measurement import Measurement, Method
 from gpuperf.measure.metrics import Work, gemm_work
 from gpuperf.store.records import Record, RunInfo
 from gpuperf.verdict.check import baseline_header
-from gpuperf.wiring.session import Options, SessionState
+from gpuperf.wiring.session import SessionState
+from gpuperf.wiring.session_options import Options
 from gpuperf.vocabulary import Metric, Status
 
 # -- case_id_of ------------------------------------------------------------------------------------------

@@ -345,8 +345,8 @@ def test_xdist_workers_are_pinned_round_robin_by_cuda_visible_devices(pytester: 
     pytest.importorskip("xdist", reason="pytest-xdist is not installed: pip install -e '.[test]'")
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     pytester.makeconftest('pytest_plugins = ["gpuperf.wiring.plugin"]\n'
-                          'import gpuperf.wiring.plugin\n'
-                          'gpuperf.wiring.plugin.device_count = lambda: 1\n')
+                          'import gpuperf.measure.device\n'
+                          'gpuperf.measure.device.device_count = lambda: 1\n')
     pytester.makepyfile(test_pin="import os, pathlib, pytest\n"
                                  "@pytest.mark.parametrize('n', range(12))\n"
                                  "def test_pin(n, gpu_index, request):\n"
@@ -362,8 +362,8 @@ def test_xdist_workers_are_pinned_round_robin_by_cuda_visible_devices(pytester: 
 
 def test_gpu_all_gives_one_case_per_device(pytester: pytest.Pytester) -> None:
     pytester.makeconftest('pytest_plugins = ["gpuperf.wiring.plugin"]\n'
-                          'import gpuperf.wiring.plugin\n'
-                          'gpuperf.wiring.plugin.device_count = lambda: 2\n')
+                          'import gpuperf.measure.device\n'
+                          'gpuperf.measure.device.device_count = lambda: 2\n')
     pytester.makepyfile(test_all="import pytest\n"
                                  "@pytest.mark.parametrize('dtype', ['fp32'])\n"
                                  "def test_each(dtype, gpu_index):\n"

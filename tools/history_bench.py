@@ -126,7 +126,7 @@ from gpuperf.output import results
 from gpuperf.output.trend_paths import DEFAULT_SITE
 from gpuperf.store.baseline import load_baseline
 from gpuperf.store.records import Record, RunInfo
-from gpuperf.wiring.session import Options
+from gpuperf.wiring.session_options import Options
 root, url, sample = Path(sys.argv[1]), sys.argv[2], Path(sys.argv[3])
 data = json.loads(sample.read_text())
 run, records = RunInfo.from_dict(data["run"]), [Record.from_dict(record) for record in data["records"]]

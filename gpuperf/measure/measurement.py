@@ -8,11 +8,14 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from functools import cached_property
+from typing import TYPE_CHECKING
 
-from gpuperf.measure.kernel_records import Kernel
 from gpuperf.measure.metrics import Work
 from gpuperf.measure.stats import Summary, summarize
 from gpuperf.vocabulary import Flush
+
+if TYPE_CHECKING:  # a type only: the plugin's options read this module's defaults without the kernel records
+    from gpuperf.measure.kernel_records import Kernel
 
 
 #: A cold call shorter than this is timed several at a time over rotated operand copies (``cold-rotate``): alone

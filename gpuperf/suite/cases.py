@@ -22,23 +22,8 @@ from typing import Any, Union
 from gpuperf.store.baseline_entry import MAX_SHAPE_SIZES, SIZE_NAME
 from gpuperf.store.reading import MIB, InputError, load_yaml, read_text
 from gpuperf.suite.case_schema import SHAPE_KINDS, TABLES, VALUE, Names, Ref, Schema, ShapeKind
+from gpuperf.suite.cases_dir import cases_dir as cases_dir, use_cases_dir as use_cases_dir  # their home: cases_dir.py
 
-#: Where a project keeps its case tables, relative to its root, unless its pytest ini says otherwise
-#: (``gpuperf_cases``, read by the plugin, which points ``load_cases`` there with ``use_cases_dir``).
-DEFAULT_CASES_DIR = "perf_tests/cases"
-_cases_dir: Path | None = None
-
-
-def use_cases_dir(directory: Path | None) -> Path | None:
-    """Make ``directory`` where ``load_cases`` looks by default; returns the previous one (None: the default)."""
-    global _cases_dir
-    previous, _cases_dir = _cases_dir, directory
-    return previous
-
-
-def cases_dir() -> Path:
-    """The case tables of the running session, else ``perf_tests/cases`` under the working directory."""
-    return _cases_dir if _cases_dir is not None else Path.cwd() / DEFAULT_CASES_DIR
 #: A case table is a few kilobytes; a larger file is not one.
 CASE_TABLE_LIMIT = 1 * MIB
 FIX = "fix the table (git diff shows what changed)"

@@ -30,15 +30,8 @@ from gpuperf.measure.measurement import Method
 from gpuperf.store.baseline import Entry
 from gpuperf.store.records import Reason, Record
 from gpuperf.untrusted import escaped
+from gpuperf.verdict.gate_config import GateConfig as GateConfig, Policy  # the configuration's home
 from gpuperf.vocabulary import Status
-
-#: The default allowed slowdown. Chosen from measurement, not taste: over three full H200 runs against one
-#: baseline (369 case-runs) the largest slowdown of an unchanged case was 3.3 % (a 5 µs FP16 GEMM), so a
-#: 3 % gate raised a false alarm; 4 % does not, and still fails a real 5 % slowdown.
-DEFAULT_TOLERANCE = 0.04
-DEFAULT_NOISE_K = 2.0
-#: The cap on the effective tolerance, as a multiple of the tolerance, when ``--max-tolerance`` is not given.
-DEFAULT_CAP_FACTOR = 2.0
 
 #: Display and counting order: what needs a person first.
 STATUS_ORDER: tuple[str, ...] = (
@@ -63,32 +56,6 @@ class Basis:
 
     TIME = "time"  # the measured figure: time per call
     CYCLES = "cycles"  # the figure at max clock: cycles per call, the host's clock taken out
-
-
-@dataclass(frozen=True)
-class GateConfig:
-    tolerance: float = DEFAULT_TOLERANCE
-    noise_k: float = DEFAULT_NOISE_K
-    max_tolerance: float | None = None  # None: DEFAULT_CAP_FACTOR × tolerance
-    strict: bool = False
-
-    def __post_init__(self) -> None:
-        if not 0 <= self.tolerance < 1:
-            raise ValueError(f"tolerance must be a fraction in [0, 1) (0.03 = 3 %), got {self.tolerance}")
-        if self.noise_k < 0:
-            raise ValueError(f"noise k must be ≥ 0, got {self.noise_k}")
-        if self.max_tolerance is not None and not self.tolerance <= self.max_tolerance < 1:
-            raise ValueError(f"max tolerance must be a fraction in [tolerance, 1) (tolerance {self.tolerance}), "
-                             f"got {self.max_tolerance}")
-
-    @property
-    def cap(self) -> float:
-        return self.cap_for(self.tolerance)
-
-    def cap_for(self, tolerance: float) -> float:
-        """The cap of a band whose tolerance is ``tolerance`` (an entry's hand-set one, or ``--tolerance``):
-        ``--max-tolerance``, or twice that tolerance."""
-        return DEFAULT_CAP_FACTOR * tolerance if self.max_tolerance is None else self.max_tolerance
 
 
 def valid_figure(value: float | None) -> bool:
@@ -371,15 +338,6 @@ def _standing(record: Record) -> float:
     return record.delta_pct if record.delta_pct is not None else record.value
 
 
-@dataclass(frozen=True)
-class Policy:
-    """How a test ends for the statuses that are not failures by themselves (local defaults)."""
-
-    on_unreliable: str = "skip"  # skip | fail | pass
-    missing: str = "skip"  # skip | fail | pass
-    strict: bool = False
-
-
 def outcome(records: Sequence[Record], policy: Policy) -> tuple[str, str]:
     """``("fail" | "skip" | "pass", message)`` for one test from the records of its checks."""
     # every line escaped: a note quotes kernel names and ids the suite did not write
@@ -411,12 +369,3 @@ def status_rank(status: str) -> int:
         return STATUS_ORDER.index(status)
     except ValueError:
         return len(STATUS_ORDER)
-
-
-#: ``$CI`` values that do not switch gate mode on.
-_CI_OFF = frozenset({"", "0", "false", "no", "off"})
-
-
-def gate_mode_from_env(ci: str | None) -> bool:
-    """Gate mode is on when ``$CI`` is set to anything but an empty, ``0`` or ``false``-like value."""
-    return (ci or "").strip().lower() not in _CI_OFF

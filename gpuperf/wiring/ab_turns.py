@@ -26,8 +26,9 @@ from typing import Any
 import pytest
 
 from gpuperf.store.records import Record
+from gpuperf.wiring.stash import AB_SOCKET_ENV
 
-SOCKET_ENV = "GPUPERF_AB_SOCKET"
+SOCKET_ENV = AB_SOCKET_ENV  # ab.py sets it in each side; its one home is stash.py, where the plugin checks it
 SIDE_ENV = "GPUPERF_AB_SIDE"
 
 # Requests (side → coordinator) and answers (coordinator → side).

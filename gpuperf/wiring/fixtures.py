@@ -27,7 +27,9 @@ from gpuperf.measure.rotation import relocated
 from gpuperf.measure.peaks import device_peaks
 from gpuperf.store.records import Record, RunInfo
 from gpuperf.wiring.case_ids import case_id_of as case_id_of  # re-exported: the plugin and lifecycle take it here
-from gpuperf.wiring.session import Options, SessionState
+from gpuperf.wiring.session import SessionState
+from gpuperf.wiring.session_options import Options
+
 
 def describe_context(ctx: GpuContext) -> dict[str, Any]:
     """A device as ``python -m gpuperf device --json`` describes it: ``DeviceInfo.to_dict()`` plus ``peaks`` and

@@ -24,7 +24,7 @@ from gpuperf.history.rows import KIND_RUN, KIND_UPDATE, PROVENANCE, Provenance
 if TYPE_CHECKING:  # the session has them loaded; a suite's append imports no more than it writes with
     from gpuperf.store.baseline import BaselineFile
     from gpuperf.store.records import Record, RunInfo
-    from gpuperf.wiring.session import Options
+    from gpuperf.wiring.session_options import Options
 
 
 def recorded_options(options: Options, args: Sequence[str]) -> dict[str, Any]:

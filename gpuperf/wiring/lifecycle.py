@@ -8,7 +8,6 @@ PYTEST_DONT_REWRITE
 from __future__ import annotations
 
 import os
-import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, cast
@@ -20,50 +19,14 @@ from gpuperf.store.baseline import BaselineError
 from gpuperf.store.records import Record, RunInfo
 from gpuperf.verdict.accounting import CollectedTests, SelectedCase
 from gpuperf.wiring.fixtures import case_id_of, run_info_from
+from gpuperf.wiring.arming import is_worker, keeps_baselines
 from gpuperf.wiring.run_end import RunEnd
-from gpuperf.wiring.session import DEFAULT_GPUS
+from gpuperf.wiring.session_options import DEFAULT_GPUS
 from gpuperf.wiring.stash import (CASE_PROPERTY, COLLECTED, COLLECTED_OUTPUT, GPU_OF, PINNED, POOL, RECORD_PROPERTY,
                                   RUN_PROPERTY, STATE)
 
 #: ``--gpu`` spec → the GPU indices it selects (the plugin's, which asks CUDA how many there are for ``all``).
 SelectGpus = Callable[[str], list[int]]
-
-
-def is_worker(config: pytest.Config) -> bool:
-    return hasattr(config, "workerinput")
-
-
-def keeps_baselines(config: pytest.Config) -> bool:
-    """Whether this project is a gpuperf suite although nothing tells yet (a perf file skipped at collection, an
-    xdist controller that sees only ids): ``--gate`` was given or its baseline directory exists. A repository
-    that merely has gpuperf installed, even under ``$CI``, is then left alone."""
-    return bool(config.getoption("--gate")) or config.stash[STATE].options.baseline_dir.is_dir()
-
-
-def check_results_dir(directory: Path | None) -> None:
-    """``--results-dir`` must be writable at start-up, not found unwritable after the whole run."""
-    if directory is None:
-        return
-    existing = directory
-    try:
-        while not existing.exists() and existing != existing.parent:
-            existing = existing.parent
-    except OSError as exc:  # a parent that cannot even be looked into
-        raise pytest.UsageError(f"gpuperf: --results-dir {directory}: {existing} cannot be read "
-                                f"({exc.strerror or exc}); choose a writable directory, or --results-dir none to "
-                                "write no results files") from exc
-    problem = ""
-    if not existing.is_dir():
-        problem = f"{existing} is not a directory"
-    else:
-        try:
-            with tempfile.TemporaryFile(dir=existing):
-                pass
-        except OSError as exc:
-            problem = f"{existing} is not writable ({exc.strerror or exc})"
-    if problem:
-        raise pytest.UsageError(f"gpuperf: --results-dir {directory}: {problem}; choose a writable directory, "
-                                "or --results-dir none to write no results files")
 
 
 def _check_gpu_selection(spec: str, pool: Any) -> None:
@@ -95,6 +58,11 @@ class SessionHooks:
         self.end = RunEnd(config)
 
     def pytest_sessionstart(self, session: pytest.Session) -> None:
+        self.start_up()
+
+    def start_up(self) -> None:
+        """The start-up checks: ``--gpu`` names devices that exist, ``--history`` a history that can be opened.
+        Called at the session's start, or when the plugin arms later (``arming.py``)."""
         if not is_worker(self.config) and not self.config.option.collectonly:
             _check_gpu_selection(self.state.options.gpus, self.config.stash[POOL])
             from gpuperf.store.history_target import HistoryError, resolve_target

@@ -2,9 +2,9 @@
 between its commands, declared once (name, value type, default, help), and the session options built from them.
 
 A default is never written here: each ``Option`` names the value where the code that uses it keeps it (the
-gate's tolerance in ``verdict/gate.py``, the stopping rule's in ``measure/stats.py``, the warm-up's and the
+gate's tolerance in ``verdict/gate_config.py``, the stopping rule's in ``measure/stats.py``, the warm-up's and the
 sample length's in ``measure/measurement.py``, the ones the session owns, which GPU and where baselines are, in
-``session.py``). A help text shows its default through ``{default}``, formatted from that value.
+``session_options.py``). A help text shows its default through ``{default}``, formatted from that value.
 ``tests/test_option_spec.py`` fails when a default is written a second time.
 
 PYTEST_DONT_REWRITE
@@ -20,12 +20,13 @@ from typing import Any
 
 from gpuperf.measure.measurement import DEFAULT_MIN_SAMPLE_S, DEFAULT_WARMUP_CALLS, DEFAULT_WARMUP_TIME_S
 from gpuperf.measure.stats import StoppingRule
-from gpuperf.suite.cases import DEFAULT_CASES_DIR
-from gpuperf.verdict.gate import DEFAULT_NOISE_K, DEFAULT_TOLERANCE, GateConfig, Policy, gate_mode_from_env
+from gpuperf.suite.cases_dir import DEFAULT_CASES_DIR
+from gpuperf.verdict.gate_config import DEFAULT_NOISE_K, DEFAULT_TOLERANCE, GateConfig, Policy, gate_mode_from_env
 from gpuperf.vocabulary import Flush
 from gpuperf.wiring.argtypes import (existing_folder, flush_modes, fraction, gpu_selection, iso_date,
                                      non_negative_float, positive_float, positive_int)
-from gpuperf.wiring.session import DEFAULT_BASELINES_DIR, DEFAULT_GPUS, MISSING_POLICIES, UNRELIABLE_POLICIES, Options
+from gpuperf.wiring.session_options import (DEFAULT_BASELINES_DIR, DEFAULT_GPUS, MISSING_POLICIES, UNRELIABLE_POLICIES,
+                                            Options)
 
 #: The pytest group the options are listed under in ``pytest --help``.
 PYTEST_GROUP = ("gpuperf", "GPU performance regression (gpuperf)")

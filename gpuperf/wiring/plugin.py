@@ -3,7 +3,8 @@
 Installed, it loads in every pytest session through the ``pytest11`` entry point named after this module (so a
 ``pytest_plugins = ["gpuperf.wiring.plugin"]`` or ``-p gpuperf.wiring.plugin`` of an uninstalled checkout finds it
 already there). It stays inert in a session that collects no test using its fixtures: no header, no files, no GPU
-or NVML query. Nothing here imports CuPy at import time, so ``pytest --help`` and the CPU tests work without it.
+or NVML query, and nothing loaded but its options until then (``arming.py``). Nothing here imports CuPy at import
+time, so ``pytest --help`` and the CPU tests work without it.
 
 PYTEST_DONT_REWRITE
 """
@@ -18,24 +19,20 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from gpuperf.measure.device import NoGpuError, device_count
-from gpuperf.suite.cases import use_cases_dir
+from gpuperf.suite.cases_dir import use_cases_dir
 from gpuperf.vocabulary import MARKERS, OPT_IN_MARKERS, Family
-from gpuperf.wiring.lifecycle import SessionHooks, check_results_dir, is_worker, keeps_baselines
+from gpuperf.wiring.arming import (ArmOnReport, arm, arm_ab_side, check_results_dir, is_suite, is_worker,
+                                   keeps_baselines, selected_gpus, uses_suite)
 from gpuperf.wiring.options import add_pytest_options, session_options
-from gpuperf.wiring.session import DEFAULT_GPUS, Options, SessionState
-from gpuperf.wiring.ab_turns import start_side
-from gpuperf.wiring.stash import (GPU_OF, PERF, PINNED, POOL, PREVIOUS_CASES_DIR, RECORD_PROPERTY, RUN_PROPERTY,
-                                  STATE)
+from gpuperf.wiring.session_options import DEFAULT_GPUS, Options
+from gpuperf.wiring.stash import (AB_SOCKET_ENV, CASE_PROPERTY, GPU_OF, OPTIONS, PERF, PINNED, POOL, PREVIOUS_CASES_DIR,
+                                  RECORD_PROPERTY, RUN_PROPERTY, STATE)
 
 if TYPE_CHECKING:
     from gpuperf.wiring.fixtures import Measurer, Perf
 
-__all__ = ["POOL", "STATE", "pytest_addoption"]  # the keys tests and tools read the session's objects by
-
-#: The fixtures that make a test one of the suite's: only such tests are deselected as slow, or have their
-#: out-of-memory error rewritten, so the plugin leaves every other test of a repository as it is.
-SUITE_FIXTURES = frozenset({"gpu", "gpu_index", "stream", "cublas_handle", "flush_mode", "measure", "perf"})
+__all__ = ["OPTIONS", "POOL", "STATE", "pytest_addoption"]  # the keys tests and tools read the session's objects by
+pytest_plugins = ["gpuperf.wiring.benchmark_plugin"]  # pytest-benchmark, loaded when a session uses it
 
 
 # -- options (declared in options.py; their value types are in argtypes.py: a bad value fails at start-up) ----
@@ -51,26 +48,23 @@ def _options(config: pytest.Config) -> Options:
         raise pytest.UsageError(f"gpuperf options: {exc}") from exc
 
 
-def _uses_suite(item: pytest.Item) -> bool:
-    return not SUITE_FIXTURES.isdisjoint(getattr(item, "fixturenames", ()))
-
-
 def pytest_configure(config: pytest.Config) -> None:
     for name, text in MARKERS.items():
         config.addinivalue_line("markers", f"{name}: {text}")
-    config.stash[STATE] = SessionState(_options(config))
-    from gpuperf.wiring.fixtures import GpuPool
-
-    config.stash[POOL] = GpuPool()
+    config.stash[OPTIONS] = _options(config)
     config.stash[PREVIOUS_CASES_DIR] = use_cases_dir(config.rootpath / config.getini("gpuperf_cases"))
-    config.pluginmanager.register(SessionHooks(config, _selected_gpus), "gpuperf-session")
-    config.stash[STATE].turns = start_side(config, os.environ, _uses_suite)
     workerinput = getattr(config, "workerinput", None)
     if workerinput is not None:
         _pin_worker(config, str(workerinput["workerid"]))
     elif not getattr(config.option, "help", False) and not config.option.collectonly and (
             config.getoption("--results-dir") is not None or keeps_baselines(config)):
-        check_results_dir(config.stash[STATE].options.results_dir)
+        check_results_dir(config.stash[OPTIONS].results_dir)
+    if AB_SOCKET_ENV in os.environ:
+        arm_ab_side(config)
+    elif is_suite(config):
+        arm(config)
+    elif workerinput is None:
+        config.pluginmanager.register(ArmOnReport(config), "gpuperf-arm-on-report")
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -81,12 +75,12 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 def _pin_worker(config: pytest.Config, workerid: str) -> None:
     """Give this xdist worker one GPU through CUDA_VISIBLE_DEVICES, before CUDA starts here. Under the default
     ``--gpu`` every worker measures on device 0 anyway, so the environment is left as it is."""
-    if config.stash[STATE].options.gpus == DEFAULT_GPUS:
+    if config.stash[OPTIONS].gpus == DEFAULT_GPUS:
         return
     from gpuperf.wiring.pinning import PinningError, nvml_device_count, pin, worker_number
 
     try:
-        index, visible = pin(config.stash[STATE].options.gpus, worker_number(workerid), nvml_device_count,
+        index, visible = pin(config.stash[OPTIONS].gpus, worker_number(workerid), nvml_device_count,
                              os.environ.get("CUDA_VISIBLE_DEVICES"))
     except PinningError as exc:
         raise pytest.UsageError(f"gpuperf: {exc}") from exc
@@ -98,20 +92,19 @@ def _pin_worker(config: pytest.Config, workerid: str) -> None:
 
 # -- collection ------------------------------------------------------------------------------------------
 
-def _selected_gpus(spec: str) -> list[int]:
-    if spec == "all":
-        return list(range(device_count()))
-    return [int(part) for part in spec.split(",")]
-
-
 @pytest.hookimpl(trylast=True)
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if not uses_suite(metafunc):
+        return
+    arm(metafunc.config, late=True)
     state = metafunc.config.stash[STATE]
     if "flush_mode" in metafunc.fixturenames:
         metafunc.parametrize("flush_mode", state.options.flush_modes, ids=list(state.options.flush_modes))
     if "gpu_index" in metafunc.fixturenames and not is_worker(metafunc.config):
+        from gpuperf.measure.device import NoGpuError
+
         try:
-            indices = _selected_gpus(state.options.gpus)
+            indices = selected_gpus(state.options.gpus)
         except NoGpuError:
             return
         if len(indices) > 1:
@@ -123,11 +116,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if config.getoption("--run-slow") or "slow" in markexpr:
         keep, dropped = items, []
     else:
-        keep = [item for item in items if item.get_closest_marker("slow") is None or not _uses_suite(item)]
-        dropped = [item for item in items if item.get_closest_marker("slow") is not None and _uses_suite(item)]
+        keep = [item for item in items if item.get_closest_marker("slow") is None or not uses_suite(item)]
+        dropped = [item for item in items if item.get_closest_marker("slow") is not None and uses_suite(item)]
     for marker in (m for m in OPT_IN_MARKERS if m not in markexpr):
-        dropped += [item for item in keep if item.get_closest_marker(marker) is not None and _uses_suite(item)]
-        keep = [item for item in keep if item.get_closest_marker(marker) is None or not _uses_suite(item)]
+        dropped += [item for item in keep if item.get_closest_marker(marker) is not None and uses_suite(item)]
+        keep = [item for item in keep if item.get_closest_marker(marker) is None or not uses_suite(item)]
     if dropped:
         config.hook.pytest_deselected(items=dropped)
         items[:] = keep
@@ -138,9 +131,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 @pytest.fixture(scope="session")
 def gpu_index(request: pytest.FixtureRequest) -> int:
     """The device of this test: the selected one, or this xdist worker's (round-robin over --gpu)."""
-    state = request.config.stash[STATE]
+    arm(request.config, late=True)  # armed already, unless a test asked for a GPU fixture by getfixturevalue
+    from gpuperf.measure.device import NoGpuError
+
     try:
-        indices = _selected_gpus(state.options.gpus)
+        indices = selected_gpus(request.config.stash[OPTIONS].gpus)
     except NoGpuError as exc:
         pytest.skip(f"no GPU: {exc}")
     if PINNED in request.config.stash:
@@ -151,6 +146,8 @@ def gpu_index(request: pytest.FixtureRequest) -> int:
 @pytest.fixture
 def gpu(request: pytest.FixtureRequest, gpu_index: int) -> Iterator[Any]:
     """The ``GpuContext`` of this test's device, made current; skips with the reason when there is none."""
+    from gpuperf.measure.device import NoGpuError
+
     try:
         ctx = request.config.stash[POOL].context(gpu_index)
     except NoGpuError as exc:
@@ -189,7 +186,7 @@ def cublas_handle(request: pytest.FixtureRequest, gpu: Any, stream: Any) -> Iter
 @pytest.fixture
 def flush_mode(request: pytest.FixtureRequest) -> str:
     """``cold`` or ``hot``; parametrized from --flush-modes, the id segment names it."""
-    return str(getattr(request, "param", request.config.stash[STATE].options.flush_modes[0]))
+    return str(getattr(request, "param", request.config.stash[OPTIONS].flush_modes[0]))
 
 
 @pytest.fixture
@@ -264,6 +261,8 @@ def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
     """After the test body: attach its records to the report (also when the body failed, so what was
     measured is still reported and recorded) and give the verdict of its checks. A call that could not be measured
     (no kernel, or kernels off the measuring stream) is the case's ``ERROR`` row, and one line, never a figure."""
+    if not uses_suite(item):
+        return (yield)
     from gpuperf.measure.measurement import UnmeasurableCall
 
     checker = item.stash.get(PERF, None)
@@ -294,7 +293,7 @@ def pytest_runtest_makereport(item: pytest.Item,
                               call: pytest.CallInfo[None]) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     """A test that asked for more device memory than there is gets one clear line, not a traceback."""
     report = yield
-    if call.excinfo is not None and call.excinfo.typename == "OutOfMemoryError" and _uses_suite(item):
+    if call.excinfo is not None and call.excinfo.typename == "OutOfMemoryError" and uses_suite(item):
         report.longrepr = (f"shape too large for device memory: {call.excinfo.value}; use a smaller shape "
                            "in perf_tests/cases/*.yaml, mark the case slow, or run it on a larger GPU")
     return report

@@ -15,8 +15,10 @@ if TYPE_CHECKING:  # the keys' types only: a session that collects no perf test 
     from gpuperf.verdict.accounting import CollectedTests
     from gpuperf.wiring.fixtures import GpuPool, Perf
     from gpuperf.wiring.session import SessionState
+    from gpuperf.wiring.session_options import Options
 
-STATE = pytest.StashKey["SessionState"]()
+OPTIONS = pytest.StashKey["Options"]()  # in every session
+STATE = pytest.StashKey["SessionState"]()  # once the plugin is armed (arming.py)
 POOL = pytest.StashKey["GpuPool"]()
 PERF = pytest.StashKey["Perf"]()
 PINNED = pytest.StashKey[int]()  # an xdist worker's GPU (its index under --gpu), pinned by CUDA_VISIBLE_DEVICES
@@ -27,3 +29,5 @@ RECORD_PROPERTY = "gpuperf_record"
 RUN_PROPERTY = "gpuperf_run"
 CASE_PROPERTY = "gpuperf_case"  # on every selected perf test: its case id and GPU, for the accounting
 COLLECTED_OUTPUT = "gpuperf_collected"  # an xdist worker's CollectedTests, sent to the controller
+#: The environment variable ``python -m gpuperf ab`` sets in each side: its coordinator's socket (``ab_turns.py``).
+AB_SOCKET_ENV = "GPUPERF_AB_SOCKET"
