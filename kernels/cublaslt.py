@@ -22,7 +22,7 @@ import importlib
 import weakref
 from dataclasses import dataclass
 from types import ModuleType
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -37,6 +37,9 @@ WORKSPACE_BYTES = 32 * 2**20
 
 #: ``cudaDataType`` of alpha and beta for each host scalar type of ``blas_args.COMPUTE_TYPES``.
 _SCALE_TYPES: dict[str, str] = {"float32": "CUDA_R_32F", "float64": "CUDA_R_64F", "float16": "CUDA_R_16F"}
+
+
+_Plan = TypeVar("_Plan", bound="LtMatmul")
 
 
 class LtError(RuntimeError):
@@ -300,7 +303,7 @@ class LtMatmul:
         """Destroy the cuBLASLt handle and descriptors (idempotent)."""
         self._finalizer()
 
-    def __enter__(self) -> LtMatmul:
+    def __enter__(self: _Plan) -> _Plan:
         return self
 
     def __exit__(self, *exc_info: object) -> None:

@@ -12,6 +12,7 @@ nvmath-python and ml_dtypes are optional; without them every case skips with the
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import numpy as np
@@ -43,15 +44,15 @@ def _needs_cublaslt() -> None:
         pytest.skip(reason)
 
 
-def _params(table: str, *, slow_key: bool = False) -> list[Any]:
-    params = []
-    for group in CASES[table]:
-        marks = [pytest.mark.slow] if slow_key and group.get("slow") else []
-        for recipe in group["recipes"]:
-            for shape in group["shapes"]:
-                params.append(pytest.param(recipe, shape, group.get("vs_bf16", False), id=f"{recipe}-{shape}",
-                                           marks=marks))
-    return params
+def _correctness_params() -> list[Any]:
+    return [pytest.param(recipe, shape, id=f"{recipe}-{shape}")
+            for group in CASES["correctness"] for recipe in group["recipes"] for shape in group["shapes"]]
+
+
+def _perf_params() -> list[Any]:
+    return [pytest.param(recipe, shape, group.get("vs_bf16", False), id=f"{recipe}-{shape}",
+                         marks=[pytest.mark.slow] if group.get("slow") else [])
+            for group in CASES["perf"] for recipe in group["recipes"] for shape in group["shapes"]]
 
 
 def _operands(rng: np.random.Generator, shape: GemmShape, recipe: Fp8Recipe) -> tuple[Any, Any]:
@@ -77,9 +78,8 @@ def _check_candidate(lt: LtFp8Matmul, rank: int, a: Any, w: Any, a_values: np.nd
 # --- correctness ---------------------------------------------------------------------------------------
 
 @pytest.mark.correctness
-@pytest.mark.parametrize(("recipe_id", "shape", "_unused"), _params("correctness"))
-def test_fp8_every_candidate_correct(recipe_id: str, shape: GemmShape, _unused: bool, stream: Any,
-                                     rng: np.random.Generator) -> None:
+@pytest.mark.parametrize(("recipe_id", "shape"), _correctness_params())
+def test_fp8_every_candidate_correct(recipe_id: str, shape: GemmShape, stream: Any, rng: np.random.Generator) -> None:
     recipe = RECIPES[recipe_id]
     a, w = _operands(rng, shape, recipe)
     a_values, w_values = fp8_operands.dequantize(a), fp8_operands.dequantize(w)
@@ -93,7 +93,7 @@ def test_fp8_every_candidate_correct(recipe_id: str, shape: GemmShape, _unused: 
 def test_fp8_refuses_by_rule(refusal: dict[str, Any], stream: Any) -> None:
     """A shape the FP8 tensor cores cannot read is refused before cuBLASLt sees it, naming the rule."""
     shape: GemmShape = refusal["shape"]
-    with pytest.raises(Fp8LayoutError, match=refusal["rule"].replace("(", r"\(").replace(")", r"\)")):
+    with pytest.raises(Fp8LayoutError, match=re.escape(refusal["rule"])):
         LtFp8Matmul(shape.m, shape.n, shape.k, RECIPES[refusal["recipe"]])
 
 
@@ -154,7 +154,7 @@ def _perf_output(lt: LtFp8Matmul) -> Any:
 
 
 @pytest.mark.perf
-@pytest.mark.parametrize(("recipe_id", "shape", "vs_bf16"), _params("perf", slow_key=True))
+@pytest.mark.parametrize(("recipe_id", "shape", "vs_bf16"), _perf_params())
 def test_fp8_perf(recipe_id: str, shape: GemmShape, vs_bf16: bool, cublas_handle: int, rng: np.random.Generator,
                   measure: Any, perf: Any) -> None:
     recipe = RECIPES[recipe_id]
