@@ -17,6 +17,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[1]
 PAGE = REPO / "docs" / "hostile-input.md"
 BASELINE = REPO / "baselines" / "nvidia-h200.yaml"
@@ -338,6 +340,31 @@ def generate(scratch: Path) -> tuple[str, list[tuple[str, float]]]:
     return render(rows), cpu
 
 
+def _kind(case: Hostile) -> str:
+    """The command a row runs (``baseline check``, ``fleet``, the case-table loader, ...)."""
+    first = case.command[0]
+    return "load" if first == sys.executable else " ".join(case.command[:2]) if first in ("baseline", "history") \
+        else first
+
+
+#: The first row of each command: the fast tier's sample of the page (the whole page is the long tier's).
+SAMPLE = sorted({_kind(case): index for index, case in reversed(list(enumerate(HOSTILE)))}.values())
+
+
+def test_the_first_hostile_input_of_each_command_gets_what_the_page_says(tmp_path: Path) -> None:
+    """Each command's first row of docs/hostile-input.md, run for real, gets exactly its row."""
+    lines = PAGE.read_text().splitlines()[6:]
+    assert len(SAMPLE) >= 8
+    for index in SAMPLE:
+        directory = tmp_path / f"case{index}"
+        directory.mkdir()
+        code, message, seconds = run_hostile(HOSTILE[index], directory)
+        row = render([(HOSTILE[index], code, message)]).splitlines()[-1]
+        assert "Traceback" not in row and row == lines[index], (row, lines[index])
+        assert seconds <= MAX_SECONDS, (HOSTILE[index].what, seconds)
+
+
+@pytest.mark.long
 def test_every_hostile_input_gets_what_the_page_says(tmp_path: Path) -> None:
     page, cpu = generate(tmp_path)
     for line in page.splitlines()[6:]:

@@ -80,6 +80,7 @@ def test_history_page_refuses_an_empty_selection(project: pytest.Pytester, capsy
     assert code == 1 and "holds no runs of nvidia-b200" in err
 
 
+@pytest.mark.long  # builds the site of every committed run (10 s of CPU); the small synthetic sites stay fast
 def test_the_committed_h200_runs_make_a_site_of_every_case_and_host(committed_site: Path) -> None:
     """The documented rebuild (tools/trend_screenshot.py) without its browser step: ingest, then history page."""
     index = (committed_site / "index.html").read_text(encoding="utf-8")
