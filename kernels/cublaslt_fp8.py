@@ -67,10 +67,11 @@ class LtFp8Matmul(LtMatmul):
     def problem(self) -> str:
         return f"{self.m}x{self.n}x{self.k} {self.recipe.label}"
 
-    def _set(self, attribute: Any, value: int) -> None:
+    def _set(self, desc: int, attribute: Any, value: int) -> None:
+        """Set one attribute of the matmul descriptor ``desc`` (host memory: read when a matmul is enqueued)."""
         lt = self._lt
         array = np.array([value], dtype=lt.get_matmul_desc_attribute_dtype(attribute))
-        lt.matmul_desc_set_attribute(self._desc_being_built, attribute, array.ctypes.data, array.nbytes)
+        lt.matmul_desc_set_attribute(desc, attribute, array.ctypes.data, array.nbytes)
 
     def _describe_problem(self, handles: dict[str, int]) -> None:
         nvmath, lt, cublas = _bindings()
@@ -78,15 +79,15 @@ class LtFp8Matmul(LtMatmul):
         self._alpha = np.ones(1, dtype=np.float32)
         self._beta = np.zeros(1, dtype=np.float32)
         f32 = int(nvmath.CudaDataType.CUDA_R_32F)
-        handles["desc"] = self._desc_being_built = lt.matmul_desc_create(int(cublas.ComputeType.COMPUTE_32F), f32)
+        desc = handles["desc"] = lt.matmul_desc_create(int(cublas.ComputeType.COMPUTE_32F), f32)
         attr = lt.MatmulDescAttribute
-        self._set(attr.TRANSA, int(cublas.Operation.T))
-        self._set(attr.TRANSB, int(cublas.Operation.N))
-        self._set(attr.FAST_ACCUM, int(recipe.fast_accum))
+        self._set(desc, attr.TRANSA, int(cublas.Operation.T))
+        self._set(desc, attr.TRANSB, int(cublas.Operation.N))
+        self._set(desc, attr.FAST_ACCUM, int(recipe.fast_accum))
         modes = lt.MatmulMatrixScale
         # cuBLASLt's A is our W and its B our A (the swap): the weights' scale mode goes on A.
-        self._set(attr.A_SCALE_MODE, int(modes[fp8_plan.SCALE_MODES[(recipe.scaling, "w")]]))
-        self._set(attr.B_SCALE_MODE, int(modes[fp8_plan.SCALE_MODES[(recipe.scaling, "a")]]))
+        self._set(desc, attr.A_SCALE_MODE, int(modes[fp8_plan.SCALE_MODES[(recipe.scaling, "w")]]))
+        self._set(desc, attr.B_SCALE_MODE, int(modes[fp8_plan.SCALE_MODES[(recipe.scaling, "a")]]))
         # cuBLASLt's heuristic refuses vector and block scale modes without their pointers (INVALID_VALUE): until
         # ``run`` points them at an operand's factors, they point at a placeholder the size of the largest.
         import cupy
@@ -94,8 +95,8 @@ class LtFp8Matmul(LtMatmul):
         largest = max(fp8_plan.scale_layout(recipe.scaling, "a", self.m, self.k).count,
                       fp8_plan.scale_layout(recipe.scaling, "w", self.n, self.k).count)
         self._placeholder_scales = cupy.ones(largest, dtype=cupy.float32)
-        self._set(attr.A_SCALE_POINTER, self._placeholder_scales.data.ptr)
-        self._set(attr.B_SCALE_POINTER, self._placeholder_scales.data.ptr)
+        self._set(desc, attr.A_SCALE_POINTER, self._placeholder_scales.data.ptr)
+        self._set(desc, attr.B_SCALE_POINTER, self._placeholder_scales.data.ptr)
         out_type = int(nvmath.CudaDataType[fp8_plan.OUTPUT_TYPES[recipe.out][0]])
         # With an FP8 output C is read in BF16 (the FP8 table of cublasLtMatmul); beta = 0 never reads it.
         c_type = int(nvmath.CudaDataType.CUDA_R_16BF) if recipe.fp8_output else out_type
@@ -136,12 +137,11 @@ class LtFp8Matmul(LtMatmul):
 
         lt = self._lt
         attr = lt.MatmulDescAttribute
-        self._desc_being_built = self._desc
-        self._set(attr.A_SCALE_POINTER, w.scales.data.ptr)
-        self._set(attr.B_SCALE_POINTER, a.scales.data.ptr)
+        self._set(self._desc, attr.A_SCALE_POINTER, w.scales.data.ptr)
+        self._set(self._desc, attr.B_SCALE_POINTER, a.scales.data.ptr)
         if recipe.fp8_output:
-            self._set(attr.D_SCALE_POINTER, out.d_scale.data.ptr)
-            self._set(attr.AMAX_D_POINTER, out.amax.data.ptr)
+            self._set(self._desc, attr.D_SCALE_POINTER, out.d_scale.data.ptr)
+            self._set(self._desc, attr.AMAX_D_POINTER, out.amax.data.ptr)
         layout_a, layout_b, layout_c, layout_d = self._layouts
         c_pointer = out.data.data.ptr if self._c_bits is None else self._c_bits.data.ptr
         try:
