@@ -1,6 +1,7 @@
 """Shared set-up of the CPU tests: the two tiers and the Hypothesis profiles.
 
-The README's ``python3 -m pytest tests`` runs the fast tier: every behaviour end to end, property tests at the
+The README's ``python3 -m pytest tests`` runs the fast tier on ``FAST_TIER_WORKERS`` pytest-xdist workers (when the
+command line names the whole folder and no ``-n``): every behaviour end to end, property tests at the
 ``fast`` profile's example count, scale and timing checks at small sizes. Tests marked ``long`` (the same
 checks at full size: big histories, the browser's timing, statistical calibration over many runs) are deselected
 unless ``-m`` names the marker; ``.ci/run`` runs them after the fast tier, with every property test again at the
@@ -33,6 +34,20 @@ import gpuperf.wiring.history_append  # noqa: F401
 
 LONG = "long"
 REPO = Path(__file__).resolve().parents[1]
+#: Workers of the README's command: its fast tier takes twice as long on one process (docs/ci.md).
+FAST_TIER_WORKERS = 2
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config: pytest.Config) -> None:
+    """``python3 -m pytest tests`` runs on ``FAST_TIER_WORKERS`` workers unless the command line says otherwise
+    (``-n 0`` for one process); a run of some files, the long tier (serial, for its timing checks), a collection
+    or a debugging session stays in this process."""
+    whole = [Path(arg).resolve() for arg in config.args] == [Path(__file__).resolve().parent]
+    if (whole and getattr(config.option, "numprocesses", 0) is None and not hasattr(config, "workerinput")
+            and LONG not in (config.getoption("-m") or "") and not config.option.collectonly
+            and not config.getoption("usepdb", False)):
+        config.option.numprocesses = FAST_TIER_WORKERS
 
 #: pytest rewrites the asserts of every test module and caches the result in ``__pycache__`` (git-ignored), unless
 #: bytecode is not to be written: then it rewrites all of them again in every session and every xdist worker,

@@ -6,11 +6,8 @@ runs are caught at 5 % (on cycles, same kernels) and pass at 2 %."""
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -62,14 +59,14 @@ ADDED_LATER = ("perf_tests/test_fp8.py::",)
 
 
 @pytest.mark.parametrize("results", VALIDATION, ids=lambda path: path.name)
-def test_every_validation_run_passes_the_committed_baseline(results: Path) -> None:
+def test_every_validation_run_passes_the_committed_baseline(results: Path,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
     """``python -m gpuperf compare baselines/nvidia-h200.yaml FILE``, as the docs cite it: exit 0, no REGRESSED and
     no UNRELIABLE row, and every entry of the baseline compared (a validation run is a full default run)."""
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    done = subprocess.run([sys.executable, "-m", "gpuperf", "compare", str(BASELINE), str(results)], cwd=REPO,
-                          env=env, capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    lines = done.stdout.splitlines()
+    code = main(["compare", str(BASELINE), str(results)])
+    out, err = capsys.readouterr()
+    assert code == 0, out[-3000:] + err[-3000:]
+    lines = out.splitlines()
     bad = [line for line in lines if re.search(r"\s(REGRESSED|UNRELIABLE)(\s|$)", line)]
     assert bad == [], "\n".join(bad)
     rows = [line for line in lines[1:-1] if STATUS.search(line)]

@@ -221,7 +221,7 @@ def test_the_cpu_command_is_what_ci_runs() -> None:
           if line.strip() and not line.lstrip().startswith("#")]
     for step in _steps(cpu):
         assert any(line[:len(step)] == step for line in ci), f".ci/run does not run {shlex.join(step)!r}"
-    assert _steps(cpu)[-1] == ["python3", "-m", "pytest", "tests", "-n", "2"]
+    assert _steps(cpu)[-1] == ["python3", "-m", "pytest", "tests"]
 
 
 # --- generated pages --------------------------------------------------------------------------------------

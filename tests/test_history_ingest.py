@@ -57,6 +57,7 @@ def test_a_pool_ingests_every_file_in_order_and_names_the_refused(database_url: 
         assert history.record_data(last["case_id"], list(runs)[-1]) == last
 
 
+@pytest.mark.long  # a parity bench of the two paths; the fast tier ingests through the pool in the tests around it
 def test_a_pool_and_the_main_process_store_the_same_rows(database_url: str, tmp_path: Path) -> None:
     _files(tmp_path / "runs", POOL_FILES)
     with History(database_url) as history:

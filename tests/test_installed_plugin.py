@@ -183,7 +183,7 @@ def test_a_checkout_that_also_names_the_plugin_registers_it_once(installed: pyte
     assert "already registered" not in result.stdout.str() + result.stderr.str()
 
 
-@pytest.mark.parametrize("xdist", [False, True])
+@pytest.mark.parametrize("xdist", [pytest.param(False, marks=pytest.mark.long), True])  # the plain session: long tier
 def test_a_session_with_no_perf_test_is_left_alone_even_under_ci(installed: pytest.Pytester,
                                                                   monkeypatch: pytest.MonkeyPatch,
                                                                   xdist: bool) -> None:

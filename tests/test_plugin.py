@@ -340,6 +340,7 @@ def test_xdist_workers_merge_records_and_baseline_updates(project: pytest.Pytest
     stale.stdout.fnmatch_lines(["*GATE FAILED: 1 stale baseline entry*"])
 
 
+@pytest.mark.long  # an xdist session of its own; the pinning rule is tests/test_pinning.py's, in the fast tier
 def test_xdist_workers_are_pinned_round_robin_by_cuda_visible_devices(pytester: pytest.Pytester,
                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     pytest.importorskip("xdist", reason="pytest-xdist is not installed: pip install -e '.[test]'")

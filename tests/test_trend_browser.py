@@ -182,7 +182,7 @@ def _cpu_seconds() -> float:
     return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
-@pytest.fixture(scope="module", params=[pytest.param(SMALL_SIZE, id="15x100"),
+@pytest.fixture(scope="module", params=[pytest.param(SMALL_SIZE, id="15x100", marks=pytest.mark.long),
                                         pytest.param((BIG_CASES, BIG_RUNS), id="150x1000", marks=pytest.mark.long)])
 def big_site(request: pytest.FixtureRequest,
              tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, float, float, int]:
