@@ -286,15 +286,19 @@ class LtMatmul:
         if not 0 <= rank < len(self.candidates):
             raise IndexError(f"candidate {rank} out of range: {self!r} has ranks 0..{len(self.candidates) - 1}")
         self._check_operands(a, b, c)
+        self._enqueue(rank, b.data.ptr, a.data.ptr, c.data.ptr, c.data.ptr)
+
+    def _enqueue(self, rank: int, lt_a: int, lt_b: int, lt_c: int, lt_d: int) -> None:
+        """``cublasLtMatmul`` with candidate ``rank`` on cuBLASLt's A, B, C and D (device pointers, in cuBLASLt's
+        order: the swap trick's, so A is our B) on CuPy's current stream; its failure as an ``LtError``."""
         import cupy
 
         lt = self._lt
-        layout_a, layout_b, layout_c, _ = self._layouts
+        layout_a, layout_b, layout_c, layout_d = self._layouts
         try:
-            lt.matmul(self._handle, self._desc, self._alpha.ctypes.data, b.data.ptr, layout_a, a.data.ptr,
-                      layout_b, self._beta.ctypes.data, c.data.ptr, layout_c, c.data.ptr, layout_c,
-                      self._algo_ptrs[rank], self._workspace.data.ptr, self._workspace.nbytes,
-                      cupy.cuda.get_current_stream().ptr)
+            lt.matmul(self._handle, self._desc, self._alpha.ctypes.data, lt_a, layout_a, lt_b, layout_b,
+                      self._beta.ctypes.data, lt_c, layout_c, lt_d, layout_d, self._algo_ptrs[rank],
+                      self._workspace.data.ptr, self._workspace.nbytes, cupy.cuda.get_current_stream().ptr)
         except lt.cuBLASLtError as exc:
             raise LtError(f"cublasLtMatmul with candidate {self.candidates[rank].label} failed for "
                           f"{self.problem}: {exc}") from exc

@@ -133,25 +133,14 @@ class LtFp8Matmul(LtMatmul):
                                  f", expected {expected.mode} {expected.shape}: make them with the same recipe")
         if recipe.fp8_output and (out.d_scale is None or out.amax is None):
             raise ValueError(f"an {recipe.out} output needs its d_scale and amax buffers (kernels.operands.fp8_output)")
-        import cupy
-
-        lt = self._lt
-        attr = lt.MatmulDescAttribute
+        attr = self._lt.MatmulDescAttribute
         self._set(self._desc, attr.A_SCALE_POINTER, w.scales.data.ptr)
         self._set(self._desc, attr.B_SCALE_POINTER, a.scales.data.ptr)
         if recipe.fp8_output:
             self._set(self._desc, attr.D_SCALE_POINTER, out.d_scale.data.ptr)
             self._set(self._desc, attr.AMAX_D_POINTER, out.amax.data.ptr)
-        layout_a, layout_b, layout_c, layout_d = self._layouts
         c_pointer = out.data.data.ptr if self._c_bits is None else self._c_bits.data.ptr
-        try:
-            lt.matmul(self._handle, self._desc, self._alpha.ctypes.data, w.data.data.ptr, layout_a, a.data.data.ptr,
-                      layout_b, self._beta.ctypes.data, c_pointer, layout_c, out.data.data.ptr, layout_d,
-                      self._algo_ptrs[rank], self._workspace.data.ptr, self._workspace.nbytes,
-                      cupy.cuda.get_current_stream().ptr)
-        except lt.cuBLASLtError as exc:
-            raise LtError(f"cublasLtMatmul with candidate {self.candidates[rank].label} failed for "
-                          f"{self.problem}: {exc}") from exc
+        self._enqueue(rank, w.data.data.ptr, a.data.data.ptr, c_pointer, out.data.data.ptr)
 
 
 def measured_call(lt: LtFp8Matmul, rank: int, a: Fp8Operand, w: Fp8Operand,

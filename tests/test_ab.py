@@ -22,6 +22,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from gitrepos import commit, git
 from gpuperf.ab_schedule import BASE, HEAD, Schedule
 from gpuperf.history.database import History, sqlite_url
 from gpuperf.store.records import Record
@@ -128,8 +129,7 @@ GEMV_ID = "perf_tests/test_fake.py::test_gemv[cold]"
 
 
 def _git(repo: Path, *args: str) -> str:
-    return subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t", *args],
-                          check=True, capture_output=True, text=True, env=_env()).stdout.strip()
+    return git(repo, *args, env=_env())
 
 
 def _env() -> dict[str, str]:
@@ -139,16 +139,7 @@ def _env() -> dict[str, str]:
 
 
 def _commit(repo: Path, message: str, **files: str | None) -> str:
-    for name, text in files.items():
-        path = repo / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        if text is None:
-            path.unlink()
-        else:
-            path.write_text(text)
-    _git(repo, "add", "-A")
-    _git(repo, "commit", "-q", "-m", message)
-    return _git(repo, "rev-parse", "HEAD")
+    return commit(repo, message, files, env=_env())
 
 
 @pytest.fixture(scope="module")

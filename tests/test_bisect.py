@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from gitrepos import commit, git
 from gpuperf.bisect import _first_bad
 from gpuperf.history.database import History, sqlite_url
 
@@ -45,20 +46,11 @@ run = {"gpu_name": "Fake GPU", "gpu_slug": "fake-gpu", "compute_capability": "9.
 
 
 def _git(repo: Path, *args: str) -> str:
-    return subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t", *args],
-                          check=True, capture_output=True, text=True).stdout.strip()
+    return git(repo, *args)
 
 
 def _commit(repo: Path, message: str, **files: str | None) -> str:
-    for name, text in files.items():
-        path = repo / name
-        if text is None:
-            path.unlink()
-        else:
-            path.write_text(text)
-    _git(repo, "add", "-A")
-    _git(repo, "commit", "-q", "-m", message)
-    return _git(repo, "rev-parse", "HEAD")
+    return commit(repo, message, files)
 
 
 @pytest.fixture

@@ -3,10 +3,17 @@ figure compared on time, or on cycles for a clock-bound case that ran below the 
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 from tools.profiler_check import AT_MAX_CLOCK, _split_spans, comparison, judged
 
+ROOT = Path(__file__).resolve().parents[1]
 FLUSH = "void at::native::reduce_kernel<512, 1, at::native::ReduceOp<int, at::native::func_wrapper_t<int, sum>>>"
 
 
@@ -44,3 +51,25 @@ def test_the_table_fails_beyond_the_limit_and_on_nothing_compared() -> None:
     assert not ok and "| cycles | +2.00 |" in lines[4] and "largest difference 2.00 %" in lines[-1]
     assert comparison(results, profile, 2.5)[1]
     assert not comparison(results, {**profile, "cases": {}}, 2.0)[1]
+
+
+def test_the_compare_command_names_the_trace_s_flush_when_the_profile_records_it(tmp_path: Path) -> None:
+    """``trace --flush-mib N`` writes ``flush_mib`` into the profile; ``compare`` (the command) says how much each call's
+    flush read, and a profile from before the option says nothing of it."""
+    results = {"run": {"gpu_name": "NVIDIA H200", "started": "2026-12-01T22:50:32+00:00", "extra": {"uuid": "GPU-1"}},
+               "records": [RECORD]}
+    case = {"median_s": 1.5e-3, "sm_clock_mhz": 1400.0, "max_sm_clock_mhz": 1980.0, "cycles_per_call": 1.5e-3 * 1400e6}
+    profile = {"gpu": "NVIDIA H200", "torch": "2.11", "calls": 50, "trace_s": 1.0, "warmup_s": 1.0,
+               "cases": {RECORD["case_id"]: case}}
+    (tmp_path / "results.json").write_text(json.dumps(results))
+    for extra, shown in (({"flush_mib": 120}, "1.0 s of warm-up, 120 MiB read before each call."),
+                         ({}, "1.0 s of warm-up.")):
+        (tmp_path / "profile.json").write_text(json.dumps({**profile, **extra}))
+        done = subprocess.run([sys.executable, str(ROOT / "tools" / "profiler_check.py"), "compare",
+                               str(tmp_path / "results.json"), str(tmp_path / "profile.json")], capture_output=True,
+                              text=True, check=False, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.splitlines()[0].endswith(shown)
+    parser_help = subprocess.run([sys.executable, str(ROOT / "tools" / "profiler_check.py"), "trace", "--help"],
+                                 capture_output=True, text=True, check=True, cwd=ROOT).stdout
+    assert "--flush-mib" in parser_help

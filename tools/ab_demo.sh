@@ -16,13 +16,10 @@ shift 2
 root=$(cd "$(dirname "$0")/.." && pwd)
 mkdir -p "$out"
 exec > >(tee -a "$out/ab.log") 2>&1
-step() { echo; echo "== $* ($(date -u +%T))"; }
+source "$root/tools/device_env.sh"
 
 step "install"
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site \
-    "$root"/.whl/*.whl > /dev/null || exit 1
-export PYTHONPATH=/tmp/site:$root
-nvidia-smi --query-gpu=name,uuid,driver_version,clocks.max.sm,power.limit --format=csv,noheader
+device_env "$root" || exit 1
 repo=/tmp/ab-repo
 rm -rf "$repo" && cp -r "$root" "$repo" && cd "$repo" || exit 1
 rm -rf .whl && git init -q && git add -A && git -c user.name=ab -c user.email=ab@invalid commit -qm "the tree" || exit 1

@@ -14,15 +14,11 @@ shift
 root=$(cd "$(dirname "$0")/.." && pwd)
 mkdir -p "$out"
 exec > >(tee -a "$out/fp8.log") 2>&1
-
-step() { echo; echo "== $* ($(date -u +%T))"; }
+source "$root/tools/device_env.sh"
 
 step "install"
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site \
-    "$root"/.whl/*.whl || exit 1
-export PYTHONPATH=/tmp/site:$root
+device_env "$root" || exit 1
 cd "$root" || exit 1
-nvidia-smi --query-gpu=name,uuid,driver_version,clocks.max.sm,power.limit --format=csv,noheader
 
 for run in run1 run2; do
     step "perf_tests/test_fp8.py ($run)"

@@ -5,10 +5,8 @@ set -uo pipefail
 out=${1:?usage: tools/h200_gate_session.sh OUT_DIR}
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root" || exit 1
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
-    > /dev/null 2>&1 || exit 1
-export PYTHONPATH=/tmp/site:$root
-nvidia-smi --query-gpu=name,uuid,driver_version,clocks.max.sm,power.limit --format=csv,noheader > "$out/gpu.txt"
+source "$root/tools/device_env.sh"
+device_env "$root" > "$out/gpu.txt" || exit 1
 python3 -m pytest perf_tests -m gemm -k fp8 --collect-only -q -p no:cacheprovider 2>&1 | tail -2 > "$out/collect.txt"
 start=$(date +%s)
 python3 -m pytest perf_tests --gate -p no:cacheprovider --results-dir "$out/g" --durations=40 > "$out/gate.log" 2>&1
