@@ -340,6 +340,45 @@ def test_xdist_workers_merge_records_and_baseline_updates(project: pytest.Pytest
     stale.stdout.fnmatch_lines(["*GATE FAILED: 1 stale baseline entry*"])
 
 
+NO_GPU_CONFTEST = """
+import pytest
+
+from gpuperf.wiring.plugin import POOL
+
+
+class NoGpuPool:
+    def devices(self):
+        return []
+
+    def describe(self, index, isolated=False):
+        raise RuntimeError("no CUDA device is usable")
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_configure(config):
+    config.stash[POOL] = NoGpuPool()
+"""
+
+
+@pytest.mark.parametrize("workers", [[], ["-n", "2"]])
+def test_a_suite_s_own_unit_tests_under_ci_on_a_machine_without_a_gpu_pass(pytester: pytest.Pytester,
+                                                                             monkeypatch: pytest.MonkeyPatch,
+                                                                             workers: list[str]) -> None:
+    """$CI turns gate mode on, but a session of a suite's repository that selects no perf test has nothing to
+    gate: the GPU it could not query is no missing evidence, with or without xdist (whose controller queries
+    the GPUs before it knows what the workers collected)."""
+    if workers:
+        pytest.importorskip("xdist", reason="pytest-xdist is not installed: pip install -e '.[test]'")
+    monkeypatch.setenv("CI", "true")
+    pytester.mkdir("baselines")
+    pytester.makeconftest(NO_GPU_CONFTEST)
+    pytester.makepyfile(test_plain="def test_sum():\n    assert sum([0.5, 2.25]) == 2.75\n")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", *workers)
+    result.assert_outcomes(passed=1)
+    assert result.ret == pytest.ExitCode.OK, result.stdout.str()
+    assert "GATE FAILED" not in result.stdout.str()
+
+
 @pytest.mark.long  # an xdist session of its own; the pinning rule is tests/test_pinning.py's, in the fast tier
 def test_xdist_workers_are_pinned_round_robin_by_cuda_visible_devices(pytester: pytest.Pytester,
                                                                          monkeypatch: pytest.MonkeyPatch) -> None:

@@ -137,7 +137,7 @@ class RunEnd:
                               for key in stale_entries(baseline, collected,
                                                        lambda path: (self.config.rootpath / path).exists())})
         self.failures = run_failures(state.accounts, state.stale, state.options.gate_mode, state.options.allow_stale,
-                                     _nothing_measured(skipped, state.unavailable, bool(state.accounts)))
+                                     _nothing_measured(skipped))
 
     def summary_lines(self) -> list[str]:
         """The end-of-session section: the table, the counts, the accounting, what was written and why a file
@@ -168,13 +168,11 @@ class RunEnd:
         return [line for run in state.run_infos.values() for line in report.header_lines(run)] + lines
 
 
-def _nothing_measured(skipped: dict[str, str], unavailable: dict[int, str], accounted: bool) -> str:
-    """Why nothing could be measured: perf test files that collected nothing (grouped by reason), else, with
-    no GPU accounted for, the GPUs that could not be queried; ``""`` when something was measured."""
+def _nothing_measured(skipped: dict[str, str]) -> str:
+    """Why nothing could be measured: the perf test files that collected nothing, grouped by reason. A GPU that
+    could not be queried counts only through the accounts of the perf tests selected for it: a session that
+    selected none (the harness's own tests of a suite's repository, under ``$CI``) has nothing to gate."""
     by_reason: dict[str, list[str]] = {}
     for path, reason in sorted(skipped.items()):
         by_reason.setdefault(reason, []).append(path)
-    no_gpu = "; ".join(f"{', '.join(paths)} collected nothing: {reason}" for reason, paths in by_reason.items())
-    if not accounted and not no_gpu and unavailable:
-        no_gpu = "; ".join(f"GPU {index}: {why}" for index, why in sorted(unavailable.items()))
-    return no_gpu
+    return "; ".join(f"{', '.join(paths)} collected nothing: {reason}" for reason, paths in by_reason.items())
