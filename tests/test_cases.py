@@ -311,7 +311,7 @@ def test_a_malformed_table_is_a_collection_error_naming_table_and_entry(pytester
     table = pytester.mkdir("cases") / "gemm.yaml"
     table.write_text(_gemm_perf("4096x4096x4096, 7x5"))
 
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result = pytester.runpytest("-p", "no:cacheprovider")
     result.assert_outcomes(errors=1)
     assert result.ret == pytest.ExitCode.INTERRUPTED
     result.stdout.fnmatch_lines(["*ERROR collecting test_table.py*", "*Interrupted: 1 error during collection*"])
@@ -320,6 +320,6 @@ def test_a_malformed_table_is_a_collection_error_naming_table_and_entry(pytester
     assert expected in result.stdout.lines
 
     table.write_text(_gemm_perf("4096x4096x4096, 7x5x3"))
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-v")
+    result = pytester.runpytest("-p", "no:cacheprovider", "-v")
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines(["*test_shape?4096x4096x4096? PASSED*", "*test_shape?7x5x3? PASSED*"])

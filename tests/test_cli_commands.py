@@ -76,15 +76,21 @@ def test_a_command_whose_extra_is_missing_names_its_install_command(missing: str
     assert list(tmp_path.iterdir()) == []
 
 
+#: Every command's one-line error is checked in process in the fast tier (tests/test_hostile_input.py,
+#: tests/test_fuzz_cli.py); in a fresh process, here, four in the fast tier and all nine in the long one.
+LONG = pytest.mark.long
+
+
 @pytest.mark.parametrize(("argv", "message"), [
     (["history", "--history", "none", "changes"], "--history none: these commands need a history"),
-    (["history", "--history", "mysql://x/y", "show", "case"], "unknown database kind 'mysql'"),
-    (["history", "--history", "sqlite:///{tmp}/h.sqlite", "ingest", "{tmp}/missing"], "no such file or directory"),
+    pytest.param(["history", "--history", "mysql://x/y", "show", "case"], "unknown database kind 'mysql'", marks=LONG),
+    pytest.param(["history", "--history", "sqlite:///{tmp}/h.sqlite", "ingest", "{tmp}/missing"],
+                 "no such file or directory", marks=LONG),
     (["compare", "{tmp}/a.yaml", "{tmp}/b.yaml"], "a.yaml: no such baseline file"),
-    (["baseline", "check", "{tmp}/bad.yaml"], "1 of 1 baseline file(s) cannot be used"),
+    pytest.param(["baseline", "check", "{tmp}/bad.yaml"], "1 of 1 baseline file(s) cannot be used", marks=LONG),
     (["plot", "{tmp}/bad.yaml"], "bad.yaml: not valid YAML"),
-    (["fleet", "{tmp}/missing-run"], "missing-run: no such file"),
-    (["readme", "{tmp}/missing-run"], "missing-run: no such file"),
+    pytest.param(["fleet", "{tmp}/missing-run"], "missing-run: no such file", marks=LONG),
+    pytest.param(["readme", "{tmp}/missing-run"], "missing-run: no such file", marks=LONG),
     (["bisect", "--good", "HEAD", "--bad", "HEAD", "-k", "case", "--repo", "{tmp}"], "not a git repository"),
 ])
 def test_each_command_s_errors_are_one_line_and_exit_1_in_a_fresh_process(argv: list[str], message: str,

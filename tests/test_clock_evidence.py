@@ -58,7 +58,9 @@ def test_the_committed_figures_at_max_clock_are_reproduced_from_the_committed_ru
 ADDED_LATER = ("perf_tests/test_fp8.py::",)
 
 
-@pytest.mark.parametrize("results", VALIDATION, ids=lambda path: path.name)
+#: The fast tier compares the first run alone (the fleet check below reads every run); the long tier each one.
+@pytest.mark.parametrize("results", [pytest.param(path, id=path.name, marks=[pytest.mark.long] if index else [])
+                                     for index, path in enumerate(VALIDATION)])
 def test_every_validation_run_passes_the_committed_baseline(results: Path,
                                                              capsys: pytest.CaptureFixture[str]) -> None:
     """``python -m gpuperf compare baselines/nvidia-h200.yaml FILE``, as the docs cite it: exit 0, no REGRESSED and

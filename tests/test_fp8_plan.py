@@ -5,6 +5,8 @@ cores' arithmetic while catching a factor on the wrong block."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 
@@ -12,7 +14,11 @@ from gpuperf.suite.accuracy import FP8_OUTPUT_ROUNDING, assert_fp8_gemm_close, f
 from kernels import blas_args, fp8_plan
 from kernels.fp8_plan import Fp8LayoutError, Fp8Recipe, Fp8RecipeError, plan, scale_layout
 
-ml_dtypes = pytest.importorskip("ml_dtypes", reason="ml_dtypes is not installed: pip install -e '.[test]'")
+
+@pytest.fixture(scope="module")
+def ml_dtypes() -> Any:
+    """FP8 and BF16 values on the CPU, for the tests of the bound (a 0.6 s import the plan's tests need not pay)."""
+    return pytest.importorskip("ml_dtypes", reason="ml_dtypes is not installed: pip install -e '.[test]'")
 
 
 @pytest.mark.parametrize(("kwargs", "words"), [
@@ -130,7 +136,7 @@ def _emulated(a: np.ndarray, w: np.ndarray, *, fast: bool) -> np.ndarray:
 
 @pytest.mark.parametrize("fast", [False, True])
 @pytest.mark.parametrize("out", ["bf16", "fp32", "fp8_e4m3"])
-def test_the_bound_holds_for_an_emulation_of_the_hardware(fast: bool, out: str) -> None:
+def test_the_bound_holds_for_an_emulation_of_the_hardware(fast: bool, out: str, ml_dtypes: Any) -> None:
     rng = np.random.default_rng(3)
     a, w = _fp8(rng, (9, 1040), ml_dtypes.float8_e4m3fn), _fp8(rng, (24, 1040), ml_dtypes.float8_e4m3fn)
     exact = _emulated(a, w, fast=fast)
@@ -141,7 +147,7 @@ def test_the_bound_holds_for_an_emulation_of_the_hardware(fast: bool, out: str) 
                           amax=float(np.abs(exact).max()))
 
 
-def test_a_factor_on_the_wrong_block_is_caught() -> None:
+def test_a_factor_on_the_wrong_block_is_caught(ml_dtypes: Any) -> None:
     rng = np.random.default_rng(4)
     a, w = _fp8(rng, (16, 256), ml_dtypes.float8_e4m3fn), _fp8(rng, (32, 256), ml_dtypes.float8_e4m3fn)
     right = np.r_[np.full(128, 1.5), np.full(128, 0.75)]
@@ -151,7 +157,7 @@ def test_a_factor_on_the_wrong_block_is_caught() -> None:
         assert_fp8_gemm_close(written, a * right, w, out_type="bf16", fast_accum=False)
 
 
-def test_a_wrong_amax_is_caught() -> None:
+def test_a_wrong_amax_is_caught(ml_dtypes: Any) -> None:
     rng = np.random.default_rng(5)
     a, w = _fp8(rng, (8, 64), ml_dtypes.float8_e4m3fn), _fp8(rng, (16, 64), ml_dtypes.float8_e4m3fn)
     exact = a @ w.T

@@ -181,7 +181,7 @@ def _append_many(url: str, writer: int, runs: int) -> None:
 
 def test_concurrent_writers_lose_nothing(database_url: str) -> None:
     History(database_url).close()
-    context = multiprocessing.get_context("spawn")
+    context = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn")
     writers = [context.Process(target=_append_many, args=(database_url, writer, 10)) for writer in range(4)]
     for process in writers:
         process.start()

@@ -20,7 +20,7 @@ def pytest_unconfigure(config):
 """
 
 
-@pytest.mark.parametrize("history", ["none", "hist.sqlite"])
+@pytest.mark.parametrize("history", ["none", pytest.param("hist.sqlite", marks=pytest.mark.long)])  # the control: long
 def test_only_a_session_with_a_history_imports_sqlalchemy(project: pytest.Pytester, history: str) -> None:  # noqa: F811
     conftest = project.path / "conftest.py"
     conftest.write_text(conftest.read_text() + REPORT)

@@ -33,9 +33,12 @@ def spec_options() -> list[Option]:
     return [value for value in vars(spec).values() if isinstance(value, Option)] + list(PYTEST_OPTIONS)
 
 
+def _shown(path: Path) -> str:
+    return str(path.relative_to(ROOT) if path.is_relative_to(ROOT) else path)
+
+
 def _where(path: Path, node: ast.AST) -> str:
-    shown_path = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
-    return f"{shown_path}:{getattr(node, 'lineno', 0)}"
+    return f"{_shown(path)}:{getattr(node, 'lineno', 0)}"
 
 
 @functools.lru_cache(maxsize=None)
@@ -75,8 +78,9 @@ def literal_bindings(trees: Iterable[tuple[Path, ast.AST]]) -> list[tuple[set[st
     or an option's ``default=`` (bound to the option's dest); each as (the names, the literal, where)."""
     found: list[tuple[set[str], ast.expr, str]] = []
     for path, tree in trees:
+        shown = _shown(path)
         for node in ast.walk(tree):
-            where = _where(path, node)
+            where = f"{shown}:{getattr(node, 'lineno', 0)}"
             if isinstance(node, ast.AnnAssign) and node.value is not None:
                 found.append(({_target_name(node.target)}, node.value, where))
             elif isinstance(node, ast.Assign):

@@ -360,7 +360,7 @@ def pytest_configure(config):
 """
 
 
-@pytest.mark.parametrize("workers", [[], ["-n", "2"]])
+@pytest.mark.parametrize("workers", [pytest.param([], marks=pytest.mark.long), ["-n", "1"]])  # the plain one: long
 def test_a_suite_s_own_unit_tests_under_ci_on_a_machine_without_a_gpu_pass(pytester: pytest.Pytester,
                                                                              monkeypatch: pytest.MonkeyPatch,
                                                                              workers: list[str]) -> None:

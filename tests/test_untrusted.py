@@ -239,18 +239,23 @@ def test_a_baseline_key_with_an_unpaired_surrogate_is_refused(tmp_path: Path, ca
     assert "invalid Unicode character escape" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("text", ["$\\frac{a$", "\x1b[31m$x^$\n`<b>`", "=cmd|' /C calc'!A0", "\u202e$$"])
-def test_plot_draws_hostile_kernel_and_family_names(text: str, tmp_path: Path,
-                                                   capsys: pytest.CaptureFixture[str]) -> None:
+PLOT_HOSTILE = ["$\\frac{a$", "\x1b[31m$x^$\n`<b>`", "=cmd|' /C calc'!A0", "\u202e$$"]
+
+
+def test_plot_draws_hostile_kernel_and_family_names(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """One plot holds them all: each hostile text is a kernel's name and a family's, in the same figures."""
     a_doc, _ = _documents("ok")
-    for record in a_doc["records"]:
-        record["kernel"] = text
-    a_doc["records"][0]["family"] = text
+    assert len(a_doc["records"]) >= len(PLOT_HOSTILE)
+    for index, record in enumerate(a_doc["records"]):
+        record["kernel"] = PLOT_HOSTILE[index % len(PLOT_HOSTILE)]
+    for record, text in zip(a_doc["records"], PLOT_HOSTILE):
+        record["family"] = text
     (tmp_path / "a.json").write_text(json.dumps(a_doc))
     assert main(["plot", str(tmp_path / "a.json"), "--out", str(tmp_path / "plots")]) == 0
     out, err = capsys.readouterr()
     _no_controls(out + err)
     assert (tmp_path / "plots" / "roofline.png").stat().st_size > 0
+    assert len(list((tmp_path / "plots").glob("*.png"))) >= len(PLOT_HOSTILE) + 1  # a page per family, a roofline
 
 
 HOSTILE_TESTS = '''
