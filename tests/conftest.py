@@ -69,12 +69,16 @@ settings.load_profile("fast")
 
 
 @pytest.fixture(autouse=True, scope="session")
-def _child_sessions_without_hypothesis() -> Iterator[None]:
-    """Every pytest session these tests start (pytester's, xdist's workers, the tools') runs with exactly these
-    options from the environment (a developer's own PYTEST_ADDOPTS was this session's): no Hypothesis plugin,
-    whose terminal summary imports all of Hypothesis (0.4–0.8 s a session here) for sessions that use none of it."""
+def _child_sessions() -> Iterator[None]:
+    """Every pytest session and command these tests start (pytester's, xdist's workers, the tools') runs with
+    exactly these settings from the environment (a developer's own were this session's): no Hypothesis plugin,
+    whose terminal summary imports all of Hypothesis (0.4–0.8 s a session here) for sessions that use none of it,
+    and no history unless the test names one (``--history``, or ``$GPUPERF_HISTORY`` set again): the default
+    appends every run to a new SQLite file, a schema made per session (a fifth of tests/test_plugin.py's time).
+    The tests of the default history delete the variable."""
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("PYTEST_ADDOPTS", "-p no:hypothesispytest")
+        patch.setenv("GPUPERF_HISTORY", "none")
         yield
 
 

@@ -384,19 +384,20 @@ FP16_KINDS = {"wmma", "mma"}
 
 
 @pytest.mark.parametrize(("kind", "options"), GEMM_KINDS, ids=lambda x: str(x) if x else "")
-@pytest.mark.parametrize("shape", GEMM_SHAPES, ids=lambda s: "x".join(map(str, s)))
-def test_gemm_plan_writes_each_output_once(kind: str, options: dict[str, int], shape: tuple[int, int, int]) -> None:
-    m, n, k = shape
-    a, b, c = gemm_operands(m, n, k, "float16" if kind in FP16_KINDS else "float32")
-    plan = GEMM_PLANNERS[kind](a, b, c, alpha=-1.5, beta=0.75, **options)
-    assert_block_fits_kernel(plan)
-    assert_writes_each_output_once([plan], 1, m, n)
-    args = _bind(plan)
-    assert (args["M"], args["N"], args["K"]) == (m, n, k)
-    assert (args["lda"], args["ldb"], args["ldc"]) == (k, n, n)
-    assert args["A"] is a and args["B"] is b and args["C"] is c
-    assert (args["alpha"], args["beta"]) == (np.float32(-1.5), np.float32(0.75))
-    assert plan.shared_mem == kernel_shared_bytes(plan, k)
+def test_gemm_plan_writes_each_output_once(kind: str, options: dict[str, int]) -> None:
+    """Every shape of ``GEMM_SHAPES`` in one test per kernel (a failure names its shape)."""
+    for m, n, k in GEMM_SHAPES:
+        a, b, c = gemm_operands(m, n, k, "float16" if kind in FP16_KINDS else "float32")
+        plan = GEMM_PLANNERS[kind](a, b, c, alpha=-1.5, beta=0.75, **options)
+        shape = f"{m}x{n}x{k}"
+        assert_block_fits_kernel(plan)
+        assert_writes_each_output_once([plan], 1, m, n)
+        args = _bind(plan)
+        assert (args["M"], args["N"], args["K"]) == (m, n, k), shape
+        assert (args["lda"], args["ldb"], args["ldc"]) == (k, n, n), shape
+        assert args["A"] is a and args["B"] is b and args["C"] is c, shape
+        assert (args["alpha"], args["beta"]) == (np.float32(-1.5), np.float32(0.75)), shape
+        assert plan.shared_mem == kernel_shared_bytes(plan, k), shape
 
 
 @pytest.mark.parametrize(("planner", "table", "default"), [(plan_optimized, SGEMM_CONFIGS, SGEMM_DEFAULT),

@@ -109,7 +109,8 @@ def small_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
-def test_the_index_loads_from_file_without_console_errors_and_draws_every_chart(small_site: Path, page: Page) -> None:
+def test_the_index_loads_from_file_without_console_errors_draws_every_chart_and_lists_the_step_first(
+        small_site: Path, page: Page) -> None:
     page.open(small_site / "index.html")
     assert page.draw_everything() == 12
     # each small multiple is its case's picture, drawn at its size, and links to the case's page
@@ -120,6 +121,12 @@ def test_the_index_loads_from_file_without_console_errors_and_draws_every_chart(
     assert "12 case series" in page.page.inner_text("#data-range")
     # the index needs no charting library
     assert page.page.evaluate("typeof window.Plotly") == "undefined"
+    # the step is listed first as needing attention, and its link opens its case's page
+    attention = page.page.inner_text("#attention")
+    assert "change point" in attention and "-6.0 % since run 38" in attention and STEP_CASE in attention
+    page.page.locator("#attention a", has_text=STEP_CASE).first.click()
+    page.page.wait_for_function("window.trendScreenDrawn && window.trendScreenDrawn()")
+    assert STEP_CASE in page.page.title()
     assert page.errors == []
 
 
@@ -142,15 +149,6 @@ def test_the_planted_step_shows_its_change_point_and_kernel_change(small_site: P
     tooltip = page.page.locator(".hoverlayer").evaluate("node => node.textContent")
     assert "CI job gpu-nightly #" in tooltip and "commit " in tooltip
     assert page.errors == []
-
-
-def test_the_index_lists_the_step_first_as_needing_attention(small_site: Path, page: Page) -> None:
-    page.open(small_site / "index.html")
-    attention = page.page.inner_text("#attention")
-    assert "change point" in attention and "-6.0 % since run 38" in attention and STEP_CASE in attention
-    page.page.locator("#attention a", has_text=STEP_CASE).first.click()
-    page.page.wait_for_function("window.trendScreenDrawn && window.trendScreenDrawn()")
-    assert STEP_CASE in page.page.title()
 
 
 def test_a_family_filter_hides_the_other_families_and_a_screenshot_is_written(small_site: Path, page: Page,
