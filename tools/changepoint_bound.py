@@ -33,9 +33,9 @@ from __future__ import annotations
 import argparse
 import math
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
-from scipy import stats
 
 STEP = 0.03
 RUNS_AFTER = 3
@@ -44,13 +44,21 @@ TARGET = 0.95
 NOISES = (0.005, 0.01, 0.015, 0.02)
 
 
+def _stats() -> Any:
+    """SciPy's distributions, imported on first use: half a second that importing this module (a test's
+    collection) need not pay."""
+    from scipy import stats
+
+    return stats
+
+
 def power_bound(step: float, sigma: float, runs: int = RUNS_AFTER, false_rate: float = FALSE_RATE) -> float:
     """The power of the one-sided Neyman-Pearson test of a drop of ``step`` (relative) in the mean of ``runs``
     runs of Gaussian noise ``sigma``, level and noise known, at the false-alarm rate ``false_rate``."""
     if step <= 0 or sigma <= 0 or runs < 1 or not 0 < false_rate < 1:
         raise ValueError("step and sigma must be > 0, runs ≥ 1 and the false rate in (0, 1)")
-    z_alpha = float(stats.norm.isf(false_rate))
-    return float(stats.norm.cdf(step / sigma * math.sqrt(runs) - z_alpha))
+    z_alpha = float(_stats().norm.isf(false_rate))
+    return float(_stats().norm.cdf(step / sigma * math.sqrt(runs) - z_alpha))
 
 
 def change_point_bound(step: float, sigma: float, runs: int = RUNS_AFTER, false_rate: float = FALSE_RATE) -> float:
@@ -69,13 +77,13 @@ def t_test_bound(step: float, sigma: float, before: int, runs: int = RUNS_AFTER,
     power_bound(step, sigma, runs, false_rate)  # the same checks of the arguments
     df = before - 1
     shift = step / sigma / math.sqrt(1 / runs + 1 / before)
-    return float(stats.nct.sf(stats.t.isf(false_rate, df), df, shift))
+    return float(_stats().nct.sf(_stats().t.isf(false_rate, df), df, shift))
 
 
 def noise_limit(step: float = STEP, runs: int = RUNS_AFTER, false_rate: float = FALSE_RATE,
                 power: float = TARGET) -> float:
     """The noise σ above which ``power_bound`` is below ``power``."""
-    return step * math.sqrt(runs) / float(stats.norm.isf(false_rate) + stats.norm.isf(1 - power))
+    return step * math.sqrt(runs) / float(_stats().norm.isf(false_rate) + _stats().norm.isf(1 - power))
 
 
 def simulated_power(step: float, sigma: float, trials: int, seed: int, runs: int = RUNS_AFTER,
@@ -83,7 +91,7 @@ def simulated_power(step: float, sigma: float, trials: int, seed: int, runs: int
     """``(power, false-alarm rate)`` of that test on ``trials`` seeded draws of ``runs`` runs after a step of
     ``step`` and as many without one."""
     rng = np.random.default_rng(seed)
-    threshold = 1.0 - float(stats.norm.isf(false_rate)) * sigma / math.sqrt(runs)
+    threshold = 1.0 - float(_stats().norm.isf(false_rate)) * sigma / math.sqrt(runs)
     stepped = (1.0 - step) + sigma * rng.standard_normal((trials, runs))
     flat = 1.0 + sigma * rng.standard_normal((trials, runs))
     return float(np.mean(stepped.mean(axis=1) < threshold)), float(np.mean(flat.mean(axis=1) < threshold))
@@ -95,7 +103,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args(argv)
     print(f"a {100 * STEP:.0f} % step, {RUNS_AFTER} runs after it, ≤ {1000 * FALSE_RATE:g} false alarm per 1,000 runs "
-          f"(z_α = {stats.norm.isf(FALSE_RATE):.3f}); {args.trials} simulated trials")
+          f"(z_α = {_stats().norm.isf(FALSE_RATE):.3f}); {args.trials} simulated trials")
     print("| noise σ | bound Φ(step/σ·√3 − z_α) | simulated | simulated false-alarm rate | t-test, 30 / 100 runs "
           "before | change-point bound Φ(step/σ·√3 − z_3α) |")
     print("| --- | --- | --- | --- | --- | --- |")
