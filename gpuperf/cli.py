@@ -266,8 +266,9 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"gpuperf {package_version()}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     named = argv[0] if argv and argv[0] in {name for name, _, _ in COMMANDS} else None
+    version_only = list(argv or ())[:1] == ["--version"]  # answered before any command is parsed
     for name, module, function in COMMANDS:
-        if named in (None, name):
+        if named in (None, name) and not version_only:
             add_command: Callable[[Any], None] = getattr(importlib.import_module(module), function)
             add_command(commands)
     return parser

@@ -38,6 +38,16 @@ def test_history_changes_imports_no_other_command(tmp_path: Path) -> None:
     assert "gpuperf.cli_history" in modules and not set(OTHER_COMMANDS) & set(modules)
 
 
+def test_the_version_imports_no_command(tmp_path: Path) -> None:
+    code = ("import json, sys\nfrom gpuperf.cli import main\ntry:\n    main(['--version'])\nexcept SystemExit as exc:\n"
+            "    print(json.dumps([exc.code, sorted(sys.modules)]))")
+    done = _fresh(code)
+    exit_code, modules = json.loads(done.stdout.splitlines()[-1])
+    assert exit_code == 0 and done.stdout.startswith("gpuperf ")
+    assert not {"gpuperf.cli_compare", "gpuperf.cli_history", *OTHER_COMMANDS} & set(modules)
+    assert "sqlalchemy" not in modules and "pytest" not in modules
+
+
 def test_every_error_main_prints_is_named_where_it_is_defined() -> None:
     for module, name in ERRORS:
         error = getattr(importlib.import_module(module), name)
