@@ -3,7 +3,8 @@
 Each tree of the repository is a small suite: ``perf_tests/test_fake.py`` uses the real ``perf`` fixture (so its
 checks take the A/B rounds exactly as on a GPU), and its ``conftest.py`` replaces the ``gpu`` and ``measure``
 fixtures with a fake device and a timer whose seconds per call come from ``speed.json`` of the tree, with 0.1 %
-noise. Commits: the base; a head whose GEMM is 5 % slower (its GEMV's kernel renamed, same speed); a head with a
+noise. The plugin comes from the installed package's entry point, as in a user's repository (no conftest names
+it). Commits: the base; a head whose GEMM is 5 % slower (its GEMV's kernel renamed, same speed); a head with a
 test the base lacks; a head whose side crashes in its first measurement.
 """
 
@@ -43,7 +44,6 @@ from gpuperf.measure.peaks import device_peaks
 from gpuperf.wiring.fixtures import Measurer
 from gpuperf.wiring.plugin import POOL
 
-pytest_plugins = ["gpuperf.wiring.plugin"]
 
 FIELDS = dict(index=0, name="Fake GPU", slug="fake-gpu", cc=(9, 0), compute_capability="9.0", sm_count=132,
               sm_clock_max_mhz=1980, mem_clock_mhz=3201, bus_width_bits=6016, l2_bytes=60 * 2**20,
