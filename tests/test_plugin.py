@@ -335,7 +335,7 @@ def test_xdist_workers_merge_records_and_baseline_updates(project: pytest.Pytest
     assert result.ret == pytest.ExitCode.OK
     result.stdout.fnmatch_lines(["*gpuperf: 2 cases: 2 pass*", "*GPU 0 (fake-gpu): 2 of 2 baselined cases measured*"])
     project.makepyfile(test_perf=TESTS.replace("def test_gemm(", "def test_matmul("))
-    stale = run(project, "-n", "2", "--gate", "--missing-baseline=pass")  # the workers' collections reach it
+    stale = run(project, "-n", "1", "--gate", "--missing-baseline=pass")  # a worker's collection reaches it
     assert stale.ret == pytest.ExitCode.TESTS_FAILED
     stale.stdout.fnmatch_lines(["*GATE FAILED: 1 stale baseline entry*"])
 
