@@ -14,7 +14,9 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from gpuperf.measure.kernel_records import SAME_KERNELS
-from gpuperf.untrusted import markdown_code, markdown_text, table_cell, terminal
+from gpuperf.output import table
+from gpuperf.output.table import Column
+from gpuperf.untrusted import markdown_text, terminal
 from gpuperf.verdict.paired import Verdict
 
 #: ``ab.json``'s format version.
@@ -50,18 +52,36 @@ class AbRow:
         return "same" if self.kernels == SAME_KERNELS else self.kernels
 
 
-def _figure(value: float | None) -> str:
-    return f"{value:.4g}" if value is not None else "—"
-
-
 def _delta(row: AbRow) -> str:
-    return f"{row.delta_pct:+.2f} %" if row.delta_pct is not None else "—"
+    return f"{row.delta_pct:+.2f} %" if row.delta_pct is not None else table.MISSING
 
 
 def _interval(row: AbRow) -> str:
     if row.low_pct is None or row.high_pct is None:
-        return "—"
+        return table.MISSING
     return f"[{row.low_pct:+.2f}, {row.high_pct:+.2f}] %"
+
+
+def _status_markdown(row: AbRow) -> str:
+    return f"**{row.status}**" if row.status != Verdict.SAME else row.status
+
+
+#: The A/B table's columns, in both renderings (``table.render_text`` and ``table.render_markdown``). Δ and its
+#: interval keep two decimals: the rule's threshold is 2 %, finer than the gate's bands.
+COLUMNS: tuple[Column[AbRow], ...] = (
+    Column("case", "left", lambda r: r.case, lambda r: table.code_span(r.case)),
+    Column("base", "right", lambda r: table.format_number(r.base)),
+    Column("head", "right", lambda r: table.format_number(r.head)),
+    Column("unit", "left", lambda r: r.unit),
+    Column("Δ", "right", _delta),
+    Column("95 % interval", "left", _interval, _interval),  # numbers of its own: no Markdown to escape
+    Column("rounds", "right", lambda r: str(r.rounds)),
+    Column("kernels", "left", lambda r: r.kernel_cell),
+    Column("status", "left", lambda r: r.status, _status_markdown),
+)
+NOTE = Column[AbRow]("note", "left", lambda r: r.note)
+#: In a terminal, case ids and kernel names are cut to these widths.
+TERMINAL_WIDTHS = {"case": 70, "kernels": 60}
 
 
 def ordered(rows: Sequence[AbRow]) -> list[AbRow]:
@@ -71,29 +91,18 @@ def ordered(rows: Sequence[AbRow]) -> list[AbRow]:
 
 
 def terminal_table(rows: Sequence[AbRow]) -> str:
-    header = ("case", "base", "head", "unit", "Δ", "95 % interval", "rounds", "kernels", "status")
-    lines = [header] + [(terminal(row.case, 70), _figure(row.base), _figure(row.head), row.unit, _delta(row),
-                         _interval(row), str(row.rounds), terminal(row.kernel_cell, 60), row.status)
-                        for row in ordered(rows)]
-    widths = [max(len(line[column]) for line in lines) for column in range(len(header))]
-    text = ["  ".join(cell.ljust(width) for cell, width in zip(line, widths)).rstrip() for line in lines]
+    """The table, then the note of each case that is not SAME."""
+    columns = [column.clipped(TERMINAL_WIDTHS[column.title]) if column.title in TERMINAL_WIDTHS else column
+               for column in COLUMNS]
     notes = [f"  {row.status} {terminal(row.case, 70)}: {terminal(row.note, 300)}" for row in ordered(rows)
              if row.note and row.status != Verdict.SAME]
-    return "\n".join(text + notes)
+    return "\n".join([table.render_text(columns, ordered(rows)), *notes])
 
 
 def summary_markdown(rows: Sequence[AbRow], heading: str, verdict_line: str) -> str:
     """``summary.md``: the verdict, then the table (Δ is the head's throughput against the base's)."""
-    lines = [f"## {markdown_text(heading)}", "", markdown_text(verdict_line), "",
-             "| case | base | head | unit | Δ | 95 % interval | rounds | kernels | status | note |",
-             "|---|---:|---:|---|---:|---|---:|---|---|---|"]
-    for row in ordered(rows):
-        cells = (table_cell(markdown_code(row.case)), _figure(row.base), _figure(row.head),
-                 table_cell(markdown_text(row.unit)), _delta(row), _interval(row), str(row.rounds),
-                 table_cell(markdown_text(row.kernel_cell)), f"**{row.status}**" if row.status != Verdict.SAME
-                 else row.status, table_cell(markdown_text(row.note)))
-        lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines) + "\n"
+    return "\n".join([f"## {markdown_text(heading)}", "", markdown_text(verdict_line), "",
+                      table.render_markdown([*COLUMNS, NOTE], ordered(rows))]) + "\n"
 
 
 def ab_json_text(header: dict[str, Any], rows: Sequence[AbRow]) -> str:
