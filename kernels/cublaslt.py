@@ -271,21 +271,26 @@ class LtMatmul:
             waves=float(entry.waves_count),
         )
 
-    def _check_operands(self, a: Any, b: Any, c: Any) -> None:
-        want = {"A": (a, (self.m, self.k)), "B": (b, (self.k, self.n)), "C": (c, (self.m, self.n))}
-        for name, (array, shape) in want.items():
-            if tuple(array.shape) != shape or array.dtype != self.path.dtype:
-                raise ValueError(f"operand {name} is {tuple(array.shape)} {array.dtype}, expected {shape} "
-                                 f"{self.path.dtype} for {self!r}; make it with kernels.operands.random_operand")
-            if not array.flags.c_contiguous:
-                raise ValueError(f"operand {name} must be C-contiguous (row-major, tightly packed): "
-                                 f"pass cupy.ascontiguousarray({name.lower()})")
+    def _check_operand(self, name: str, array: Any, shape: tuple[int, int], dtype: str, maker: str,
+                       layout: str = "row-major, tightly packed") -> None:
+        """An operand of the shape, dtype and layout this call was planned for, or a ``ValueError`` naming the
+        operand and ``maker``, the function that makes one."""
+        if tuple(array.shape) != shape or str(array.dtype) != dtype:
+            raise ValueError(f"operand {name} is {tuple(array.shape)} {array.dtype}, expected {shape} {dtype} for "
+                             f"{self!r}; make it with {maker}")
+        if not array.flags.c_contiguous:
+            raise ValueError(f"operand {name} must be C-contiguous ({layout}): pass "
+                             f"cupy.ascontiguousarray({name.lower()})")
+
+    def _check_rank(self, rank: int) -> None:
+        if not 0 <= rank < len(self.candidates):
+            raise IndexError(f"candidate {rank} out of range: {self!r} has ranks 0..{len(self.candidates) - 1}")
 
     def run(self, rank: int, a: Any, b: Any, c: Any) -> None:
         """Enqueue ``C = A·B`` with candidate ``rank`` on CuPy's current stream (no synchronisation)."""
-        if not 0 <= rank < len(self.candidates):
-            raise IndexError(f"candidate {rank} out of range: {self!r} has ranks 0..{len(self.candidates) - 1}")
-        self._check_operands(a, b, c)
+        self._check_rank(rank)
+        for name, array, shape in (("A", a, (self.m, self.k)), ("B", b, (self.k, self.n)), ("C", c, (self.m, self.n))):
+            self._check_operand(name, array, shape, self.path.dtype, "kernels.operands.random_operand")
         self._enqueue(rank, b.data.ptr, a.data.ptr, c.data.ptr, c.data.ptr)
 
     def _enqueue(self, rank: int, lt_a: int, lt_b: int, lt_c: int, lt_d: int) -> None:

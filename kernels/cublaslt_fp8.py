@@ -108,17 +108,12 @@ class LtFp8Matmul(LtMatmul):
         handles["layout_d"] = lt.matrix_layout_create(out_type, call.m, call.n, call.ldc)
 
     def _check(self, name: str, array: Any, shape: tuple[int, int], dtype: str) -> None:
-        if tuple(array.shape) != shape or str(array.dtype) != dtype:
-            raise ValueError(f"operand {name} is {tuple(array.shape)} {array.dtype}, expected {shape} {dtype} for "
-                             f"{self!r}; make it with kernels.operands.random_fp8 / fp8_output")
-        if not array.flags.c_contiguous:
-            raise ValueError(f"operand {name} must be C-contiguous (row-major, K-contiguous): pass "
-                             f"cupy.ascontiguousarray({name.lower()})")
+        self._check_operand(name, array, shape, dtype, "kernels.operands.random_fp8 / fp8_output",
+                            "row-major, K-contiguous")
 
     def run(self, rank: int, a: Fp8Operand, w: Fp8Operand, out: Fp8Output) -> None:
         """Enqueue ``out = A·Wᵀ`` (scaled) with candidate ``rank`` on CuPy's current stream (no synchronisation)."""
-        if not 0 <= rank < len(self.candidates):
-            raise IndexError(f"candidate {rank} out of range: {self!r} has ranks 0..{len(self.candidates) - 1}")
+        self._check_rank(rank)
         recipe = self.recipe
         self._check("A", a.data, (self.m, self.k), "uint8")
         self._check("W", w.data, (self.n, self.k), "uint8")
