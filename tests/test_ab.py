@@ -24,6 +24,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from gitrepos import commit, git
+from test_plugin import FAKE_DEVICE
 from gpuperf.ab_schedule import BASE, HEAD, Schedule
 from gpuperf.history.database import History, sqlite_url
 from gpuperf.store.records import Record
@@ -34,42 +35,14 @@ ROOT = Path(__file__).resolve().parent.parent
 CONFTEST = '''
 import json, os, random, time
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 
 from gpuperf.measure.kernel_records import Kernel
 from gpuperf.measure.measurement import Measurement
-from gpuperf.measure.peaks import device_peaks
 from gpuperf.wiring.fixtures import Measurer
-from gpuperf.wiring.plugin import POOL
-
-
-FIELDS = dict(index=0, name="Fake GPU", slug="fake-gpu", cc=(9, 0), compute_capability="9.0", sm_count=132,
-              sm_clock_max_mhz=1980, mem_clock_mhz=3201, bus_width_bits=6016, l2_bytes=60 * 2**20,
-              pci_bus_id="0:1:0.0", driver="580.159.04", cuda_runtime="13.0", cublas="13.1.0", cupy="14.2.0",
-              missing=())
-INFO = SimpleNamespace(**FIELDS, to_dict=lambda: dict(FIELDS))
-GPU = SimpleNamespace(index=0, info=INFO, peaks=device_peaks(INFO), device=None, nvml=None)
+''' + FAKE_DEVICE + '''
 ROOT = Path(__file__).parent
-
-
-class FakePool:
-    def devices(self):
-        return [(0, INFO.name)]
-
-    def describe(self, index, isolated=False):
-        return {**INFO.to_dict(), "peaks": GPU.peaks.to_dict(), "kernel_timer": "synthetic"}
-
-
-@pytest.hookimpl(trylast=True)
-def pytest_configure(config):
-    config.stash[POOL] = FakePool()
-
-
-@pytest.fixture
-def gpu():
-    return GPU
 
 
 class SyntheticTimer:

@@ -13,20 +13,16 @@ import yaml
 
 pytest_plugins = ["pytester"]
 
-CONFTEST = '''
-import json
+#: A synthetic GPU for a test project's conftest: what the start-up device query and the ``gpu`` fixture see
+#: (the driver version from ``driver.txt`` when the project has one). Measurement is each conftest's own.
+FAKE_DEVICE = '''
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 
-from gpuperf.wiring.fixtures import Measurer
-from gpuperf.measure.kernel_records import Kernel
-from gpuperf.measure.measurement import Measurement, UnmeasurableCall
 from gpuperf.measure.peaks import device_peaks
 from gpuperf.wiring.plugin import POOL
-
-pytest_plugins = ["gpuperf.wiring.plugin"]
 
 FIELDS = dict(
     index=0, name="Fake GPU", slug="fake-gpu", cc=(9, 0), compute_capability="9.0", sm_count=132,
@@ -58,7 +54,20 @@ def pytest_configure(config):
 @pytest.fixture
 def gpu():
     return GPU
+'''
 
+CONFTEST = '''
+import json
+from pathlib import Path
+
+import pytest
+
+from gpuperf.wiring.fixtures import Measurer
+from gpuperf.measure.kernel_records import Kernel
+from gpuperf.measure.measurement import Measurement, UnmeasurableCall
+
+pytest_plugins = ["gpuperf.wiring.plugin"]
+''' + FAKE_DEVICE + '''
 
 class SyntheticTimer:
     """Seconds per call come from timings.json: a name, or a list consumed one measurement at a time."""
