@@ -14,9 +14,8 @@ out=${1:?usage: tools/ab_demo.sh OUT_DIR SLOWDOWN [pytest selection ...]}
 slowdown=${2:?usage: tools/ab_demo.sh OUT_DIR SLOWDOWN [pytest selection ...]}
 shift 2
 root=$(cd "$(dirname "$0")/.." && pwd)
-mkdir -p "$out"
-exec > >(tee -a "$out/ab.log") 2>&1
 source "$root/tools/device_env.sh"
+log_to "$out" ab.log
 
 step "install"
 device_env "$root" || exit 1

@@ -12,9 +12,8 @@ set -uo pipefail
 out=${1:?usage: tools/fp8_device.sh OUT_DIR [pytest selection ...]}
 shift
 root=$(cd "$(dirname "$0")/.." && pwd)
-mkdir -p "$out"
-exec > >(tee -a "$out/fp8.log") 2>&1
 source "$root/tools/device_env.sh"
+log_to "$out" fp8.log
 
 step "install"
 device_env "$root" || exit 1
