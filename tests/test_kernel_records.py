@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from gpuperf.measure.kernel_records import (FLUSH_KERNEL, HOLD_KERNEL, Kernel, KernelActivity, call_kernels,
@@ -164,3 +166,82 @@ def test_the_profiling_command_targets_the_call_s_longest_kernel() -> None:
                               "--launch-skip 1 --launch-count 1 --set full ")
     assert command.endswith("'perf_tests/test_gemm.py::test_gemm_perf[fp32-nn-4096x4096x4096]' -p no:cacheprovider")
     assert ncu_command([], "x") == ""
+
+
+# --- names of every form (the committed corpus of real symbols: tests/test_kernel_names.py) ------------------
+
+LAYER_NORM = ("void at::native::(anonymous namespace)::vectorized_layer_norm_kernel<c10::Half, float>(int, float, "
+              "c10::Half const*, c10::Half const*, c10::Half const*, float*, float*, c10::Half*)")
+GELU = ("void at::native::vectorized_elementwise_kernel<4, at::native::(anonymous namespace)::gelu_kernel_impl("
+        "at::TensorIteratorBase&)::{lambda()#1}::operator()() const::{lambda(float)#1}, std::array<char*, 2ul> >(int, "
+        "at::native::(anonymous namespace)::gelu_kernel_impl(at::TensorIteratorBase&)::{lambda()#1}::operator()() "
+        "const::{lambda(float)#1}, std::array<char*, 2ul>)")
+
+
+@pytest.mark.parametrize(("symbol", "name"), [
+    (LAYER_NORM, "vectorized_layer_norm_kernel"),  # an anonymous namespace's parentheses are no parameter list
+    (GELU, "vectorized_elementwise_kernel"),  # lambdas and operator() inside template arguments
+    ("void (anonymous namespace)::softmax_warp_forward<float, float, float, 10, false, false>(float*, float const*, "
+     "int, int, int, bool const*, int, bool)", "softmax_warp_forward"),
+    ("void at::native::elementwise_kernel<128, 2, at::native::gpu_kernel_impl_nocast<at::native::BinaryFunctor<"
+     "float, float, float, at::native::MulFunctor<float> > >(at::TensorIteratorBase&, at::native::BinaryFunctor<"
+     "float, float, float, at::native::MulFunctor<float> > const&)::{lambda(int)#1}>(int, {lambda(int)#1})",
+     "elementwise_kernel"),
+    ("void cub::CUB_200200_900_NS::DeviceRadixSortOnesweepKernel<cub::CUB_200200_900_NS::DeviceRadixSortPolicy<"
+     "long, long, int>::Policy900, false, long>(int*, int*, long*)", "DeviceRadixSortOnesweepKernel"),
+    ("void f<(int)3>(int (*)(float))", "f"),  # a function type among the parameters
+    ("void x::y<z>::kernel<float>(float*)", "y::kernel"),  # a generic name keeps its (template) scope's name
+    ("void a::operator<<(int)", "operator<<"),  # an operator's brackets are part of its name
+    ("triton_poi_fused_add_gelu_0", "triton_poi_fused_add_gelu_0"),  # extern "C": Triton, Inductor
+    ("", "<unnamed kernel>"),  # a record with no name: a stable placeholder, never ''
+    ("  ", "<unnamed kernel>"),
+])
+def test_short_names_of_every_form(symbol: str, name: str) -> None:
+    assert short_name(symbol) == name
+
+
+def test_two_symbols_that_share_a_short_name_are_two_kernels() -> None:
+    add = GELU.replace("gelu_kernel_impl", "add_kernel_impl")
+    assert short_name(add) == short_name(GELU)
+    calls = [[activity(GELU, 0, 10)], [activity(GELU, 20, 30)]]
+    other = [[activity(add, 0, 10)], [activity(add, 20, 30)]]
+    recorded, measured = call_kernels(calls), call_kernels(other)
+    assert recorded[0].symbol != measured[0].symbol
+    change = describe_change(recorded, measured)
+    assert change.startswith("kernel changed: vectorized_elementwise_kernel symbol ") and "another symbol" in change
+    assert describe_change(recorded, call_kernels(calls)) == "same kernels"
+    assert Kernel.from_dict(recorded[0].to_dict()) == recorded[0]
+
+
+def test_a_kernel_without_its_symbol_digest_is_compared_by_the_rest() -> None:
+    """An entry recorded before the suite kept symbol digests: nothing to compare, no change claimed."""
+    measured = call_kernels([[activity(GELU, 0, 10)]])
+    old = Kernel.from_dict({k: v for k, v in measured[0].to_dict().items() if k != "symbol"})
+    assert describe_change((old,), measured) == "same kernels"
+    with pytest.raises(ValueError, match="symbol must be 12 hex digits"):
+        Kernel.from_dict({**measured[0].to_dict(), "symbol": "xyz"})
+
+
+def test_a_changed_config_is_named_with_the_code_change(tmp_path: Path) -> None:
+    """A Triton kernel's compile options come from its cache group's metadata file; a change of code says whether
+    the configuration (and the launch) changed with it."""
+    from gpuperf.measure.launchers import triton_config
+
+    metadata = tmp_path / "k.json"
+    metadata.write_text('{"num_warps": 8, "num_stages": 1, "num_ctas": 1, "maxnreg": null, "shared": 0}')
+    assert triton_config({"k.json": str(metadata), "k.cubin": "x"}) == "num_warps=8 num_stages=1 num_ctas=1"
+    assert triton_config({"__grp__k.json": str(metadata)}) == "" and triton_config(None) == ""
+    before = Kernel("triton_poi_fused_add_gelu_0", (262144, 1, 1), (128, 1, 1), code="65ddfd67e7ad",
+                    config="num_warps=4 num_stages=1")
+    after = Kernel("triton_poi_fused_add_gelu_0", (65536, 1, 1), (256, 1, 1), code="cd9b810deff6",
+                   config="num_warps=8 num_stages=1")
+    assert describe_change((before,), (after,)) == (
+        "kernel changed: triton_poi_fused_add_gelu_0 code 65ddfd67e7ad → cd9b810deff6 (same name, other code: "
+        "config num_warps=4 num_stages=1 → num_warps=8 num_stages=1; grid 262144x1x1 → 65536x1x1; "
+        "block 128x1x1 → 256x1x1)")
+    same = Kernel(after.name, before.grid, before.block, code="cd9b810deff6", config=before.config)
+    assert describe_change((before,), (same,)).endswith(
+        "(same name, other code: same config num_warps=4 num_stages=1: its source or constants changed)")
+    assert Kernel.from_dict(after.to_dict()) == after
+    with pytest.raises(ValueError, match="config must be one printable line"):
+        Kernel.from_dict({**after.to_dict(), "config": "a\nb"})

@@ -13,8 +13,10 @@ def gelu_bias_scale(x: torch.Tensor, bias: torch.Tensor, scale: float) -> torch.
     return F.gelu(x + bias, approximate=GELU_APPROXIMATION) * scale
 
 
-#: One compiled function for every size (``dynamic=True``: no recompilation per shape).
-fused_gelu = torch.compile(gelu_bias_scale, dynamic=True)
+#: Compiled for each size it is called with (``dynamic=False``), so Inductor autotunes the kernel of the gated size at
+#: that size. One kernel for every size (``dynamic=True``) is autotuned at the first size called, a correctness
+#: test's, whatever runs later (docs/framework-kernels.md: what that did on fresh machines).
+fused_gelu = torch.compile(gelu_bias_scale, dynamic=False)
 
 
 class MlpBlock:

@@ -75,7 +75,7 @@ class KernelTracer:
 
 def _activity(record: Any) -> KernelActivity:
     return KernelActivity(
-        symbol=str(record.name), start_ns=int(record.start), end_ns=int(record.end),
+        symbol=str(record.name or ""), start_ns=int(record.start), end_ns=int(record.end),
         grid=(int(record.grid_x), int(record.grid_y), int(record.grid_z)),
         block=(int(record.block_x), int(record.block_y), int(record.block_z)),
         cluster=(int(record.cluster_x), int(record.cluster_y), int(record.cluster_z)),

@@ -16,9 +16,6 @@ PYTEST_DONT_REWRITE
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
-import functools
 import hashlib
 import math
 import re
@@ -29,6 +26,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from gpuperf.measure.kernel_names import SYMBOL_DIGEST_LENGTH
+from gpuperf.measure.kernel_names import UNNAMED_KERNEL as UNNAMED_KERNEL
+from gpuperf.measure.kernel_names import demangle as demangle
+from gpuperf.measure.kernel_names import short_name as short_name
+from gpuperf.measure.kernel_names import symbol_digest
 #: Kernels the measurement loop launches around the measured calls (timing.py's sources): never part of a call.
 FLUSH_KERNEL = "gpuperf_flush"
 HOLD_KERNEL = "gpuperf_hold"
@@ -39,6 +41,7 @@ Dim3 = tuple[int, int, int]
 SAME_KERNELS = "same kernels"
 CODE_DIGEST_LENGTH = 12
 _CODE_DIGEST = re.compile(f"[0-9a-f]{{{CODE_DIGEST_LENGTH}}}")
+_SYMBOL_DIGEST = re.compile(f"[0-9a-f]{{{SYMBOL_DIGEST_LENGTH}}}")
 
 #: Kernel name → digest of the code last launched under that name (``note_code``). A launcher of the suite's own
 #: kernels notes it at every launch, so the digest read after a measurement is the one of the build it ran.
@@ -57,6 +60,18 @@ def note_code(name: str, digest: str) -> None:
 
 def launched_code(name: str) -> str:
     return _LAUNCHED_CODE.get(name, "")
+
+
+#: Code digest → the configuration its compiler was given (``note_config``): a Triton kernel's launch options.
+_CONFIGS: dict[str, str] = {}
+#: The longest configuration text kept: options, not source.
+CONFIG_LENGTH = 200
+
+
+def note_config(digest: str, config: str) -> None:
+    """Record the configuration the code of ``digest`` was compiled with (``num_warps=4 num_stages=1``), so a
+    kernel's identity shows it and a change of code says whether the configuration changed with it."""
+    _CONFIGS[digest] = " ".join(config.split())[:CONFIG_LENGTH]
 
 
 @dataclass(frozen=True)
@@ -96,6 +111,13 @@ class Kernel:
     #: A digest of the code the suite compiled for it (source and defines: ``note_code``); empty for a library's
     #: kernel. Part of the identity: an edited kernel that keeps its name is another kernel.
     code: str = ""
+    #: A digest of its whole symbol (``kernel_names.symbol_digest``): two kernels that share a short name
+    #: (``vectorized_elementwise_kernel<4, AddFunctor…>`` and ``<4, MulFunctor…>``) differ here. Empty where unknown
+    #: (an entry recorded before the suite kept it).
+    symbol: str = ""
+    #: The configuration its code was compiled with, where the launcher says (a Triton autotuner's choice:
+    #: ``num_warps=4 num_stages=1``); empty where unknown.
+    config: str = ""
 
     @property
     def pattern(self) -> str:
@@ -123,6 +145,10 @@ class Kernel:
             data["median_us"] = float(f"{self.median_us:.4g}")
         if self.code:
             data["code"] = self.code
+        if self.symbol:
+            data["symbol"] = self.symbol
+        if self.config:
+            data["config"] = self.config
         return data
 
     @classmethod
@@ -137,10 +163,18 @@ class Kernel:
         code = data.get("code", "")
         if not isinstance(code, str) or not _CODE_DIGEST.fullmatch(code or "0" * CODE_DIGEST_LENGTH):
             raise ValueError(f"kernel {data['name']!r}: code must be {CODE_DIGEST_LENGTH} hex digits, got {code!r}")
+        symbol = data.get("symbol", "")
+        if not isinstance(symbol, str) or not _SYMBOL_DIGEST.fullmatch(symbol or "0" * SYMBOL_DIGEST_LENGTH):
+            raise ValueError(f"kernel {data['name']!r}: symbol must be {SYMBOL_DIGEST_LENGTH} hex digits, got "
+                             f"{symbol!r}")
+        config = data.get("config", "")
+        if not isinstance(config, str) or len(config) > CONFIG_LENGTH or not config.isprintable():
+            raise ValueError(f"kernel {data['name']!r}: config must be one printable line of at most "
+                             f"{CONFIG_LENGTH} characters, got {config!r}")
         return cls(name=data["name"], grid=_dim3(data, "grid", 1), block=_dim3(data, "block", 1),
                    cluster=_dim3(data, "cluster", 0), registers=_count(data, "registers"),
                    shared_memory=_count(data, "shared_memory"),
-                   median_us=None if median is None else float(median), code=code)
+                   median_us=None if median is None else float(median), code=code, symbol=symbol, config=config)
 
 
 def _finite(number: float) -> bool:
@@ -168,96 +202,7 @@ def _count(data: Mapping[str, Any], key: str) -> int:
     return value
 
 
-# --- names ------------------------------------------------------------------------------------------------
-
-
-@functools.cache
-def _cxa_demangle() -> Any:
-    name = ctypes.util.find_library("stdc++") or "libstdc++.so.6"
-    try:
-        function = ctypes.CDLL(name).__cxa_demangle
-    except (OSError, AttributeError):
-        return None
-    function.restype = ctypes.c_void_p
-    function.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_void_p, ctypes.POINTER(ctypes.c_int)]
-    return function
-
-
-@functools.cache
-def demangle(symbol: str) -> str:
-    """The C++ name of a mangled symbol (libstdc++'s demangler); an ``extern "C"`` name comes back as it is."""
-    function = _cxa_demangle()
-    if function is None or not symbol.startswith("_Z"):
-        return symbol
-    status = ctypes.c_int()
-    pointer = function(symbol.encode(), None, None, ctypes.byref(status))
-    if status.value != 0 or not pointer:
-        return symbol
-    try:
-        return ctypes.string_at(pointer).decode(errors="replace")
-    finally:
-        ctypes.CDLL(None).free(ctypes.c_void_p(pointer))
-
-
-#: Kernel names that say nothing alone: CUTLASS's ``Kernel2<Operator>`` is named by what it wraps, cuBLAS's
-#: ``gemvx::kernel<float, …>`` by its namespace.
-_GENERIC_WRAPPERS = frozenset({"Kernel", "Kernel2", "kernel", "device_kernel"})
-_BUILTIN_TYPE = re.compile(r"^(?:unsigned |signed )?(?:bool|char|short|int|long|float|double|__half|half|"
-                           r"__nv_bfloat16|[0-9].*)$")
-
-
-def _split_top(text: str, opening: str, closing: str) -> tuple[str, str]:
-    """``text`` up to its first top-level ``opening`` bracket, and what that bracket holds."""
-    depth = 0
-    for index, char in enumerate(text):
-        if char == opening and depth == 0:
-            end, depth_inner = index + 1, 1
-            while end < len(text) and depth_inner:
-                depth_inner += {opening: 1, closing: -1}.get(text[end], 0)
-                end += 1
-            return text[:index], text[index + 1:end - 1]
-        depth += {"<": 1, ">": -1, "(": 1, ")": -1}.get(char, 0)
-    return text, ""
-
-
-@functools.cache
-def short_name(symbol: str) -> str:
-    """A kernel's name as an engineer says it: demangled, without return type, parameters or namespaces, and
-    without template arguments, except the first one of a generic wrapper (``cutlass::Kernel2<cutlass_80_simt_
-    sgemm_128x32_8x5_nn_align1>`` → ``Kernel2<cutlass_80_simt_sgemm_128x32_8x5_nn_align1>``)."""
-    name = demangle(symbol)
-    if name == symbol and symbol.startswith("_Z"):
-        return symbol  # not demangled: better whole than cut at a guess
-    head, _ = _split_top(name, "(", ")")
-    qualified, template = _split_top(_without_return_type(head), "<", ">")
-    scopes = [scope.strip() for scope in qualified.split("::")]
-    base = scopes[-1]
-    if base not in _GENERIC_WRAPPERS:
-        return base
-    first = _first_argument(template).split("::")[-1].strip() if template else ""
-    if first and not _BUILTIN_TYPE.match(first):
-        return f"{base}<{first}>"
-    return "::".join(scopes[-2:])
-
-
-def _without_return_type(head: str) -> str:
-    """``std::enable_if<…, void>::type internal::gemvx::kernel<…>`` → ``internal::gemvx::kernel<…>``: what
-    follows the last space outside any brackets."""
-    depth, cut = 0, 0
-    for index, char in enumerate(head):
-        depth += {"<": 1, ">": -1, "(": 1, ")": -1}.get(char, 0)
-        if char == " " and depth == 0:
-            cut = index + 1
-    return head[cut:]
-
-
-def _first_argument(template: str) -> str:
-    depth = 0
-    for index, char in enumerate(template):
-        depth += {"<": 1, ">": -1, "(": 1, ")": -1}.get(char, 0)
-        if char == "," and depth == 0:
-            return template[:index]
-    return template
+# --- names: kernel_names.py (re-exported, the suite's modules take them here) -------------------------------
 
 
 # --- calls -------------------------------------------------------------------------------------------------
@@ -286,7 +231,7 @@ def span_s(call: Sequence[KernelActivity]) -> float:
 
 
 def _signature(call: Sequence[KernelActivity]) -> tuple[tuple[str, Dim3, Dim3, Dim3], ...]:
-    return tuple((a.name, a.grid, a.block, a.cluster) for a in call)
+    return tuple((a.symbol, a.grid, a.block, a.cluster) for a in call)
 
 
 def typical_call(calls: Sequence[Sequence[KernelActivity]]) -> list[Sequence[KernelActivity]]:
@@ -310,10 +255,11 @@ def call_kernels(calls: Sequence[Sequence[KernelActivity]],
     kernels = []
     for position, first in enumerate(typical[0]):
         durations = [call[position].duration_s for call in typical]
+        code = launched_code(first.name) or codes.get(first.name, "")
         kernels.append(Kernel(name=first.name, grid=first.grid, block=first.block, cluster=first.cluster,
                               registers=first.registers, shared_memory=first.shared_memory,
-                              median_us=statistics.median(durations) * 1e6,
-                              code=launched_code(first.name) or codes.get(first.name, "")))
+                              median_us=statistics.median(durations) * 1e6, code=code,
+                              symbol=symbol_digest(first.symbol), config=_CONFIGS.get(code, "") if code else ""))
     return tuple(kernels)
 
 
@@ -335,10 +281,14 @@ def describe_change(recorded: Sequence[Kernel], measured: Sequence[Kernel]) -> s
         return ""
     if [k.name for k in recorded] != [k.name for k in measured]:
         return f"kernel changed: {_names(recorded)} → {_names(measured)}"
-    edited = [f"{before.name} code {before.code} → {after.code}" for before, after in zip(recorded, measured)
+    edited = [_code_change(before, after) for before, after in zip(recorded, measured)
               if before.code and after.code and before.code != after.code]
     if edited:
-        return f"kernel changed: {', '.join(edited)} (same name, other code)"
+        return f"kernel changed: {', '.join(edited)}"
+    others = [f"{before.name} symbol {before.symbol} → {after.symbol}" for before, after in zip(recorded, measured)
+              if before.symbol and after.symbol and before.symbol != after.symbol]
+    if others:
+        return f"kernel changed: {', '.join(others)} (same short name, another symbol: other template arguments)"
     launches = []
     for before, after in zip(recorded, measured):
         for what, old, new in (("grid", before.grid, after.grid), ("block", before.block, after.block),
@@ -346,6 +296,20 @@ def describe_change(recorded: Sequence[Kernel], measured: Sequence[Kernel]) -> s
             if old != new:
                 launches.append(f"{before.name} {what} {_dims(old)} → {_dims(new)}")
     return SAME_KERNELS + (f"; launch changed: {', '.join(launches)}" if launches else "")
+
+
+def _code_change(before: Kernel, after: Kernel) -> str:
+    """``name code A → B (same name, other code: config X → Y; grid …)``: which part of the compiled kernel changed,
+    as far as the records tell (the launcher's configuration, the launch), else its source or constants."""
+    parts = []
+    if before.config and after.config and before.config != after.config:
+        parts.append(f"config {before.config} → {after.config}")
+    parts += [f"{what} {_dims(old)} → {_dims(new)}" for what, old, new in
+              (("grid", before.grid, after.grid), ("block", before.block, after.block)) if old != new]
+    if not parts and before.config and before.config == after.config:
+        parts.append(f"same config {before.config}: its source or constants changed")
+    detail = f": {'; '.join(parts)}" if parts else ""
+    return f"{before.name} code {before.code} → {after.code} (same name, other code{detail})"
 
 
 def kernel_change(recorded: Sequence[Kernel], measured: Sequence[Kernel]) -> str:

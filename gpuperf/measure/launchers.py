@@ -32,7 +32,7 @@ import types
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, ContextManager
 
-from gpuperf.measure.kernel_records import code_digest, short_name
+from gpuperf.measure.kernel_records import code_digest, note_config, short_name
 
 #: How deep the search for CuPy kernels follows references from the callable (fn → helper → its globals).
 SEARCH_DEPTH = 3
@@ -67,6 +67,9 @@ class _TritonWatch:
     def on_load(self, module: Any, function: Any, name: Any, metadata_group: Any, hash: Any) -> None:
         with self.lock:
             self.loaded[int(function)] = (str(name), str(hash))
+        config = triton_config(metadata_group)
+        if config:
+            note_config(_triton_digest(str(hash)), config)
 
     def on_launch(self, metadata: Any) -> None:
         if not self.recording:
@@ -89,6 +92,31 @@ class _TritonWatch:
                     name, hash_ = self.loaded[function]
                     codes[name] = _triton_digest(hash_)
             return codes
+
+
+#: The compile options of a Triton kernel that make its configuration (an autotuner chooses among them, with the
+#: block sizes, which the kernel's grid shows).
+TRITON_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg")
+
+
+def triton_config(metadata_group: Any) -> str:
+    """``num_warps=4 num_stages=1`` from the metadata file of a loaded Triton kernel (its cache group maps file
+    names to paths; the ``.json`` one holds the compile options); empty when there is none to read."""
+    import json
+
+    if not isinstance(metadata_group, dict):
+        return ""
+    for file_name, path in metadata_group.items():
+        if str(file_name).endswith(".json") and not str(file_name).startswith("__grp__"):
+            try:
+                with open(path, encoding="utf-8") as handle:
+                    metadata = json.load(handle)
+            except (OSError, ValueError):
+                return ""
+            if not isinstance(metadata, dict):
+                return ""
+            return " ".join(f"{key}={metadata[key]}" for key in TRITON_OPTIONS if metadata.get(key) is not None)
+    return ""
 
 
 def _triton_digest(hash_: str) -> str:
