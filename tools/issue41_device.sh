@@ -60,6 +60,16 @@ sweep)
     ;;
 trace)
     project=$root/tools/opinfo_project
+    if [ -n "${OPINFO_AFTER:-}" ]; then
+        step "the OpInfo sweep, from the operator after $OPINFO_AFTER on"
+        mkdir -p /tmp/sweep2
+        (cd "$project" && timeout -s INT 240 python3 -m pytest -p no:cacheprovider perf_tests/test_opinfo.py \
+            --results-dir /tmp/sweep2 --history none --junitxml /tmp/sweep2/junit.xml --case-timeout 1 -q \
+            > /tmp/sweep2/pytest.log 2>&1; echo $? > /tmp/sweep2/rc)
+        tail -5 /tmp/sweep2/pytest.log
+        cp /tmp/sweep2/*/results.json /tmp/sweep2/results.json
+        tar -C /tmp/sweep2 -czf "$out/sweep2.tar.gz" junit.xml results.json rc pytest.log
+    fi
     step "ten operators at gated sizes, then traced by torch.profiler"
     (cd "$project" && python3 -m pytest -p no:cacheprovider perf_tests/test_operators.py --results-dir /tmp/ops \
         --history none -q; echo "exit $?")
