@@ -84,8 +84,10 @@ gate)
     (cd "$example" && rm -rf results && python3 -m pytest -p no:cacheprovider --gate --results-dir results \
         --history none -q; echo "exit $?")
     cp "$example"/results/*/results.json "$out/example-gate-results.json"
-    step "the GELU compile probe"
-    python3 "$root/tools/gelu_compile_probe.py" --repeat 1 | tee "$out/gelu-probe.md"
+    if [ "${PROBE:-1}" = 1 ]; then
+        step "the GELU compile probe"
+        python3 "$root/tools/gelu_compile_probe.py" --repeat 1 | tee "$out/gelu-probe.md"
+    fi
     ;;
 esac
 step "done"
