@@ -121,10 +121,11 @@ def assert_contained(result: pytest.RunResult, records: dict[str, Record], lines
 
 def test_a_failure_at_each_stage_of_a_case_is_its_error_row_and_the_session_goes_on(
         pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
-    faults = ("check", "nan", "export", "note", "attach", "kernel", "collect", "table", "results")
+    faults = ("check", "nan", "export", "note", "verdict", "attach", "kernel", "collect", "table", "results")
     project = faults_project(pytester, monkeypatch, *faults)
     raising_for(monkeypatch, gpuperf.wiring.fixtures, "case_record", "check",
                 lambda case, *_: case.case_id == fault_id("check"))
+    raising_for(monkeypatch, gpuperf.wiring.fixtures, "outcome", "verdict", about("verdict"))
     raising_for(monkeypatch, gpuperf.wiring.session.SessionState, "add", "collect", about("collect"))
     monkeypatch.setattr(gpuperf.wiring.plugin, "_benchmark_exporter", lambda request: exporter)  # --benchmark-json's
     raising_for(monkeypatch, gpuperf.output.report, "format_table", "table", about("table"))
@@ -136,6 +137,7 @@ def test_a_failure_at_each_stage_of_a_case_is_its_error_row_and_the_session_goes
         fault_id("nan"): f"{Stage.CHECK}: sample times must be positive and finite; {DEFECT}",
         fault_id("export"): f"{Stage.EXPORT}: RuntimeError: injected into exporter; {DEFECT}",
         fault_id("note"): f"{Stage.NOTE}: TypeError: ",
+        fault_id("verdict"): f"{Stage.VERDICT}: RuntimeError: injected into outcome; {DEFECT}",
         fault_id("attach"): f"{Stage.CARRY}: record['extra']['handle'] is a object, which is not JSON data: pass "
                             "perf.attach only JSON data",
         fault_id("kernel"): f"{Stage.READ_BACK}: a kernel needs a non-empty name, got {{'name': '', 'grid': [16384",

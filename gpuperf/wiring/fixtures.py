@@ -19,7 +19,7 @@ from datetime import datetime, timezone
 from typing import Any, ContextManager, Protocol
 
 from gpuperf.verdict.check import CaseIdentity, case_record, context_for, ratio_record, unmeasurable_record
-from gpuperf.verdict.gate import Context, confirm, needs_confirmation, outcome, with_profile_hint
+from gpuperf.verdict.gate import Context, confirm, failure_line, needs_confirmation, outcome, with_profile_hint
 from gpuperf.measure.device import GpuContext, NoGpuError, list_devices, query_device
 from gpuperf.measure.measurement import Measurement, UnmeasurableCall
 from gpuperf.measure.metrics import Work
@@ -29,6 +29,7 @@ from gpuperf.store.records import Record, RunInfo
 from gpuperf.vocabulary import Metric
 from gpuperf.wiring.case_ids import case_id_of as case_id_of  # re-exported: the plugin and lifecycle take it here
 from gpuperf.wiring.containment import Stage, contained, failed
+from gpuperf.wiring.containment import carried as carried_record
 from gpuperf.wiring.session import SessionState
 from gpuperf.wiring.session_options import Options
 
@@ -333,9 +334,35 @@ class Perf:
         self.records[-1] = record
         return record
 
-    def outcome(self) -> tuple[str, str]:
-        """``("fail" | "skip" | "pass", message)`` for the test, by the session's policies."""
-        return outcome(self.records, self.state.options.policy)
+    def carried(self) -> tuple[list[dict[str, Any]], list[str]]:
+        """The records as the test's report carries them to the session (``containment.carried``), and the line of
+        each that could not be carried and is its ``ERROR`` row instead."""
+        carried, errors = [], []
+        for index, record in enumerate(self.records):
+            try:  # a record the verdict cannot read is its ERROR row, not the test's traceback
+                outcome([record], self.state.options.policy)
+            except Exception as exc:
+                if not contained(exc):
+                    raise
+                record = self.records[index] = failed(record, Stage.VERDICT, exc)  # outcome() fails the test
+            data, line = carried_record(record)
+            carried.append(data)
+            if line:
+                errors.append(failure_line(Record.from_dict(data)))
+        return carried, errors
+
+    def outcome(self, errors: Sequence[str] = ()) -> tuple[str, str]:
+        """``("fail" | "skip" | "pass", message)`` for the test, by the session's policies; a test whose records
+        could not be carried (``errors``, their lines) or judged fails with their lines."""
+        try:
+            verdict, message = outcome(self.records, self.state.options.policy)
+        except Exception as exc:
+            if not contained(exc):
+                raise
+            verdict, message = "fail", failure_line(failed(vars(self.case), Stage.VERDICT, exc))
+        if errors:
+            verdict, message = "fail", "\n".join([*([message] if verdict == "fail" else []), *errors])
+        return verdict, message
 
 
 def _metric_of(measurement: Any) -> str:

@@ -265,10 +265,6 @@ def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
         return (yield)
     from gpuperf.measure.measurement import UnmeasurableCall
 
-    from gpuperf.store.records import Record
-    from gpuperf.verdict.gate import failure_line
-    from gpuperf.wiring.containment import Stage, carried, contained, error_record, failure_line as stage_line
-
     checker = item.stash.get(PERF, None)
     errors: list[str] = []  # the lines of records that could not be carried: the test fails with them
     try:
@@ -280,24 +276,12 @@ def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
         result = None
     finally:
         if checker is not None:
-            for record in checker.records:
-                data, line = carried(record)
-                item.user_properties.append((RECORD_PROPERTY, data))
-                if line:
-                    errors.append(failure_line(Record.from_dict(data)))
+            records, errors = checker.carried()
+            item.user_properties += [(RECORD_PROPERTY, record) for record in records]
             if checker.run is not None and checker.records:
                 item.user_properties.append((RUN_PROPERTY, checker.run.to_dict()))
     if checker is not None:
-        try:
-            verdict, message = checker.outcome()
-        except Exception as exc:
-            if not contained(exc):
-                raise
-            line = stage_line(Stage.VERDICT, exc)
-            item.user_properties.append((RECORD_PROPERTY, error_record(vars(checker.case), line).to_dict()))
-            verdict, message = "fail", failure_line(error_record(vars(checker.case), line))
-        if errors:
-            verdict, message = "fail", "\n".join([*([message] if verdict == "fail" else []), *errors])
+        verdict, message = checker.outcome(errors)
         if verdict == "fail":
             pytest.fail(message, pytrace=False)
         if verdict == "skip":
