@@ -240,7 +240,7 @@ class Perf:
         except Exception as exc:
             if not contained(exc):
                 raise
-            return self._keep(failed(self.case.__dict__ | {"metric": _metric_of(measurement)}, Stage.CHECK, exc))
+            return self._keep(failed(vars(self.case) | {"metric": _metric_of(measurement)}, Stage.CHECK, exc))
         record = self._keep(record)
         if self.exporter is not None:
             try:
@@ -273,7 +273,7 @@ class Perf:
         except Exception as exc:
             if not contained(exc):
                 raise
-            identity = self.case.__dict__ | {"case_id": f"{self.case.case_id}#{name}", "metric": Metric.RATIO}
+            identity = vars(self.case) | {"case_id": f"{self.case.case_id}#{name}", "metric": Metric.RATIO}
             return self._keep(failed(identity, Stage.CHECK, exc))
         return self._keep(record)
 

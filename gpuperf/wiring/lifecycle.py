@@ -200,6 +200,8 @@ class SessionHooks:
                 record = containment.failed(record, containment.Stage.COLLECT, exc)
                 line = record.note
                 self.state.records.append(record)
+                if run is not None:
+                    self.state.run_infos.setdefault(run.gpu_slug, run)
             if line:
                 errors.append(failure_line(record))
         if errors and not report.failed:

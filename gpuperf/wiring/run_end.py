@@ -6,8 +6,8 @@ PYTEST_DONT_REWRITE
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
 from collections.abc import Callable
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
