@@ -24,7 +24,8 @@ from gpuperf.output.trend_summary import SummaryHistory
 from gpuperf.store.atomic import write_atomically
 from gpuperf.store.baseline import BaselineFile, Entry, load_baseline, versions_of
 from gpuperf.store.records import Record, RunInfo
-from gpuperf.store.results import RESULTS_JSON, ResultsError, load_run, results_json_text, write_results
+from gpuperf.store.results import (RESULTS_JSON, ResultsError, load_run, results_csv_text, results_json_text,
+                                   write_results)
 from gpuperf.verdict.check import entry_from_record
 from gpuperf.verdict.gate import FLAGGED, valid_figure
 from gpuperf.output.diff import MULTI_GPU
@@ -95,6 +96,14 @@ def write_run(directory: Path, run: RunInfo, records: Sequence[Record],
     if step is not None:
         write_summary_markdown(_fit_step_summary(text, run, records, directory, history), directory)
     return RunFiles(directory, json_path, csv_path, summary_path, step, results_text)
+
+
+def run_texts(run: RunInfo, records: Sequence[Record], directory: Path | None = None,
+              history: SummaryHistory | None = None) -> tuple[str, str, str]:
+    """What ``write_run`` writes, made but not written: ``results.json``'s, ``results.csv``'s and ``summary.md``'s
+    text (so a session can try a record in them before it counts on writing it)."""
+    return (results_json_text(run, records), results_csv_text(records, run),
+            summary_markdown(run, records, results_dir=directory, history=history))
 
 
 def write_summary_markdown(text: str, directory: Path, environ: Mapping[str, str] | None = None) -> Path:

@@ -315,6 +315,14 @@ def write_checked(path: Path, text: str) -> None:
     write_atomically(path, text)
 
 
+def check_entry(path: Path, case_id: str, entry: Entry) -> None:
+    """``BaselineError`` where ``entry`` of ``case_id``, as the file at ``path`` would hold it, is one its loader
+    would refuse (``parse_entry``): checked before a record is counted on as an entry, so that one bad record
+    never keeps a baseline's other entries from being written."""
+    stored = yaml.safe_load(yaml.safe_dump(_as_stored(entry).to_yaml(), allow_unicode=True))
+    parse_entry(path, case_id, stored)
+
+
 def versions_of(fields: Mapping[str, Any]) -> dict[str, str]:
     """The versions (``VERSION_KEYS``) that a baseline header or a run's fields hold, as text: the one place
     a run's software is read, for the version-change banner, ``compare`` and the fleet's one-stack rule."""

@@ -26,6 +26,7 @@ from typing import Any
 import pytest
 
 from gpuperf.store.records import Record
+from gpuperf.wiring.containment import carried
 from gpuperf.wiring.stash import AB_SOCKET_ENV
 
 SOCKET_ENV = AB_SOCKET_ENV  # ab.py sets it in each side; its one home is stash.py, where the plugin checks it
@@ -77,13 +78,14 @@ class Turns:
 
     def rounds(self, test: str, first: Record, again: Callable[[], Record]) -> int:
         """Report ``first`` (a checked figure of ``test``) and measure again (``again``) while the coordinator
-        asks for another round; the number of rounds this side measured."""
+        asks for another round; the number of rounds this side measured. A record that cannot be carried reaches
+        the coordinator as its ``ERROR`` row (``containment.carried``)."""
         occurrence = self._keys.get(first.case_id, 0)
         self._keys[first.case_id] = occurrence + 1
         key = first.case_id if occurrence == 0 else f"{first.case_id}@{occurrence + 1}"
         record, measured = first, 1
         try:
-            while self._ask({"kind": ROUND, "test": test, "key": key, "record": record.to_dict()}) == AGAIN:
+            while self._ask({"kind": ROUND, "test": test, "key": key, "record": carried(record)[0]}) == AGAIN:
                 record, measured = again(), measured + 1
         except TurnError as exc:
             pytest.exit(f"gpuperf ab: {exc}", returncode=pytest.ExitCode.INTERRUPTED)

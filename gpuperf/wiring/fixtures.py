@@ -19,14 +19,17 @@ from datetime import datetime, timezone
 from typing import Any, ContextManager, Protocol
 
 from gpuperf.verdict.check import CaseIdentity, case_record, context_for, ratio_record, unmeasurable_record
-from gpuperf.verdict.gate import Context, confirm, needs_confirmation, outcome, with_profile_hint
+from gpuperf.verdict.gate import Context, confirm, failure_line, needs_confirmation, outcome, with_profile_hint
 from gpuperf.measure.device import GpuContext, NoGpuError, list_devices, query_device
 from gpuperf.measure.measurement import Measurement, UnmeasurableCall
 from gpuperf.measure.metrics import Work
 from gpuperf.measure.rotation import relocated
 from gpuperf.measure.peaks import device_peaks
 from gpuperf.store.records import Record, RunInfo
+from gpuperf.vocabulary import Metric
 from gpuperf.wiring.case_ids import case_id_of as case_id_of  # re-exported: the plugin and lifecycle take it here
+from gpuperf.wiring.containment import Stage, contained, failed
+from gpuperf.wiring.containment import carried as carried_record
 from gpuperf.wiring.session import SessionState
 from gpuperf.wiring.session_options import Options
 
@@ -227,7 +230,28 @@ class Perf:
         return context_for(case, self.state.options.update, self.version_changes)
 
     def check(self, measurement: Measurement) -> Record:
-        """Gate one measurement; a regression or a too-noisy result is measured again before it stands."""
+        """Gate one measurement; a regression or a too-noisy result is measured again before it stands. Whatever
+        fails in the checking (a figure or kernel record of an unexpected form) is this case's ``ERROR`` row with one
+        line (``containment``), never the end of the test or the session."""
+        try:
+            record = self._checked(measurement)
+        except UnmeasurableCall:
+            raise
+        except Exception as exc:
+            if not contained(exc):
+                raise
+            return self._keep(failed(vars(self.case) | {"metric": _metric_of(measurement)}, Stage.CHECK, exc))
+        record = self._keep(record)
+        if self.exporter is not None:
+            try:
+                self.exporter(measurement, record)
+            except Exception as exc:
+                if not contained(exc):
+                    raise
+                record = self._replace_last(failed(record, Stage.EXPORT, exc))
+        return record
+
+    def _checked(self, measurement: Measurement) -> Record:
         entry = self.state.entry(self.case.gpu, self.case.case_id)
         gate, context = self.state.options.gate, self._context(self.case)
         record = case_record(self.case, measurement, self.peaks, entry, gate, context)
@@ -237,13 +261,23 @@ class Perf:
         elif needs_confirmation(record):
             again = case_record(self.case, self.measure.again(measurement), self.peaks, entry, gate, context)
             record = confirm(record, again)
-        record = self._keep(record)
-        if self.exporter is not None:
-            self.exporter(measurement, record)
         return record
 
     def check_ratio(self, numerator: Measurement, denominator: Measurement, name: str = "vs_cublas") -> Record:
-        """Gate ``numerator ÷ denominator`` as the entry ``<case id>#<name>``, confirmed like ``check``."""
+        """Gate ``numerator ÷ denominator`` as the entry ``<case id>#<name>``, confirmed like ``check`` (and contained
+        like it: a failure is the ratio's ``ERROR`` row)."""
+        try:
+            record = self._checked_ratio(numerator, denominator, name)
+        except UnmeasurableCall:
+            raise
+        except Exception as exc:
+            if not contained(exc):
+                raise
+            identity = vars(self.case) | {"case_id": f"{self.case.case_id}#{name}", "metric": Metric.RATIO}
+            return self._keep(failed(identity, Stage.CHECK, exc))
+        return self._keep(record)
+
+    def _checked_ratio(self, numerator: Measurement, denominator: Measurement, name: str) -> Record:
         ratio_case = replace(self.case, case_id=f"{self.case.case_id}#{name}")
         entry = self.state.entry(self.case.gpu, ratio_case.case_id)
         gate, context = self.state.options.gate, self._context(self.case)
@@ -256,7 +290,7 @@ class Perf:
             again = ratio_record(self.case, self.measure.again(numerator), self.measure.again(denominator), name,
                                  entry, gate, context, self.peaks)
             record = confirm(record, again)
-        return self._keep(record)
+        return record
 
     def unmeasurable(self, error: UnmeasurableCall) -> Record:
         """Keep the ``ERROR`` row of a call that could not be measured, with the error's one line as its note."""
@@ -266,13 +300,22 @@ class Perf:
     def note(self, text: str) -> None:
         """Add ``text`` to the note of every row this test produced (and will produce)."""
         self.notes.append(text)
-        self.records = [self._with_notes(r) for r in self._unnoted]
+        self.records = [self._noted(r) for r in self._unnoted]
 
     def attach(self, **facts: Any) -> None:
         """Add ``facts`` (JSON-able values) to the ``extra`` of every row this test produced (and will produce):
         data a report reads, where a note is only for people."""
         self.facts.update(facts)
-        self.records = [self._with_notes(r) for r in self._unnoted]
+        self.records = [self._noted(r) for r in self._unnoted]
+
+    def _noted(self, record: Record) -> Record:
+        """``record`` with the notes and facts, or its ``ERROR`` row where they cannot be added to it."""
+        try:
+            return self._with_notes(record)
+        except Exception as exc:
+            if not contained(exc):
+                raise
+            return failed(record, Stage.NOTE, exc)
 
     def _with_notes(self, record: Record) -> Record:
         noted = replace(record, note="; ".join(n for n in (record.note, *self.notes) if n),
@@ -281,10 +324,48 @@ class Perf:
 
     def _keep(self, record: Record) -> Record:
         self._unnoted.append(record)
-        record = self._with_notes(record)
+        record = self._noted(record)
         self.records.append(record)
         return record
 
-    def outcome(self) -> tuple[str, str]:
-        """``("fail" | "skip" | "pass", message)`` for the test, by the session's policies."""
-        return outcome(self.records, self.state.options.policy)
+    def _replace_last(self, record: Record) -> Record:
+        """The last kept record replaced by ``record`` (its ``ERROR`` row, after a later stage failed)."""
+        self._unnoted[-1] = record
+        self.records[-1] = record
+        return record
+
+    def carried(self) -> tuple[list[dict[str, Any]], list[str]]:
+        """The records as the test's report carries them to the session (``containment.carried``), and the line of
+        each that could not be carried and is its ``ERROR`` row instead."""
+        carried, errors = [], []
+        for index, record in enumerate(self.records):
+            try:  # a record the verdict cannot read is its ERROR row, not the test's traceback
+                outcome([record], self.state.options.policy)
+            except Exception as exc:
+                if not contained(exc):
+                    raise
+                record = self.records[index] = failed(record, Stage.VERDICT, exc)  # outcome() fails the test
+            data, line = carried_record(record)
+            carried.append(data)
+            if line:
+                errors.append(failure_line(Record.from_dict(data)))
+        return carried, errors
+
+    def outcome(self, errors: Sequence[str] = ()) -> tuple[str, str]:
+        """``("fail" | "skip" | "pass", message)`` for the test, by the session's policies; a test whose records
+        could not be carried (``errors``, their lines) or judged fails with their lines."""
+        try:
+            verdict, message = outcome(self.records, self.state.options.policy)
+        except Exception as exc:
+            if not contained(exc):
+                raise
+            verdict, message = "fail", failure_line(failed(vars(self.case), Stage.VERDICT, exc))
+        if errors:
+            verdict, message = "fail", "\n".join([*([message] if verdict == "fail" else []), *errors])
+        return verdict, message
+
+
+def _metric_of(measurement: Any) -> str:
+    """The metric a measurement was to give, for the ``ERROR`` row of one that could not be checked."""
+    metric = getattr(getattr(measurement, "work", None), "metric", "")
+    return metric if isinstance(metric, str) else ""

@@ -18,6 +18,7 @@ from gpuperf.measure.device import NoGpuError
 from gpuperf.store.baseline import BaselineError
 from gpuperf.store.records import Record, RunInfo
 from gpuperf.verdict.accounting import CollectedTests, SelectedCase
+from gpuperf.wiring import containment
 from gpuperf.wiring.fixtures import case_id_of, run_info_from
 from gpuperf.wiring.arming import is_worker, keeps_baselines
 from gpuperf.wiring.run_end import RunEnd
@@ -159,20 +160,73 @@ class SessionHooks:
 
     # -- running --------------------------------------------------------------------------------------------
 
+    @pytest.hookimpl(tryfirst=True)  # before the terminal and the session count it: a record that fails fails it
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         """Collect records from every test report (on the controller, from xdist workers too), and what each
-        selected perf test's phases said, for the accounting."""
+        selected perf test's phases said, for the accounting. A record that cannot be read back, shown, written or
+        recorded is its case's ``ERROR`` row, and the test fails with its line (``containment``): nothing a test
+        reported ends the session."""
         properties = [(name, cast(dict[str, Any], value)) for name, value in report.user_properties]
         case = next((value for name, value in properties if name == CASE_PROPERTY), None)
+        if report.when == "call":
+            self._collect(report, properties, case)
         if case is not None:
             self.state.observe(SelectedCase(report.nodeid, case["case_id"], int(case["gpu_index"]),
                                             _problem(report)))
-        if report.when != "call":
-            return
-        run = next((RunInfo.from_dict(value) for name, value in properties if name == RUN_PROPERTY), None)
+
+    def _collect(self, report: pytest.TestReport, properties: list[tuple[str, dict[str, Any]]],
+                 case: dict[str, Any] | None) -> None:
+        from gpuperf.verdict.gate import failure_line
+
+        run = None
+        try:
+            run = next((RunInfo.from_dict(value) for name, value in properties if name == RUN_PROPERTY), None)
+        except Exception as exc:  # the records are still collected (a run header comes with every other test)
+            if not containment.contained(exc):
+                raise
+        fallback = {"nodeid": report.nodeid, **(case or {})}
+        errors = []
         for name, value in properties:
-            if name == RECORD_PROPERTY:
-                self.state.add(Record.from_dict(value), run, test_failed=report.failed)
+            if name != RECORD_PROPERTY:
+                continue
+            record, line = containment.read_back(value, fallback)
+            if not line:
+                record, line = self._screened(record, run)
+            try:
+                self.state.add(record, run, test_failed=report.failed)
+            except Exception as exc:
+                if not containment.contained(exc):
+                    raise
+                record = containment.failed(record, containment.Stage.COLLECT, exc)
+                line = record.note
+                self.state.records.append(record)
+                if run is not None:
+                    self.state.run_infos.setdefault(run.gpu_slug, run)
+            if line:
+                errors.append(failure_line(record))
+        if errors and not report.failed:
+            report.outcome = "failed"
+            report.longrepr = "\n".join(errors)
+
+    def _screened(self, record: Record, run: RunInfo | None) -> tuple[Record, str]:
+        """``record``, or its ``ERROR`` row and the line why, where the table, the results files, the history or
+        (with ``--update-baselines``) its baseline entry would refuse it."""
+        stages: list[tuple[str, containment.Probe]] = [(containment.Stage.TABLE, containment.table_probe)]
+        if run is not None:
+            stages.append((containment.Stage.RESULTS, containment.results_probe(run)))
+            if self.end.history_url is not None:
+                stages.append((containment.Stage.HISTORY, containment.history_probe(run)))
+        if self.state.options.update:
+            stages.append((containment.Stage.BASELINE, containment.entry_probe(self.state.options.baseline_dir)))
+        for stage, probe in stages:
+            try:
+                probe([record])
+            except Exception as exc:
+                if not containment.contained(exc):
+                    raise
+                error = containment.failed(record, stage, exc)
+                return error, error.note
+        return record, ""
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: Any, error: Any) -> None:

@@ -266,6 +266,7 @@ def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
     from gpuperf.measure.measurement import UnmeasurableCall
 
     checker = item.stash.get(PERF, None)
+    errors: list[str] = []  # the lines of records that could not be carried: the test fails with them
     try:
         result = yield
     except UnmeasurableCall as exc:
@@ -275,12 +276,12 @@ def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
         result = None
     finally:
         if checker is not None:
-            for record in checker.records:
-                item.user_properties.append((RECORD_PROPERTY, record.to_dict()))
+            records, errors = checker.carried()
+            item.user_properties += [(RECORD_PROPERTY, record) for record in records]
             if checker.run is not None and checker.records:
                 item.user_properties.append((RUN_PROPERTY, checker.run.to_dict()))
     if checker is not None:
-        verdict, message = checker.outcome()
+        verdict, message = checker.outcome(errors)
         if verdict == "fail":
             pytest.fail(message, pytrace=False)
         if verdict == "skip":

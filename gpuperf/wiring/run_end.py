@@ -6,6 +6,7 @@ PYTEST_DONT_REWRITE
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ from gpuperf.store.baseline import BaselineError, baseline_path, update_baseline
 from gpuperf.verdict.accounting import CollectedTests, account, merge_collected, stale_entries
 from gpuperf.verdict.check import baseline_header
 from gpuperf.verdict.accounting import run_failures
+from gpuperf.wiring import containment
 from gpuperf.wiring.stash import COLLECTED, STATE
 
 
@@ -33,19 +35,71 @@ class RunEnd:
         self.history_lines: list[str] = []
         self.history_failures: list[str] = []
         self.results_failures: list[str] = []  # why the results files were not written
+        #: The cases a stage of the run's end could not take, made ERROR rows there (``containment``), one line each.
+        self.case_errors: list[str] = []
+        self.table_lines: list[str] = []  # the end-of-session table and its counts
+
+    def _contained(self, stage: str, probe: containment.Probe, attempt: Callable[[], None],
+                   expected: tuple[type[Exception], ...] = ()) -> str:
+        """``attempt()``; where it fails, the records ``probe`` refuses become their ``ERROR`` rows and it is tried
+        once more without them. ``""``, or why the stage failed as a whole: an ``expected`` error's own line, any
+        other's with the stage named."""
+        try:
+            attempt()
+            return ""
+        except Exception as exc:
+            if not containment.contained(exc):
+                raise
+            first = exc
+        try:
+            self.state.records, lines = containment.screened(self.state.records, stage, probe)
+        except Exception as exc:
+            if not containment.contained(exc):
+                raise
+            lines = []
+        if lines:
+            self.case_errors += lines
+            try:
+                attempt()
+                return ""
+            except Exception as exc:
+                if not containment.contained(exc):
+                    raise
+                first = exc
+        return str(first) if isinstance(first, expected) else containment.failure_line(stage, first)
 
     def finish(self, session: pytest.Session, collected: list[CollectedTests], skipped_files: dict[str, str]) -> None:
         """Write the baseline updates and the results files, account for the evidence and append the run to the
         history; a run that lacks evidence, or whose files could not be written, fails."""
         origin = self._provenance()
+        self._table()  # first: a record the table cannot show is neither recorded nor written
         self._write_updates()
         self._account(collected, skipped_files)
         run = self._run(origin)
         self._write_results(run)
         self._append_history(run, origin)
-        failed = self.failures or self.update_failures or self.history_failures or self.results_failures
+        if self.case_errors:
+            self._table()  # again: the stages after it made ERROR rows
+        failed = (self.failures or self.update_failures or self.history_failures or self.results_failures
+                  or self.case_errors)
         if failed and session.exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+    def _table(self) -> None:
+        """The end-of-session table's lines, made here so that a record it cannot show fails the run."""
+        if not self.state.records:
+            return
+        from gpuperf.output import report
+
+        def make() -> None:
+            records = self.state.records
+            self.table_lines = [report.format_table(records),
+                                f"gpuperf: {len(records)} cases: {report.status_counts(records)}",
+                                *report.kernel_change_lines(records)]
+
+        failure = self._contained(containment.Stage.TABLE, containment.table_probe, make)
+        if failure:
+            self.table_lines = [f"gpuperf: TABLE NOT SHOWN: {failure}"]
 
     def _write_updates(self) -> None:
         state = self.state
@@ -53,13 +107,26 @@ class RunEnd:
         if not state.options.update:
             return
         recorded = datetime.now(timezone.utc).isoformat(timespec="seconds")
-        for gpu_slug, entries in state.updates().items():
-            header = baseline_header(state.run_infos[gpu_slug], state.records, recorded)
+        probe = containment.entry_probe(state.options.baseline_dir)
+        updates: dict[str, Any] = {}
+
+        def entries() -> None:
+            updates.clear()
+            updates.update(state.updates())
+
+        failure = self._contained(containment.Stage.BASELINE, probe, entries)
+        if failure:
+            self.update_failures.append(failure)
+        for gpu_slug in list(updates):
             path = baseline_path(state.options.baseline_dir, gpu_slug)
-            try:
-                state.changes[str(path)] = update_baseline(path, header, entries)
-            except BaselineError as exc:
-                self.update_failures.append(str(exc))
+
+            def write() -> None:  # a bad record is never written: the file is re-made without it
+                header = baseline_header(state.run_infos[gpu_slug], state.records, recorded)
+                state.changes[str(path)] = update_baseline(path, header, state.updates().get(gpu_slug, {}))
+
+            failure = self._contained(containment.Stage.BASELINE, probe, write, (BaselineError,))
+            if failure:
+                self.update_failures.append(failure)
         state.forget_baselines()  # account against the files as written
 
     def _run(self, origin: Any) -> Any:
@@ -88,12 +155,13 @@ class RunEnd:
 
             summary_history = read_recent(self.history_url, run, state.records,
                                           Path(self.config.rootpath) / DEFAULT_SITE)
-        try:
+        def write() -> None:  # what its own reader would refuse is not written
             files = results.write_run(directory, run, state.records, history=summary_history)
-        except ResultsError as exc:  # what its own reader would refuse is not written
-            self.results_failures.append(str(exc))
-            return
-        self.results_dir, self.results_text = files.directory, files.results_text
+            self.results_dir, self.results_text = files.directory, files.results_text
+
+        failure = self._contained(containment.Stage.RESULTS, containment.results_probe(run), write, (ResultsError,))
+        if failure:
+            self.results_failures.append(failure)
 
     def _provenance(self) -> Any:
         """Where this run's figures came from (``None`` when it has none), taken before baselines are rewritten."""
@@ -116,11 +184,17 @@ class RunEnd:
         from gpuperf.wiring import history_append
 
         source = str(self.results_dir / "results.json") if self.results_dir is not None else "pytest session"
-        try:
-            self.history_lines.append(history_append.append_run(self.history_url, run, self.state.records, source,
-                                                                self.results_text))
-        except history_append.HistoryError as exc:
-            self.history_failures.append(str(exc))
+        url = self.history_url
+        written = self.results_text
+
+        def append() -> None:
+            text = written if written is not None and not self.case_errors else None  # the file's, unless changed
+            self.history_lines.append(history_append.append_run(url, run, self.state.records, source, text))
+
+        failure = self._contained(containment.Stage.HISTORY, containment.history_probe(run), append,
+                                  (history_append.HistoryError,))
+        if failure:
+            self.history_failures.append(failure)
 
     def _account(self, workers: list[CollectedTests], skipped_files: dict[str, str]) -> None:
         state = self.state
@@ -143,16 +217,13 @@ class RunEnd:
         """The end-of-session section: the table, the counts, the accounting, what was written and why a file
         was not, and why gate mode failed the run; empty when the run measured and wrote nothing."""
         state = self.state
-        if not (state.records or state.accounts or state.stale or state.changes or self.results_dir is not None
-                or self.history_lines or self.history_failures or self.update_failures or self.failures):
+        if not (state.records or self.table_lines or state.accounts or state.stale or state.changes
+                or self.results_dir is not None or self.history_lines or self.history_failures or self.update_failures
+                or self.failures or self.case_errors):
             return []  # before the report's modules load: a session without perf tests never needs them
         from gpuperf.output import report
 
-        lines = []
-        if state.records:
-            lines += [report.format_table(state.records),
-                      f"gpuperf: {len(state.records)} cases: {report.status_counts(state.records)}",
-                      *report.kernel_change_lines(state.records)]
+        lines: list[str] = [*self.table_lines, *self.case_errors]
         lines += report.accounting_lines(state.accounts, state.stale, state.options.gate_mode)
         for path, changes in state.changes.items():
             lines += [f"gpuperf: updated {path} (old → new):", report.format_changes(changes)]
