@@ -181,8 +181,10 @@ def figure_anomalies(record: Record, peaks: Mapping[str, Any] | None) -> list[st
 
     The peak is the record's own (``peak``) and the run's (``peaks``, as ``DevicePeaks.to_dict`` writes them),
     whichever is lower, so neither a record that claims a higher peak nor one that claims none escapes the rule.
-    A record already judged ``ANOMALY`` keeps its own finding; a ratio has no peak."""
-    if record.status == Status.ANOMALY or record.metric not in (Metric.TFLOPS, Metric.GBPS):
+    A record already judged ``ANOMALY`` keeps its own finding; a ratio has no peak, and a record with no figure (an
+    ``ERROR`` row, written with ``value`` null) has nothing to hold to one."""
+    if record.status == Status.ANOMALY or record.metric not in (Metric.TFLOPS, Metric.GBPS) \
+            or not valid_figure(record.value):
         return []
     compute = (peaks or {}).get("compute_tflops") or {}
     run_tflops = _number(compute.get(record.precision)) if isinstance(compute, Mapping) else None
