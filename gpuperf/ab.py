@@ -314,6 +314,16 @@ class UsageError(Exception):
     """An option that the command line parsed but that cannot be used: refused before either side starts, exit 4."""
 
 
+def _resolved(path: str | Path, option: str) -> Path:
+    """``path`` made absolute, links followed; a loop of links is a usage error naming the option (Python raises
+    ``RuntimeError`` for one, or ``OSError`` on a newer version)."""
+    try:
+        return Path(path).resolve()
+    except (RuntimeError, OSError):
+        raise UsageError(f"{option} {path}: leads through a symbolic link back to itself (a loop of links); fix the "
+                         "link or pass a real folder") from None
+
+
 def refuse_used_out(out: Path) -> None:
     """``--out`` must be a new or empty folder: a run's outputs are found by their place (each side's
     ``results.json`` under ``base/`` and ``head/``), so files of an earlier run there would be reported, and
@@ -330,12 +340,12 @@ def refuse_used_out(out: Path) -> None:
 
 
 def _run_ab(args: argparse.Namespace) -> int:
-    repo = top_level(Path(args.repo).resolve())
+    repo = top_level(_resolved(args.repo, "--repo"))
     base = resolve_commit(repo, args.base, "--base")
     head = resolve_commit(repo, args.head, "--head") if args.head else git(repo, "rev-parse", "HEAD")
     selection = list(args.selection) or list(DEFAULT_SELECTION)
     stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
-    out = Path(args.out or Path.cwd() / "results" / f"ab-{stamp}").resolve()
+    out = _resolved(args.out or Path.cwd() / "results" / f"ab-{stamp}", "--out")
     refuse_used_out(out)
     out.mkdir(parents=True, exist_ok=True)
     schedule = Schedule(threshold=args.threshold, rounds_max=args.rounds_max)

@@ -254,10 +254,12 @@ def _refuse_empty_tables(data: dict[Any, Any], shown: str) -> None:
 
 
 def _shown(path: Path) -> str:
-    """``path`` relative to the working directory when it lies under it: ``perf_tests/cases/gemm.yaml``."""
+    """``path`` relative to the working directory when it lies under it: ``perf_tests/cases/gemm.yaml``. A path
+    through a loop of links cannot be resolved (``RuntimeError``, or ``OSError`` on a newer Python): it is shown as
+    given, and the reader names the loop."""
     try:
         return str(path.resolve().relative_to(Path.cwd().resolve()))
-    except ValueError:
+    except (ValueError, RuntimeError, OSError):
         return str(path)
 
 
