@@ -5,6 +5,7 @@ its errors."""
 from __future__ import annotations
 
 import math
+import shutil
 import subprocess
 import sys
 from dataclasses import replace
@@ -566,3 +567,14 @@ def test_an_improved_row_of_two_runs_suggests_recording_from_b_not_update_baseli
     assert len(improved) == 1
     assert f"python -m gpuperf baseline from-runs baselines/synthetic-gpu.yaml {runs[1]}" in improved[0]
     assert "--update-baselines" not in improved[0]
+
+
+def test_the_suggested_from_runs_command_quotes_b_s_path(runs: tuple[Path, Path], tmp_path: Path,
+                                                         capsys: pytest.CaptureFixture[str],
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """A path with a space and shell text is one quoted word of the command to paste."""
+    monkeypatch.chdir(tmp_path)
+    shutil.copyfile(runs[1], tmp_path / "b c;x.json")
+    main(["compare", str(runs[0]), "b c;x.json"])
+    (improved,) = [line for line in capsys.readouterr().out.splitlines() if "IMPROVED" in line]
+    assert "baseline from-runs baselines/synthetic-gpu.yaml 'b c;x.json' (if B" in improved
