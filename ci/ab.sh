@@ -14,8 +14,9 @@
 #   GITHUB_STEP_SUMMARY  when set (GitHub Actions), the A/B table is appended to the job page
 #
 # Exit code: gpuperf ab's (0 no case slower, 1 a case slower, 2 evidence missing: a case measured on one side
-# only or too noisy to judge, 3 the run could not be made: a bad revision, a side crashed or stalled), or 3 when
-# the runner has no usable GPU.
+# only or too noisy to judge, 3 the run could not be made: a bad revision, a side crashed or stalled, 4 a usage
+# error: a bad option, before either side starts), 3 when the runner has no usable GPU or no merge base, and 4 on
+# this script's own usage error.
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -23,7 +24,7 @@ python=${PYTHON:-python3}
 results_root=${GPUPERF_RESULTS:-results}
 if [[ $# -lt 1 ]]; then
   echo "usage: ci/ab.sh BASE_REF [ab arguments...] [-- pytest selection...] (e.g. ci/ab.sh origin/main)" >&2
-  exit 3
+  exit 4
 fi
 base_ref=$1
 shift

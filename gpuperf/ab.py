@@ -15,7 +15,8 @@ Out (``--out``, default ``results/ab-<timestamp>/``): ``base/`` and ``head/`` (e
 the history with their commits (kind ``ab``).
 
 Exit status: 0 no case slower; 1 a case slower; 2 missing evidence (a case measured on one side only, too noisy
-to judge, or no case at all); 3 the run could not be made (a bad revision, a side that crashed or stalled).
+to judge, or no case at all); 3 the run could not be made (a bad revision, a side that crashed or stalled); 4 a
+usage error (an option's value, or an --out folder that already holds files), refused before either side starts.
 
 PYTEST_DONT_REWRITE
 """
@@ -52,6 +53,9 @@ from gpuperf.verdict.paired import (DEFAULT_ROUNDS_MAX, DEFAULT_THRESHOLD, MIN_R
 from gpuperf.wiring.ab_turns import HELLO, SIDE_ENV, SOCKET_ENV
 
 EXIT_SAME, EXIT_SLOWER, EXIT_MISSING, EXIT_FAILED = 0, 1, 2, 3
+#: A malformed command line or an option refused before either side starts: not 2, which is missing evidence here
+#: (a CI step that passes 2 through must not read a typo as a verdict); pytest's own usage code.
+EXIT_USAGE = 4
 #: pytest's exit codes that are a finished session (tests passed, failed or none collected); any other is a crash.
 _PYTEST_FINISHED = frozenset({0, 1, 5})
 #: The default selection: the suite's perf tests, as a gate run takes them.
@@ -88,12 +92,15 @@ def side_command(selection: list[str], results: Path) -> list[str]:
     """pytest in the tree (the current directory) with this gpuperf's harness: the harness's ``gpuperf`` is
     imported first, then its folder is taken off ``sys.path`` again, so the tree's own modules (``kernels``) and
     tests are what runs. pytest-randomly, where installed, is kept off: both sides run their tests in file order,
-    so their cases meet."""
+    so their cases meet. The results folder is given as one ``--results-dir=PATH`` word: pytest takes every
+    existing path among its arguments as a place to look for its rootdir and ini file, so a separate path word
+    would let a ``pytest.ini`` above ``--out`` configure a side (and make its rootdir, its case ids) in a tree
+    that has none of its own."""
     harness = str(Path(gpuperf.__file__).resolve().parent.parent)
     prelude = (f"import sys; sys.path.insert(0, {harness!r}); import gpuperf; sys.path.remove({harness!r}); "
                "import pytest; sys.exit(pytest.main(sys.argv[1:]))")
     return [sys.executable, "-c", prelude, *selection, "-p", "no:cacheprovider", "-p", "no:randomly",
-            "--results-dir", str(results)]
+            f"--results-dir={results}"]
 
 
 def _side_env(side: str, address: Path, siblings: Path, extra: dict[str, str]) -> dict[str, str]:
@@ -283,12 +290,16 @@ def _append_history(target: str, trees: dict[str, Tree], out: Path, base: str, h
 
 
 def run_ab(args: argparse.Namespace) -> int:
-    """The command; an error that stops the run is one line and exit 3 (1 and 2 are verdicts here)."""
+    """The command; an error that stops the run is one line and exit 3, an unusable option exit 4 (1 and 2 are
+    verdicts here)."""
     from gpuperf.cli import _known_error, describe_os_error
     from gpuperf.untrusted import terminal
 
     try:
         return _run_ab(args)
+    except UsageError as exc:
+        print(f"gpuperf: error: {terminal(str(exc), 2000)}", file=sys.stderr)
+        return EXIT_USAGE
     except OSError as exc:
         message = describe_os_error(exc)
     except Exception as exc:  # the errors that name their cause and fix (git, the history); others are bugs
@@ -299,13 +310,43 @@ def run_ab(args: argparse.Namespace) -> int:
     return EXIT_FAILED
 
 
+class UsageError(Exception):
+    """An option that the command line parsed but that cannot be used: refused before either side starts, exit 4."""
+
+
+def _resolved(path: str | Path, option: str) -> Path:
+    """``path`` made absolute, links followed; a loop of links is a usage error naming the option (Python raises
+    ``RuntimeError`` for one, or ``OSError`` on a newer version)."""
+    try:
+        return Path(path).resolve()
+    except (RuntimeError, OSError):
+        raise UsageError(f"{option} {path}: leads through a symbolic link back to itself (a loop of links); fix the "
+                         "link or pass a real folder") from None
+
+
+def refuse_used_out(out: Path) -> None:
+    """``--out`` must be a new or empty folder: a run's outputs are found by their place (each side's
+    ``results.json`` under ``base/`` and ``head/``), so files of an earlier run there would be reported, and
+    appended to the history, as this run's. Nothing is deleted for the user: they choose what goes."""
+    try:
+        held = sorted(entry.name for entry in out.iterdir())
+    except (FileNotFoundError, NotADirectoryError):
+        return  # made (or refused as a file) by the caller
+    if held:
+        shown = ", ".join(held[:3]) + (f" and {len(held) - 3} more" if len(held) > 3 else "")
+        raise UsageError(f"--out {out}: already holds {shown} (an earlier run's?): this run's files would mix with "
+                         "them and be reported with them; pass a new or empty folder (the default, "
+                         "results/ab-<timestamp>/, is new each run), or remove that one first")
+
+
 def _run_ab(args: argparse.Namespace) -> int:
-    repo = top_level(Path(args.repo).resolve())
+    repo = top_level(_resolved(args.repo, "--repo"))
     base = resolve_commit(repo, args.base, "--base")
     head = resolve_commit(repo, args.head, "--head") if args.head else git(repo, "rev-parse", "HEAD")
     selection = list(args.selection) or list(DEFAULT_SELECTION)
     stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
-    out = Path(args.out or Path.cwd() / "results" / f"ab-{stamp}").resolve()
+    out = _resolved(args.out or Path.cwd() / "results" / f"ab-{stamp}", "--out")
+    refuse_used_out(out)
     out.mkdir(parents=True, exist_ok=True)
     schedule = Schedule(threshold=args.threshold, rounds_max=args.rounds_max)
     started = time.monotonic()
@@ -355,7 +396,7 @@ def add_ab_command(commands: Any) -> None:
     parser = commands.add_parser(
         "ab", help="the head against its base on one GPU, measured in turns and judged on paired rounds",
         description=(__doc__ or "").partition("PYTEST_DONT_REWRITE")[0].rstrip(),
-        formatter_class=argparse.RawDescriptionHelpFormatter)
+        formatter_class=argparse.RawDescriptionHelpFormatter, usage_exit=EXIT_USAGE)
     parser.add_argument("--base", required=True, metavar="REV", help="the base commit (the merge base of a PR)")
     parser.add_argument("--head", metavar="REV", help="the head commit (default: the working tree as it is)")
     parser.add_argument("--rounds-max", type=_rounds, default=DEFAULT_ROUNDS_MAX, metavar="N",

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import gpuperf
-from gpuperf.cli_common import EXIT_ERROR, EXIT_OK, CliError, require_extra
+from gpuperf.cli_common import EXIT_ERROR, EXIT_OK, CliError, CommandParser, require_extra
 from gpuperf.store.reading import MIB
 from gpuperf.wiring.argtypes import non_negative_int
 
@@ -260,7 +260,7 @@ ERRORS = (("gpuperf.cli_common", "CliError"), ("gpuperf.store.reading", "InputEr
 
 def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     """The whole command line's parser; given a command line that starts with a command, only that command's."""
-    parser = argparse.ArgumentParser(prog=_prog(),
+    parser = CommandParser(prog=_prog(),
                                      description="gpuperf: GPU identity and peaks, run comparisons, baseline "
                                                  "files, plots.")
     parser.add_argument("--version", action="version", version=f"gpuperf {package_version()}")
@@ -271,6 +271,8 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
         if named in (None, name) and not version_only:
             add_command: Callable[[Any], None] = getattr(importlib.import_module(module), function)
             add_command(commands)
+    if named is not None:  # what the command line left over is refused by this parser, with the command's code
+        parser.usage_exit = getattr(commands.choices[named], "usage_exit", parser.usage_exit)
     return parser
 
 

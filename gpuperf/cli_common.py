@@ -7,15 +7,33 @@ PYTEST_DONT_REWRITE
 
 from __future__ import annotations
 
+import argparse
 import importlib.util
-from typing import TYPE_CHECKING
+import sys
+from typing import TYPE_CHECKING, Any, NoReturn
 
 if TYPE_CHECKING:  # a command that compares has it loaded; the others need not import it
     from gpuperf.output.results import Figures
 
 EXIT_OK = 0
 EXIT_ERROR = 1
+#: A malformed command line (argparse's own code), for every command whose exit codes do not give 2 a meaning.
+EXIT_USAGE = 2
 FIGURES = "a baselines/*.yaml, a results.json or a results/<timestamp>/ directory"
+
+
+class CommandParser(argparse.ArgumentParser):
+    """argparse's parser with the exit code of a malformed command line a parameter (``usage_exit``): 2 as argparse
+    has it, except where a command gives 2 another meaning (``ab``: missing evidence). Its sub-commands' parsers are
+    of this class too (``add_parser(..., usage_exit=N)``)."""
+
+    def __init__(self, *args: Any, usage_exit: int = EXIT_USAGE, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.usage_exit = usage_exit
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        self.exit(self.usage_exit, f"{self.prog}: error: {message}\n")
 
 
 class CliError(Exception):

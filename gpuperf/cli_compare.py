@@ -7,6 +7,7 @@ PYTEST_DONT_REWRITE
 from __future__ import annotations
 
 import argparse
+import shlex
 from typing import Any
 
 from gpuperf.cli_common import EXIT_ERROR, EXIT_OK, FIGURES, CliError, other_gpu_line
@@ -57,7 +58,8 @@ def _record_command(a: Figures, b_path: str) -> str:
     if a.baseline is not None:
         return "pytest perf_tests --update-baselines"
     slug = a.gpu_slug or "<gpu-slug>"
-    return f"python -m gpuperf baseline from-runs baselines/{slug}.yaml {b_path} (if B is the new normal)"
+    target = shlex.quote(f"baselines/{slug}.yaml") if a.gpu_slug else f"baselines/{slug}.yaml"
+    return f"python -m gpuperf baseline from-runs {target} {shlex.quote(b_path)} (if B is the new normal)"
 
 
 

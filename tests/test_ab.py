@@ -133,6 +133,8 @@ def repo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]
     _git(repo, "checkout", "-q", commits["base"])
     commits["hang"] = _commit(repo, "the head hangs", **{"hang": "yes"})
     _git(repo, "checkout", "-q", commits["base"])
+    commits["no-ini"] = _commit(repo, "no pytest.ini: pytest finds the rootdir from its arguments", **{"pytest.ini": None})
+    _git(repo, "checkout", "-q", commits["base"])
     return repo, commits
 
 
@@ -244,6 +246,55 @@ def test_an_out_folder_that_cannot_be_made_is_one_line_and_exit_3(repo: tuple[Pa
     done = _ab(path, tmp_path / "taken" / "out", "--base", commits["base"])
     assert done.returncode == 3 and done.stderr.count("\n") == 1
     assert "a file stands where a folder is needed" in done.stderr
+
+
+@pytest.mark.parametrize(("option", "message"), [
+    (["--threshold", "0"], "the A/B threshold is a fraction between 0 and 1"),
+    (["--threshold", "nan"], "got nan"),
+    (["--rounds-max", "0"], "--rounds-max is a whole number of at least 3"),
+    (["--head-env", "KEY"], "'KEY': write KEY=VALUE"),
+    (["--turn-timeout", "-1"], "--turn-timeout"),
+    (["--no-such-option"], "unrecognized arguments: --no-such-option"),
+])
+def test_a_usage_error_is_exit_4_not_the_missing_evidence_2_and_starts_nothing(
+        repo: tuple[Path, dict[str, str]], tmp_path: Path, option: list[str], message: str) -> None:
+    path, commits = repo
+    done = _ab(path, tmp_path / "out", "--base", commits["base"], *option)
+    assert done.returncode == 4, done.stdout + done.stderr
+    assert message in done.stderr and "Traceback" not in done.stderr and done.stdout == ""
+    assert not (tmp_path / "out").exists()
+
+
+def test_an_out_folder_that_holds_files_is_refused_before_either_side_starts(repo: tuple[Path, dict[str, str]],
+                                                                              tmp_path: Path) -> None:
+    """A reused --out would report an earlier run's files (its ab.json naming the old results.json, --history
+    appending the old cases under the new commit): refused, exit 4, and nothing in it touched."""
+    path, commits = repo
+    out = tmp_path / "out"
+    (out / "base" / "20260101-000000").mkdir(parents=True)
+    (out / "base" / "20260101-000000" / "results.json").write_text("an earlier run's")
+    (out / "ab.json").write_text("{}")
+    database = tmp_path / "h.sqlite"
+    done = _ab(path, out, "--base", commits["base"], "--history", str(database))
+    assert done.returncode == 4 and done.stderr.count("\n") == 1, done.stdout + done.stderr
+    assert f"--out {out}: already holds ab.json, base (an earlier run's?)" in done.stderr
+    assert "pass a new or empty folder" in done.stderr
+    assert sorted(p.name for p in out.rglob("*")) == ["20260101-000000", "ab.json", "base", "results.json"]
+    assert (out / "ab.json").read_text() == "{}" and not database.exists()
+
+
+def test_a_pytest_ini_above_out_does_not_configure_the_sides(repo: tuple[Path, dict[str, str]],
+                                                              tmp_path: Path) -> None:
+    """A tree with no ini file of its own: pytest takes the rootdir and ini file from the paths among its
+    arguments, so an --out under a folder with a pytest.ini must not be one of them (here that ini deselects
+    every test)."""
+    path, commits = repo
+    (tmp_path / "project").mkdir()
+    (tmp_path / "project" / "pytest.ini").write_text("[pytest]\naddopts = -k no_test_is_named_this\n")
+    out = tmp_path / "project" / "out"
+    done = _ab(path, out, "--base", commits["no-ini"], "--head", commits["no-ini"], "--", "perf_tests", "-k", "gemm")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert {case: row["status"] for case, row in _cases(out).items()} == {GEMM_ID: "SAME"}
 
 
 def test_the_schedule_alternates_a_b_b_a_and_waits_for_the_lagging_side() -> None:

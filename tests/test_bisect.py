@@ -36,7 +36,8 @@ if seen is not None and not seen.exists():
 value = speed * (1 + random.gauss(0, 0.002))
 record = {"case_id": os.environ["GPUPERF_BISECT_CASE"], "nodeid": os.environ["GPUPERF_BISECT_CASE"],
           "family": "gemm", "params": {}, "metric": "TFLOPS", "value": value, "unit": "TFLOPS", "status": "PASS",
-          "rel_iqr": 0.002, "samples": 20, "method": "synthetic", "flush": "cold", "gpu": "fake-gpu"}
+          "rel_iqr": 0.002, "samples": 20, "method": "synthetic", "flush": "cold", "gpu": "fake-gpu",
+          "precision": "fp32"}
 run = {"gpu_name": "Fake GPU", "gpu_slug": "fake-gpu", "compute_capability": "9.0", "driver": "580",
        "cuda_runtime": "13.0", "cublas": "13.1", "cupy": "14", "sm_clock_max_mhz": 1980, "mem_clock_mhz": 3201,
        "flush_modes": ["cold"], "started": "2026-12-01T00:00:00+00:00", "extra": {"uuid": "GPU-fake"}}

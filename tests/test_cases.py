@@ -128,6 +128,12 @@ def test_a_table_of_any_name_loads_its_named_sizes(tmp_path: Path) -> None:
         first["sequence"]
 
 
+def test_params_of_plain_text_and_numbers_load(tmp_path: Path) -> None:
+    (tmp_path / "attention.yaml").write_text("sizes: [batch]\nparams: [mode, scale]\n"
+                                             "perf: [{batch: 2, mode: causal-mask_v2.1+x, scale: -0.5}]\n")
+    assert str(load_cases("attention", directory=tmp_path)["perf"][0]) == "batch2-modecausal-mask_v2.1+x-scale-0.5"
+
+
 def test_a_table_of_any_name_may_list_shape_strings(tmp_path: Path) -> None:
     (tmp_path / "my_gemm.yaml").write_text("perf: [4096x4096x4096, 64x65536]\n")
     assert load_cases("my_gemm", directory=tmp_path)["perf"] == [GemmShape(4096, 4096, 4096), GemvShape(64, 65536)]
@@ -150,6 +156,15 @@ def test_a_table_of_any_name_may_list_shape_strings(tmp_path: Path) -> None:
     ("sizes: []\nperf: [{batch: 2}]", "sizes: expected a non-empty list of names"),
     ("sizes: [batch]\nparams: [batch]\nperf: [{batch: 2}]", "params: batch is also a size"),
     ("sizes: [batch]\nparams: [mode]\nperf: [{batch: 2, mode: [1]}]", "perf[0].mode: expected a plain value"),
+    ("sizes: [batch]\nparams: [mode]\nperf: [{batch: 2, mode: \"x'; touch pwned; echo '\"}]",
+     "perf[0].mode: \"x'; touch pwned; echo '\" is not a value a test id can carry"),
+    ("sizes: [batch]\nparams: [mode]\nperf: [{batch: 2, mode: 'a::b'}]", "perf[0].mode: 'a::b' is not a value"),
+    ("sizes: [batch]\nparams: [mode]\nperf: [{batch: 2, mode: 'x[1]'}]", "perf[0].mode: 'x[1]' is not a value"),
+    ("sizes: [batch]\nparams: [mode]\nperf: [{batch: 2, mode: ''}]", "perf[0].mode: '' is not a value"),
+    ("sizes: [batch]\nparams: [mode]\nperf: [{batch: 2, mode: 1}, {batch: 2, mode: '1'}]",
+     "perf[1]: test id batch2-mode1 (its values differ from the other's only in type) is already listed at perf[0]"),
+    ("sizes: [batch]\nparams: [mode]\nperf: [{batch: 2, mode: 1.5}, {batch: 2, mode: '1.5'}]",
+     "perf[1]: test id batch2-mode1.5"),
     ("perf: [{batch: 2}]", "perf[0]: a case of named sizes needs the table to declare them first ('sizes: [batch]')"),
     ("sizes: [batch]", "no list of cases"),
 ])

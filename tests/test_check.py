@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import shlex
+import subprocess
+from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -323,3 +327,17 @@ def test_ratio_of_an_unreliable_measurement_is_unreliable() -> None:
 def test_ratio_of_different_metrics_raises() -> None:
     with pytest.raises(ValueError, match="ratio of TFLOPS over GB/s"):
         ratio_record(CASE, measured(SGEMM, 30.0), measured(SGEMV, 4000.0), "x", None, GATE, GATING)
+
+
+@pytest.mark.parametrize("parameters", ["x'; touch pwned; echo '", "a b", "x) or (y", "$(touch pwned)", "a::b]-[c"])
+def test_record_command_is_shell_quoted_and_selects_only_its_case(tmp_path: Path, parameters: str) -> None:
+    """Whatever a test id holds (ids are text a test's author controls), the suggested command is one shell word per
+    part, and what it selects is the case itself: ``-k`` with the test's own name, or else its node id."""
+    nodeid = f"perf_tests/test_own.py::test_attention_perf[{parameters}]"
+    command = record_command(replace(CASE, nodeid=nodeid, case_id=nodeid))
+    words = shlex.split(command)
+    assert words[:1] == ["pytest"] and "--update-baselines" in words
+    selected = words[words.index("-k") + 1] if "-k" in words else words[1]
+    assert selected in (f"test_attention_perf[{parameters}]", nodeid), command
+    done = subprocess.run(["sh", "-c", f"pytest() {{ :; }}; {command}"], cwd=tmp_path, capture_output=True, check=True)
+    assert done.stdout == b"" and not list(tmp_path.iterdir()), command  # the shell ran nothing but the command

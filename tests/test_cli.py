@@ -5,6 +5,7 @@ its errors."""
 from __future__ import annotations
 
 import math
+import shutil
 import subprocess
 import sys
 from dataclasses import replace
@@ -104,7 +105,8 @@ def test_baseline_diff_of_a_results_file_against_a_baseline(tmp_path: Path, old_
                                                              capsys: pytest.CaptureFixture[str]) -> None:
     run = RunInfo("Synthetic GPU", "synthetic-gpu", "9.0", "1.2.3", "13.0", "13.1.0", "14.0.0", 2000, 3000,
                   ("cold",), "2026-01-01T00:00:00+00:00", {"peaks": PEAKS})
-    record = Record(GEMV, GEMV, "gemv", {"op": "N", "shape": "16384x16384"}, "GB/s", 880.0, "GB/s", Status.PASS)
+    record = Record(GEMV, GEMV, "gemv", {"op": "N", "shape": "16384x16384"}, "GB/s", 880.0, "GB/s", Status.PASS,
+                    precision="fp32")
     files = results.write_run(tmp_path / "run", run, [record])
     assert main(["baseline", "diff", str(old_new[0]), str(files.directory)]) == 0
     line = next(line for line in capsys.readouterr().out.splitlines() if line.startswith(GEMV))
@@ -142,7 +144,7 @@ CASE = "perf_tests/test_gemm.py::test_gemm_perf[fp32-4096x4096x4096-cold]"
 def measured(value: float, spread: float = 0.01, case: str = CASE, **kw: Any) -> Record:
     """A checked record as a run writes it (synthetic figures)."""
     fields: dict[str, Any] = {"status": Status.PASS, "rel_iqr": spread, "samples": 10, "method": "cold-flush",
-                              "flush": "cold", **kw}
+                              "flush": "cold", "precision": "fp16", **kw}
     metric = fields.pop("metric", Metric.TFLOPS)
     return Record(case, case, "gemm", {}, metric, value, Metric.UNITS[metric], **fields)
 
@@ -342,7 +344,8 @@ def test_plot_a_results_directory_into_out(tmp_path: Path, capsys: pytest.Captur
     run = RunInfo("Synthetic GPU", "synthetic-gpu", "9.0", "1.2.3", "13.0", "13.1.0", "14.0.0", 2000, 3000,
                   ("cold",), "2026-01-01T00:00:00+00:00", {"peaks": PEAKS})
     record = Record(GEMM, GEMM, "gemm", {"dtype": "fp32", "shape": "4096x4096x4096"}, "TFLOPS", 40.0, "TFLOPS",
-                    Status.PASS, flops=2 * 4096.0**3, bytes=3 * 4 * 4096.0**2, tflops=40.0)
+                    Status.PASS, flops=2 * 4096.0**3, bytes=3 * 4 * 4096.0**2, tflops=40.0,
+                    precision="fp32")
     files = results.write_run(tmp_path / "run", run, [record])
     assert main(["plot", str(files.directory), "--out", str(tmp_path / "png")]) == 0
     assert sorted(p.name for p in (tmp_path / "png").iterdir()) == ["roofline.png", "throughput-gemm.png"]
@@ -564,3 +567,14 @@ def test_an_improved_row_of_two_runs_suggests_recording_from_b_not_update_baseli
     assert len(improved) == 1
     assert f"python -m gpuperf baseline from-runs baselines/synthetic-gpu.yaml {runs[1]}" in improved[0]
     assert "--update-baselines" not in improved[0]
+
+
+def test_the_suggested_from_runs_command_quotes_b_s_path(runs: tuple[Path, Path], tmp_path: Path,
+                                                         capsys: pytest.CaptureFixture[str],
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """A path with a space and shell text is one quoted word of the command to paste."""
+    monkeypatch.chdir(tmp_path)
+    shutil.copyfile(runs[1], tmp_path / "b c;x.json")
+    main(["compare", str(runs[0]), "b c;x.json"])
+    (improved,) = [line for line in capsys.readouterr().out.splitlines() if "IMPROVED" in line]
+    assert "baseline from-runs baselines/synthetic-gpu.yaml 'b c;x.json' (if B" in improved

@@ -25,7 +25,7 @@ CASE = "perf_tests/test_gemm.py::test_gemm_perf[fp16-nn-8192x8192x8192-cold]"
 def record(**kw: Any) -> Record:
     return Record(case_id=CASE, nodeid=CASE, family="gemm", params={"dtype": "fp16"}, metric="TFLOPS",
                   value=kw.pop("value", 600.0), unit="TFLOPS", status=kw.pop("status", Status.PASS),
-                  clock_bound=kw.pop("clock_bound", True), **kw)
+                  clock_bound=kw.pop("clock_bound", True), **{"precision": "fp16", **kw})
 
 
 def cells(r: Record) -> dict[str, str]:

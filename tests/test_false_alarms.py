@@ -32,7 +32,8 @@ CONFIG = GateConfig()  # 4 %, k 2, cap 8 %
 
 def record(case: str, value: float, spread: float = 0.004, status: str = Status.PASS, **kw: Any) -> Record:
     return Record(case_id=case, nodeid=case, family="gemm", params={}, metric="TFLOPS", value=value, unit="TFLOPS",
-                  status=status, rel_iqr=spread, samples=60, method="cupti-cold", flush="cold", **kw)
+                  status=status, rel_iqr=spread, samples=60, method="cupti-cold", flush="cold",
+                  **{"precision": "fp32", **kw})
 
 
 def capped(value: float, free: float, clock: float, kernel: Kernel = KERNEL, cycles_rel_iqr: float = 0.002,

@@ -26,7 +26,8 @@ INFO = RunInfo("NVIDIA H200", "nvidia-h200", "9.0", "580.159.04", "13.2", "13.1.
 def record(value: float, case: str = CASE, status: str = Status.PASS, method: str = "cold-flush",
            **kw: Any) -> Record:
     return Record(case_id=case, nodeid=case, family="gemm", params={}, metric="TFLOPS", value=value,
-                  unit="TFLOPS", status=status, rel_iqr=0.004, samples=90, method=method, flush="cold", **kw)
+                  unit="TFLOPS", status=status, rel_iqr=0.004, samples=90, method=method, flush="cold",
+                  **{"precision": "fp32", **kw})
 
 
 def run(host: str, *records: Record, info: RunInfo = INFO) -> Run:

@@ -170,13 +170,71 @@ def _lock_blocked(d: Path) -> None:
     (d / "b" / "nvidia-h200.yaml.lock").mkdir()
 
 
+def _no_figure(status: str) -> Callable[[dict], None]:  # type: ignore[type-arg]
+    """The first record as a failed run writes it: no figure (``write_run`` writes NaN as null)."""
+    return _set_record(value=None, status=status, note="the call could not be timed")
+
+
+def _set_record(**fields: object) -> Callable[[dict], None]:  # type: ignore[type-arg]
+    def edit(data: dict) -> None:  # type: ignore[type-arg]
+        data["records"][0].update(fields)
+    return edit
+
+
+def _peakless(precision: str) -> Callable[[dict], None]:  # type: ignore[type-arg]
+    """5,000 TFLOPS in ``precision``, with no peak of its own (the committed run's header lists no fp8 peak)."""
+    return _set_record(value=5000.0, tflops=5000.0, precision=precision, peak=None, status="PASS")
+
+
+def _table_loop(d: Path) -> None:
+    (d / "cases").mkdir()
+    (d / "cases" / "gemm.yaml").symlink_to("gemm.yaml")
+
+
+def _own_table(text: str) -> Callable[[Path], None]:
+    return _text("cases/attention.yaml", "sizes: [batch, seq]\nparams: [mode]\n" + text)
+
+
+def _repo(d: Path, files: dict[str, str]) -> None:
+    """``d`` as a git checkout of one commit holding ``files``."""
+    from gitrepos import commit, git
+
+    git(d, "init", "-q")
+    commit(d, "the tree", files)
+
+
+def _used_out(d: Path) -> None:
+    _repo(d, {"README": "a tree"})
+    (d / "out" / "base" / "20260101-000000").mkdir(parents=True)
+    (d / "out" / "base" / "20260101-000000" / "results.json").write_text("an earlier run's")
+    (d / "out" / "ab.json").write_text("{}")
+
+
+def _ini_above_out(d: Path) -> None:
+    """The synthetic GPU suite of tests/test_ab.py in a tree with no ini file, and a pytest.ini above ``--out``
+    that would deselect every test."""
+    from test_ab import CONFTEST, KERNELS, SPEED, TESTS
+
+    _repo(d, {"conftest.py": CONFTEST, "perf_tests/test_fake.py": TESTS, "speed.json": json.dumps(SPEED),
+              "kernels.json": json.dumps(KERNELS)})
+    (d / "project").mkdir()
+    (d / "project" / "pytest.ini").write_text("[pytest]\naddopts = -k no_test_is_named_this\n")
+
+
 def _table(edit: Callable[[str], str]) -> Callable[[Path], None]:
     return _text("cases/gemm.yaml", edit((REPO / "perf_tests" / "cases" / "gemm.yaml").read_text()))
 
 
-LOAD_GEMM = [sys.executable, "-c", "import sys; from pathlib import Path; from gpuperf.suite.cases import "
-             "CaseTableError, load_cases\ntry:\n    load_cases('gemm', Path('cases'))\nexcept CaseTableError as e:\n"
-             "    sys.exit(f'collection error: {e}')"]
+def _loader(family: str) -> list[str]:
+    """The case-table loader as a test module's collection runs it."""
+    return [sys.executable, "-c", "import sys; from pathlib import Path; from gpuperf.suite.cases import "
+            f"CaseTableError, load_cases\ntry:\n    load_cases({family!r}, Path('cases'))\nexcept CaseTableError as e:\n"
+            "    sys.exit(f'collection error: {e}')"]
+
+
+LOAD_GEMM = _loader("gemm")
+LOAD_OWN = _loader("attention")
+LOADERS = {id(LOAD_GEMM): "gemm", id(LOAD_OWN): "attention"}
 
 
 @dataclass(frozen=True)
@@ -233,6 +291,14 @@ HOSTILE = [
                                                                         "shapes: [512x512x512, 512x512x512,", 1)),
             LOAD_GEMM, 1),
     Hostile("invalid YAML in a case table", _table(lambda t: t.replace("perf:", "perf: [", 1)), LOAD_GEMM, 1),
+    Hostile("a case table that is a link to itself (a loop of links)", _table_loop, LOAD_GEMM, 1),
+    Hostile("shell text in a param of a family of the user's own (it would reach the suggested --update-baselines "
+            "-k '…' command)", _own_table("perf: [{batch: 2, seq: 8, mode: \"x'; touch pwned; echo '\"}]\n"),
+            LOAD_OWN, 1),
+    Hostile("-k selector text (::, brackets) in a param", _own_table("perf: [{batch: 2, seq: 8, mode: 'a::b[1]'}]\n"),
+            LOAD_OWN, 1),
+    Hostile("two cases that differ only in a value's type (1 and '1': one test id, renamed _0/_1 by pytest)",
+            _own_table("perf: [{batch: 2, seq: 8, mode: 1}, {batch: 2, seq: 8, mode: '1'}]\n"), LOAD_OWN, 1),
     Hostile("a run with no records (nothing compared)", _edited("empty.json", lambda data: data.update(records=[])),
             ["compare", str(RUN), "empty.json"], 1),
     Hostile("a run whose case ids are all other ones", _edited("other.json", _renamed),
@@ -242,6 +308,21 @@ HOSTILE = [
     Hostile("one run given to fleet (nothing compared)", lambda d: None, ["fleet", str(RUN)], 1),
     Hostile("a figure above the GPU's peak (80 TFLOPS fp32 on a 66.9 peak), status PASS",
             _edited("peak.json", _above_peak), ["compare", str(RUN), "peak.json"], 1, "compared:"),
+    Hostile("a failed gate run: an ERROR record with no figure (value null, as the suite writes it)",
+            _edited("failed.json", _no_figure("ERROR")), ["compare", str(RUN), "failed.json"], 1, "no figure in B"),
+    Hostile("an UNRELIABLE record with no figure", _edited("u.json", _no_figure("UNRELIABLE")),
+            ["compare", str(RUN), "u.json"], 0, "no figure in B"),
+    Hostile("a NOT_RECORDED record with no figure", _edited("n.json", _no_figure("NOT_RECORDED")),
+            ["compare", str(RUN), "n.json"], 0, "no figure in B"),
+    Hostile("5,000 TFLOPS in precision fp4, which the peak table does not know", _edited("fp4.json", _peakless("fp4")),
+            ["compare", str(RUN), "fp4.json"], 1),
+    Hostile("5,000 TFLOPS in precision '' (none)", _edited("none.json", _peakless("")), ["plot", "none.json"], 1),
+    Hostile("5,000 TFLOPS in precision FP8 (capitals)", _edited("FP8.json", _peakless("FP8")),
+            ["readme", "FP8.json"], 1),
+    Hostile("5,000 TFLOPS in fp8, in a run whose header lists no fp8 peak", _edited("fp8.json", _peakless("fp8")),
+            ["fleet", str(RUN), "fp8.json"], 1),
+    Hostile("the same, given to history ingest", _edited("fp8.json", _peakless("fp8")),
+            ["history", "ingest", "fp8.json", "--history", "h.sqlite"], 1, "refused"),
     Hostile("a record of another GPU model inside an H200 run",
             _edited("mixed.json", _set("record", "gpu", "nvidia-a100")), ["fleet", str(RUN), "mixed.json"], 1),
     Hostile("a start time that is not a time", _edited("date.json", _set("run", "started", "yesterday")),
@@ -275,6 +356,18 @@ HOSTILE = [
     Hostile("kernel names that are malformed matplotlib mathtext (a dollar-sign formula cut short)",
             _edited("mt.json", _mathtext),
             ["plot", "mt.json", "--out", "plots"], 0, "roofline"),
+    Hostile("ab --threshold 0 (a usage error: not 2, which is ab's missing evidence)", lambda d: None,
+            ["ab", "--base", "HEAD", "--threshold", "0"], 4),
+    Hostile("ab --rounds-max 0", lambda d: None, ["ab", "--base", "HEAD", "--rounds-max", "0"], 4),
+    Hostile("ab --head-env with no value", lambda d: None, ["ab", "--base", "HEAD", "--head-env", "KEY"], 4),
+    Hostile("ab --out a folder that holds an earlier run's files", _used_out, ["ab", "--base", "HEAD", "--out", "out"],
+            4),
+    Hostile("ab --out a link to itself (a loop of links)", lambda d: (_repo(d, {"README": "a tree"}),
+                                                                      _link("loop", "loop")(d)) and None,
+            ["ab", "--base", "HEAD", "--out", "loop"], 4),
+    Hostile("ab --out under a folder whose pytest.ini deselects every test, in a tree with no ini of its own",
+            _ini_above_out, ["ab", "--base", "HEAD", "--out", "project/out", "--", "perf_tests", "-k", "gemm"], 0,
+            "gpuperf ab: 1 SAME"),
 ]
 
 
@@ -287,8 +380,10 @@ def run_hostile(case: Hostile, directory: Path) -> tuple[int, str, float]:
     case.make(directory)
     argv = case.command if case.command[0] == sys.executable else [sys.executable, "-m", "gpuperf", *case.command]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    env = {key: value for key, value in os.environ.items()
+           if not key.startswith("GIT_") and key not in ("CI", "GITHUB_STEP_SUMMARY", "GPUPERF_HISTORY")}
     done = subprocess.run(argv, cwd=directory, capture_output=True, text=True, timeout=60, preexec_fn=_limited,
-                          env={**os.environ, "PYTHONPATH": str(REPO)}, check=False)
+                          env={**env, "PYTHONPATH": str(REPO)}, check=False)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
     if case.shown_line:
@@ -297,9 +392,12 @@ def run_hostile(case: Hostile, directory: Path) -> tuple[int, str, float]:
         shown = done.stdout  # the file's own line; stderr only counts the files that failed
     elif case.exit_code:
         shown = done.stderr
+        if shown.startswith("usage:"):  # argparse's usage lines, then its error line: the error line is the answer
+            shown = shown.strip().splitlines()[-1]
     else:
         shown = next((line for line in done.stdout.splitlines() if "GPU models" in line), "")
-    return done.returncode, shown.strip().replace(str(REPO) + "/", ""), cpu
+    here = str(directory.resolve()) + "/"  # a path a command prints absolute (ab's --out), shown as given
+    return done.returncode, shown.strip().replace(str(REPO) + "/", "").replace(here, ""), cpu
 
 
 def _cell(text: str) -> str:
@@ -323,8 +421,8 @@ def render(rows: list[tuple[Hostile, int, str]]) -> str:
              "| input | command | exit | what it gets |", "| --- | --- | --- | --- |"]
     for case, code, message in rows:
         shown = " ".join(part.replace(str(REPO) + "/", "") for part in case.command)
-        if case.command is LOAD_GEMM:
-            shown = "pytest perf_tests (collecting cases/gemm.yaml)"
+        if id(case.command) in LOADERS:
+            shown = f"pytest perf_tests (collecting cases/{LOADERS[id(case.command)]}.yaml)"
         lines.append(f"| {_cell(case.what)} | `{_cell(shown)}` | {code} | {_cell(message)} |")
     return "\n".join(lines) + "\n"
 

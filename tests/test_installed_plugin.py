@@ -281,6 +281,34 @@ def test_case_tables_come_from_the_ini_key_under_the_rootdir(pytester: pytest.Py
     missing.stdout.fnmatch_lines(["*nowhere/gemv.yaml: case table not found*"])
 
 
+
+@pytest.mark.parametrize(("table", "message"), [
+    ("sizes: [batch]\nparams: [mode]\nperf: [{batch: 2, mode: \"x'; touch pwned; echo '\"}]\n",
+     "tables/attention.yaml: perf[0].mode: \"x'; touch pwned; echo '\" is not a value a test id can carry"),
+    ("sizes: [batch]\nparams: [mode]\nperf: [{batch: 2, mode: 1}, {batch: 2, mode: '1'}]\n",
+     "tables/attention.yaml: perf[1]: test id batch2-mode1 (its values differ from the other's only in type)"),
+    (None, "tables/attention.yaml: is a symbolic link that leads back to itself (a loop of links)"),
+])
+def test_a_hostile_table_of_the_user_s_own_family_is_a_collection_error(pytester: pytest.Pytester, table: str | None,
+                                                                        message: str) -> None:
+    """Shell or -k text in a param (it would reach the suggested re-record command), two values of one test id,
+    a table that is a loop of links: each fails collection with its one line, and no test runs."""
+    pytester.makeini("[pytest]\ngpuperf_cases = tables\n")
+    pytester.makeconftest('pytest_plugins = ["gpuperf.wiring.plugin"]\n')
+    (pytester.path / "tables").mkdir()
+    if table is None:
+        (pytester.path / "tables" / "attention.yaml").symlink_to("attention.yaml")
+    else:
+        (pytester.path / "tables" / "attention.yaml").write_text(table)
+    pytester.makepyfile(test_own="import pytest\nfrom gpuperf.suite.cases import load_cases\n"
+                                 "CASES = load_cases('attention')['perf']\n"
+                                 "@pytest.mark.parametrize('case', CASES, ids=str)\ndef test_case(case):\n    pass\n")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.INTERRUPTED  # pytest's own code for a collection error
+    assert message in result.stdout.str() and "RuntimeError" not in result.stdout.str(), result.stdout.str()
+    assert not (pytester.path / "pwned").exists()
+
+
 # --- examples/own-kernels -----------------------------------------------------------------------------------
 
 @pytest.fixture

@@ -15,7 +15,8 @@ RUN = RunInfo(gpu_name="Fake GPU", gpu_slug="fake-gpu", compute_capability="9.0"
 
 def record(case: str, family: str, value: float, unit: str, pct: float | None) -> Record:
     return Record(case_id=f"perf_tests/x.py::{case}", nodeid=case, family=family, params={}, metric=unit,
-                  value=value, unit=unit, status="PASS", pct_of_peak=pct, rel_iqr=0.0123)
+                  value=value, unit=unit, status="PASS", pct_of_peak=pct, rel_iqr=0.0123,
+                  precision="fp32")
 
 
 def test_section_has_one_table_per_family_with_value_and_percent_of_peak() -> None:

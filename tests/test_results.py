@@ -37,6 +37,7 @@ def make_record(case: str, status: str = Status.PASS, family: str = "gemm", valu
         "flops": 2e9, "bytes": 1e8, "tflops": value, "baseline": value, "delta_pct": 0.0, "pct_of_peak": 20.0,
         "peak": 50.0, "median_s": 2e-4, "samples": 10, "method": "cold-flush", "flush": "cold",
         "sm_clock_mhz": (1900, 1950), "clock_events": ("idle",), "gpu": "Synthetic GPU", "gpu_index": 0,
+        "precision": "fp32",
     }
     defaults.update(kwargs)
     return Record(case_id=f"perf_tests/test_{family}.py::{case}", nodeid=f"perf_tests/test_{family}.py::{case}",

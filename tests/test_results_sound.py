@@ -112,7 +112,8 @@ def test_the_written_text_is_read_by_its_canonical_form() -> None:
                   cupy="14", sm_clock_max_mhz=1980, mem_clock_mhz=3201, flush_modes=("cold",), started="2027-01-01",
                   extra={"noise": np.float64(rng.normal()), "array": rng.normal(size=3), "µ": "±"})
     record = Record(case_id="c", nodeid="c", family="gemm", params={"m": "8"}, metric="TFLOPS",
-                    value=float(rng.uniform(1, 100)), unit="TFLOPS", status="PASS", note="", median_s=math.nan)
+                    value=float(rng.uniform(1, 100)), unit="TFLOPS", status="PASS", note="", median_s=math.nan,
+                    precision="fp32")
     text = results_format.results_json_text(run, [record])
     data = orjson.loads(text)
     assert text.encode() == orjson.dumps(data, option=reading.INDENTED) + b"\n"

@@ -13,7 +13,7 @@ PYTEST_DONT_REWRITE
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
 from gpuperf.measure.kernel_records import kernel_change
@@ -106,9 +106,20 @@ def judge(record: Record, entry: Entry, config: GateConfig, context: Context,
     also applied afresh to the figure against its record's peak and B's run ``peaks`` (``check.figure_anomalies``),
     so a figure above the GPU's peak is an ``ANOMALY`` whatever its file says. Noise is judged afresh under
     ``config``, so a figure too noisy for its cap is ``UNRELIABLE``.
+
+    A record with no figure (``value`` null: an ``ERROR`` row as the suite writes one, or an ``UNRELIABLE``,
+    ``NOT_COMPARABLE``, ``NOT_RECORDED`` or ``ANOMALY`` one) has nothing to judge: it keeps its own run's verdict
+    and note, so an ``ERROR`` still fails.
     """
+    if record.value is None:
+        return replace(record, note=_join_notes(f"no figure in B, so not judged against A (its run: {record.status})",
+                                                record.note))
     findings = [record.note] if record.status == Status.ANOMALY else figure_anomalies(record, peaks)
     return with_profile_hint(rejudge(record, entry, config, context, findings, _unreliable_in_its_run(record)))
+
+
+def _join_notes(*notes: str) -> str:
+    return "; ".join(note for note in notes if note)
 
 
 def _unreliable_in_its_run(record: Record) -> str:
@@ -151,7 +162,7 @@ def failing(rows: Iterable[DiffRow]) -> list[DiffRow]:
 def nothing_compared(rows: Sequence[DiffRow]) -> str:
     """Why a comparison judged nothing (``""`` when it judged a case): no case had a figure on both sides, so
     a pass would say nothing about B. ``compare`` and ``baseline diff`` fail on it."""
-    if any(r.status or r.delta_pct is not None or r.change == METRIC_CHANGED for r in rows):
+    if any((r.status and r.new is not None) or r.delta_pct is not None or r.change == METRIC_CHANGED for r in rows):
         return ""
     counts = {change: sum(r.change == change for r in rows) for change in (ONLY_IN_A, ONLY_IN_B, REMOVED, ADDED)}
     sides = ", ".join(f"{count} {change}" for change, count in counts.items() if count) or "no case on either side"

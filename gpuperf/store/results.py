@@ -36,7 +36,7 @@ from gpuperf.store.field_forms import run_fault
 from gpuperf.store.reading import INDENTED, MIB, InputError, load_json, read_text
 from gpuperf.store.text_values import surrogate_fault
 from gpuperf.store.records import Reason, Record, RunInfo, stored_reason
-from gpuperf.vocabulary import Status
+from gpuperf.vocabulary import Metric, Precision, Status
 
 RESULTS_JSON = "results.json"
 RESULTS_CSV = "results.csv"
@@ -45,6 +45,8 @@ SCHEMA = 1
 MAX_RESULTS_BYTES = 32 * MIB
 #: Every status a record may hold.
 STATUSES = frozenset(value for name, value in vars(Status).items() if name.isupper() and isinstance(value, str))
+#: The figures held to a peak of the GPU (a ratio is not): their record's precision must name one.
+PEAKED_METRICS = frozenset({Metric.TFLOPS, Metric.GBPS})
 #: Statuses that are a verdict on a figure: a record holding one must hold the figure.
 NEEDS_FIGURE = frozenset({Status.PASS, Status.IMPROVED, Status.REGRESSED, Status.UPDATED, Status.NO_BASELINE})
 #: The reader's indented form; orjson writes NaN and infinities as null, NumPy scalars and arrays as numbers and
@@ -174,6 +176,7 @@ def _record(path: Path, index: int, raw: Any) -> Record:
     if values["value"] is None and values["status"] in NEEDS_FIGURE:
         raise ResultsError(f"{where}: status {values['status']} but no figure (value null): a verdict needs "
                            f"the figure it was given on; {_RERUN}")
+    _refuse_unknown_precision(where, raw, values)
     if values.get("reason", Reason.NONE) not in Reason.ALL:
         raise ResultsError(f"{where}: reason {values['reason']!r} is not one of "
                            f"{', '.join(repr(reason) for reason in Reason.ALL)}; {_RERUN}")
@@ -186,6 +189,23 @@ def _record(path: Path, index: int, raw: Any) -> Record:
         values["sm_clock_mhz"] = tuple(values["sm_clock_mhz"])
     values["clock_events"] = tuple(values.get("clock_events") or ())
     return Record(**values)
+
+
+def _refuse_unknown_precision(where: str, raw: dict[str, Any], values: dict[str, Any]) -> None:
+    """A figure held to a peak names the precision whose peak applies, one the peak table knows: any other
+    (``fp4``, ``FP8``, ``""``) would pass every command's above-peak rule unchecked. A record of a file older than
+    the field (no ``precision`` key) is held to its own ``peak``, so it must carry one."""
+    if values["metric"] not in PEAKED_METRICS:
+        return
+    if "precision" in raw and values["precision"] not in Precision.ALL:
+        raise ResultsError(f"{where}: precision {values['precision']!r} is not one the peak table knows "
+                           f"({', '.join(Precision.ALL)}), so its figure could not be held to the GPU's peak; "
+                           f"{_RERUN}")
+    peak = values.get("peak")
+    if "precision" not in raw and values["value"] is not None and values["metric"] == Metric.TFLOPS \
+            and not (isinstance(peak, (int, float)) and not isinstance(peak, bool) and peak > 0):
+        raise ResultsError(f"{where}: names no precision and no peak of its own, so its figure could not be held "
+                           f"to the GPU's peak; {_RERUN}")
 
 
 def _run_info(path: Path, raw: Any) -> RunInfo:
@@ -207,6 +227,23 @@ def _refuse_other_gpus(path: Path, run: RunInfo, records: Sequence[Record]) -> N
                                f"run is on {run.gpu_slug!r}: a results file holds one GPU model (a file merged or "
                                "edited by hand, or a session over GPUs of two models: run one session per model, "
                                f"with --gpu); {_RERUN}")
+
+
+def _refuse_figures_without_peak(path: Path, run: RunInfo, records: Sequence[Record]) -> None:
+    """A run's header lists the GPU's compute peak of every precision (``DevicePeaks.to_dict``: null where the GPU
+    has no such unit); a TFLOPS figure of a precision it does not list would pass every command's above-peak rule
+    unchecked (``check.figure_anomalies``), so the file is refused at its reader."""
+    peaks = run.extra.get("peaks") if isinstance(run.extra, dict) else None
+    compute = peaks.get("compute_tflops") if isinstance(peaks, dict) else None
+    if not isinstance(compute, dict):
+        return
+    for index, record in enumerate(records):
+        if record.metric == Metric.TFLOPS and record.value is not None and record.precision \
+                and record.precision not in compute:  # no precision: an older file's record, held to its own peak
+            raise ResultsError(f"{path}: records[{index}] ({record.case_id}): precision {record.precision!r} has no "
+                               f"peak in the run's header (it lists {', '.join(map(str, compute)) or 'none'}), so "
+                               f"its figure could not be held to the GPU's peak: a file written by another gpuperf "
+                               f"version or edited by hand; {_RERUN}")
 
 
 def _refuse_repeated_cases(path: Path, records: Sequence[Record]) -> None:
@@ -253,6 +290,7 @@ def check_run(path: Path, data: Any) -> tuple[RunInfo, list[Record]]:
     run = _run_info(path, data["run"])
     records = [_record(path, index, raw) for index, raw in enumerate(data["records"])]
     _refuse_other_gpus(path, run, records)
+    _refuse_figures_without_peak(path, run, records)
     _refuse_repeated_cases(path, records)
     return run, records
 

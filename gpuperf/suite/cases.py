@@ -206,7 +206,10 @@ def _checked(value: Any, schema: Schema, where: str, root: dict[Any, Any]) -> An
 
 def _cases_of(item: Any) -> list[str]:
     """The cases a list item stands for: itself, or for a group (a mapping), every combination of its values
-    (a group's lists multiply: paths × trans × shapes)."""
+    (a group's lists multiply: paths × trans × shapes). A case of named sizes is its test id: two that differ only
+    in a value's type (``1`` and ``'1'``) are the same test to pytest."""
+    if isinstance(item, SizedCase):
+        return [str(item)]
     if not isinstance(item, dict):
         return [repr(item)]
     axes = [value if isinstance(value, list) else [value] for _, value in sorted(item.items(), key=str)]
@@ -221,6 +224,8 @@ def _refuse_repeats(items: list[Any], where: str) -> None:
         for case in dict.fromkeys(_cases_of(item)):
             if case in first:
                 what = str(item) if not isinstance(item, dict) else f"the case {case}"
+                if isinstance(item, SizedCase) and item != items[first[case]]:
+                    what = f"test id {case} (its values differ from the other's only in type)"
                 raise CaseTableError(f"{where}[{index}]: {what} is already listed at {where}[{first[case]}]: a "
                                      "case twice would be renamed _0/_1 by pytest and re-key its baseline "
                                      "entry; remove one of them")
@@ -249,10 +254,12 @@ def _refuse_empty_tables(data: dict[Any, Any], shown: str) -> None:
 
 
 def _shown(path: Path) -> str:
-    """``path`` relative to the working directory when it lies under it: ``perf_tests/cases/gemm.yaml``."""
+    """``path`` relative to the working directory when it lies under it: ``perf_tests/cases/gemm.yaml``. A path
+    through a loop of links cannot be resolved (``RuntimeError``, or ``OSError`` on a newer Python): it is shown as
+    given, and the reader names the loop."""
     try:
         return str(path.resolve().relative_to(Path.cwd().resolve()))
-    except ValueError:
+    except (ValueError, RuntimeError, OSError):
         return str(path)
 
 
@@ -288,6 +295,10 @@ def load_cases(family: str, directory: Path | None = None) -> dict[str, Any]:
 #: which other values a case may give.
 SIZES_KEY = "sizes"
 PARAMS_KEY = "params"
+#: The text a ``params`` value may hold: it becomes part of the test id, which ``-k`` selects and the suggested
+#: ``--update-baselines -k '…'`` command quotes, so no shell or ``-k`` syntax (quotes, spaces, ``::``, brackets,
+#: parentheses) and never empty (``mode: ''`` would read as the flag ``mode: true``).
+PARAM_TEXT = re.compile(r"[A-Za-z0-9_.+-]+")
 #: A size larger than this is no tensor dimension (and would overflow the FLOP counts of ``Work``).
 MAX_SIZE = 2**48
 
@@ -355,6 +366,10 @@ def _sized_case(value: object, sizes: list[str], params: list[str], where: str) 
         if name in value and not isinstance(value[name], (str, int, float, bool)):
             raise CaseTableError(f"{_join(where, name)}: expected a plain value (text, number, true/false), got "
                                  f"{reprlib.repr(value[name])}")
+        if isinstance(value.get(name), str) and not PARAM_TEXT.fullmatch(value[name]):
+            raise CaseTableError(f"{_join(where, name)}: {reprlib.repr(value[name])} is not a value a test id can "
+                                 "carry: the id is what -k selects and what the suggested re-record command names, "
+                                 "so text there holds only letters, digits and _ . + - (at least one); rename it")
     return SizedCase(tuple((name, value[name]) for name in sizes),
                      tuple((name, value[name]) for name in params if name in value))
 

@@ -9,6 +9,8 @@ PYTEST_DONT_REWRITE
 from __future__ import annotations
 
 import math
+import re
+import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -33,10 +35,21 @@ class CaseIdentity:
     gpu_index: int | None = None
 
 
+#: What ``-k`` reads as one name (pytest's ``_pytest.mark.expression`` identifier): a test id of only these selects
+#: itself; any other (a space, a quote, a parenthesis, ``=``) would be read as an expression.
+_K_NAME = re.compile(r"(\w|:|\+|-|\.|\[|\]|\\|/)+")
+
+
 def record_command(case: CaseIdentity) -> str:
-    """The command that (re-)records this case's baseline entry."""
-    test = case.nodeid.split("::")[-1]
-    return f"pytest {case.nodeid.split('::')[0]} --update-baselines -k '{test}'"
+    """The command that (re-)records this case's baseline entry, to paste into a shell: every part from the test's
+    id is shell-quoted (a case id is text a test's author controls), and a test name that ``-k`` would read as an
+    expression rather than a name is selected by its node id instead."""
+    head, bracket, parameters = case.nodeid.partition("[")  # a parameter's text may hold "::"; a name does not
+    path, _, names = head.partition("::")
+    test = names.rpartition("::")[2] + bracket + parameters
+    if _K_NAME.fullmatch(test) and test.lower() not in ("and", "or", "not"):
+        return f"pytest {shlex.quote(path)} --update-baselines -k {shlex.quote(test)}"
+    return f"pytest {shlex.quote(case.nodeid)} --update-baselines"
 
 
 def context_for(case: CaseIdentity, update: bool, version_changes: tuple[str, ...] = ()) -> Context:
@@ -181,8 +194,10 @@ def figure_anomalies(record: Record, peaks: Mapping[str, Any] | None) -> list[st
 
     The peak is the record's own (``peak``) and the run's (``peaks``, as ``DevicePeaks.to_dict`` writes them),
     whichever is lower, so neither a record that claims a higher peak nor one that claims none escapes the rule.
-    A record already judged ``ANOMALY`` keeps its own finding; a ratio has no peak."""
-    if record.status == Status.ANOMALY or record.metric not in (Metric.TFLOPS, Metric.GBPS):
+    A record already judged ``ANOMALY`` keeps its own finding; a ratio has no peak, and a record with no figure (an
+    ``ERROR`` row, written with ``value`` null) has nothing to hold to one."""
+    if record.status == Status.ANOMALY or record.metric not in (Metric.TFLOPS, Metric.GBPS) \
+            or not valid_figure(record.value):
         return []
     compute = (peaks or {}).get("compute_tflops") or {}
     run_tflops = _number(compute.get(record.precision)) if isinstance(compute, Mapping) else None
