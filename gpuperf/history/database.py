@@ -476,6 +476,9 @@ def damage_told(history: History | str) -> Iterator[None]:
         yield
     except (HistoryError, SchemaError):
         raise
+    except (sa.exc.OperationalError, sa.exc.InterfaceError) as exc:  # the server or the file, not its rows
+        raise HistoryError(f"history {describe(url)}: cannot be opened ({mask_text(_reason(exc), url)[:300]}); "
+                           "check the path or the server, or pass --history none") from None
     except DAMAGE_ERRORS as exc:
         cause = mask_text(_reason(exc), url)[:200] or type(exc).__name__
         raise HistoryError(f"history {describe(url)}: cannot be read, it is damaged or was edited by hand "
