@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import argparse
 import os
-from collections.abc import Iterator, Sequence
+import functools
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -46,11 +47,19 @@ def target_of(args: argparse.Namespace) -> str:
 
 @contextmanager
 def reading(args: argparse.Namespace) -> Iterator[History]:
-    """The history the command names, opened read-only (it is never made, migrated or changed), a damaged one
-    told as one line (``damage_told``)."""
-    url = target_of(args)
-    with damage_told(url), History(url, create=False) as history:
+    """The history the command names, opened read-only: it is never made, migrated or changed."""
+    with History(target_of(args), create=False) as history:
         yield history
+
+
+def damage_is_told(command: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
+    """``command``, whose history, damaged or edited by hand, is told as one line (``damage_told``) wherever
+    its rows are read or shown."""
+    @functools.wraps(command)
+    def run(args: argparse.Namespace) -> int:
+        with damage_told(target_of(args)):
+            return command(args)
+    return run
 
 
 def selected_runs(history: History, args: argparse.Namespace) -> dict[int, RunSummary]:
@@ -69,6 +78,7 @@ def selected_runs(history: History, args: argparse.Namespace) -> dict[int, RunSu
                        f"{list(every.values())[-1].started}: fix the filter")
 
 
+@damage_is_told
 def cmd_ingest(args: argparse.Namespace) -> int:
     """Files are found before the history is opened, and a history this command made is removed again when it
     fails or adds no run: a failed ingest leaves no new file behind."""
@@ -106,6 +116,7 @@ def _short_host(host: str) -> str:
     return host[:12] if host.startswith("GPU-") else host
 
 
+@damage_is_told
 def cmd_show(args: argparse.Namespace) -> int:
     with reading(args) as history:
         case = _case(history, args.case)
@@ -186,6 +197,7 @@ def _concat(parts: list[np.ndarray], like: np.ndarray) -> np.ndarray:
     return np.concatenate(parts) if parts else like[:0]
 
 
+@damage_is_told
 def cmd_changes(args: argparse.Namespace) -> int:
     with reading(args) as history:
         runs = selected_runs(history, args)

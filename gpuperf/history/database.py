@@ -16,6 +16,7 @@ import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
 import functools
+import sqlite3
 import zlib
 from functools import lru_cache
 from itertools import repeat
@@ -462,9 +463,10 @@ def records_with_data(connection: sa.Connection, rows: Sequence[Mapping[str, Any
 
 #: What a damaged page or a row edited by hand raises while its values are read and decoded (a driver's error
 #: is SQLAlchemy's); each is told as one line that names the database and the fix.
-DAMAGE_ERRORS: tuple[type[BaseException], ...] = (SQLAlchemyError, ValueError, TypeError, KeyError, IndexError,
-                                                  AttributeError, OverflowError, zlib.error, orjson.JSONDecodeError,
-                                                  UnicodeError)
+#: (``driver_rows.fetch`` reads through the driver's cursor: its errors are the driver's own.)
+DAMAGE_ERRORS: tuple[type[BaseException], ...] = (
+    SQLAlchemyError, sqlite3.Error, ValueError, TypeError, KeyError, IndexError, AttributeError, OverflowError,
+    zlib.error, orjson.JSONDecodeError, UnicodeError)
 
 
 @contextmanager
