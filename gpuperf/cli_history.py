@@ -78,7 +78,6 @@ def selected_runs(history: History, args: argparse.Namespace) -> dict[int, RunSu
                        f"{list(every.values())[-1].started}: fix the filter")
 
 
-@damage_is_told
 def cmd_ingest(args: argparse.Namespace) -> int:
     """Files are found before the history is opened, and a history this command made is removed again when it
     fails or adds no run: a failed ingest leaves no new file behind."""
