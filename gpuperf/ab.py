@@ -292,7 +292,7 @@ def _history_target(args: argparse.Namespace) -> str | None:
 
     target = resolve_target(args.history, {}, Path.cwd())
     if target is not None:
-        from gpuperf.history.database import check_appendable
+        from gpuperf.history.guard import check_appendable
 
         check_appendable(target)
     return target

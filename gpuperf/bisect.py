@@ -26,7 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from gpuperf.gitrepo import GitError, git, resolve_commit, worktree
-from gpuperf.history.database import History, check_appendable, describe, resolve_target
+from gpuperf.history.database import History, describe, resolve_target
+from gpuperf.history.guard import check_appendable
 from gpuperf.history.rows import KIND_BISECT, PROVENANCE, HistoryInputError, Provenance, read_results_document
 from gpuperf.verdict import gate, gate_config
 from gpuperf.verdict.check import entry_from_record

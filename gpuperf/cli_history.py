@@ -19,7 +19,8 @@ import numpy as np
 
 from gpuperf.cli_trend import add_page_command
 from gpuperf.history.backfill import selected_files
-from gpuperf.history.database import History, HistoryError, damage_told, resolve_target
+from gpuperf.history.database import History, HistoryError, resolve_target
+from gpuperf.history.guard import damage_told
 from gpuperf.history.engine import removed_unless_kept
 from gpuperf.history import changes as history_changes
 from gpuperf.history.changepoints import DEFAULT_TAIL_HISTORY, DEFAULT_TAIL_RUNS, PLACEMENT_CONFIDENCE

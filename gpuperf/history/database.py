@@ -12,12 +12,9 @@ PYTEST_DONT_REWRITE
 from __future__ import annotations
 
 import dataclasses
-import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
 import functools
-import sqlite3
-import zlib
 from functools import lru_cache
 from itertools import repeat
 from pathlib import Path
@@ -32,7 +29,6 @@ from gpuperf.history import rows as history_rows
 from gpuperf.history.driver_rows import fetch
 from gpuperf.history.engine import create_engine as create_engine
 from gpuperf.history.engine import describe as describe
-from gpuperf.history.engine import sqlite_file
 from gpuperf.history.backfill import IngestReport, Prepared, ingest_files, prepare, selected_files
 from gpuperf.history.rows import CASE_COLUMN, METHOD_COLUMN, RECORD_VALUE_COLUMNS, RunSummary, started_instant
 from gpuperf.history.schema import (AT_MAX_CLOCK, CYCLES, DOCUMENT_ENCODING, JUDGED_FIGURE, RECORDS, RUN_DOCUMENTS,
@@ -40,6 +36,7 @@ from gpuperf.history.schema import (AT_MAX_CLOCK, CYCLES, DOCUMENT_ENCODING, JUD
                                     decode_document, has_series_index, migrate, recorded_version)
 from gpuperf.store.history_target import HistoryError as HistoryError  # the history's error
 from gpuperf.store.history_target import mask_text
+from gpuperf.history.guard import require_current
 from gpuperf.store.history_target import resolve_target as resolve_target
 from gpuperf.store.history_target import sqlite_url as sqlite_url
 from gpuperf.store.history_target import to_url as to_url
@@ -76,8 +73,8 @@ class History:
                 self._require_history()
         except SQLAlchemyError as exc:
             self.engine.dispose()
-            raise HistoryError(f"history {self.where}: cannot be opened ({self._reason(exc)}); check the path or "
-                               "the server, or pass --history none") from exc
+            raise HistoryError(f"history {self.where}: cannot be opened ({mask_text(_reason(exc), self.url)}); "
+                               "check the path or the server, or pass --history none") from exc
         except (SchemaError, HistoryError):
             self.engine.dispose()
             raise
@@ -99,24 +96,7 @@ class History:
     def _require_history(self) -> None:
         """A history of this gpuperf's schema, read as it is: a reader neither creates nor migrates one."""
         with self.reading() as connection:
-            version = recorded_version(connection)
-        if version == 0:
-            raise HistoryError(f"history {self.where}: holds no gpuperf history; pass --history the database "
-                               "that pytest perf_tests appends to, or build one with python -m gpuperf history "
-                               "ingest results/")
-        if version > SCHEMA_VERSION:
-            raise SchemaError(f"{self.where}: the history database has schema version {version}, newer than the "
-                              f"{SCHEMA_VERSION} this gpuperf knows; upgrade gpuperf (pip install -U gpuperf), or "
-                              "point --history (or $GPUPERF_HISTORY) at another database")
-        if version < SCHEMA_VERSION:
-            raise HistoryError(f"history {self.where}: has schema version {version}, older than this gpuperf's "
-                               f"{SCHEMA_VERSION}, and a command that only reads it does not migrate it; migrate it "
-                               "by appending to it (python -m gpuperf history ingest results/ --history the same "
-                               "database), or read it with the gpuperf version that wrote it")
-
-    def _reason(self, exc: BaseException) -> str:
-        """A driver's error as one line, with no part of the URL's password in it."""
-        return mask_text(_reason(exc), self.url)
+            require_current(recorded_version(connection), self.where)
 
     def _migrate(self) -> None:
         with self.reading() as connection:
@@ -174,7 +154,7 @@ class History:
         except SQLAlchemyError as exc:
             named = ", ".join(sources[:3]) + (", …" if len(sources) > 3 else "")
             raise HistoryError(f"history {self.where}: the run from {named} was not appended "
-                               f"({self._reason(exc)}); nothing of it was written") from exc
+                               f"({mask_text(_reason(exc), self.url)}); nothing of it was written") from exc
 
     @contextmanager
     def bulk(self) -> Iterator[None]:
@@ -461,66 +441,9 @@ def records_with_data(connection: sa.Connection, rows: Sequence[Mapping[str, Any
     return out
 
 
-#: What a damaged page or a row edited by hand raises while its values are read and decoded (a driver's error
-#: is SQLAlchemy's); each is told as one line that names the database and the fix.
-#: (``driver_rows.fetch`` reads through the driver's cursor: its errors are the driver's own.)
-DAMAGE_ERRORS: tuple[type[BaseException], ...] = (
-    SQLAlchemyError, sqlite3.Error, ValueError, TypeError, KeyError, IndexError, AttributeError, OverflowError,
-    zlib.error, orjson.JSONDecodeError, UnicodeError)
-
-
-@contextmanager
-def damage_told(history: History | str) -> Iterator[None]:
-    """Reading ``history`` (a ``History``, or its URL): a damaged database (a page overwritten, a row edited by
-    hand) is a ``HistoryError`` that names the database, the cause and the fix, not a traceback."""
-    url = history.url if isinstance(history, History) else history
-    try:
-        yield
-    except (HistoryError, SchemaError):
-        raise
-    except (sa.exc.OperationalError, sa.exc.InterfaceError) as exc:  # the server or the file, not its rows
-        raise HistoryError(f"history {describe(url)}: cannot be opened ({mask_text(_reason(exc), url)[:300]}); "
-                           "check the path or the server, or pass --history none") from None
-    except DAMAGE_ERRORS as exc:
-        cause = mask_text(_reason(exc), url)[:200] or type(exc).__name__
-        raise HistoryError(f"history {describe(url)}: cannot be read, it is damaged or was edited by hand "
-                           f"({type(exc).__name__}: {cause}); restore it from a copy, or build a new one with "
-                           "python -m gpuperf history ingest results/ --history NEW") from None
-
-
 def _reason(exc: BaseException) -> str:
     original = getattr(exc, "orig", None)
     return str(original or exc).strip().splitlines()[0]
-
-
-def check_appendable(url: str) -> None:
-    """Before a long run that appends to the history only at its end (``ab``): a ``HistoryError`` now, naming the
-    cause and the fix, unless the history at ``url`` can be appended to. A SQLite file that is there must be a
-    gpuperf history (or empty) this gpuperf can read, in a writable folder; one that is not there, a folder that
-    is or can be made writable; a PostgreSQL server must answer. Nothing is created or changed."""
-    path = sqlite_file(url)
-    if path is not None and not path.exists():
-        folder = next(folder for folder in path.parents if folder.exists())
-        if not folder.is_dir() or not os.access(folder, os.W_OK | os.X_OK):
-            raise HistoryError(f"history {describe(url)}: {folder} is not a writable folder, so the history "
-                               "cannot be made there; choose a writable path with --history")
-        return
-    if path is not None and (not os.access(path, os.R_OK | os.W_OK) or not os.access(path.parent, os.W_OK)):
-        raise HistoryError(f"history {describe(url)}: the file (or its folder) is not writable for this user, so "
-                           "no run could be appended; make it writable, or choose another --history")
-    engine = create_engine(url, create=False, read_only=True)
-    try:
-        with damage_told(url), engine.connect() as connection:
-            version = recorded_version(connection)
-            tables = sa.inspect(connection).get_table_names()
-    finally:
-        engine.dispose()
-    if version > SCHEMA_VERSION:
-        raise SchemaError(f"{describe(url)}: the history database has schema version {version}, newer than the "
-                          f"{SCHEMA_VERSION} this gpuperf knows; upgrade gpuperf, or choose another --history")
-    if version == 0 and tables:
-        raise HistoryError(f"history {describe(url)}: holds tables of another program ({', '.join(tables[:3])}), "
-                           "no gpuperf history; choose another --history (a new file is made)")
 
 
 def open_history(url: str) -> History:

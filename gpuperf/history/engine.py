@@ -88,7 +88,8 @@ def create_engine(url: str, create: bool = True, read_only: bool = False) -> sa.
     try:
         parsed = sa.make_url(url)
     except (sa.exc.ArgumentError, ValueError) as exc:
-        raise HistoryError(f"history {mask_url(url)!r}: not a database URL ({mask_text(str(exc), url).splitlines()[0][:200]}); "
+        cause = mask_text(str(exc), url).splitlines()[0][:200]
+        raise HistoryError(f"history {mask_url(url)!r}: not a database URL ({cause}); "
                            "write sqlite:///PATH or postgresql://USER:PASSWORD@HOST[:PORT]/DATABASE") from None
     if parsed.get_backend_name() == "sqlite":
         return _sqlite_engine(parsed, create, read_only)

@@ -20,7 +20,8 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from gpuperf.output.trend_data import CaseSeries, ChangePoint, SeriesPoint, TrendData, TrendRun
 from gpuperf.output.trend_summary import RecentRuns, SummaryHistory
-from gpuperf.history.database import History, HistoryError, damage_told, describe, records_with_data, runs_query
+from gpuperf.history.database import History, HistoryError, describe, records_with_data, runs_query
+from gpuperf.history.guard import damage_told
 from gpuperf.history.schema import JUDGED_FIGURE, RECORDS, RUNS, SchemaError
 from gpuperf.store.records import Record, RunInfo
 from gpuperf.history import changes as history_changes

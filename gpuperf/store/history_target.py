@@ -155,6 +155,6 @@ def refuse_in_memory(value: str, rest: str) -> None:
     database, _, query = rest.partition("?")
     name = unquote(database[1:] if database.startswith("/") else database)
     if name in ("", ":memory:") or "memory" in parse_qs(query).get("mode", []):
-        raise HistoryError(f"history {mask_url(value)!r}: an in-memory SQLite database, which keeps nothing once the command "
-                           "ends; name a file (sqlite:///results/history.sqlite, or a path), or pass none for no "
+        raise HistoryError(f"history {mask_url(value)!r}: an in-memory SQLite database, which keeps nothing once the "
+                           "command ends; name a file (sqlite:///results/history.sqlite, or a path), or pass none for no "
                            "history")
