@@ -47,6 +47,7 @@ from gpuperf.measure.kernel_records import describe_change
 from gpuperf.output.ab_report import AbRow, ab_json_text, summary_markdown, terminal_table
 from gpuperf.output.results import STEP_SUMMARY_ENV, write_summary_markdown
 from gpuperf.store.atomic import write_atomically
+from gpuperf.store.history_target import mask_args
 from gpuperf.verdict.gate import valid_figure
 from gpuperf.verdict.paired import (DEFAULT_ROUNDS_MAX, DEFAULT_THRESHOLD, MIN_ROUNDS, CaseVerdict, Verdict,
                                     check_threshold)
@@ -289,6 +290,36 @@ def _append_history(target: str, trees: dict[str, Tree], out: Path, base: str, h
     return appended
 
 
+def _history_target(args: argparse.Namespace) -> str | None:
+    """The ``--history`` target, checked before either side starts: a real database kind, not in memory, one
+    that can be appended to (``database.check_appendable``). ``None`` without ``--history`` (or with none)."""
+    if not args.history:
+        return None
+    from gpuperf.store.history_target import resolve_target
+
+    target = resolve_target(args.history, {}, Path.cwd())
+    if target is not None:
+        from gpuperf.history.guard import check_appendable
+
+        check_appendable(target)
+    return target
+
+
+def _appended(target: str | None, trees: dict[str, Tree], out: Path, base: str, head: str) -> str:
+    """Both sides' runs appended to the history (before ``ab.json`` is written, so that a failure is in it):
+    the line that says so, or the reason it failed, which makes the run one that could not be completed."""
+    if target is None:
+        return ""
+    from gpuperf.history.database import HistoryError
+    from gpuperf.history.schema import SchemaError
+
+    try:
+        appended = _append_history(target, trees, out, base, head)
+    except (HistoryError, SchemaError) as exc:
+        return f"error: {exc}"
+    return f"gpuperf ab: appended the {' and '.join(appended) or 'no'} side's run to the history"
+
+
 def run_ab(args: argparse.Namespace) -> int:
     """The command; an error that stops the run is one line and exit 3, an unusable option exit 4 (1 and 2 are
     verdicts here)."""
@@ -344,6 +375,7 @@ def _run_ab(args: argparse.Namespace) -> int:
     base = resolve_commit(repo, args.base, "--base")
     head = resolve_commit(repo, args.head, "--head") if args.head else git(repo, "rev-parse", "HEAD")
     selection = list(args.selection) or list(DEFAULT_SELECTION)
+    history = _history_target(args)
     stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
     out = _resolved(args.out or Path.cwd() / "results" / f"ab-{stamp}", "--out")
     refuse_used_out(out)
@@ -361,12 +393,15 @@ def _run_ab(args: argparse.Namespace) -> int:
         Coordinator(schedule, work, args.turn_timeout, {HEAD: dict(args.head_env)}).run(trees, selection, out)
     rows = [case_row(case, verdict) for case, verdict in schedule.verdicts()]
     lost = [f"the {side.name} side {side.lost}" for side in schedule.sides.values() if side.lost]
+    appended = _appended(history, trees, out, base, head)
+    if appended.startswith("error: "):
+        lost.append(f"the runs were not appended to the history ({appended.removeprefix('error: ')})")
     code = exit_code(rows, lost)
     line = verdict_line(rows, lost, code)
     unmeasured = schedule.unmeasured_tests()
     header = {"base": {"commit": base, "results": _results_file(out / BASE)},
               "head": {"commit": head, "dirty": trees[HEAD].dirty, "results": _results_file(out / HEAD)},
-              "selection": selection, "head_env": dict(args.head_env), "threshold": args.threshold,
+              "selection": mask_args(selection), "head_env": dict(args.head_env), "threshold": args.threshold,
               "rounds_max": args.rounds_max, "wall_s": round(time.monotonic() - started, 1), "exit_code": code,
               "verdict": line, "lost": lost, "unmeasured_tests": unmeasured}
     write_atomically(out / "ab.json", ab_json_text(header, rows))
@@ -379,13 +414,8 @@ def _run_ab(args: argparse.Namespace) -> int:
         if tests:
             print(f"gpuperf ab: {len(tests)} test(s) of the {side} side gave no figure (skipped, or failed before "
                   f"their check): see {out / side / 'pytest.log'}")
-    if args.history:
-        from gpuperf.store.history_target import resolve_target
-
-        target = resolve_target(args.history, {}, Path.cwd())
-        if target is not None:
-            appended = _append_history(target, trees, out, base, head)
-            print(f"gpuperf ab: appended the {' and '.join(appended) or 'no'} side's run to the history")
+    if appended and not appended.startswith("error: "):
+        print(appended)
     print(f"gpuperf ab: {line} ({out / 'ab.json'})")
     return code
 

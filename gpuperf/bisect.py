@@ -27,6 +27,7 @@ from typing import Any
 
 from gpuperf.gitrepo import GitError, git, resolve_commit, worktree
 from gpuperf.history.database import History, describe, resolve_target
+from gpuperf.history.guard import check_appendable
 from gpuperf.history.rows import KIND_BISECT, PROVENANCE, HistoryInputError, Provenance, read_results_document
 from gpuperf.verdict import gate, gate_config
 from gpuperf.verdict.check import entry_from_record
@@ -225,6 +226,8 @@ def run_bisect(args: argparse.Namespace) -> int:
     work = Path(args.out or Path.cwd() / "results" / f"bisect-{stamp}").resolve()
     work.mkdir(parents=True, exist_ok=True)
     history = resolve_target(args.history, os.environ, Path.cwd())
+    if history is not None:  # before the first measurement: each step appends to it
+        check_appendable(history)
     config = gate.GateConfig(tolerance=args.tolerance if args.tolerance is not None else gate_config.DEFAULT_TOLERANCE)
     reference: dict[str, Any] = {"good": good, "bad": bad, "case": args.k, "history": history,
                                  "command": args.measure_command or os.environ.get(MEASURE_ENV) or None,

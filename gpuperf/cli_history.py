@@ -9,18 +9,23 @@ from __future__ import annotations
 
 import argparse
 import os
-from collections.abc import Sequence
+import functools
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from gpuperf.cli_trend import add_page_command
+from gpuperf.history.backfill import selected_files
 from gpuperf.history.database import History, HistoryError, resolve_target
+from gpuperf.history.guard import damage_told
+from gpuperf.history.engine import removed_unless_kept
 from gpuperf.history import changes as history_changes
 from gpuperf.history.changepoints import DEFAULT_TAIL_HISTORY, DEFAULT_TAIL_RUNS, PLACEMENT_CONFIDENCE
 from gpuperf.verdict.gate import Basis
-from gpuperf.history.rows import RunSummary
+from gpuperf.history.rows import RunSummary, started_instant
 from gpuperf.history.changes import Change
 from gpuperf.untrusted import terminal
 from gpuperf.wiring.argtypes import positive_int
@@ -32,13 +37,30 @@ EXIT_FOUND = 1
 DEFAULT_LAST = 5
 
 
-def open_from(args: argparse.Namespace, create: bool = False) -> History:
-    """The history the command names; only ``ingest`` (``create``) makes one that is not there."""
+def target_of(args: argparse.Namespace) -> str:
+    """The history URL the command names."""
     url = resolve_target(args.history, os.environ, Path.cwd())
     if url is None:
         raise HistoryError("--history none: these commands need a history; name one with --history or "
                            "$GPUPERF_HISTORY")
-    return History(url, create=create)
+    return url
+
+
+@contextmanager
+def reading(args: argparse.Namespace) -> Iterator[History]:
+    """The history the command names, opened read-only: it is never made, migrated or changed."""
+    with History(target_of(args), create=False) as history:
+        yield history
+
+
+def damage_is_told(command: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
+    """``command``, whose history, damaged or edited by hand, is told as one line (``damage_told``) wherever
+    its rows are read or shown."""
+    @functools.wraps(command)
+    def run(args: argparse.Namespace) -> int:
+        with damage_told(target_of(args)):
+            return command(args)
+    return run
 
 
 def selected_runs(history: History, args: argparse.Namespace) -> dict[int, RunSummary]:
@@ -58,12 +80,22 @@ def selected_runs(history: History, args: argparse.Namespace) -> dict[int, RunSu
 
 
 def cmd_ingest(args: argparse.Namespace) -> int:
-    with open_from(args, create=True) as history:
-        report = history.ingest([Path(path) for path in args.paths], exclude=args.exclude)
+    """Files are found before the history is opened, and a history this command made is removed again when it
+    fails or adds no run: a failed ingest leaves no new file behind."""
+    url = target_of(args)
+    paths = [Path(path) for path in args.paths]
+    selected = selected_files(paths, args.exclude)
+    with removed_unless_kept(url) as kept:
+        with History(url, create=True) as history:
+            report = history.ingest(paths, exclude=args.exclude, selected=selected)
+        kept[0] = bool(report.added)
     for path in report.added:  # the files held already are counted below, not listed: a nightly backfill holds most
         print(terminal(f"added {path}", None))
     for _path, reason in report.refused:
         print(terminal(f"refused {reason}", None))
+    if report.ab_runs:
+        print(terminal(f"left out {len(report.ab_runs)} files of A/B runs (each folder holding an ab.json: "
+                       "python -m gpuperf ab --history appends its runs)", None))
     print(terminal(f"gpuperf: {len(report.added)} runs added, {len(report.present)} already present, "
                    f"{len(report.refused)} files refused ({history.where})", None))
     return EXIT_FOUND if report.refused else EXIT_OK
@@ -84,8 +116,9 @@ def _short_host(host: str) -> str:
     return host[:12] if host.startswith("GPU-") else host
 
 
+@damage_is_told
 def cmd_show(args: argparse.Namespace) -> int:
-    with open_from(args) as history:
+    with reading(args) as history:
         case = _case(history, args.case)
         runs = selected_runs(history, args)
         rows = [row for row in history.values(case=case) if row[2] in runs]
@@ -97,14 +130,14 @@ def cmd_show(args: argparse.Namespace) -> int:
                  for method in {row[1] for row in rows}}
     unit = terminal(str((units or {}).get("unit", "")))
     print(terminal(case, None))
-    header = ("run", "date", "kind", "GPU", "host", "commit", "driver / CUDA / cuBLAS / CuPy", "method",
+    header = ("run", "started (UTC)", "kind", "GPU", "host", "commit", "driver / CUDA / cuBLAS / CuPy", "method",
               f"judged ({unit})" if unit else "judged", "basis", "measured", "status")
     lines: list[tuple[str, ...]] = [header]
     order = {pk: position for position, pk in enumerate(runs)}
     for _, method, run_pk, value, status, at_max_clock in sorted(rows, key=lambda row: order[row[2]]):
         run = runs[run_pk]
         measured = times[method].get(run_pk)
-        cells = (run.run_id[:10], run.started[:19], run.kind, run.gpu_slug, _short_host(run.host), run.commit,
+        cells = (run.run_id[:10], utc_time(run.started), run.kind, run.gpu_slug, _short_host(run.host), run.commit,
                  run.versions, method, "—" if value is None else f"{value:.5g}", Basis.CYCLES if at_max_clock else
                  Basis.TIME, "—" if measured is None else f"{measured:.5g}", status)
         lines.append(tuple(terminal(cell) for cell in cells))  # every cell but the figures comes from a results file
@@ -115,8 +148,15 @@ def cmd_show(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def utc_time(started: str) -> str:
+    """A run's start time in UTC to the second (``2026-11-30 12:49:51``): runs that started with other offsets
+    read in the order they ran (their ``started`` as written where it is no time)."""
+    instant = started_instant(started)
+    return instant[:10] + " " + instant[11:19] if instant is not None else started[:25]
+
+
 def _run_text(run: RunSummary) -> str:
-    return f"run {run.run_id[:10]} ({run.started[:10]}, commit {run.commit})"
+    return f"run {run.run_id[:10]} ({utc_time(run.started)[:10]}, commit {run.commit})"
 
 
 def describe_change(change: Change, unit: str = "") -> str:
@@ -157,8 +197,9 @@ def _concat(parts: list[np.ndarray], like: np.ndarray) -> np.ndarray:
     return np.concatenate(parts) if parts else like[:0]
 
 
+@damage_is_told
 def cmd_changes(args: argparse.Namespace) -> int:
-    with open_from(args) as history:
+    with reading(args) as history:
         runs = selected_runs(history, args)
         groups, pks, values, bases = history.series_columns()
         if args.case:

@@ -225,6 +225,51 @@ def _table(edit: Callable[[str], str]) -> Callable[[Path], None]:
     return _text("cases/gemm.yaml", edit((REPO / "perf_tests" / "cases" / "gemm.yaml").read_text()))
 
 
+def _other_database(d: Path) -> None:
+    import sqlite3
+
+    with sqlite3.connect(d / "other.db") as other:
+        other.execute("CREATE TABLE notes (text)")
+    other.close()
+
+
+def _history_of_run(d: Path) -> Path:
+    from gpuperf.history.database import History, sqlite_url
+
+    with History(sqlite_url(d / "h.sqlite")) as history:
+        history.ingest([RUN], workers=1)
+    return d / "h.sqlite"
+
+
+def _damaged_page(d: Path) -> None:
+    import sqlite3
+
+    path = _history_of_run(d)
+    with sqlite3.connect(path) as connection:  # one file: the WAL folded in
+        connection.execute("PRAGMA journal_mode = DELETE")
+    connection.close()
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2:len(data) // 2 + 4096] = b"\xff" * 4096
+    path.write_bytes(bytes(data))
+
+
+def _edited_row(d: Path) -> None:
+    import sqlite3
+
+    with sqlite3.connect(_history_of_run(d)) as connection:
+        connection.execute("UPDATE records SET value = 'fast'")
+    connection.close()
+
+
+def _ab_folder(d: Path) -> None:
+    (d / "results" / "20261130-124951").mkdir(parents=True)
+    (d / "results" / "20261130-124951" / "results.json").write_text(RUN.read_text())
+    (d / "results" / "ab-20261201-090000" / "head").mkdir(parents=True)
+    (d / "results" / "ab-20261201-090000" / "ab.json").write_text('{"schema": 1, "cases": []}')
+    (d / "results" / "ab-20261201-090000" / "head" / "results.json").write_text(OTHER_RUN.read_text())
+
+
+
 def _loader(family: str) -> list[str]:
     """The case-table loader as a test module's collection runs it."""
     return [sys.executable, "-c", "import sys; from pathlib import Path; from gpuperf.suite.cases import "
@@ -344,6 +389,24 @@ HOSTILE = [
             ["history", "ingest", "a.json", "--history", "h.sqlite"], 1, "refused"),
     Hostile("a link to a file that is not there, given to history ingest", _link("run.json", "gone.json"),
             ["history", "ingest", "run.json", "--history", "h.sqlite"], 1, "refused"),
+    Hostile("a 0-byte file given to history changes (left as it is: no database made of it)",
+            _text("zero.sqlite", b""), ["history", "changes", "--history", "sqlite:///zero.sqlite"], 1),
+    Hostile("another program's SQLite database given to history show (left byte for byte, not switched to WAL)",
+            _other_database, ["history", "show", "gemm", "--history", "sqlite:///other.db"], 1),
+    Hostile("history ingest of a path that is not there (no database left behind)", lambda d: None,
+            ["history", "ingest", "nosuch", "--history", "h.sqlite"], 1),
+    Hostile("a history with a page overwritten", _damaged_page,
+            ["history", "changes", "--history", "sqlite:///h.sqlite"], 1),
+    Hostile("a history whose figure was edited by hand into text", _edited_row,
+            ["history", "show", "strided-fp32-1024x256x256x256-cold", "--history", "sqlite:///h.sqlite"], 1),
+    Hostile("a results folder holding an A/B run (its ab.json and its sides' runs)", _ab_folder,
+            ["history", "ingest", "results", "--history", "h.sqlite"], 0, "left out"),
+    Hostile("an unreachable PostgreSQL URL with ?password= in its query", lambda d: None,
+            ["history", "show", "gemm", "--history", "postgresql://u@127.0.0.1:1/db?password=hunter2"], 1),
+    Hostile("a PostgreSQL password holding an unescaped @", lambda d: None,
+            ["history", "changes", "--history", "postgresql://u:hun@ter2@127.0.0.1:1/db"], 1),
+    Hostile("a malformed database URL (a port that is no number)", lambda d: None,
+            ["history", "changes", "--history", "postgresql://u:hunter2@db:port/x"], 1),
     Hostile("runs whose baseline would pass the 2 MiB limit, over a good baseline", _runs_over_the_baseline_limit,
             ["baseline", "from-runs", "b/nvidia-h200.yaml", "r1.json", "r2.json"], 1),
     Hostile("H200 runs written into a file named for another GPU", lambda d: None,

@@ -44,6 +44,7 @@ class IngestReport:
     added: list[Path] = field(default_factory=list)
     present: list[Path] = field(default_factory=list)
     refused: list[tuple[Path, str]] = field(default_factory=list)
+    ab_runs: list[Path] = field(default_factory=list)  # files of A/B runs found in the folders, left out
 
 
 def prepare(document: dict[str, Any], source: str, text: str | bytes | None,
@@ -78,10 +79,11 @@ def read_and_prepare(path: str, present: frozenset[str] | None = None) -> Read:
     return path, prepare(document, path, raw, identity), ""
 
 
-def selected_files(paths: Sequence[Path], exclude: Sequence[str]) -> list[Path]:
-    """The results files under ``paths``, but those whose name matches an ``exclude`` glob."""
-    return [path for path in history_rows.results_files(paths)
-            if not any(fnmatch.fnmatch(path.name, pattern) for pattern in exclude)]
+def selected_files(paths: Sequence[Path], exclude: Sequence[str]) -> tuple[list[Path], list[Path]]:
+    """The results files under ``paths``, but those whose name matches an ``exclude`` glob, and the files of A/B
+    runs found in the folders (``rows.results_files``), left out."""
+    found, ab_runs = history_rows.results_files(paths)
+    return [path for path in found if not any(fnmatch.fnmatch(path.name, pattern) for pattern in exclude)], ab_runs
 
 
 def _prepared(files: Sequence[Path], workers: int | None, present: frozenset[str]) -> Iterator[Read]:

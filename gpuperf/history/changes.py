@@ -43,7 +43,9 @@ class Change:
     before: RunSummary  # the last run of the old level
     after: RunSummary  # the first run of the new level
     runs_since: int  # runs of the series from the first of the new level to the last, inclusive
-    versions_changed: str  # every version change among the runs it could have been placed at: "driver 570 → 580"
+    #: Every version change among the runs it could have been placed at, and with the run before and after
+    #: them: "driver 570 → 580"
+    versions_changed: str
     kernels_changed: str  # every kernel change among them, "A → B", or "" (``with_kernels`` adds them)
     #: The runs of the series it could have been placed at (``changepoints.placement``): ``earliest`` is the last
     #: run before the first such place, ``latest`` the first run of the new level at the last one, so the commits
@@ -236,8 +238,11 @@ def find_changes(grouped: Mapping[SeriesKey, Points], runs: Mapping[int, RunSumm
             window = points.pks[first - 1:last + 1].tolist()
             along = [runs[pk] for pk in window]
             before, after = runs[points[point.index - 1][0]], runs[points[point.index][0]]
+            # a version change one run outside the range (at its last run's successor, or at its first run)
+            # is named too: a dip just before a driver change, or a step told a run late, still names it
+            versions = [runs[pk] for pk in points.pks[max(first - 2, 0):last + 2].tolist()]
             changes.append(Change(key, point, before, after, len(points) - point.index,
-                                  changes_along(along, version_change), "", earliest=along[0], latest=along[-1],
+                                  changes_along(versions, version_change), "", earliest=along[0], latest=along[-1],
                                   basis_changed=changes_along(points.at_max_clock[first - 1:last + 1].tolist(),
                                                               basis_change),
                                   window=tuple(window)))

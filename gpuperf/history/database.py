@@ -35,6 +35,8 @@ from gpuperf.history.schema import (AT_MAX_CLOCK, CYCLES, DOCUMENT_ENCODING, JUD
                                     RUNS, SCHEMA_VERSION, SERIES, SERIES_INDEX, SchemaError, create_series_index,
                                     decode_document, has_series_index, migrate, recorded_version)
 from gpuperf.store.history_target import HistoryError as HistoryError  # the history's error
+from gpuperf.store.history_target import mask_text
+from gpuperf.history.guard import require_current
 from gpuperf.store.history_target import resolve_target as resolve_target
 from gpuperf.store.history_target import sqlite_url as sqlite_url
 from gpuperf.store.history_target import to_url as to_url
@@ -62,16 +64,17 @@ class History:
     def __init__(self, url: str, create: bool = True) -> None:
         self.url = url
         self.where = describe(url)
-        self.engine = create_engine(url, create)
+        self.engine = create_engine(url, create, read_only=not create)
         self._series = _SeriesNumbers()  # series numbers known in the transaction under way
         try:
-            if not create:
+            if create:
+                self._migrate()
+            else:
                 self._require_history()
-            self._migrate()
         except SQLAlchemyError as exc:
             self.engine.dispose()
-            raise HistoryError(f"history {self.where}: cannot be opened ({_reason(exc)}); check the path or the "
-                               "server, or pass --history none") from exc
+            raise HistoryError(f"history {self.where}: cannot be opened ({mask_text(_reason(exc), self.url)}); "
+                               "check the path or the server, or pass --history none") from exc
         except (SchemaError, HistoryError):
             self.engine.dispose()
             raise
@@ -91,11 +94,9 @@ class History:
             yield connection
 
     def _require_history(self) -> None:
+        """A history of this gpuperf's schema, read as it is: a reader neither creates nor migrates one."""
         with self.reading() as connection:
-            if recorded_version(connection) == 0:
-                raise HistoryError(f"history {self.where}: holds no gpuperf history; pass --history the database "
-                                   "that pytest perf_tests appends to, or build one with python -m gpuperf history "
-                                   "ingest results/")
+            require_current(recorded_version(connection), self.where)
 
     def _migrate(self) -> None:
         with self.reading() as connection:
@@ -153,7 +154,7 @@ class History:
         except SQLAlchemyError as exc:
             named = ", ".join(sources[:3]) + (", …" if len(sources) > 3 else "")
             raise HistoryError(f"history {self.where}: the run from {named} was not appended "
-                               f"({_reason(exc)}); nothing of it was written") from exc
+                               f"({mask_text(_reason(exc), self.url)}); nothing of it was written") from exc
 
     @contextmanager
     def bulk(self) -> Iterator[None]:
@@ -187,12 +188,13 @@ class History:
             cursor.executemany(statement, rows)
 
     def ingest(self, paths: Sequence[Path], batch: int = INGEST_BATCH, exclude: Sequence[str] = (),
-               workers: int | None = None) -> IngestReport:
+               workers: int | None = None, selected: tuple[list[Path], list[Path]] | None = None) -> IngestReport:
         """Backfill from results files and folders of them, but those whose name matches an ``exclude`` glob; a
         file that is not a results file is refused, named. Files are read and checked in ``workers`` processes
         (default: one per core) while this one writes; a file whose run is held already is counted present
-        unparsed. Many files make a backfill (``bulk``) from the first run written."""
-        files = selected_files(paths, exclude)
+        unparsed. Many files make a backfill (``bulk``) from the first run written. ``selected``: the files
+        ``backfill.selected_files`` found under ``paths`` already."""
+        files, ab_runs = selected if selected is not None else selected_files(paths, exclude)
         with self.reading() as connection:
             present = frozenset(row[0] for row in connection.execute(sa.select(RUNS.c.run_id)))
         bulk = False
@@ -204,7 +206,8 @@ class History:
                     bulk = True
                 return self.append_prepared(items)
 
-            return ingest_files(files, write, batch, workers, present)
+            report = ingest_files(files, write, batch, workers, present)
+        return dataclasses.replace(report, ab_runs=list(ab_runs))
 
     def runs(self, gpu: str | None = None, since: str | None = None) -> dict[int, RunSummary]:
         """The runs (of one GPU model, started at or after ``since``), in run order (the instants they started,

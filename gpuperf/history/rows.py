@@ -331,23 +331,33 @@ def read_results_document(path: Path) -> tuple[dict[str, Any], bytes]:
 _NAME_RESULTS = "name results/ directories, results.json files or folders of them (docs/fleet/)"
 
 
-def results_files(paths: Sequence[Path]) -> list[Path]:
+#: The file ``python -m gpuperf ab`` writes in its out folder (``results/ab-<timestamp>/``) beside its sides' runs.
+AB_RECORD = "ab.json"
+
+
+def results_files(paths: Sequence[Path]) -> tuple[list[Path], list[Path]]:
     """The paths named and the ``*.json`` entries found under the folders named (but folders), in a stable
-    order. Whatever is not a regular file among them (a FIFO, a device, a link in a loop or to nothing, a file
-    that cannot be read) is left to the results reader, which refuses it, naming what it is; a path that is not
-    there, or a folder with no ``*.json`` under it, is an error."""
+    order, and the files of A/B runs left out of those folders: an A/B run's out folder (the one holding its
+    ``ab.json``) holds that record, no results file, and its two sides' runs, a base and a head measured in
+    turns, which are no runs of the suite (``ab --history`` appends them, as kind ``ab``). Whatever is not a
+    regular file among them (a FIFO, a device, a link in a loop or to nothing, a file that cannot be read) is
+    left to the results reader, which refuses it, naming what it is; a path that is not there, or a folder with
+    no ``*.json`` under it, is an error."""
     found: list[Path] = []
+    left_out: list[Path] = []
     for path in paths:
         if path.is_dir():
             inside = sorted(item for item in path.rglob("*.json") if not item.is_dir())
             if not inside:
                 raise HistoryInputError(f"{path}: a folder with no *.json file under it; {_NAME_RESULTS}")
-            found += inside
+            ab_runs = {item.parent for item in inside if item.name == AB_RECORD}
+            for item in inside:
+                (left_out if ab_runs.intersection(item.parents) else found).append(item)
         elif os.path.lexists(path):
             found.append(path)
         else:
             raise HistoryInputError(f"{path}: no such file or directory; {_NAME_RESULTS}")
-    return found
+    return found, left_out
 
 
 @dataclass(frozen=True)

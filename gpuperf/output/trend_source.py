@@ -21,6 +21,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from gpuperf.output.trend_data import CaseSeries, ChangePoint, SeriesPoint, TrendData, TrendRun
 from gpuperf.output.trend_summary import RecentRuns, SummaryHistory
 from gpuperf.history.database import History, HistoryError, describe, records_with_data, runs_query
+from gpuperf.history.guard import damage_told
 from gpuperf.history.schema import JUDGED_FIGURE, RECORDS, RUNS, SchemaError
 from gpuperf.store.records import Record, RunInfo
 from gpuperf.history import changes as history_changes
@@ -112,11 +113,12 @@ def load_trend(url: str, gpu: str | None = None, since: str | None = None) -> Tr
     """Every run (of GPU model ``gpu``, started at or after ``since``) and its records, from the history at
     ``url``. ``HistoryError``/``SchemaError`` name the database and the fix when it cannot be read; reading
     never creates a database."""
-    with History(url, create=False) as history:
-        changes = history_change_points(history, gpu, since)
-        with history.reading() as connection:
-            runs, records = _rows(connection, gpu, since)
-    return trend_from_rows(runs, records, changes, source=f"the history {describe(url)}")
+    with damage_told(url):
+        with History(url, create=False) as history:
+            changes = history_change_points(history, gpu, since)
+            with history.reading() as connection:
+                runs, records = _rows(connection, gpu, since)
+        return trend_from_rows(runs, records, changes, source=f"the history {describe(url)}")
 
 
 def history_change_points(history: History, gpu: str | None = None,

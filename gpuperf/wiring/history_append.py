@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from gpuperf.store.history_target import HistoryError
+from gpuperf.store.history_target import HistoryError, mask_args
 from gpuperf.history.rows import KIND_RUN, KIND_UPDATE, PROVENANCE, Provenance
 
 if TYPE_CHECKING:  # the session has them loaded; a suite's append imports no more than it writes with
@@ -28,8 +28,9 @@ if TYPE_CHECKING:  # the session has them loaded; a suite's append imports no mo
 
 
 def recorded_options(options: Options, args: Sequence[str]) -> dict[str, Any]:
-    """What decided the verdicts and the figures: the gate's settings, the stopping rule, the mode, the args."""
-    return {"args": list(args), "gate": asdict(options.gate), "rule": asdict(options.rule),
+    """What decided the verdicts and the figures: the gate's settings, the stopping rule, the mode, the args (a
+    database URL's password among them masked: the record is read by anyone who reads the history)."""
+    return {"args": mask_args(args), "gate": asdict(options.gate), "rule": asdict(options.rule),
             "update": options.update, "gate_mode": options.gate_mode, "flush_modes": list(options.flush_modes),
             "gpus": options.gpus, "missing": options.missing, "on_unreliable": options.on_unreliable}
 

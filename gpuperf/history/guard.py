@@ -1,0 +1,99 @@
+"""Reading a history that may be damaged, and checking one before a long run appends to it: a damaged page, a
+row edited by hand, a server that does not answer, each told in one line that names the database and the fix.
+
+PYTEST_DONT_REWRITE
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import zlib
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import orjson
+import sqlalchemy as sa
+from sqlalchemy.exc import SQLAlchemyError
+
+from gpuperf.history.engine import create_engine, describe, sqlite_file
+from gpuperf.history.schema import SCHEMA_VERSION, SchemaError, recorded_version
+from gpuperf.store.history_target import HistoryError, mask_text
+
+
+#: What a damaged page or a row edited by hand raises while its values are read and decoded (a driver's error
+#: is SQLAlchemy's); each is told as one line that names the database and the fix.
+#: (``driver_rows.fetch`` reads through the driver's cursor: its errors are the driver's own.)
+DAMAGE_ERRORS: tuple[type[BaseException], ...] = (
+    SQLAlchemyError, sqlite3.Error, ValueError, TypeError, KeyError, IndexError, AttributeError, OverflowError,
+    zlib.error, orjson.JSONDecodeError, UnicodeError)
+
+
+@contextmanager
+def damage_told(url: str) -> Iterator[None]:
+    """Reading the history at ``url``: a damaged database (a page overwritten, a row edited by
+    hand) is a ``HistoryError`` that names the database, the cause and the fix, not a traceback."""
+    try:
+        yield
+    except (HistoryError, SchemaError):
+        raise
+    except (sa.exc.OperationalError, sa.exc.InterfaceError) as exc:  # the server or the file, not its rows
+        raise HistoryError(f"history {describe(url)}: cannot be opened ({mask_text(_reason(exc), url)[:300]}); "
+                           "check the path or the server, or pass --history none") from None
+    except DAMAGE_ERRORS as exc:
+        cause = mask_text(_reason(exc), url)[:200] or type(exc).__name__
+        raise HistoryError(f"history {describe(url)}: cannot be read, it is damaged or was edited by hand "
+                           f"({type(exc).__name__}: {cause}); restore it from a copy, or build a new one with "
+                           "python -m gpuperf history ingest results/ --history NEW") from None
+
+
+def _reason(exc: BaseException) -> str:
+    original = getattr(exc, "orig", None)
+    return str(original or exc).strip().splitlines()[0] if str(original or exc).strip() else ""
+
+
+def check_appendable(url: str) -> None:
+    """Before a long run that appends to the history only at its end (``ab``): a ``HistoryError`` now, naming the
+    cause and the fix, unless the history at ``url`` can be appended to. A SQLite file that is there must be a
+    gpuperf history (or empty) this gpuperf can read, in a writable folder; one that is not there, a folder that
+    is or can be made writable; a PostgreSQL server must answer. Nothing is created or changed."""
+    path = sqlite_file(url)
+    if path is not None and not path.exists():
+        folder = next(folder for folder in path.parents if folder.exists())
+        if not folder.is_dir() or not os.access(folder, os.W_OK | os.X_OK):
+            raise HistoryError(f"history {describe(url)}: {folder} is not a writable folder, so the history "
+                               "cannot be made there; choose a writable path with --history")
+        return
+    if path is not None and (not os.access(path, os.R_OK | os.W_OK) or not os.access(path.parent, os.W_OK)):
+        raise HistoryError(f"history {describe(url)}: the file (or its folder) is not writable for this user, so "
+                           "no run could be appended; make it writable, or choose another --history")
+    engine = create_engine(url, create=False, read_only=True)
+    try:
+        with damage_told(url), engine.connect() as connection:
+            version = recorded_version(connection)
+            tables = sa.inspect(connection).get_table_names()
+    finally:
+        engine.dispose()
+    if version > SCHEMA_VERSION:
+        raise SchemaError(f"{describe(url)}: the history database has schema version {version}, newer than the "
+                          f"{SCHEMA_VERSION} this gpuperf knows; upgrade gpuperf, or choose another --history")
+    if version == 0 and tables:
+        raise HistoryError(f"history {describe(url)}: holds tables of another program ({', '.join(tables[:3])}), "
+                           "no gpuperf history; choose another --history (a new file is made)")
+
+
+def require_current(version: int, where: str) -> None:
+    """A history a reading command may read as it is: one of this gpuperf's schema (``version`` is the one the
+    database records; a reader neither creates nor migrates one), else the error that names the fix."""
+    if version == 0:
+        raise HistoryError(f"history {where}: holds no gpuperf history; pass --history the database that pytest "
+                           "perf_tests appends to, or build one with python -m gpuperf history ingest results/")
+    if version > SCHEMA_VERSION:
+        raise SchemaError(f"{where}: the history database has schema version {version}, newer than the "
+                          f"{SCHEMA_VERSION} this gpuperf knows; upgrade gpuperf (pip install -U gpuperf), or "
+                          "point --history (or $GPUPERF_HISTORY) at another database")
+    if version < SCHEMA_VERSION:
+        raise HistoryError(f"history {where}: has schema version {version}, older than this gpuperf's "
+                           f"{SCHEMA_VERSION}, and a command that only reads it does not migrate it; migrate it by "
+                           "appending to it (python -m gpuperf history ingest results/ --history the same "
+                           "database), or read it with the gpuperf version that wrote it")
