@@ -15,7 +15,7 @@ from typing import Any
 
 from gpuperf.verdict import anomaly
 from gpuperf.store.baseline import ClockFree, Entry, ordered_shape
-from gpuperf.verdict.gate import Context, GateConfig, decide, figure_at_max_clock, valid_figure
+from gpuperf.verdict.gate import Context, GateConfig, decide, valid_figure
 from gpuperf.measure.measurement import Measurement
 from gpuperf.measure.metrics import Work, gbps, percent_of, tflops
 from gpuperf.measure.peaks import DevicePeaks
@@ -74,7 +74,7 @@ def case_record(case: CaseIdentity, measurement: Measurement, peaks: DevicePeaks
         kernels=measurement.kernels, event_median_s=measurement.event_median_s,
         cycles_per_call=measurement.cycles_per_call, call_clock_mhz=measurement.call_clock_mhz,
         cycles_rel_iqr=measurement.cycles_summary.rel_iqr if measurement.cycles_summary else None,
-        value_at_max_clock=figure_at_max_clock(clock_bound(work, peaks), measurement.value_at_max_clock),
+        value_at_max_clock=measurement.value_at_max_clock,  # every traced case's, so its entry keeps its cycles
         max_clock_mhz=measurement.max_clock_mhz, clock_bound=clock_bound(work, peaks),
         extra={"stop_reason": measurement.stop_reason, "warmup_calls": measurement.warmup_calls,
                "discarded_samples": measurement.discarded_samples,
@@ -126,8 +126,7 @@ def ratio_record(case: CaseIdentity, numerator: Measurement, denominator: Measur
         precision=numerator.work.precision, shape=numerator.work.shape,
         kernels=numerator.kernels + denominator.kernels,
         call_clock_mhz=_slower_clock(numerator, denominator),
-        value_at_max_clock=figure_at_max_clock(_both_clock_bound(numerator, denominator, peaks),
-                                               _clock_free_ratio(numerator, denominator)),
+        value_at_max_clock=_clock_free_ratio(numerator, denominator),
         cycles_rel_iqr=_cycles_spread(numerator, denominator), max_clock_mhz=numerator.max_clock_mhz,
         clock_bound=_both_clock_bound(numerator, denominator, peaks),
         extra={"denominator_median_s": denominator.median_s, "ratio_name": name},
@@ -222,8 +221,12 @@ def entry_from_record(record: Record) -> Entry:
 
 
 def clock_free(record: Record) -> ClockFree | None:
-    """The record's figure at max clock, as a baseline entry holds it; ``None`` when it has none."""
-    if not valid_figure(record.value_at_max_clock):  # a record made now has none unless clock-bound (case_record)
+    """The record's figure at max clock, as a baseline entry holds it; ``None`` when it has none (no stamped cycles).
+
+    Every traced case's, memory-bound ones included: the entry then holds the cycles a call took wherever it was
+    measured, so any host can be compared with it; whether a verdict *reads* it is the gate's rule
+    (``gate.figure_at_max_clock``: a clock-bound case's only)."""
+    if not valid_figure(record.value_at_max_clock):  # none without stamped cycles
         return None
     assert record.value_at_max_clock is not None
     return ClockFree(value=record.value_at_max_clock, spread=record.cycles_rel_iqr or 0.0,

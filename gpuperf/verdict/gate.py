@@ -135,8 +135,10 @@ def figure_at_max_clock(clock_bound: bool | None, value_at_max_clock: float | No
     """A record's figure at max clock, where it has one: a clock-bound case's (``Record.clock_bound``: compute-bound
     by the roofline), else ``None``. A memory-bound call's time does not follow the SM clock, so its cycles scaled
     to the maximum clock give a figure no clock would (FP16 GEMV opN 16384² read 4824 GB/s "at max clock", above the
-    H200's 4814 GB/s memory peak). The one statement of that rule: the record a measurement makes (so its baseline
-    entry), the run tables, the fleet's spreads and the history all take the figure at max clock from here."""
+    H200's 4814 GB/s memory peak). The one statement of that rule: the verdict, the run tables, the fleet's spreads
+    and the history all read the figure at max clock through here. The record and its baseline entry keep every
+    traced case's cycles as a figure at max clock (``check.clock_free``), so an entry recorded today can be read on
+    cycles by any host, and by a rule that later reads more cases on cycles, without re-recording it."""
     return value_at_max_clock if clock_bound is True and valid_figure(value_at_max_clock) else None
 
 
