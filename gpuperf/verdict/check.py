@@ -9,16 +9,17 @@ PYTEST_DONT_REWRITE
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 from gpuperf.verdict import anomaly
 from gpuperf.store.baseline import ClockFree, Entry, ordered_shape
-from gpuperf.verdict.gate import Context, GateConfig, decide, valid_figure
+from gpuperf.verdict.gate import Context, GateConfig, decide, stopping_band, valid_figure
 from gpuperf.measure.measurement import Measurement
 from gpuperf.measure.metrics import Work, gbps, percent_of, tflops
 from gpuperf.measure.peaks import DevicePeaks
+from gpuperf.measure.stats import Band
 from gpuperf.store.records import Record, RunInfo
 from gpuperf.vocabulary import Flush, Metric, Status
 
@@ -78,6 +79,7 @@ def case_record(case: CaseIdentity, measurement: Measurement, peaks: DevicePeaks
         max_clock_mhz=measurement.max_clock_mhz, clock_bound=clock_bound(work, peaks),
         extra={"stop_reason": measurement.stop_reason, "warmup_calls": measurement.warmup_calls,
                "discarded_samples": measurement.discarded_samples,
+               **({"sampling": measurement.sampling.to_dict()} if measurement.sampling else {}),
                **({"event_method": measurement.event_method} if measurement.event_method else {}),
                **({"trace_note": measurement.trace_note} if measurement.trace_note else {})},
     )
@@ -104,6 +106,13 @@ def clock_bound(work: Work, peaks: DevicePeaks | None) -> bool | None:
     if ridge is None or not work.bytes:
         return None
     return work.arithmetic_intensity >= ridge
+
+
+def band_for(entry: Entry | None, config: GateConfig, peaks: DevicePeaks | None,
+             max_clock_mhz: float | None) -> Callable[[Work], Band]:
+    """The stopping rule's bands for each work a test measures against ``entry`` (``gate.stopping_band``; whether
+    the work is clock-bound is ``clock_bound``'s roofline)."""
+    return lambda work: stopping_band(entry, config, clock_bound(work, peaks), max_clock_mhz)
 
 
 def ratio_record(case: CaseIdentity, numerator: Measurement, denominator: Measurement, name: str,
