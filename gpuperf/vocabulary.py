@@ -47,6 +47,13 @@ class Flush:
     MODES: tuple[str, ...] = (COLD, HOT)
 
 
+class Basis:
+    """Which figure a verdict compares (and the stopping rule makes precise)."""
+
+    TIME = "time"  # the measured figure: time per call
+    CYCLES = "cycles"  # the figure at max clock: cycles per call, the host's clock taken out
+
+
 class Status:
     """The outcome of one case."""
 

@@ -48,7 +48,7 @@ ROOT = Path(__file__).parent
 class SyntheticTimer:
     """Seconds per call from the tree's speed.json, with 0.1 % noise; kernels.json names each call's kernel."""
 
-    def measure(self, fn, work, operands=(), flush="cold", label="", prefer_method=""):
+    def measure(self, fn, work, operands=(), flush="cold", label="", prefer_method="", band=None):
         name = fn()
         if (ROOT / "crash").exists():
             os._exit(3)

@@ -17,7 +17,7 @@ from gpuperf.store.baseline import ClockFree, Entry
 from gpuperf.verdict.check import CaseIdentity, case_record, clock_bound, clock_free, context_for, \
     entry_from_record, ratio_record
 from gpuperf.verdict.gate import (CLOCK_MOVED, Basis, Context, GateConfig, clock_drop, clock_free_entry, compare,
-                                  confirm, decide, judge_basis, needs_confirmation)
+                                  confirm, decide, figure_at_max_clock, judge_basis, needs_confirmation)
 from gpuperf.store.records import Record
 from gpuperf.vocabulary import Metric, Status
 
@@ -242,11 +242,21 @@ def test_case_record_carries_cycles_clock_and_the_figure_at_max_clock() -> None:
     assert entry_from_record(replace(r, value_at_max_clock=None)).at_max_clock is None
 
 
-def test_a_memory_bound_case_record_is_not_clock_bound_and_has_no_figure_at_max_clock() -> None:
-    """Its cycles are kept; its throughput scaled to the max SM clock is not a figure any clock gives."""
-    r = case_record(IDENTITY, stamped(SGEMV, 1e-4, 1485.0), PEAKS, None, CONFIG, context_for(IDENTITY, update=False))
-    assert r.clock_bound is False and r.value_at_max_clock is None and r.cycles_per_call is not None
-    assert entry_from_record(r).at_max_clock is None
+def test_a_memory_bound_case_keeps_its_cycles_in_its_entry_but_is_never_read_on_them() -> None:
+    """The FP8 projections recorded from runs had no figure at max clock: the record dropped it for a memory-bound
+    case, so its entry had none. It is kept now (the entry holds the cycles), while the verdict and the tables read
+    it only for a clock-bound case (``figure_at_max_clock``)."""
+    m = stamped(SGEMV, 4e-4, 1485.0)  # 2684 GB/s, under the memory peak
+    r = case_record(IDENTITY, m, PEAKS, None, CONFIG, context_for(IDENTITY, update=False))
+    assert r.clock_bound is False and r.cycles_per_call == pytest.approx(4e-4 * 1485e6)
+    assert r.value_at_max_clock == pytest.approx(m.value_at_max_clock)
+    assert figure_at_max_clock(r.clock_bound, r.value_at_max_clock) is None
+    free = entry_from_record(r).at_max_clock
+    assert free is not None and free.cycles == pytest.approx(4e-4 * 1485e6) and free.clock_mhz == pytest.approx(1485.0)
+    slower_clock = case_record(IDENTITY, stamped(SGEMV, 4e-4, 1300.0), PEAKS, entry_from_record(r), CONFIG,
+                               context_for(IDENTITY, update=False))
+    assert slower_clock.status == Status.PASS
+    assert slower_clock.judged_on == Basis.TIME  # its entry's cycles are there, the rule does not read them
 
 
 def test_a_ratio_s_figure_at_max_clock_is_the_ratio_of_the_sides_figures_at_max_clock() -> None:

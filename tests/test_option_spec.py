@@ -192,6 +192,8 @@ def test_the_defaults_are_the_values_the_measuring_and_gate_code_keep() -> None:
     assert by_flag["--noise-k"] == GateConfig().noise_k
     assert by_flag["--min-samples"] == StoppingRule().min_samples
     assert by_flag["--case-timeout"] == StoppingRule().timeout_s
+    assert by_flag["--band-fraction"] == StoppingRule().band_fraction
+    assert by_flag["--max-gpu-time"] == StoppingRule().max_gpu_s
     assert by_flag["--warmup"] == DEFAULT_WARMUP_CALLS
 
 

@@ -7,6 +7,8 @@ can make a case slower or faster between runs without touching any recorded figu
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import pytest
 import yaml
@@ -72,7 +74,7 @@ pytest_plugins = ["gpuperf.wiring.plugin"]
 class SyntheticTimer:
     """Seconds per call come from timings.json: a name, or a list consumed one measurement at a time."""
 
-    def measure(self, fn, work, operands=(), flush="cold", label="", prefer_method=""):
+    def measure(self, fn, work, operands=(), flush="cold", label="", prefer_method="", band=None):
         timings = json.loads(Path("timings.json").read_text())
         name = fn()
         value = timings[name]
@@ -86,10 +88,15 @@ class SyntheticTimer:
         why = json.loads(Path("contention.json").read_text()).get(name, "") if Path("contention.json").exists() \
             else ""
         kernels = _by_name("kernels.json", name, [])
-        return Measurement(samples_s=tuple(seconds * f for f in (0.999, 1.0, 1.001) * 4), work=work,
+        samples = tuple(seconds * f for f in (0.999, 1.0, 1.001) * 4)
+        mhz = _by_name("clocks.json", name, None)  # the SM clock the calls ran at: stamped cycles, as traced
+        return Measurement(samples_s=samples, work=work,
                            flush=flush, method=_by_name("methods.json", name, "synthetic"), unreliable_reason=why,
                            kernels=tuple(Kernel.from_dict(kernel) for kernel in kernels),
-                           event_median_s=seconds + 1e-6 if kernels else None)
+                           event_median_s=seconds + 1e-6 if kernels else None,
+                           cycles_samples=tuple(s * mhz * 1e6 for s in samples) if mhz else (),
+                           clock_samples_mhz=(mhz,) * len(samples) if mhz else (),
+                           max_clock_mhz=1980 if mhz else None)
 
 
 def _by_name(file, name, default):
@@ -182,6 +189,39 @@ def test_update_records_every_selected_case_then_the_same_speed_passes(project: 
     result = run(project)
     result.assert_outcomes(passed=2, deselected=1)
     result.stdout.fnmatch_lines(["*case*metric*measured*baseline*Δ %*% peak*status*note*", "*PASS*"])
+
+
+def test_every_traced_entry_records_its_cycles_memory_bound_ones_too(project: pytest.Pytester) -> None:
+    """The FP8 projections recorded from runs had no figure at max clock: a memory-bound case's record dropped it.
+    Both ways of recording keep it now (--update-baselines, and baseline from-runs over the runs' results), while
+    only the clock-bound case is ever read on it."""
+    (project.path / "clocks.json").write_text(json.dumps({"gemv": 1900.0, "gemm": 1700.0}))
+    sgemm = {"name": "sm90_xmma_gemm_f32f32", "grid": [132, 1, 1], "block": [256, 1, 1], "registers": 128,
+             "shared_memory": 0, "median_us": 2700.0}
+    (project.path / "kernels.json").write_text(json.dumps({"gemm": [sgemm], "gemv": [GEMV_KERNEL]}))
+    data = recorded(project)
+    for case, mhz, seconds in ((GEMV_ID, 1900.0, GEMV_S), (GEMM_ID, 1700.0, GEMM_S)):
+        free = data["entries"][case]["at_max_clock"]
+        assert free["cycles"] == pytest.approx(seconds * mhz * 1e6, rel=1e-5) and free["clock_mhz"] == mhz
+    runs = []
+    for number in (1, 2):
+        folder = project.path / f"run{number}"
+        project.runpytest("-p", "no:cacheprovider", "--results-dir", str(folder)).assert_outcomes(passed=2,
+                                                                                                  deselected=1)
+        runs.extend(str(path) for path in folder.glob("*/results.json"))
+    target = project.path / "baselines" / "fake-gpu.yaml"
+    out = subprocess.run([sys.executable, "-m", "gpuperf", "baseline", "from-runs", str(target), *runs],
+                         capture_output=True, text=True, check=False, cwd=project.path)
+    assert out.returncode == 0, out.stdout + out.stderr
+    entries = baseline(project)["entries"]
+    assert entries[GEMV_ID]["runs"] == 2
+    assert entries[GEMV_ID]["at_max_clock"]["cycles"] == pytest.approx(GEMV_S * 1900e6, rel=1e-5)
+    (project.path / "clocks.json").write_text(json.dumps({"gemv": 1500.0, "gemm": 1500.0}))
+    set_timings(project, gemv=GEMV_S, gemm=GEMM_S * 1700 / 1500)  # the GEMM only slowed by the clock
+    result = run(project, "-rA")
+    result.assert_outcomes(passed=2, deselected=1)
+    result.stdout.fnmatch_lines(["*judged on cycles*"])
+    assert "test_gemv" not in "".join(line for line in result.outlines if "judged on cycles" in line)
 
 
 def test_a_regression_fails_its_test_after_a_confirming_remeasurement(project: pytest.Pytester) -> None:

@@ -11,7 +11,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING
 
 from gpuperf.measure.metrics import Work
-from gpuperf.measure.stats import Summary, summarize
+from gpuperf.measure.stats import Sampling, Summary, summarize
 from gpuperf.vocabulary import Flush
 
 if TYPE_CHECKING:  # a type only: the plugin's options read this module's defaults without the kernel records
@@ -98,6 +98,7 @@ class Measurement:
     cycles_samples: tuple[float, ...] = ()
     clock_samples_mhz: tuple[float, ...] = ()
     max_clock_mhz: int | None = None  # the GPU's maximum SM clock (NVML), for the throughput at max clock
+    sampling: Sampling | None = None  # what the stopping rule did for the figure of record
 
     def __post_init__(self) -> None:
         if not self.samples_s:

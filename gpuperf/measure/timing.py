@@ -48,7 +48,7 @@ from gpuperf.measure.measurement import (DEFAULT_MAX_TRACED_CALLS, DEFAULT_MIN_S
 from gpuperf.measure.separators import HOLD_TIMEOUT_S, FlushBuffer, Separators, StreamHold
 from gpuperf.measure.sm_clock import call_cycles, group_means
 from gpuperf.measure.metrics import Work
-from gpuperf.measure.stats import StoppingRule, summarize
+from gpuperf.measure.stats import Band, JudgedFigure, Sampling, StoppingRule, batch_sizes, summarize
 from gpuperf.vocabulary import Flush
 
 #: The loop's separator kernels live in ``separators.py``; these names are imported from here as well.
@@ -66,8 +66,8 @@ class SamplingConfig:
     max_held_calls: int = 256  # calls enqueued behind one hold: the launch queue (~1000 entries) must not fill
     max_rotation_copies: int = 256
     max_traced_calls: int = DEFAULT_MAX_TRACED_CALLS  # calls per traced batch: each adds a record to read back
-    #: GPU time (flushes included) the traced phase samples at least. Kernel spans carry no launch gaps, so a
-    #: short kernel's median is precise after a few hundred calls; the median's interval decides the rest.
+    #: GPU time (flushes included) the traced phase samples at least without a band (an A/B round, a tool): a
+    #: short kernel's median is precise after a few hundred calls. With a band, its precision decides alone.
     traced_min_time_s: float = 0.05
     #: With a tracer, the event-timed phase is only the cross-check: a median to a few per cent is enough.
     crosscheck_rule: StoppingRule = field(default_factory=lambda: StoppingRule(
@@ -117,6 +117,7 @@ class _Sampled:
     timed_s: float = 0.0
     stop_reason: str = ""
     clock_events: set[str] = field(default_factory=set)
+    sampling: Sampling | None = None  # what the stopping rule did
     unreliable_reason: str = ""
     discarded: int = 0
     holding: bool = True
@@ -171,19 +172,21 @@ class Timer:
         self.identify = identify or nothing_identified
 
     def measure(self, fn: Callable[..., Any], work: Work, operands: Sequence[Any] = (), flush: str = Flush.COLD,
-                label: str = "", prefer_method: str = "") -> Measurement:
+                label: str = "", prefer_method: str = "", band: Band | None = None) -> Measurement:
         """``prefer_method`` asks for the event-timed method a baseline entry was recorded with (``cold-flush``
         or ``cold-rotate``), so a call near the length threshold is not measured one way today and the other
-        way tomorrow; empty (or a traced method): chosen from the warm call's length."""
+        way tomorrow; empty (or a traced method): chosen from the warm call's length. ``band``: the bands the
+        case's verdict will use; the figure of record is then sampled until its interval is within the rule's
+        fraction of the band it will be judged within (``None``: until the fixed noise target)."""
         if flush not in Flush.MODES:
             raise ValueError(f"flush must be one of {Flush.MODES}, got {flush!r}")
         stream = self.backend.current_stream()
         clock_before = self.nvml.sm_clock_mhz()
         warm_calls, per_call, holding, codes = self._warm_up(fn, operands, flush, stream)
         method, calls, operand_sets = self._event_method(operands, flush, per_call, prefer_method)
-        event_rule = self.config.crosscheck_rule if self.tracer is not None else self.config.rule
-        events = self._sample(self._event_batches(fn, operand_sets, method, calls, per_call, stream), event_rule,
-                              holding)
+        event_batches = self._event_batches(fn, operand_sets, method, calls, per_call, stream)
+        events = self._sample(event_batches, self.config.crosscheck_rule, holding) if self.tracer is not None \
+            else self._sample(event_batches, self.config.rule, holding, band)
         event_method = method if events.holding else f"{method}{Method.UNHELD_SUFFIX}"
         traced: _Sampled | None = None
         kernels: tuple[Kernel, ...] = ()
@@ -191,7 +194,7 @@ class Timer:
         if self.tracer is not None:
             try:
                 traced, kernels, trace_note = self._trace(fn, operands, flush, per_call, stream, events.holding,
-                                                          codes)
+                                                          codes, band)
             except _Unmeasurable as exc:
                 raise UnmeasurableCall(str(exc), work, label, flush) from None
         clock_after = self.nvml.sm_clock_mhz()
@@ -202,7 +205,7 @@ class Timer:
                 samples_s=tuple(events.samples), method=event_method, calls_per_sample=calls,
                 stop_reason=events.stop_reason, clock_events=tuple(sorted(events.clock_events)),
                 unreliable_reason=events.unreliable_reason, discarded_samples=events.discarded,
-                trace_note=trace_note, **common)  # type: ignore[arg-type]
+                trace_note=trace_note, sampling=events.sampling, **common)  # type: ignore[arg-type]
         traced_method = Method.TRACED[flush]
         return Measurement(
             samples_s=tuple(traced.samples),
@@ -213,7 +216,7 @@ class Timer:
             discarded_samples=events.discarded + traced.discarded,
             event_median_s=summarize(events.samples).median, event_method=event_method, kernels=kernels,
             cycles_samples=tuple(traced.cycles), clock_samples_mhz=tuple(traced.clocks_mhz),
-            max_clock_mhz=self.nvml.max_sm_clock_mhz(), **common)  # type: ignore[arg-type]
+            max_clock_mhz=self.nvml.max_sm_clock_mhz(), sampling=traced.sampling, **common)  # type: ignore[arg-type]
 
     # -- phases ------------------------------------------------------------------------------------------
 
@@ -290,7 +293,8 @@ class Timer:
         return run
 
     def _trace(self, fn: Callable[..., Any], operands: Sequence[Any], flush: str, per_call: float, stream: Any,
-               holding: bool, codes: Mapping[str, str]) -> tuple[_Sampled | None, tuple[Kernel, ...], str]:
+               holding: bool, codes: Mapping[str, str],
+               band: Band | None = None) -> tuple[_Sampled | None, tuple[Kernel, ...], str]:
         """The traced phase: every call preceded by a separator kernel (the flush when cold, an empty marker
         when hot), each call's span read from its kernel records, and the SM clock it ran at from the
         separators' stamps (``sm_clock.py``). A sample is the mean span of consecutive calls covering
@@ -313,9 +317,10 @@ class Timer:
                                int(config.batch_time_s / max(per_call, 1e-6)), config.max_traced_calls))
             group = max(1, min(count, math.ceil(config.min_sample_s / max(span_s(probe[0][0]), 1e-9) - 1e-6)))
             count -= count % group
+            sizes = batch_sizes(count, group, config.rule.min_samples if band is not None else None)
 
             def run(held: bool) -> Batch | None:
-                enqueued = calls.enqueue(count, held)
+                enqueued = calls.enqueue(next(sizes), held)
                 if enqueued is None:
                     return None
                 if not enqueued[0]:
@@ -324,7 +329,7 @@ class Timer:
                 return _traced_batch(*enqueued, group)
 
             try:
-                sampled = self._sample(run, replace(config.rule, min_time_s=config.traced_min_time_s), holding)
+                sampled = self._sample(run, replace(config.rule, min_time_s=config.traced_min_time_s), holding, band)
             except _TraceMismatch as exc:
                 return None, (), str(exc)
         finally:
@@ -340,11 +345,13 @@ class Timer:
             return Separators(flush_buffer.enqueue, slots, flush_buffer)
         return Separators(flush_buffer.mark, slots, flush_buffer)
 
-    def _sample(self, run: BatchRunner, rule: StoppingRule, holding: bool) -> _Sampled:
-        """Batches until ``rule`` stops, each bracketed by the NVML clock-event and process checks; a batch
-        under throttling or contention is re-taken up to ``throttle_retries`` times, then kept and flagged."""
+    def _sample(self, run: BatchRunner, rule: StoppingRule, holding: bool, band: Band | None = None) -> _Sampled:
+        """Batches until ``rule`` stops on the figure the verdict will judge within ``band`` (``JudgedFigure``),
+        each bracketed by the NVML clock-event and process checks; a batch under throttling or contention is
+        re-taken up to ``throttle_retries`` times, then kept and flagged."""
         config = self.config
         sampled = _Sampled(holding=holding)
+        figure = JudgedFigure(rule, band)
         wall_start = self.clock()
         retries = 0
         while not sampled.stop_reason:
@@ -370,7 +377,9 @@ class Timer:
             sampled.cycles.extend(batch.cycles)
             sampled.clocks_mhz.extend(batch.clocks_mhz)
             sampled.timed_s += batch.timed_s
-            sampled.stop_reason = rule.verdict(sampled.samples, sampled.timed_s, self.clock() - wall_start) or ""
+            figure.add(batch.samples, batch.cycles, batch.clocks_mhz, batch.timed_s)
+            sampled.stop_reason = figure.stop(self.clock() - wall_start)
+        sampled.sampling = figure.sampling(sampled.stop_reason)
         return sampled
 
 

@@ -11,16 +11,17 @@ from __future__ import annotations
 import math
 import re
 import shlex
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 from gpuperf.verdict import anomaly
 from gpuperf.store.baseline import ClockFree, Entry, ordered_shape
-from gpuperf.verdict.gate import Context, GateConfig, decide, figure_at_max_clock, valid_figure
+from gpuperf.verdict.gate import Context, GateConfig, decide, stopping_band, valid_figure
 from gpuperf.measure.measurement import Measurement
 from gpuperf.measure.metrics import Work, gbps, percent_of, tflops
 from gpuperf.measure.peaks import DevicePeaks
+from gpuperf.measure.stats import Band
 from gpuperf.store.records import Record, RunInfo
 from gpuperf.vocabulary import Flush, Metric, Status
 
@@ -87,10 +88,11 @@ def case_record(case: CaseIdentity, measurement: Measurement, peaks: DevicePeaks
         kernels=measurement.kernels, event_median_s=measurement.event_median_s,
         cycles_per_call=measurement.cycles_per_call, call_clock_mhz=measurement.call_clock_mhz,
         cycles_rel_iqr=measurement.cycles_summary.rel_iqr if measurement.cycles_summary else None,
-        value_at_max_clock=figure_at_max_clock(clock_bound(work, peaks), measurement.value_at_max_clock),
+        value_at_max_clock=measurement.value_at_max_clock,  # every traced case's, so its entry keeps its cycles
         max_clock_mhz=measurement.max_clock_mhz, clock_bound=clock_bound(work, peaks),
         extra={"stop_reason": measurement.stop_reason, "warmup_calls": measurement.warmup_calls,
                "discarded_samples": measurement.discarded_samples,
+               **({"sampling": measurement.sampling.to_dict()} if measurement.sampling else {}),
                **({"event_method": measurement.event_method} if measurement.event_method else {}),
                **({"trace_note": measurement.trace_note} if measurement.trace_note else {})},
     )
@@ -119,6 +121,13 @@ def clock_bound(work: Work, peaks: DevicePeaks | None) -> bool | None:
     return work.arithmetic_intensity >= ridge
 
 
+def band_for(entry: Entry | None, config: GateConfig, peaks: DevicePeaks | None,
+             max_clock_mhz: float | None) -> Callable[[Work], Band]:
+    """The stopping rule's bands for each work a test measures against ``entry`` (``gate.stopping_band``; whether
+    the work is clock-bound is ``clock_bound``'s roofline)."""
+    return lambda work: stopping_band(entry, config, clock_bound(work, peaks), max_clock_mhz)
+
+
 def ratio_record(case: CaseIdentity, numerator: Measurement, denominator: Measurement, name: str,
                  entry: Entry | None, config: GateConfig, context: Context,
                  peaks: DevicePeaks | None = None) -> Record:
@@ -139,8 +148,7 @@ def ratio_record(case: CaseIdentity, numerator: Measurement, denominator: Measur
         precision=numerator.work.precision, shape=numerator.work.shape,
         kernels=numerator.kernels + denominator.kernels,
         call_clock_mhz=_slower_clock(numerator, denominator),
-        value_at_max_clock=figure_at_max_clock(_both_clock_bound(numerator, denominator, peaks),
-                                               _clock_free_ratio(numerator, denominator)),
+        value_at_max_clock=_clock_free_ratio(numerator, denominator),
         cycles_rel_iqr=_cycles_spread(numerator, denominator), max_clock_mhz=numerator.max_clock_mhz,
         clock_bound=_both_clock_bound(numerator, denominator, peaks),
         extra={"denominator_median_s": denominator.median_s, "ratio_name": name},
@@ -237,8 +245,12 @@ def entry_from_record(record: Record) -> Entry:
 
 
 def clock_free(record: Record) -> ClockFree | None:
-    """The record's figure at max clock, as a baseline entry holds it; ``None`` when it has none."""
-    if not valid_figure(record.value_at_max_clock):  # a record made now has none unless clock-bound (case_record)
+    """The record's figure at max clock, as a baseline entry holds it; ``None`` when it has none (no stamped cycles).
+
+    Every traced case's, memory-bound ones included: the entry then holds the cycles a call took wherever it was
+    measured, so any host can be compared with it; whether a verdict *reads* it is the gate's rule
+    (``gate.figure_at_max_clock``: a clock-bound case's only)."""
+    if not valid_figure(record.value_at_max_clock):  # none without stamped cycles
         return None
     assert record.value_at_max_clock is not None
     return ClockFree(value=record.value_at_max_clock, spread=record.cycles_rel_iqr or 0.0,

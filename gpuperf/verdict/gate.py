@@ -24,14 +24,16 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from functools import partial
 
 from gpuperf.measure.kernel_records import SAME_KERNELS, describe_change, ncu_command
 from gpuperf.measure.measurement import Method
+from gpuperf.measure.stats import Band
 from gpuperf.store.baseline import Entry
 from gpuperf.store.records import Reason, Record
 from gpuperf.untrusted import escaped
 from gpuperf.verdict.gate_config import GateConfig as GateConfig, Policy  # the configuration's home
-from gpuperf.vocabulary import Status
+from gpuperf.vocabulary import Basis as Basis, Status  # Basis: re-exported, the gate's word
 
 #: Display and counting order: what needs a person first.
 STATUS_ORDER: tuple[str, ...] = (
@@ -49,13 +51,6 @@ FLAGGED = frozenset({Status.UNRELIABLE, Status.NOT_COMPARABLE, Status.NOT_RECORD
 #: runs (docs/clock.md, "The rule"): the FP32 cases that never reach the power limit ran within 1.4 % of
 #: 1980 MHz, the power-capped GEMMs 8–32 % below it.
 CLOCK_MOVED = 0.02
-
-
-class Basis:
-    """What a verdict compared."""
-
-    TIME = "time"  # the measured figure: time per call
-    CYCLES = "cycles"  # the figure at max clock: cycles per call, the host's clock taken out
 
 
 def valid_figure(value: float | None) -> bool:
@@ -135,8 +130,10 @@ def figure_at_max_clock(clock_bound: bool | None, value_at_max_clock: float | No
     """A record's figure at max clock, where it has one: a clock-bound case's (``Record.clock_bound``: compute-bound
     by the roofline), else ``None``. A memory-bound call's time does not follow the SM clock, so its cycles scaled
     to the maximum clock give a figure no clock would (FP16 GEMV opN 16384² read 4824 GB/s "at max clock", above the
-    H200's 4814 GB/s memory peak). The one statement of that rule: the record a measurement makes (so its baseline
-    entry), the run tables, the fleet's spreads and the history all take the figure at max clock from here."""
+    H200's 4814 GB/s memory peak). The one statement of that rule: the verdict, the run tables, the fleet's spreads
+    and the history all read the figure at max clock through here. The record and its baseline entry keep every
+    traced case's cycles as a figure at max clock (``check.clock_free``), so an entry recorded today can be read on
+    cycles by any host, and by a rule that later reads more cases on cycles, without re-recording it."""
     return value_at_max_clock if clock_bound is True and valid_figure(value_at_max_clock) else None
 
 
@@ -159,9 +156,28 @@ def judge_basis(record: Record, entry: Entry, kernels: str) -> str:
     if (figure_at_max_clock(record.clock_bound, record.value_at_max_clock) is None or entry.at_max_clock is None
             or kernels != SAME_KERNELS):
         return Basis.TIME
-    moved = max(clock_drop(record.call_clock_mhz, record.max_clock_mhz),
-                clock_drop(entry.at_max_clock.clock_mhz, record.max_clock_mhz))
-    return Basis.CYCLES if moved > CLOCK_MOVED else Basis.TIME
+    return Basis.CYCLES if clock_moved(record.call_clock_mhz, entry, record.max_clock_mhz) else Basis.TIME
+
+
+def clock_moved(call_clock_mhz: float | None, entry: Entry, max_clock_mhz: float | None) -> bool:
+    """Whether the calls ran more than ``CLOCK_MOVED`` below the maximum clock, now or when ``entry`` was recorded."""
+    recorded = entry.at_max_clock.clock_mhz if entry.at_max_clock is not None else None
+    return max(clock_drop(call_clock_mhz, max_clock_mhz), clock_drop(recorded, max_clock_mhz)) > CLOCK_MOVED
+
+
+def stopping_band(entry: Entry | None, config: GateConfig, clock_bound: bool | None,
+                  max_clock_mhz: float | None) -> Band:
+    """The bands the verdict will judge a case within, for the stopping rule (``stats.Band``): its entry's
+    effective tolerance on time (without an entry, the configured tolerance) and, for a clock-bound case whose
+    entry has a figure at max clock, the band of that figure, read when the calls' clock moved (``judge_basis``'s
+    rule, the kernels taken to be the same: a kernel change is rare, and then its time is simply less precise)."""
+    if entry is None:
+        return Band(time=config.tolerance)
+    time = effective_tolerance(entry, config)
+    if clock_bound is not True or entry.at_max_clock is None:
+        return Band(time=time)
+    return Band(time=time, cycles=effective_tolerance(clock_free_entry(entry), config),
+                on_cycles=partial(clock_moved, entry=entry, max_clock_mhz=max_clock_mhz))
 
 
 #: ``Record.extra`` key: how the kernels of a case differ from its baseline entry's, when they do.

@@ -39,6 +39,13 @@ def fraction(text: str) -> float:
     return value
 
 
+def positive_fraction(text: str) -> float:
+    value = _number(text)
+    if not 0 < value <= 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a fraction in (0, 1]: write 0.25 for a quarter")
+    return value
+
+
 def positive_float(text: str) -> float:
     value = _number(text)
     if value <= 0:

@@ -18,13 +18,15 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from typing import Any, ContextManager, Protocol
 
-from gpuperf.verdict.check import CaseIdentity, case_record, context_for, ratio_record, unmeasurable_record
+from gpuperf.verdict.check import CaseIdentity, band_for, case_record, context_for, ratio_record, unmeasurable_record
 from gpuperf.verdict.gate import Context, confirm, failure_line, needs_confirmation, outcome, with_profile_hint
 from gpuperf.measure.device import GpuContext, NoGpuError, list_devices, query_device
 from gpuperf.measure.measurement import Measurement, UnmeasurableCall
 from gpuperf.measure.metrics import Work
+from gpuperf.measure.stats import Band
 from gpuperf.measure.rotation import relocated
 from gpuperf.measure.peaks import device_peaks
+from gpuperf.store.baseline import Entry
 from gpuperf.store.records import Record, RunInfo
 from gpuperf.vocabulary import Metric
 from gpuperf.wiring.case_ids import case_id_of as case_id_of  # re-exported: the plugin and lifecycle take it here
@@ -61,6 +63,10 @@ def run_info_from(device: Mapping[str, Any], flush_modes: Sequence[str]) -> RunI
                "pci_bus_id": device.get("pci_bus_id"), "uuid": device.get("uuid"), "serial": device.get("serial"),
                "missing": list(device.get("missing") or ()), "kernel_timer": device.get("kernel_timer")},
     )
+
+
+#: The bands the verdict on a measured work will use (``gate.stopping_band`` for the test's entry).
+BandOf = Callable[[Work], Band]
 
 
 class GpuPool:
@@ -130,19 +136,28 @@ class GpuPool:
         with stream, framework_streams(stream):
             yield
 
-    def measurer(self, ctx: GpuContext, stream: Any, options: Options, flush_mode: str,
-                 prefer_method: str = "") -> Measurer:
+    def measurer(self, ctx: GpuContext, stream: Any, options: Options, flush_mode: str, entry: Entry | None = None,
+                 paired: bool = False) -> Measurer:
         """The ``measure`` fixture's object: a timer on this device's flush buffer and tracer, asking the launchers
-        what they compiled, with ``stream`` made the frameworks' current stream while it measures."""
+        what they compiled, with ``stream`` made the frameworks' current stream while it measures. Against the
+        test's baseline ``entry`` (``None``: none, or re-recording), a call is measured by the entry's method and
+        sampled until the figure its verdict reads is as precise as its band needs (``check.band_for``); an A/B
+        round (``paired``) is measured the same way on both sides, to the fixed noise target."""
         from gpuperf.measure.launchers import identify
         from gpuperf.measure.streams import framework_streams
         from gpuperf.measure.timing import SamplingConfig, Timer
 
         config = SamplingConfig(rule=options.rule, warmup_calls=options.warmup_calls,
                                 warmup_time_s=options.warmup_time_s, min_sample_s=options.min_sample_s)
-        timer = Timer(ctx.info.l2_bytes, self.flush_buffer(ctx), ctx.nvml, config, tracer=self.tracer(),
-                      identify=identify)
-        return Measurer(timer, flush_mode, prefer_method=prefer_method, current=lambda: framework_streams(stream))
+        timer = Timer(ctx.info.l2_bytes, self.flush_buffer(ctx), ctx.nvml, config, backend=self.backend(),
+                      tracer=self.tracer(), identify=identify)
+        band_of = None if paired else band_for(entry, options.gate, ctx.peaks, ctx.info.sm_clock_max_mhz)
+        return Measurer(timer, flush_mode, prefer_method=entry.method if entry and not paired else "",
+                        current=lambda: framework_streams(stream), band_for=band_of)
+
+    def backend(self) -> Any:
+        """The device operations the timer uses (``None``: CuPy's; a synthetic pool gives its own)."""
+        return None
 
     def tracer(self) -> Any:
         """The process's kernel tracer (``cupti_trace.KernelTracer``), or ``None`` where CUPTI cannot trace."""
@@ -172,23 +187,28 @@ class Measurer:
     ``prefer_method`` is the method the test's baseline entry was recorded with: every measurement of the
     test asks the timer for it, so today's figure is taken the way the recorded one was. ``current`` makes the
     measuring stream the frameworks' current stream while measuring (``streams.framework_streams``), for a test
-    that imported PyTorch only in its body.
+    that imported PyTorch only in its body. ``band_for(work)``: the bands the verdict on that work will use, so the
+    timer samples until the judged figure is as precise as that band needs (``None``: the fixed noise target, as
+    an A/B round is measured).
     """
 
     def __init__(self, timer: Any, flush_mode: str, prefer_method: str = "",
-                 current: Callable[[], ContextManager[None]] = contextlib.nullcontext) -> None:
+                 current: Callable[[], ContextManager[None]] = contextlib.nullcontext,
+                 band_for: BandOf | None = None) -> None:
         self.timer = timer
         self.flush_mode = flush_mode
         self.prefer_method = prefer_method
         self.current = current
+        self.band_for = band_for
         self._recipes: dict[int, tuple[Measurement, tuple[Any, ...]]] = {}
         self._relocated: dict[int, tuple[Any, ...]] = {}
 
     def __call__(self, fn: Callable[..., Any], work: Work, operands: Sequence[Any] = (), flush: str | None = None,
                  label: str = "") -> Measurement:
         recipe = (fn, work, tuple(operands), flush or self.flush_mode, label)
+        band = self.band_for(work) if self.band_for is not None else None
         with self.current():
-            measurement: Measurement = self.timer.measure(*recipe, prefer_method=self.prefer_method)
+            measurement: Measurement = self.timer.measure(*recipe, prefer_method=self.prefer_method, band=band)
         self._recipes[id(measurement)] = (measurement, recipe)
         return measurement
 

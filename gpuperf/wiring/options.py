@@ -24,7 +24,7 @@ from gpuperf.suite.cases_dir import DEFAULT_CASES_DIR
 from gpuperf.verdict.gate_config import DEFAULT_NOISE_K, DEFAULT_TOLERANCE, GateConfig, Policy, gate_mode_from_env
 from gpuperf.vocabulary import Flush
 from gpuperf.wiring.argtypes import (existing_folder, flush_modes, fraction, gpu_selection, iso_date,
-                                     non_negative_float, positive_float, positive_int)
+                                     non_negative_float, positive_float, positive_fraction, positive_int)
 from gpuperf.wiring.session_options import (DEFAULT_BASELINES_DIR, DEFAULT_GPUS, MISSING_POLICIES, UNRELIABLE_POLICIES,
                                             Options)
 
@@ -152,10 +152,19 @@ PYTEST_OPTIONS: tuple[Option, ...] = (
     Option(("--min-samples",), type=positive_int, default=StoppingRule.min_samples,
            help="samples per case at least (default {default})"),
     Option(("--min-time",), type=non_negative_float, default=StoppingRule.min_time_s,
-           help="timed GPU seconds per case at least when timing with CUDA events, the fallback without CUPTI "
-                "(default {default}; traced calls sample 0.05 s of GPU time, flushes included)"),
+           help="without a band (an A/B round), timed GPU seconds per case at least when timing with CUDA events, "
+                "the fallback without CUPTI (default {default}; traced calls sample 0.05 s of GPU time, flushes "
+                "included)"),
+    Option(("--band-fraction",), type=positive_fraction, default=StoppingRule.band_fraction,
+           help="stop sampling a case once the 95%% interval half-width of the figure its verdict reads (cycles "
+                "per call when judged on cycles, else time) is within this fraction of its band: its entry's "
+                "effective tolerance, else --tolerance (default {default}; provisional, docs/measuring.md)"),
+    Option(("--max-gpu-time",), type=positive_float, default=StoppingRule.max_gpu_s,
+           help="GPU seconds (flushes included) a case's figure may sample at most before the band's precision "
+                "is reached (default {default})"),
     Option(("--noise-target",), type=positive_float, default=StoppingRule.noise_target,
-           help="stop once the median's relative 95%% interval half-width is below this (default {default})"),
+           help="without a band (an A/B round): stop once the median's relative 95%% interval half-width is below "
+                "this (default {default})"),
     Option(("--min-sample-time",), type=positive_float, default=DEFAULT_MIN_SAMPLE_S,
            help="seconds of GPU time one sample of a short call covers: a traced sample is the mean kernel time of "
                 "that many calls, an event-timed cold sample times them at once over rotated operand copies "
@@ -191,7 +200,8 @@ def session_options(get: Callable[[str], Any], ini: Callable[[str], Any], root: 
     gate_mode = bool(get("gate")) or gate_mode_from_env(ci)
     results = get("results_dir")
     rule = StoppingRule(min_samples=max(3, get("min_samples")), min_time_s=get("min_time"),
-                        noise_target=get("noise_target"), timeout_s=get("case_timeout"))
+                        noise_target=get("noise_target"), timeout_s=get("case_timeout"),
+                        band_fraction=get("band_fraction"), max_gpu_s=get("max_gpu_time"))
     return Options(
         gate=gate_config(get, strict=get("strict_baselines")), rule=rule, update=get("update_baselines"),
         missing=get("missing_baseline") or ("fail" if gate_mode else Policy.missing),

@@ -206,8 +206,8 @@ def measure(request: pytest.FixtureRequest, gpu: Any, stream: Any, flush_mode: s
 
     state = request.config.stash[STATE]
     entry = None if state.options.update else state.entry(gpu.info.slug, case_id_of(request.node.nodeid))
-    return request.config.stash[POOL].measurer(gpu, stream, state.options, flush_mode,  # A/B: both sides alike
-                                                prefer_method=entry.method if entry and not state.turns else "")
+    return request.config.stash[POOL].measurer(gpu, stream, state.options, flush_mode, entry=entry,
+                                                paired=bool(state.turns))
 
 
 def _family(item: pytest.Item) -> str:
