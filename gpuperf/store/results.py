@@ -194,8 +194,9 @@ def _record(path: Path, index: int, raw: Any) -> Record:
 def _refuse_unknown_precision(where: str, raw: dict[str, Any], values: dict[str, Any]) -> None:
     """A figure held to a peak names the precision whose peak applies, one the peak table knows: any other
     (``fp4``, ``FP8``, ``""``) would pass every command's above-peak rule unchecked. A record of a file older than
-    the field (no ``precision`` key) is held to its own ``peak``, so it must carry one."""
-    if values["metric"] not in PEAKED_METRICS:
+    the field (no ``precision`` key) is held to its own ``peak``, so it must carry one. A record with no figure (an
+    ``ERROR`` row the suite could not even describe fully) has nothing to hold to a peak."""
+    if values["metric"] not in PEAKED_METRICS or values["value"] is None:
         return
     if "precision" in raw and values["precision"] not in Precision.ALL:
         raise ResultsError(f"{where}: precision {values['precision']!r} is not one the peak table knows "
