@@ -49,8 +49,7 @@ from gpuperf.output.results import STEP_SUMMARY_ENV, write_summary_markdown
 from gpuperf.store.atomic import write_atomically
 from gpuperf.store.history_target import mask_args
 from gpuperf.verdict.gate import valid_figure
-from gpuperf.verdict.paired import (DEFAULT_ROUNDS_MAX, DEFAULT_THRESHOLD, MIN_ROUNDS, CaseVerdict, Verdict,
-                                    check_threshold)
+from gpuperf.verdict.paired import CaseVerdict, Verdict
 from gpuperf.wiring.ab_turns import HELLO, SIDE_ENV, SOCKET_ENV
 
 EXIT_SAME, EXIT_SLOWER, EXIT_MISSING, EXIT_FAILED = 0, 1, 2, 3
@@ -420,59 +419,4 @@ def _run_ab(args: argparse.Namespace) -> int:
     return code
 
 
-def add_ab_command(commands: Any) -> None:
-    from gpuperf.wiring.argtypes import positive_float
-
-    parser = commands.add_parser(
-        "ab", help="the head against its base on one GPU, measured in turns and judged on paired rounds",
-        description=(__doc__ or "").partition("PYTEST_DONT_REWRITE")[0].rstrip(),
-        formatter_class=argparse.RawDescriptionHelpFormatter, usage_exit=EXIT_USAGE)
-    parser.add_argument("--base", required=True, metavar="REV", help="the base commit (the merge base of a PR)")
-    parser.add_argument("--head", metavar="REV", help="the head commit (default: the working tree as it is)")
-    parser.add_argument("--rounds-max", type=_rounds, default=DEFAULT_ROUNDS_MAX, metavar="N",
-                        help=f"round limit per case; a case still too noisy then is NOISY (default "
-                             f"{DEFAULT_ROUNDS_MAX}, at least {MIN_ROUNDS})")
-    parser.add_argument("--threshold", type=_threshold, default=DEFAULT_THRESHOLD, metavar="FRACTION",
-                        help=f"the slowdown that fails, as a fraction (default {DEFAULT_THRESHOLD}: "
-                             f"{100 * DEFAULT_THRESHOLD:g} %%)")
-    parser.add_argument("--repo", default=".", metavar="DIR", help="the git checkout of the trees")
-    parser.add_argument("--out", metavar="DIR", help="where the sides' results, ab.json and summary.md go "
-                                                      "(default results/ab-<timestamp>/)")
-    parser.add_argument("--history", metavar="TARGET", help="append both sides' runs to this history (as pytest's "
-                                                            "--history), with their commits")
-    parser.add_argument("--turn-timeout", type=positive_float, default=DEFAULT_TURN_TIMEOUT_S, metavar="S",
-                        help="the longest a side may hold the GPU between two requests (one test's set-up up to its "
-                             f"first check, or one round) before it is stopped (default {DEFAULT_TURN_TIMEOUT_S:g})")
-    parser.add_argument("--head-env", type=_assignment, action="append", default=[], metavar="KEY=VALUE",
-                        help="set this in the head side's environment only (repeatable): a planted slowdown to "
-                             "show the gate works, e.g. GPUPERF_SLOWDOWN=0.02 with -- perf_tests -p tools.slowdown")
-    parser.add_argument("selection", nargs="*", metavar="SELECTION",
-                        help="what pytest runs in each tree (default perf_tests; e.g. perf_tests -k gemm)")
-    parser.set_defaults(func=run_ab)
-
-
-def _rounds(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < MIN_ROUNDS:
-        raise argparse.ArgumentTypeError(f"{text!r}: --rounds-max is a whole number of at least {MIN_ROUNDS}")
-    return value
-
-
-def _assignment(text: str) -> tuple[str, str]:
-    key, equals, value = text.partition("=")
-    if not equals or not key:
-        raise argparse.ArgumentTypeError(f"{text!r}: write KEY=VALUE, e.g. GPUPERF_SLOWDOWN=0.02")
-    return key, value
-
-
-def _threshold(text: str) -> float:
-    try:
-        return check_threshold(float(text))
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from exc
-
-
-__all__ = ["add_ab_command", "run_ab"]
+__all__ = ["run_ab"]  # its command line: cli_ab.py

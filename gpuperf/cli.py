@@ -246,7 +246,7 @@ COMMANDS = (("device", __name__, "_add_device_command"), ("compare", "gpuperf.cl
             ("baseline", "gpuperf.cli_baseline", "add_baseline_commands"), ("plot", __name__, "_add_plot_command"),
             ("fleet", "gpuperf.cli_fleet", "add_fleet_command"), ("readme", __name__, "_add_readme_command"),
             ("history", "gpuperf.cli_history", "add_history_commands"),
-            ("bisect", "gpuperf.bisect", "add_bisect_command"), ("ab", "gpuperf.ab", "add_ab_command"))
+            ("bisect", "gpuperf.bisect", "add_bisect_command"), ("ab", "gpuperf.cli_ab", "add_ab_command"))
 
 #: The errors that name their cause and the fix, by the module that defines each: ``main`` prints one as a line
 #: and exits 1. Only a module that was imported can have raised its error, so none is imported to look.

@@ -30,7 +30,7 @@ def sampling(samples: int, gpu_s: float, interval: float, band: float = 0.04, ba
 
 def record(case: str, family: str, data: dict[str, Any] | None) -> Record:
     return Record(case_id=case, nodeid=case, family=family, params={}, metric="TFLOPS", value=50.0, unit="TFLOPS",
-                  status=Status.PASS, extra={"sampling": data} if data is not None else {})
+                  precision="fp32", status=Status.PASS, extra={"sampling": data} if data is not None else {})
 
 
 def run(uuid: str, scale: float = 1.0) -> tuple[RunInfo, list[Record]]:

@@ -1,7 +1,7 @@
 """The report of the OpInfo sweep: PyTorch's own operator database measured through the installed plugin.
 
 ``tools/opinfo_project/`` is a user's project: one test per OpInfo operator (``test_opinfo.py``) and ten operators
-at gated sizes (``test_operators.py``). ``tools/issue41_device.sh`` runs it on the GPU with ``--junitxml`` and
+at gated sizes (``test_operators.py``). ``tools/opinfo_device.sh`` runs it on the GPU with ``--junitxml`` and
 ``--results-dir``; this tool reads the two files and writes the Markdown report (``docs/opinfo-sweep.md``):
 
     python3 tools/opinfo_sweep.py report JUNIT.xml RESULTS.json --exit-code RC [--context FILE] > docs/opinfo-sweep.md
@@ -94,7 +94,7 @@ def _cell(text: str) -> str:
 def report(found: Sequence[Outcome], exit_code: int, context: str) -> str:
     kinds = Counter(outcome.kind for outcome in found)
     lines = ["# The OpInfo sweep: every PyTorch operator measured or refused", "",
-             "Written by `tools/opinfo_sweep.py report` from the files of `tools/issue41_device.sh` (the sweep of",
+             "Written by `tools/opinfo_sweep.py report` from the files of `tools/opinfo_device.sh` (the sweep of",
              "`tools/opinfo_project/`, a user's project on the installed plugin). Reproduce the counts with",
              "`python3 tools/opinfo_sweep.py report docs/opinfo/junit.xml docs/opinfo/results.json`.", ""]
     if context:

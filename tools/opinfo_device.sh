@@ -1,20 +1,21 @@
 #!/usr/bin/env bash
-# Issue 41's GPU runs, each a call of its own on the device machine; everything under OUT (the device's $OUT).
+# The OpInfo sweep and the framework example on a GPU, each mode one call on a GPU machine; everything goes
+# under OUT.
 #
-#   tools/issue41_device.sh record OUT   fresh GPU: the framework example recorded (--update-baselines) before anything
+#   tools/opinfo_device.sh record OUT   fresh GPU: the framework example recorded (--update-baselines) before anything
 #                                        else compiles there, the GELU compile probe, the kernel-symbol corpus
-#   tools/issue41_device.sh sweep OUT    the OpInfo sweep (tools/opinfo_project; stopped by SIGINT after 480 s, so
+#   tools/opinfo_device.sh sweep OUT    the OpInfo sweep (tools/opinfo_project; stopped by SIGINT after 480 s, so
 #                                        its files are still written)
-#   tools/issue41_device.sh trace OUT    the ten operators measured, then traced by torch.profiler
+#   tools/opinfo_device.sh trace OUT    the ten operators measured, then traced by torch.profiler
 #                                        (tools/profiler_check.py)
-#   tools/issue41_device.sh gate OUT     another fresh GPU, the recorded baseline in place: the example gated first,
+#   tools/opinfo_device.sh gate OUT     another fresh GPU, the recorded baseline in place: the example gated first,
 #                                        then the GELU compile probe
 #
 # gpuperf is installed (no extras) beside the wheels in .whl/ into /tmp/site, so the projects load the plugin through
 # its pytest11 entry point, as a user's repository does.
 set -uo pipefail
-mode=${1:?usage: tools/issue41_device.sh record|sweep|trace|gate OUT}
-out=${2:?usage: tools/issue41_device.sh record|sweep|trace|gate OUT}
+mode=${1:?usage: tools/opinfo_device.sh record|sweep|trace|gate OUT}
+out=${2:?usage: tools/opinfo_device.sh record|sweep|trace|gate OUT}
 root=$(cd "$(dirname "$0")/.." && pwd)
 source "$root/tools/device_env.sh"
 log_to "$out" "$mode.log"
