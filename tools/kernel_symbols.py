@@ -34,9 +34,9 @@ def libraries() -> list[Path]:
     try:
         import nvidia
 
-        for root in (Path(p) for p in nvidia.__path__):
-            for pattern in ("cublas/lib/libcublas*.so*", "cudnn/lib/libcudnn*.so*", "cusparse/lib/libcusparse*.so*",
-                            "cufft/lib/libcufft.so*"):
+        for root in (Path(p) for p in nvidia.__path__):  # nvidia/<lib>/lib/ (CUDA 12 wheels), nvidia/cu13/lib/
+            for pattern in ("*/lib/libcublas*.so*", "*/lib/libcudnn*.so*", "*/lib/libcusparse*.so*",
+                            "*/lib/libcufft.so*"):
                 found += sorted(root.glob(pattern))
     except ImportError:
         pass
@@ -69,13 +69,15 @@ def main() -> int:
     parser.add_argument("--per-library", type=int, default=600)
     parser.add_argument("--timeout", type=float, default=90.0)
     parser.add_argument("--jobs", type=int, default=8)
+    parser.add_argument("--match", default="", help="only the libraries whose file name holds this (e.g. cublas)")
     args = parser.parse_args()
     if shutil.which("cuobjdump") is None:
         print("kernel_symbols.py: cuobjdump is not on PATH", file=sys.stderr)
         return 1
     rows: list[str] = []
     with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
-        for library, names, note in pool.map(lambda lib: symbols(lib, args.timeout), libraries()):
+        for library, names, note in pool.map(lambda lib: symbols(lib, args.timeout),
+                                               [lib for lib in libraries() if args.match in lib.name]):
             kept = spread(names, args.per_library)
             print(f"{library.name}: {len(names)} kernels ({note}), {len(kept)} kept", flush=True)
             rows += [f"{library.name}\t{name}" for name in kept]
