@@ -183,7 +183,7 @@ def short_name(symbol: str) -> str:
         return UNNAMED_KERNEL
     name = demangle(symbol)
     if name == symbol and symbol.startswith("_Z"):
-        return symbol  # not demangled: better whole than cut at a guess
+        return _mangled_short_name(symbol) or symbol  # the demangler gave up (CUTLASS's deepest templates)
     scopes = _split_scopes(_without_return_type(_strip_parameters(name.strip())))
     named = [scope for scope in scopes if scope and not _ANONYMOUS.match(_split_template(scope)[0])]
     if not named:
@@ -193,8 +193,52 @@ def short_name(symbol: str) -> str:
         return named[-1]
     if base not in _GENERIC_WRAPPERS:
         return base
-    first = _split_scopes(_first_argument(template))[-1].strip() if template else ""
+    first = _split_template(_split_scopes(_first_argument(template))[-1])[0].strip() if template else ""
+    return _wrapped(base, first, _split_template(named[-2])[0] if len(named) > 1 else "")
+
+
+def _wrapped(base: str, first: str, outer: str) -> str:
+    """A generic wrapper's name: by what it wraps (its first template argument), else by its namespace."""
     if first and not _BUILTIN_TYPE.match(first):
         return f"{base}<{first}>"
-    outer = _split_template(named[-2])[0] if len(named) > 1 else ""
     return f"{outer}::{base}" if outer else base
+
+
+_SOURCE_NAME = re.compile(r"(\d+)")
+_SUBSTITUTION = re.compile(r"S[0-9A-Z]*_|St|Sa|Sb|Ss|Si|So|Sd")
+
+
+def _source_names(symbol: str, index: int) -> tuple[list[str], int]:
+    """The ``<length><identifier>`` names of a mangled nested name from ``index`` on (substitutions skipped), and
+    where they end."""
+    names: list[str] = []
+    while index < len(symbol):
+        substitution = _SUBSTITUTION.match(symbol, index)
+        if substitution:
+            index = substitution.end()
+            continue
+        length = _SOURCE_NAME.match(symbol, index)
+        if not length:
+            break
+        start = length.end()
+        names.append(symbol[start:start + int(length.group(1))])
+        index = start + int(length.group(1))
+    return names, index
+
+
+def _mangled_short_name(symbol: str) -> str:
+    """The short name read from a mangled symbol itself, where the demangler gave up on it: the nested name's
+    last part (``_ZN7cutlass6KernelINS_4gemm6kernel29SparseGemm…`` → ``Kernel<SparseGemm…>``), or ``""``."""
+    index = 3 if symbol.startswith("_ZN") else 2
+    names, index = _source_names(symbol, index)
+    if not names:
+        return ""
+    base = names[-1]
+    if base not in _GENERIC_WRAPPERS:
+        return base
+    first = ""
+    if symbol.startswith("I", index):
+        index += 2 if symbol.startswith("IN", index) else 1
+        wrapped, _ = _source_names(symbol, index)
+        first = wrapped[-1] if wrapped else ""
+    return _wrapped(base, first, names[-2] if len(names) > 1 else "")

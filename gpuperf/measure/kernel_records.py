@@ -130,11 +130,13 @@ class Kernel:
         return self.grid, self.block, self.cluster
 
     def describe(self) -> str:
-        """One line: ``gemv2T_kernel_val grid 64x1x1 block 128x1x1 40 regs 1024 B smem 6.2 µs``."""
+        """One line: ``gemv2T_kernel_val grid 64x1x1 block 128x1x1 40 regs 1024 B smem 6.2 µs``, with the
+        configuration its launcher compiled it with after the name (``triton_poi_… (num_warps=4 num_stages=1)``)."""
         cluster = f" cluster {_dims(self.cluster)}" if any(self.cluster) else ""
         median = f" {self.median_us:.3g} µs" if self.median_us is not None else ""
-        return (f"{self.name} grid {_dims(self.grid)} block {_dims(self.block)}{cluster} {self.registers} regs "
-                f"{self.shared_memory} B smem{median}")
+        config = f" ({self.config})" if self.config else ""
+        return (f"{self.name}{config} grid {_dims(self.grid)} block {_dims(self.block)}{cluster} {self.registers} "
+                f"regs {self.shared_memory} B smem{median}")
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {"name": self.name, "grid": list(self.grid), "block": list(self.block)}
