@@ -1,10 +1,13 @@
 """The report of the OpInfo sweep: PyTorch's own operator database measured through the installed plugin.
 
 ``tools/opinfo_project/`` is a user's project: one test per OpInfo operator (``test_opinfo.py``) and ten operators
-at gated sizes (``test_operators.py``). ``tools/opinfo_device.sh`` runs it on the GPU with ``--junitxml`` and
-``--results-dir``; this tool reads the two files and writes the Markdown report (``docs/opinfo-sweep.md``):
+at gated sizes (``test_operators.py``). ``tools/opinfo_device.sh`` runs the sweep on the GPU with ``--junitxml`` and
+``--results-dir`` and packs each part of it (``junit.xml``, ``results.json``, ``rc``: the session's exit code, 124
+when its time limit stopped it with SIGINT and the rest ran in a second part) into a ``.tar.gz``; this tool reads the
+parts and writes the Markdown report:
 
-    python3 tools/opinfo_sweep.py report JUNIT.xml RESULTS.json --exit-code RC [--context FILE] > docs/opinfo-sweep.md
+    python3 tools/opinfo_sweep.py report docs/opinfo/sweep-1.tar.gz docs/opinfo/sweep-2.tar.gz \
+        --context docs/opinfo/gpu.txt > docs/opinfo-sweep.md
 
 Every operator ends in exactly one outcome: *measured* (a figure), *refused* (the suite's ``ERROR`` row, with its
 one line), *skipped* (no CUDA sample, …) or *failed* (the operator itself raised on its sample). The session's exit
@@ -17,6 +20,7 @@ import argparse
 import json
 import re
 import sys
+import tarfile
 import xml.etree.ElementTree as ElementTree
 from collections import Counter
 from collections.abc import Sequence
@@ -24,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-_TEST = re.compile(r"test_opinfo\[(?P<key>.*)\]$")
+_TEST = re.compile(r"test_opinfo\[(?P<key>.*?)(?:-cold|-hot)?\]$")
 #: A refusal's one line, reduced to its cause: what the suite says before the details.
 _REASONS = (
     (re.compile(r"launched no kernel"), "launched no kernel on any stream"),
@@ -32,6 +36,10 @@ _REASONS = (
     (re.compile(r"outliv|after the next separator"), "work outlived the call"),
     (re.compile(r"could not be read back|gpuperf defect"), "the record could not be written"),
 )
+#: The method of a call whose batch could not be held (``timing.py``): the call waits for the GPU inside itself.
+UNHELD = "-unheld"
+#: The exit code ``timeout -s INT`` gives a session it stopped (pytest still wrote its files).
+STOPPED_BY_LIMIT = 124
 
 
 @dataclass(frozen=True)
@@ -56,7 +64,31 @@ def _key(name: str) -> str | None:
     return match.group("key") if match else None
 
 
-def outcomes(junit: Path, results: dict[str, Any]) -> list[Outcome]:
+@dataclass(frozen=True)
+class Part:
+    """One session of the sweep, as ``tools/opinfo_device.sh`` packs it."""
+
+    name: str
+    exit_code: int
+    outcomes: list[Outcome]
+
+
+def read_part(path: Path) -> Part:
+    """A part's outcomes from its ``.tar.gz`` (``junit.xml``, ``results.json``, ``rc``)."""
+    with tarfile.open(path) as archive:
+        def member(name: str) -> bytes:
+            handle = archive.extractfile(name)
+            if handle is None:
+                raise ValueError(f"{path}: {name} is not a file")
+            return handle.read()
+
+        junit = ElementTree.fromstring(member("junit.xml"))
+        results = json.loads(member("results.json"))
+        exit_code = int(member("rc").decode().strip())
+    return Part(path.name, exit_code, outcomes(junit, results))
+
+
+def outcomes(junit: ElementTree.Element, results: dict[str, Any]) -> list[Outcome]:
     """One outcome per ``test_opinfo`` test of the JUnit file, its figure from the results file's records."""
     records = {}
     for record in results.get("records", []):
@@ -64,7 +96,7 @@ def outcomes(junit: Path, results: dict[str, Any]) -> list[Outcome]:
         if key is not None:
             records[key] = record
     found: list[Outcome] = []
-    for case in ElementTree.parse(junit).getroot().iter("testcase"):
+    for case in junit.iter("testcase"):
         key = _key(case.get("name", ""))
         if key is None:
             continue
@@ -91,18 +123,38 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def report(found: Sequence[Outcome], exit_code: int, context: str) -> str:
+def _part_line(part: Part) -> str:
+    if part.exit_code == STOPPED_BY_LIMIT:
+        how = "stopped by its time limit (SIGINT; pytest wrote its files), the rest run in the next part"
+    elif part.exit_code in (0, 1):
+        how = f"finished (pytest exit {part.exit_code})"
+    else:
+        how = f"**pytest exit {part.exit_code}**"
+    return f"- `{part.name}`: {len(part.outcomes)} operators, {how}"
+
+
+def report(parts: Sequence[Part], context: str) -> str:
+    found = [outcome for part in parts for outcome in part.outcomes]
     kinds = Counter(outcome.kind for outcome in found)
+    unheld = sum(1 for outcome in found if outcome.kind == "measured" and outcome.method.endswith(UNHELD))
+    crashes = [part.name for part in parts if part.exit_code not in (0, 1, STOPPED_BY_LIMIT)]
     lines = ["# The OpInfo sweep: every PyTorch operator measured or refused", "",
-             "Written by `tools/opinfo_sweep.py report` from the files of `tools/opinfo_device.sh` (the sweep of",
-             "`tools/opinfo_project/`, a user's project on the installed plugin). Reproduce the counts with",
-             "`python3 tools/opinfo_sweep.py report docs/opinfo/junit.xml docs/opinfo/results.json`.", ""]
+             "PyTorch's operator database (`op_db`), one test per operator with a CUDA sample in a floating dtype",
+             "(float32 first), its largest sample measured through `measure` and `perf.check` as a user's test would,",
+             "with no stream code (`tools/opinfo_project/`, on the installed plugin). Written by",
+             "`python3 tools/opinfo_sweep.py report docs/opinfo/sweep-1.tar.gz docs/opinfo/sweep-2.tar.gz "
+             "--context docs/opinfo/gpu.txt`",
+             "from the files `tools/opinfo_device.sh sweep` and `trace` (with `OPINFO_AFTER`) brought back; a test",
+             "writes it again from them.", ""]
     if context:
         lines += ["```", context.strip(), "```", ""]
-    crashed = "none" if exit_code in (0, 1) else f"exit code {exit_code}"
-    lines += [f"- operators: **{len(found)}**; session crashes: **{crashed}** (pytest exit {exit_code})",
-              f"- measured: **{kinds['measured']}**; refused by the suite: **{kinds['refused']}**; skipped: "
-              f"**{kinds['skipped']}**; the operator raised on its sample: **{kinds['failed']}**", ""]
+    lines += [_part_line(part) for part in parts]
+    lines += ["", f"- operators: **{len(found)}**; sessions that crashed: **{', '.join(crashes) or 'none'}**",
+              f"- measured (a figure): **{kinds['measured']}**, of which {unheld} timed unheld (the call waits for "
+              "the GPU inside itself, so its launches cannot queue behind the suite's hold kernel: `nonzero`, "
+              "`linalg.eigh`, `masked_select`, `unique`, …; its figure is the kernels' span as for any call)",
+              f"- refused by the suite (its `ERROR`, one line): **{kinds['refused']}**; skipped: **{kinds['skipped']}**;"
+              f" the operator itself raised on its sample: **{kinds['failed']}**", ""]
     for kind, title in (("refused", "Refusals (the suite's ERROR, one line each)"), ("skipped", "Skips"),
                         ("failed", "The operator raised")):
         reasons = Counter(outcome.reason for outcome in found if outcome.kind == kind)
@@ -113,39 +165,33 @@ def report(found: Sequence[Outcome], exit_code: int, context: str) -> str:
             examples = [o.key for o in found if o.kind == kind and o.reason == reason][:4]
             lines.append(f"| {_cell(reason)} | {count} | {_cell(', '.join(examples))} |")
         lines.append("")
-    lines += ["## Every operator", "", "| operator | outcome | GB/s | kernels / reason |", "| --- | --- | ---: | --- |"]
+    lines += ["## Every operator", "", "| operator | outcome | GB/s | method | kernels / reason |",
+              "| --- | --- | ---: | --- | --- |"]
     for outcome in sorted(found, key=lambda o: o.key):
         figure = f"{outcome.figure:.4g}" if outcome.figure is not None else ""
         detail = outcome.kernels if outcome.kind == "measured" else outcome.reason
-        lines.append(f"| {_cell(outcome.key)} | {outcome.kind} | {figure} | {_cell(detail[:160])} |")
+        lines.append(f"| {_cell(outcome.key)} | {outcome.kind} | {figure} | {outcome.method} | "
+                     f"{_cell(detail[:160])} |")
     return "\n".join(lines) + "\n"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="opinfo_sweep.py", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="opinfo_sweep.py", description=(__doc__ or "").split("\n\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
-    made = commands.add_parser("report", help="the Markdown report of one sweep")
-    made.add_argument("junit", type=Path)
-    made.add_argument("results", type=Path)
-    made.add_argument("--exit-code", type=int, default=None,
-                      help="the sweep session's exit code (default: read from the results file's folder's rc)")
+    made = commands.add_parser("report", help="the Markdown report of one sweep, from its parts")
+    made.add_argument("parts", type=Path, nargs="+", help="each part's .tar.gz (junit.xml, results.json, rc)")
     made.add_argument("--context", type=Path, default=None, help="a file of lines shown at the top (GPU, versions)")
     args = parser.parse_args(argv)
     try:
-        results = json.loads(args.results.read_text())
-        found = outcomes(args.junit, results)
+        parts = [read_part(path) for path in args.parts]
         context = args.context.read_text() if args.context else ""
-        exit_code = args.exit_code
-        if exit_code is None:
-            rc = args.results.with_name("rc")
-            exit_code = int(rc.read_text()) if rc.is_file() else 0
-    except (OSError, ValueError, ElementTree.ParseError) as exc:
+    except (OSError, ValueError, KeyError, tarfile.TarError, ElementTree.ParseError) as exc:
         print(f"opinfo_sweep.py: {exc}", file=sys.stderr)
         return 1
-    if not found:
-        print("opinfo_sweep.py: no test_opinfo test in the JUnit file: nothing to report", file=sys.stderr)
+    if not any(part.outcomes for part in parts):
+        print("opinfo_sweep.py: no test_opinfo test in the parts' JUnit files: nothing to report", file=sys.stderr)
         return 1
-    sys.stdout.write(report(found, exit_code, context))
+    sys.stdout.write(report(parts, context))
     return 0
 
 
