@@ -418,6 +418,14 @@ def test_the_framework_evidence_is_what_the_committed_runs_say() -> None:
     assert record["run"]["started"][:19] <= baseline.split("recorded: '")[1][:19]
     assert gate["run"]["extra"]["uuid"] != record["run"]["extra"]["uuid"]
     assert {r["status"] for r in gate["records"]} == {"PASS"} and len(gate["records"]) == 9
+    # the committed baseline (the GELU compiled per size) gated green on two fresh GPUs that did not record it
+    recorded = {r["case_id"]: r for r in record["records"]}
+    for name in ("gate-f6326300.json", "gate-5d806ebc.json"):
+        fresh = json.loads((evidence / name).read_text())
+        assert fresh["run"]["extra"]["uuid"] != record["run"]["extra"]["uuid"]
+        assert {r["status"] for r in fresh["records"]} == {"PASS"} and len(fresh["records"]) == 9
+        for row in fresh["records"]:
+            assert [k.get("code") for k in row["kernels"]] == [k.get("code") for k in recorded[row["case_id"]]["kernels"]]
     check = subprocess.run([sys.executable, "-m", "gpuperf", "baseline", "check",
                             str(FRAMEWORK_EXAMPLE / "baselines" / "nvidia-h200.yaml")],
                            capture_output=True, text=True, check=False, cwd=ROOT)
