@@ -10,6 +10,8 @@ import types
 from collections.abc import Iterator
 from typing import Any
 
+from pathlib import Path
+
 import pytest
 
 from gpuperf.measure import launchers
@@ -155,6 +157,25 @@ def test_a_kernel_loaded_once_is_known_even_when_its_launcher_calls_no_launch_ho
     with launchers.identify(lambda: None, ()) as codes:
         pass
     assert codes["triton_poi_fused_add_0"] == code_digest("triton", "cccc")
+
+
+def test_triton_s_loads_are_counted_and_a_kernel_s_compile_options_join_its_identity(
+        fake_triton: types.SimpleNamespace, tmp_path: Path) -> None:
+    """The count the timer compares before and after its samples (a compile while timed is refused), and the
+    configuration read from the loaded kernel's metadata file."""
+    from gpuperf.measure.kernel_records import KernelActivity, call_kernels, note_code
+
+    assert launchers.compiled_count() == 0
+    launchers.watch_triton()
+    metadata = tmp_path / "add_kernel.json"
+    metadata.write_text('{"num_warps": 4, "num_stages": 3, "num_ctas": 1, "maxnreg": null}')
+    fake_triton.kernel_load_end_hook(None, 8, "add_kernel", {"add_kernel.json": str(metadata)}, "dddd")
+    fake_triton.kernel_load_end_hook(None, 8, "add_kernel", {}, "dddd")  # the same handle loaded again
+    assert launchers.compiled_count() == 2
+    note_code("add_kernel", code_digest("triton", "dddd"))
+    kernels = call_kernels([[KernelActivity("add_kernel", 0, 1000)]])
+    assert kernels[0].config == "num_warps=4 num_stages=3 num_ctas=1"
+    assert "add_kernel (num_warps=4 num_stages=3 num_ctas=1) grid" in kernels[0].describe()
 
 
 def test_a_triton_without_the_hooks_gives_no_digest(monkeypatch: pytest.MonkeyPatch) -> None:

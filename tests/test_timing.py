@@ -549,3 +549,18 @@ def test_relocated_copies_what_it_knows_and_leaves_the_rest() -> None:
 
     host = numpy.ones(4)
     assert relocated((host,))[0] is host  # a NumPy array is no device memory: passed as it is
+
+
+def test_a_call_that_compiles_while_it_is_timed_is_refused() -> None:
+    """Compilation and autotuning belong to the warm-up: a kernel compiled during the timed phase (an autotuner still
+    choosing, another specialisation) would mix other code into the samples, so the call is refused with the fix."""
+    device = SimDevice()
+    timer, _, _ = make_timer(device, traced=True)
+    counts = iter([3, 4])  # the launchers' compile count after the warm-up, then after the samples: one more
+    timer.compiled = lambda: next(counts)
+    with pytest.raises(UnmeasurableCall, match=r"fn compiled 1 kernel\(s\) while it was being timed, after \d+ "
+                                               r"warm-up calls.*warm it up at this size"):
+        timer.measure(launched(device, 1e-4, 0.0), WORK, operands=(SimArray(2**30),))
+    timer.compiled = lambda: 3  # the control: everything compiled in the warm-up
+    settled = timer.measure(launched(device, 1e-4, 0.0), WORK, operands=(SimArray(2**30),))
+    assert settled.median_s == pytest.approx(1e-4)

@@ -61,12 +61,14 @@ class _TritonWatch:
     def __init__(self) -> None:
         self.loaded: dict[int, tuple[str, str]] = {}  # function handle → (name, hash)
         self.launched: list[int] = []
+        self.loads = 0  # every load, also of a handle seen before (a module loaded again)
         self.recording = False
         self.lock = threading.Lock()
 
     def on_load(self, module: Any, function: Any, name: Any, metadata_group: Any, hash: Any) -> None:
         with self.lock:
             self.loaded[int(function)] = (str(name), str(hash))
+            self.loads += 1
         config = triton_config(metadata_group)
         if config:
             note_config(_triton_digest(str(hash)), config)
@@ -139,6 +141,16 @@ def _triton_watch() -> _TritonWatch | None:
     load_hook.add(watch.on_load)
     launch_hook.add(watch.on_launch)
     return watch
+
+
+def compiled_count() -> int:
+    """How many kernels Triton has loaded in this process since the watch began (0 without Triton or its hooks): a
+    count that grows while a call is timed means it compiled then."""
+    watch = _triton_watch() if "triton" in sys.modules else None
+    if watch is None:
+        return 0
+    with watch.lock:
+        return watch.loads
 
 
 def watch_triton() -> None:

@@ -160,7 +160,7 @@ class Timer:
     def __init__(self, l2_bytes: int, flush_buffer: Any, nvml: Nvml, config: SamplingConfig,
                  backend: Any = None, sleep: Callable[[float], None] = time.sleep,
                  clock: Callable[[], float] = time.perf_counter, tracer: Any = None,
-                 identify: Identify | None = None) -> None:
+                 identify: Identify | None = None, compiled: Callable[[], int] = lambda: 0) -> None:
         self.l2_bytes = l2_bytes
         self.flush_buffer = flush_buffer
         self.nvml = nvml
@@ -170,6 +170,9 @@ class Timer:
         self.clock = clock
         self.tracer = tracer
         self.identify = identify or nothing_identified
+        #: How many kernels the process's launchers have compiled so far (``launchers.compiled_count``): one more
+        #: after the warm-up means a sample held a compilation or another configuration's code.
+        self.compiled = compiled
 
     def measure(self, fn: Callable[..., Any], work: Work, operands: Sequence[Any] = (), flush: str = Flush.COLD,
                 label: str = "", prefer_method: str = "", band: Band | None = None) -> Measurement:
@@ -183,6 +186,7 @@ class Timer:
         stream = self.backend.current_stream()
         clock_before = self.nvml.sm_clock_mhz()
         warm_calls, per_call, holding, codes = self._warm_up(fn, operands, flush, stream)
+        compiled_after_warm_up = self.compiled()
         method, calls, operand_sets = self._event_method(operands, flush, per_call, prefer_method)
         event_batches = self._event_batches(fn, operand_sets, method, calls, per_call, stream)
         events = self._sample(event_batches, self.config.crosscheck_rule, holding) if self.tracer is not None \
@@ -197,6 +201,14 @@ class Timer:
                                                           codes, band)
             except _Unmeasurable as exc:
                 raise UnmeasurableCall(str(exc), work, label, flush) from None
+        compiled = self.compiled() - compiled_after_warm_up
+        if compiled:
+            raise UnmeasurableCall(
+                f"fn compiled {compiled} kernel(s) while it was being timed, after {warm_calls} warm-up calls, so its "
+                "samples mix the code the warm-up settled on with other code (an autotuner still choosing, a "
+                "compile for another specialisation); warm it up at this size before measuring (call it once, or "
+                "raise --warmup / --warmup-time), or compile it for this size (torch.compile(fn, dynamic=False))",
+                work, label, flush)
         clock_after = self.nvml.sm_clock_mhz()
         clocks = (clock_before, clock_after) if clock_before is not None and clock_after is not None else None
         common = dict(work=work, flush=flush, warmup_calls=warm_calls, sm_clock_mhz=clocks, label=label)

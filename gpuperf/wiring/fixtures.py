@@ -143,14 +143,14 @@ class GpuPool:
         test's baseline ``entry`` (``None``: none, or re-recording), a call is measured by the entry's method and
         sampled until the figure its verdict reads is as precise as its band needs (``check.band_for``); an A/B
         round (``paired``) is measured the same way on both sides, to the fixed noise target."""
-        from gpuperf.measure.launchers import identify
+        from gpuperf.measure.launchers import compiled_count, identify
         from gpuperf.measure.streams import framework_streams
         from gpuperf.measure.timing import SamplingConfig, Timer
 
         config = SamplingConfig(rule=options.rule, warmup_calls=options.warmup_calls,
                                 warmup_time_s=options.warmup_time_s, min_sample_s=options.min_sample_s)
         timer = Timer(ctx.info.l2_bytes, self.flush_buffer(ctx), ctx.nvml, config, backend=self.backend(),
-                      tracer=self.tracer(), identify=identify)
+                      tracer=self.tracer(), identify=identify, compiled=compiled_count)
         band_of = None if paired else band_for(entry, options.gate, ctx.peaks, ctx.info.sm_clock_max_mhz)
         return Measurer(timer, flush_mode, prefer_method=entry.method if entry and not paired else "",
                         current=lambda: framework_streams(stream), band_for=band_of)
