@@ -22,7 +22,8 @@ def _tool(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_the_report_is_written_again_from_the_committed_parts() -> None:
-    made = _tool("report", *map(str, PARTS), "--context", str(EVIDENCE / "gpu.txt"))
+    made = _tool("report", *map(str, PARTS), "--context", str(EVIDENCE / "gpu.txt"), "--trace",
+                 str(EVIDENCE / "operators-compare.md"))
     assert made.returncode == 0, made.stderr
     assert made.stdout == (ROOT / "docs" / "opinfo-sweep.md").read_text()
 
