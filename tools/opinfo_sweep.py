@@ -26,6 +26,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from statistics import median
 from typing import Any
 
 _TEST = re.compile(r"test_opinfo\[(?P<key>.*?)(?:-cold|-hot)?\]$")
@@ -50,6 +51,8 @@ class Outcome:
     figure: float | None = None
     kernels: str = ""
     method: str = ""
+    sample_bytes: int = 0
+    median_us: float = 0.0
 
 
 def _reason(note: str) -> str:
@@ -108,7 +111,9 @@ def outcomes(junit: ElementTree.Element, results: dict[str, Any]) -> list[Outcom
         elif record is not None and isinstance(record.get("value"), (int, float)):
             kernels = " + ".join(k.get("name", "") for k in record.get("kernels") or [])
             found.append(Outcome(key, "measured", figure=float(record["value"]), kernels=kernels,
-                                 method=str(record.get("method", ""))))
+                                 method=str(record.get("method", "")),
+                                 sample_bytes=int((record.get("extra") or {}).get("sample_bytes") or 0),
+                                 median_us=float(record.get("median_s") or 0.0) * 1e6))
         elif skipped is not None:
             found.append(Outcome(key, "skipped", (skipped.get("message") or "").removeprefix("Skipped: ")[:160]))
         elif failure is not None:
@@ -138,13 +143,16 @@ def report(parts: Sequence[Part], context: str, trace: str = "") -> str:
     kinds = Counter(outcome.kind for outcome in found)
     unheld = sum(1 for outcome in found if outcome.kind == "measured" and outcome.method.endswith(UNHELD))
     crashes = [part.name for part in parts if part.exit_code not in (0, 1, STOPPED_BY_LIMIT)]
+    measured = [outcome for outcome in found if outcome.kind == "measured"]
+    sizes = f"a median of {median([o.sample_bytes for o in measured]):.0f} bytes of tensors" if measured else "-"
+    calls = (f"a median call of {median([o.median_us for o in measured]):.2g} µs, the longest "
+             f"{max(o.median_us for o in measured):.3g} µs" if measured else "-")
     lines = ["# The OpInfo sweep: every PyTorch operator measured or refused", "",
              "PyTorch's operator database (`op_db`), one test per operator with a CUDA sample in a floating dtype",
              "(float32 first), its largest sample measured through `measure` and `perf.check` as a user's test would,",
              "with no stream code (`tools/opinfo_project/`, on the installed plugin). The samples are OpInfo's own,",
-             "small by design (a median of 700 bytes of tensors; a median call of 2.5 µs, the longest 3.8 ms): the",
-             "sweep shows reach (what is measured and what is refused, and why), the ten operators below show",
-             "accuracy. Written by",
+             f"small by design ({sizes}; {calls}): the sweep shows reach (what is measured and what",
+             "is refused, and why), the ten operators below show accuracy. Written by",
              "`python3 tools/opinfo_sweep.py report docs/opinfo/sweep-1.tar.gz docs/opinfo/sweep-2.tar.gz "
              "--context docs/opinfo/gpu.txt --trace docs/opinfo/operators-compare.md`",
              "from the files `tools/opinfo_device.sh sweep` and `trace` (with `OPINFO_AFTER`) brought back; a test",
