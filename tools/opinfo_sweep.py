@@ -146,7 +146,7 @@ def report(parts: Sequence[Part], context: str, trace: str = "") -> str:
     measured = [outcome for outcome in found if outcome.kind == "measured"]
     sizes = f"a median of {median([o.sample_bytes for o in measured]):.0f} bytes of tensors" if measured else "-"
     calls = (f"a median call of {median([o.median_us for o in measured]):.2g} µs, the longest "
-             f"{max(o.median_us for o in measured):.3g} µs" if measured else "-")
+             f"{max(o.median_us for o in measured):.0f} µs" if measured else "-")
     lines = ["# The OpInfo sweep: every PyTorch operator measured or refused", "",
              "PyTorch's operator database (`op_db`), one test per operator with a CUDA sample in a floating dtype",
              "(float32 first), its largest sample measured through `measure` and `perf.check` as a user's test would,",
