@@ -213,3 +213,37 @@ def test_records_from_xdist_workers_that_cannot_be_read_back_are_errors(pytester
     assert_contained(result, records, {
         fault_id("kernel"): f"{Stage.READ_BACK}: a kernel needs a non-empty name",
         fault_id("controller"): f"{Stage.READ_BACK}: injected into from_dict; {DEFECT}"})
+
+
+ANONYMOUS = '''
+from dataclasses import replace
+
+import pytest
+
+from gpuperf.measure.kernel_records import KernelActivity, call_kernels
+from gpuperf.measure.metrics import reduction_work
+
+LAYER_NORM = ("_ZN2at6native12_GLOBAL__N_128vectorized_layer_norm_kernelIN3c104HalfEfEEviT0_PKT_S8_S8_PS5_S9_PS6_")
+SOFTMAX = ("_ZN2at6native12_GLOBAL__N_119cunn_SoftMaxForwardILi4EfffNS1_22SoftMaxForwardEpilogueEEEvPT2_PKT0_i")
+
+
+@pytest.mark.perf
+@pytest.mark.parametrize("symbol", [LAYER_NORM, SOFTMAX], ids=["layer_norm", "softmax"])
+def test_anonymous(symbol, measure, perf):
+    measured = measure(lambda: "gemv", reduction_work(16384, 8192, "fp16", outputs_per_row=8192))
+    kernels = call_kernels([[KernelActivity(symbol, 0, 200_000, grid=(16384, 1, 1), block=(32, 4, 1))]])
+    perf.check(replace(measured, kernels=kernels))
+'''
+
+
+def test_kernels_of_anonymous_namespaces_are_named_recorded_and_written(pytester: pytest.Pytester,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """The symbols of PyTorch's layer_norm and softmax kernels (``at::native::(anonymous namespace)::…``), which once
+    ended the session with an INTERNALERROR, go through the plugin like any other: named, judged, written."""
+    project = fake_project(pytester, monkeypatch, {"test_anonymous": ANONYMOUS}, gemv=GEMV_S, gemm=GEMM_S)
+    result, records = session(project)
+    output = result.stdout.str() + result.stderr.str()
+    assert result.ret == pytest.ExitCode.OK and "INTERNALERROR" not in output, output
+    names = {case.rsplit("[", 1)[1]: [k.name for k in record.kernels] for case, record in records.items()}
+    assert names == {"layer_norm-cold]": ["vectorized_layer_norm_kernel"], "softmax-cold]": ["cunn_SoftMaxForward"]}
+    assert all(record.status == Status.NO_BASELINE and record.value for record in records.values())
