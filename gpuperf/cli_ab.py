@@ -1,4 +1,4 @@
-"""The command line of ``python -m gpuperf ab`` (the run itself: ``ab.py``): its options, each checked as it is
+"""The command line of ``python -m gpuperf ab`` (the run itself: ``ab/coordinator.py``): its options, each checked as it is
 parsed, so a bad value is a usage error (exit 4) before either side starts.
 
 PYTEST_DONT_REWRITE
@@ -9,9 +9,9 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from gpuperf import ab
-from gpuperf.ab import DEFAULT_TURN_TIMEOUT_S, EXIT_USAGE, run_ab
-from gpuperf.verdict.paired import DEFAULT_ROUNDS_MAX, DEFAULT_THRESHOLD, MIN_ROUNDS, check_threshold
+from gpuperf.ab import coordinator
+from gpuperf.ab.coordinator import DEFAULT_TURN_TIMEOUT_S, EXIT_USAGE, run_ab
+from gpuperf.ab.paired import DEFAULT_ROUNDS_MAX, DEFAULT_THRESHOLD, MIN_ROUNDS, check_threshold
 
 
 def add_ab_command(commands: Any) -> None:
@@ -19,7 +19,7 @@ def add_ab_command(commands: Any) -> None:
 
     parser = commands.add_parser(
         "ab", help="the head against its base on one GPU, measured in turns and judged on paired rounds",
-        description=(ab.__doc__ or "").partition("PYTEST_DONT_REWRITE")[0].rstrip(),
+        description=(coordinator.__doc__ or "").partition("PYTEST_DONT_REWRITE")[0].rstrip(),
         formatter_class=argparse.RawDescriptionHelpFormatter, usage_exit=EXIT_USAGE)
     parser.add_argument("--base", required=True, metavar="REV", help="the base commit (the merge base of a PR)")
     parser.add_argument("--head", metavar="REV", help="the head commit (default: the working tree as it is)")
