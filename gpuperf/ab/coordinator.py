@@ -321,27 +321,6 @@ def _appended(target: str | None, trees: dict[str, Tree], out: Path, base: str, 
     return f"gpuperf ab: appended the {' and '.join(appended) or 'no'} side's run to the history"
 
 
-def run_ab(args: argparse.Namespace) -> int:
-    """The command; an error that stops the run is one line and exit 3, an unusable option exit 4 (1 and 2 are
-    verdicts here)."""
-    from gpuperf.cli import _known_error, describe_os_error
-    from gpuperf.untrusted import terminal
-
-    try:
-        return _run_ab(args)
-    except UsageError as exc:
-        print(f"gpuperf: error: {terminal(str(exc), 2000)}", file=sys.stderr)
-        return EXIT_USAGE
-    except OSError as exc:
-        message = describe_os_error(exc)
-    except Exception as exc:  # the errors that name their cause and fix (git, the history); others are bugs
-        if not isinstance(exc, GitError) and not _known_error(exc):
-            raise
-        message = str(exc)
-    print(f"gpuperf: error: {terminal(message, 2000)}", file=sys.stderr)
-    return EXIT_FAILED
-
-
 class UsageError(Exception):
     """An option that the command line parsed but that cannot be used: refused before either side starts, exit 4."""
 
@@ -371,7 +350,7 @@ def refuse_used_out(out: Path) -> None:
                          "results/ab-<timestamp>/, is new each run), or remove that one first")
 
 
-def _run_ab(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
     repo = top_level(_resolved(args.repo, "--repo"))
     base = resolve_commit(repo, args.base, "--base")
     head = resolve_commit(repo, args.head, "--head") if args.head else git(repo, "rev-parse", "HEAD")
@@ -421,4 +400,4 @@ def _run_ab(args: argparse.Namespace) -> int:
     return code
 
 
-__all__ = ["run_ab"]  # its command line: cli_ab.py
+__all__ = ["run", "UsageError"]  # its command line: commands/ab.py
