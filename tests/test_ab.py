@@ -25,10 +25,11 @@ from hypothesis import strategies as st
 
 from gitrepos import commit, git
 from test_plugin import FAKE_DEVICE
-from gpuperf.ab_schedule import BASE, HEAD, Schedule
+from gpuperf.ab.schedule import BASE, HEAD, Schedule
 from gpuperf.history.database import History, sqlite_url
 from gpuperf.store.records import Record
-from gpuperf.wiring.ab_turns import AGAIN, DONE, GO, SOCKET_ENV, Turns, TurnError
+from gpuperf.ab.messages import AGAIN, DONE, GO, SOCKET_ENV
+from gpuperf.ab.side import Turns, TurnError
 
 ROOT = Path(__file__).resolve().parent.parent
 

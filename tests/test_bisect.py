@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from gitrepos import commit, git
-from gpuperf.bisect import _first_bad
+from gpuperf.history.bisect import _first_bad
 from gpuperf.history.database import History, sqlite_url
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -142,7 +142,7 @@ def test_git_bisect_output_is_read_for_the_first_bad_commit_or_the_candidates() 
 
 
 def test_the_case_is_picked_from_its_results_and_named_to_pytest() -> None:
-    from gpuperf.bisect import case_record, keyword
+    from gpuperf.history.bisect import case_record, keyword
 
     case = "perf_tests/test_custom.py::test_custom_perf[tiled-4096x4096x4096-cold]"
     assert keyword(case) == "test_custom_perf[tiled-4096x4096x4096-cold]" == keyword(case + "#vs_cublas")

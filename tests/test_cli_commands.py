@@ -14,7 +14,8 @@ import pytest
 from gpuperf.cli import COMMANDS, ERRORS, build_parser
 
 ROOT = Path(__file__).resolve().parent.parent
-OTHER_COMMANDS = ["gpuperf.bisect", "gpuperf.cli_baseline", "gpuperf.cli_compare", "gpuperf.cli_fleet",
+OTHER_COMMANDS = ["gpuperf.commands.bisect", "gpuperf.commands.baseline", "gpuperf.commands.compare",
+                  "gpuperf.commands.fleet",
                   "gpuperf.measure.device", "gpuperf.output.results"]
 
 
@@ -35,7 +36,7 @@ def test_history_changes_imports_no_other_command(tmp_path: Path) -> None:
     done = _fresh(code, f"sqlite:///{tmp_path / 'h.sqlite'}")
     exit_code, modules = json.loads(done.stdout.splitlines()[-1])
     assert exit_code == 0 and "0 change points in 1 series over 1 runs" in done.stdout
-    assert "gpuperf.cli_history" in modules and not set(OTHER_COMMANDS) & set(modules)
+    assert "gpuperf.commands.history" in modules and not set(OTHER_COMMANDS) & set(modules)
 
 
 def test_the_version_imports_no_command(tmp_path: Path) -> None:
@@ -44,7 +45,7 @@ def test_the_version_imports_no_command(tmp_path: Path) -> None:
     done = _fresh(code)
     exit_code, modules = json.loads(done.stdout.splitlines()[-1])
     assert exit_code == 0 and done.stdout.startswith("gpuperf ")
-    assert not {"gpuperf.cli_compare", "gpuperf.cli_history", *OTHER_COMMANDS} & set(modules)
+    assert not {"gpuperf.commands.compare", "gpuperf.commands.history", *OTHER_COMMANDS} & set(modules)
     assert "sqlalchemy" not in modules and "pytest" not in modules
 
 

@@ -199,7 +199,7 @@ def test_a_started_that_is_not_a_timestamp_is_refused_where_the_history_reads_it
 
 def test_summary_md_s_recent_runs_are_the_judged_figures(tmp_path: Path) -> None:
     """The recent runs summary.md shows for a power-capped case: its figures at max clock, this run's too."""
-    from gpuperf.output.trend_source import summary_history
+    from gpuperf.trend.source import summary_history
     from gpuperf.store.records import Record, RunInfo
 
     rng = random.Random(9)

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from gpuperf.cli import main
 from gpuperf.history.database import History, HistoryError, sqlite_url
 from gpuperf.history.schema import SchemaError
-from gpuperf.output.trend_source import load_trend
+from gpuperf.trend.source import load_trend
 from tests.history_support import document
 
 CASES = ["perf_tests/test_gemm.py::test_gemm_perf[fp32-512x512x512-cold]",

@@ -2,6 +2,10 @@
 comments that explain why instead of pointing at documents outside the repository.
 
 - No module of ``gpuperf/`` over ``MAX_MODULE_LINES`` lines, no function (or method) over ``MAX_FUNCTION_LINES``.
+- No import circle among the modules of ``gpuperf/`` (every import counts: at the top, inside a function, under
+  ``TYPE_CHECKING``), and at most ``MAX_ROOT_MODULES`` modules at the package's root: the jobs live in folders.
+- Every package of ``gpuperf/`` and every file it reads at run time (templates, the vendored plotly) is shipped by
+  ``pyproject.toml``.
 - No comment or docstring in the product's code (``SCANNED``) that points outside the repository: an issue
   number, the specification, the seed documents, "the article". A random *seed* is fine; only the documents
   are refused.
@@ -12,16 +16,21 @@ Files that still break a rule are listed below with the reason; the lists only s
 from __future__ import annotations
 
 import ast
+import fnmatch
 import functools
 import io
 import re
 import tokenize
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 MAX_MODULE_LINES = 450
 MAX_FUNCTION_LINES = 60
+#: ``__init__.py`` and ``__main__.py`` among them: the front door (``cli.py``) and the few modules every layer uses.
+MAX_ROOT_MODULES = 6
 #: Where comments must not point outside the repository.
 SCANNED = ("gpuperf", "kernels", "perf_tests", "tools", "ci", ".ci", "examples")
 #: Comment syntax of the other text files there (Python files are read with ``tokenize`` and ``ast``).
@@ -179,3 +188,107 @@ def test_every_harness_module_asks_pytest_not_to_rewrite_its_asserts() -> None:
     missing = [str(path.relative_to(ROOT)) for path in sorted((ROOT / "gpuperf").rglob("*.py"))
                if "PYTEST_DONT_REWRITE" not in (ast.get_docstring(ast.parse(path.read_text())) or "")]
     assert not missing, f"add PYTEST_DONT_REWRITE to the module docstring of {', '.join(missing)}"
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Module → the modules of ``gpuperf`` it imports, wherever the import stands in it. ``from a import b`` is an
+    import of ``a.b`` where that is a module, else of ``a``. (A module loaded by name, as the command line loads its
+    commands with ``importlib``, is no edge: it is no import circle Python could trip on.)"""
+    modules = {_module_name(path): path for path in _python_files("gpuperf")}
+    graph: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        edges: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                edges.update(alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:  # relative: from the module's own package up
+                    up = package.split(".")[:len(package.split(".")) - node.level + 1]
+                    base = ".".join([*up, *([base] if base else [])])
+                edges.update(f"{base}.{alias.name}" if f"{base}.{alias.name}" in modules else base
+                             for alias in node.names)
+        graph[name] = {edge for edge in edges if edge in modules and edge != name}
+    return graph
+
+
+def import_circles(graph: Mapping[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan's algorithm), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    circles: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for other in sorted(graph.get(node, ())):
+            if other not in index:
+                visit(other)
+                low[node] = min(low[node], low[other])
+            elif other in on_stack:
+                low[node] = min(low[node], index[other])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                circles.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return circles
+
+
+def test_no_import_circle_in_gpuperf() -> None:
+    graph = import_graph()
+    assert len(graph) > 100 and "gpuperf.wiring.fixtures" in graph["gpuperf.wiring.plugin"]  # it sees lazy imports
+    circles = import_circles(graph)
+    assert not circles, "modules that import each other in a loop; cut one import (move what both need below " \
+                        "them):\n" + "\n".join(" ↔ ".join(circle) for circle in circles)
+
+
+def test_the_circle_finder_finds_circles() -> None:
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a", "d"}, "d": set(), "e": {"f"}, "f": {"e"}, "g": {"a"}}
+    assert import_circles(graph) == [["a", "b", "c"], ["e", "f"]]
+    assert import_circles({"a": {"b"}, "b": set()}) == []
+
+
+def test_the_package_root_holds_at_most_a_few_modules() -> None:
+    root = sorted(path.name for path in (ROOT / "gpuperf").glob("*.py"))
+    assert len(root) <= MAX_ROOT_MODULES, f"gpuperf/ holds {len(root)} modules ({', '.join(root)}); give the job " \
+                                          f"they share a folder (at most {MAX_ROOT_MODULES} at the root)"
+
+
+def test_pyproject_ships_every_package_and_its_files() -> None:
+    """An installed gpuperf is what ``[tool.setuptools]`` lists: a package left out, or a template outside the
+    package data, works in the checkout and fails installed."""
+    tomllib = pytest.importorskip("tomllib")
+    setuptools = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]
+    packages = {_module_name(path) for path in (ROOT / "gpuperf").rglob("__init__.py")
+                if "__pycache__" not in path.parts}
+    assert packages == set(setuptools["packages"])
+    data = setuptools["package-data"]
+    unshipped = []
+    for path in sorted((ROOT / "gpuperf").rglob("*")):
+        if not path.is_file() or path.suffix in (".py", ".pyc") or "__pycache__" in path.parts:
+            continue
+        owner = max((package for package in packages if path.relative_to(ROOT).as_posix().startswith(
+            package.replace(".", "/") + "/")), key=len)
+        within = path.relative_to(ROOT / owner.replace(".", "/")).as_posix()
+        if not any(fnmatch.fnmatch(within, pattern) for pattern in data.get(owner, ())):
+            unshipped.append(_relative(path))
+    assert not unshipped, f"add to [tool.setuptools.package-data]: {unshipped}"

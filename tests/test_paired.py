@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gpuperf.verdict.paired import (DEFAULT_ROUNDS_MAX, DEFAULT_THRESHOLD, MIN_ROUNDS, PRECISION, CaseVerdict,
+from gpuperf.ab.paired import (DEFAULT_ROUNDS_MAX, DEFAULT_THRESHOLD, MIN_ROUNDS, PRECISION, CaseVerdict,
                                     Paired, RoundFigure, Verdict, confirm, enough, judge, pair)
 from gpuperf.verdict.student_t import t_quantile
 from gpuperf.verdict.gate import Basis

@@ -451,15 +451,17 @@ def test_options_validate_the_gate(bad: dict[str, Any]) -> None:
 
 
 class _ScriptedTurns:
-    """An A/B side's turns: asks for ``rounds`` more figures of every checked case."""
+    """An A/B side's turns: asks for ``rounds`` more figures of every checked case, each a round (relocated)."""
+
+    paired = True
 
     def __init__(self, rounds: int) -> None:
         self.more = rounds
 
-    def rounds(self, test: str, first: Any, again: Callable[[], Any]) -> int:
+    def settle(self, test: str, first: Any, again: Callable[[bool], Any]) -> Any:
         for _ in range(self.more):
-            again()
-        return self.more + 1
+            again(True)
+        return first
 
 
 def test_an_ab_round_measures_on_relocated_operands(tmp_path: Path) -> None:
@@ -467,6 +469,6 @@ def test_an_ab_round_measures_on_relocated_operands(tmp_path: Path) -> None:
     placement for good, and placement moves a memory-bound call by a few per cent, which pairing cannot cancel."""
     source = ScriptedSource(at(50.0), at(50.0))
     perf = make_perf(tmp_path, BASE, source)
-    perf.state.turns = _ScriptedTurns(2)  # type: ignore[assignment]
+    perf.state.turns = _ScriptedTurns(2)
     perf.check(at(50.0))
     assert source.relocated == [True, True]

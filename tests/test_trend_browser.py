@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
-from gpuperf.output.trend_page import case_page_name, write_site
-from gpuperf.output.trend_paths import page_name_of
+from gpuperf.trend.page import case_page_name, write_site
+from gpuperf.trend.paths import page_name_of
 
 from trend_synthetic import STEP_CASE, synthetic_trend
 

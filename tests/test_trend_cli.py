@@ -11,10 +11,11 @@ from pathlib import Path
 import pytest
 
 from gpuperf import cli
-from gpuperf.output import trend_data
+from gpuperf.trend import data as trend_data
 from gpuperf.vocabulary import Status
-from gpuperf.output import trend_page, trend_source  # noqa: F401  (imported once, before pytester's in-process runs)
-from gpuperf.output.trend_paths import DEFAULT_SITE, page_name_of
+from gpuperf.trend import page as trend_page  # noqa: F401  (imported once, before pytester's in-process runs)
+from gpuperf.trend import source as trend_source  # noqa: F401
+from gpuperf.trend.paths import DEFAULT_SITE, page_name_of
 
 from test_plugin import GEMM_ID, GEMM_S, GEMV_S, TESTS, fake_project, set_timings
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gpuperf.output.trend_data import (ChangePoint, CaseSeries, SeriesPoint, TrendData, TrendDataError, TrendRun,
+from gpuperf.trend.data import (ChangePoint, CaseSeries, SeriesPoint, TrendData, TrendDataError, TrendRun,
                                        attention, series_changes, version_changes)
 from gpuperf.vocabulary import Status
 

@@ -14,12 +14,12 @@ import plotly.graph_objects as go
 import pytest
 from matplotlib.image import imread
 
-from gpuperf.output import trend_data
-from gpuperf.output.trend_figures import host_colours
-from gpuperf.output.trend_page import (CASES_DIR, INDEX_HTML, PLOTLY_JS, TrendPageError, case_page_name,
+from gpuperf.trend import data as trend_data
+from gpuperf.trend.figures import host_colours
+from gpuperf.trend.page import (CASES_DIR, INDEX_HTML, PLOTLY_JS, TrendPageError, case_page_name,
                                        write_site)
-from gpuperf.output.trend_paths import PLOTLY_LICENCE, SMALL_DIR, small_multiple_name_of
-from gpuperf.output.trend_thumbnails import (CHANGE_POINT_COLOUR, HEIGHT_PX, WIDTH_PX, render_png, thumbnail,
+from gpuperf.trend.paths import PLOTLY_LICENCE, SMALL_DIR, small_multiple_name_of
+from gpuperf.trend.thumbnails import (CHANGE_POINT_COLOUR, HEIGHT_PX, WIDTH_PX, render_png, thumbnail,
                                              thumbnails_drawn)
 
 from trend_synthetic import STEP_CASE, synthetic_trend

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from gpuperf.output import results
-from gpuperf.output.trend_paths import page_name_of
-from gpuperf.output.trend_summary import RecentRuns, SummaryHistory, history_lines, sparkline
+from gpuperf.trend.paths import page_name_of
+from gpuperf.trend.summary import RecentRuns, SummaryHistory, history_lines, sparkline
 from gpuperf.vocabulary import Status
 
 from test_results import make_record, make_run

@@ -9,7 +9,7 @@ from __future__ import annotations
 import random
 from datetime import datetime, timedelta, timezone
 
-from gpuperf.output.trend_data import CaseSeries, ChangePoint, SeriesPoint, TrendData, TrendRun
+from gpuperf.trend.data import CaseSeries, ChangePoint, SeriesPoint, TrendData, TrendRun
 from gpuperf.vocabulary import Status
 
 FAMILIES = ("gemm", "gemv", "batched", "custom", "crosscheck")

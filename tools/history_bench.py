@@ -123,7 +123,7 @@ from pathlib import Path
 import numpy, pytest
 import gpuperf.wiring.plugin
 from gpuperf.output import results
-from gpuperf.output.trend_paths import DEFAULT_SITE
+from gpuperf.trend.paths import DEFAULT_SITE
 from gpuperf.store.baseline import load_baseline
 from gpuperf.store.records import Record, RunInfo
 from gpuperf.wiring.session_options import Options
@@ -133,7 +133,7 @@ run, records = RunInfo.from_dict(data["run"]), [Record.from_dict(record) for rec
 baseline = load_baseline(root / "baselines" / "nvidia-h200.yaml")
 started = time.perf_counter()
 from gpuperf.wiring import history_append
-from gpuperf.output.trend_source import summary_history
+from gpuperf.trend.source import summary_history
 imported = time.perf_counter()
 run = history_append.with_provenance(run, history_append.session_provenance(root, Options(), ["perf_tests"],
                                                                              baseline))

@@ -20,7 +20,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from gpuperf import cli  # noqa: E402
-from gpuperf.output.trend_paths import page_name_of  # noqa: E402
+from gpuperf.trend.paths import page_name_of  # noqa: E402
 from gpuperf.history.database import History, sqlite_url  # noqa: E402
 
 #: What is ingested: every committed results file of the H200 fleet and validation runs.

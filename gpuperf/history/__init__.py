@@ -12,10 +12,11 @@ Its modules, from the pure ones to those that touch the database (each imports o
 - ``driver_rows``: many rows of a query through the database driver's own cursor;
 - ``figures``: every series' judged figures as arrays, for ``history changes``;
 - ``backfill``: results files read and checked in worker processes while the history writes them;
-- ``database``: ``History``, the store: append, ingest, the questions, one code path for SQLite and PostgreSQL.
+- ``database``: ``History``, the store: append, ingest, the questions, one code path for SQLite and PostgreSQL;
+- ``bisect``: ``git bisect run`` with a measured case as the oracle, each step appended to the history.
 
 Which history a session or command uses is ``store.history_target``'s (no SQLAlchemy); the commands are
-``cli_history``, the trend page ``output/trend_*``.
+``commands/history.py`` and ``commands/history_page.py``, the trend site ``trend/``.
 
 PYTEST_DONT_REWRITE
 """

@@ -19,8 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from gpuperf import untrusted
-from gpuperf.output import table, trend_summary
-from gpuperf.output.trend_summary import SummaryHistory
+from gpuperf.output import table
+from gpuperf.trend import summary as trend_summary
+from gpuperf.trend.summary import SummaryHistory
 from gpuperf.store.atomic import write_atomically
 from gpuperf.store.baseline import BaselineFile, Entry, load_baseline, versions_of
 from gpuperf.store.records import Record, RunInfo

@@ -10,30 +10,12 @@ PYTEST_DONT_REWRITE
 
 from __future__ import annotations
 
-import os
 import tempfile
 from pathlib import Path
 
 import pytest
 
-from gpuperf.wiring.options import PYTEST_OPTIONS
 from gpuperf.wiring.stash import CASE_PROPERTY, OPTIONS, POOL, RECORD_PROPERTY, STATE
-
-#: The fixtures that make a test one of the suite's: only such tests arm the plugin, are deselected as slow, or
-#: have their out-of-memory error rewritten, so the plugin leaves every other test of a repository as it is.
-SUITE_FIXTURES = frozenset({"gpu", "gpu_index", "stream", "cublas_handle", "flush_mode", "measure", "perf"})
-
-
-def uses_suite(node: pytest.Item | pytest.Metafunc) -> bool:
-    """Whether a test (an item, or the function being parametrized) asks for one of the suite's fixtures."""
-    return not SUITE_FIXTURES.isdisjoint(getattr(node, "fixturenames", ()))
-
-
-def is_suite(config: pytest.Config) -> bool:
-    """Known at start-up to be a suite's session: the project keeps baselines, or the command line gives one of
-    the plugin's options (whose start-up checks, of ``--gpu`` and ``--history``, then run before any test)."""
-    return keeps_baselines(config) or any(config.getoption(option.dest) not in (None, False, option.default)
-                                          for option in PYTEST_OPTIONS)
 
 
 def armed(config: pytest.Config) -> bool:
@@ -67,15 +49,6 @@ def arm(config: pytest.Config, late: bool = False) -> None:
         hooks.start_up()
 
 
-def arm_ab_side(config: pytest.Config) -> None:
-    """A side of an A/B run (``python -m gpuperf ab`` set ``stash.AB_SOCKET_ENV``): armed at start-up, and its turns
-    on the GPU taken from the coordinator (``ab_turns.py``)."""
-    from gpuperf.wiring.ab_turns import start_side
-
-    arm(config)
-    config.stash[STATE].turns = start_side(config, os.environ, uses_suite)
-
-
 class ArmOnReport:
     """On an xdist controller, which collects nothing: the first report of a perf test (a worker measured it) arms
     the plugin, and the run-wide hooks take that report too."""
@@ -91,17 +64,6 @@ class ArmOnReport:
         hooks = self.config.pluginmanager.get_plugin("gpuperf-session")
         if hooks is not None:
             hooks.pytest_runtest_logreport(report)
-
-
-def is_worker(config: pytest.Config) -> bool:
-    return hasattr(config, "workerinput")
-
-
-def keeps_baselines(config: pytest.Config) -> bool:
-    """Whether this project is a gpuperf suite although nothing tells yet (a perf file skipped at collection, an
-    xdist controller that sees only ids): ``--gate`` was given or its baseline directory exists. A repository
-    that merely has gpuperf installed, even under ``$CI``, is then left alone."""
-    return bool(config.getoption("--gate")) or config.stash[OPTIONS].baseline_dir.is_dir()
 
 
 def check_results_dir(directory: Path | None) -> None:

@@ -19,7 +19,7 @@ from datetime import datetime, timezone
 from typing import Any, ContextManager, Protocol
 
 from gpuperf.verdict.check import CaseIdentity, band_for, case_record, context_for, ratio_record, unmeasurable_record
-from gpuperf.verdict.gate import Context, confirm, failure_line, needs_confirmation, outcome, with_profile_hint
+from gpuperf.verdict.gate import Context, failure_line, outcome, with_profile_hint
 from gpuperf.measure.device import GpuContext, NoGpuError, list_devices, query_device
 from gpuperf.measure.measurement import Measurement, UnmeasurableCall
 from gpuperf.measure.metrics import Work
@@ -275,13 +275,8 @@ class Perf:
         entry = self.state.entry(self.case.gpu, self.case.case_id)
         gate, context = self.state.options.gate, self._context(self.case)
         record = case_record(self.case, measurement, self.peaks, entry, gate, context)
-        if self.state.turns is not None:
-            self.state.turns.rounds(self.case.case_id, record, lambda: case_record(
-                self.case, self.measure.again(measurement, relocate=True), self.peaks, entry, gate, context))
-        elif needs_confirmation(record):
-            again = case_record(self.case, self.measure.again(measurement), self.peaks, entry, gate, context)
-            record = confirm(record, again)
-        return record
+        return self.state.turns.settle(self.case.case_id, record, lambda relocate: case_record(
+            self.case, self.measure.again(measurement, relocate=relocate), self.peaks, entry, gate, context))
 
     def check_ratio(self, numerator: Measurement, denominator: Measurement, name: str = "vs_cublas") -> Record:
         """Gate ``numerator ÷ denominator`` as the entry ``<case id>#<name>``, confirmed like ``check`` (and contained
@@ -302,15 +297,9 @@ class Perf:
         entry = self.state.entry(self.case.gpu, ratio_case.case_id)
         gate, context = self.state.options.gate, self._context(self.case)
         record = ratio_record(self.case, numerator, denominator, name, entry, gate, context, self.peaks)
-        if self.state.turns is not None:
-            self.state.turns.rounds(self.case.case_id, record, lambda: ratio_record(
-                self.case, self.measure.again(numerator, relocate=True),
-                self.measure.again(denominator, relocate=True), name, entry, gate, context, self.peaks))
-        elif needs_confirmation(record):
-            again = ratio_record(self.case, self.measure.again(numerator), self.measure.again(denominator), name,
-                                 entry, gate, context, self.peaks)
-            record = confirm(record, again)
-        return record
+        return self.state.turns.settle(self.case.case_id, record, lambda relocate: ratio_record(
+            self.case, self.measure.again(numerator, relocate=relocate),
+            self.measure.again(denominator, relocate=relocate), name, entry, gate, context, self.peaks))
 
     def unmeasurable(self, error: UnmeasurableCall) -> Record:
         """Keep the ``ERROR`` row of a call that could not be measured, with the error's one line as its note."""

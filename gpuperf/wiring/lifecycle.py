@@ -20,7 +20,7 @@ from gpuperf.store.records import Record, RunInfo
 from gpuperf.verdict.accounting import CollectedTests, SelectedCase
 from gpuperf.wiring import containment
 from gpuperf.wiring.fixtures import case_id_of, run_info_from
-from gpuperf.wiring.arming import is_worker, keeps_baselines
+from gpuperf.wiring.roles import is_worker, keeps_baselines
 from gpuperf.wiring.run_end import RunEnd
 from gpuperf.wiring.session_options import DEFAULT_GPUS
 from gpuperf.wiring.stash import (CASE_PROPERTY, COLLECTED, COLLECTED_OUTPUT, GPU_OF, PINNED, POOL, RECORD_PROPERTY,

@@ -21,11 +21,11 @@ import pytest
 
 from gpuperf.suite.cases_dir import use_cases_dir
 from gpuperf.vocabulary import MARKERS, OPT_IN_MARKERS, Family
-from gpuperf.wiring.arming import (ArmOnReport, arm, arm_ab_side, check_results_dir, is_suite, is_worker,
-                                   keeps_baselines, selected_gpus, uses_suite)
+from gpuperf.wiring.arming import ArmOnReport, arm, check_results_dir, selected_gpus
 from gpuperf.wiring.options import add_pytest_options, session_options
+from gpuperf.wiring.roles import is_suite, is_worker, keeps_baselines, uses_suite
 from gpuperf.wiring.session_options import DEFAULT_GPUS, Options
-from gpuperf.wiring.stash import (AB_SOCKET_ENV, CASE_PROPERTY, GPU_OF, OPTIONS, PERF, PINNED, POOL, PREVIOUS_CASES_DIR,
+from gpuperf.wiring.stash import (CASE_PROPERTY, GPU_OF, OPTIONS, PERF, PINNED, POOL, PREVIOUS_CASES_DIR,
                                   RECORD_PROPERTY, RUN_PROPERTY, STATE)
 
 if TYPE_CHECKING:
@@ -59,9 +59,7 @@ def pytest_configure(config: pytest.Config) -> None:
     elif not getattr(config.option, "help", False) and not config.option.collectonly and (
             config.getoption("--results-dir") is not None or keeps_baselines(config)):
         check_results_dir(config.stash[OPTIONS].results_dir)
-    if AB_SOCKET_ENV in os.environ:
-        arm_ab_side(config)
-    elif is_suite(config):
+    if is_suite(config):
         arm(config)
     elif workerinput is None:
         config.pluginmanager.register(ArmOnReport(config), "gpuperf-arm-on-report")
@@ -207,7 +205,7 @@ def measure(request: pytest.FixtureRequest, gpu: Any, stream: Any, flush_mode: s
     state = request.config.stash[STATE]
     entry = None if state.options.update else state.entry(gpu.info.slug, case_id_of(request.node.nodeid))
     return request.config.stash[POOL].measurer(gpu, stream, state.options, flush_mode, entry=entry,
-                                                paired=bool(state.turns))
+                                                paired=state.turns.paired)
 
 
 def _family(item: pytest.Item) -> str:

@@ -150,8 +150,8 @@ class RunEnd:
         directory = results.timestamped_dir(state.options.results_dir)
         summary_history = None
         if self.history_url is not None:
-            from gpuperf.output.trend_paths import DEFAULT_SITE
-            from gpuperf.output.trend_source import summary_history as read_recent
+            from gpuperf.trend.paths import DEFAULT_SITE
+            from gpuperf.trend.source import summary_history as read_recent
 
             summary_history = read_recent(self.history_url, run, state.records,
                                           Path(self.config.rootpath) / DEFAULT_SITE)

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
 
 from gpuperf.store.baseline import (VERSION_KEYS, BaselineFile, Change, Entry, baseline_path, check_gpu, load_baseline,
                               version_changes)
@@ -16,9 +15,7 @@ from gpuperf.verdict.check import entry_from_record
 from gpuperf.store.records import Record, RunInfo
 from gpuperf.vocabulary import Status
 from gpuperf.wiring.session_options import Options
-
-if TYPE_CHECKING:  # loaded only in an A/B run's side
-    from gpuperf.wiring.ab_turns import Turns
+from gpuperf.wiring.turns import Alone, TurnProtocol
 
 
 @dataclass
@@ -32,9 +29,9 @@ class SessionState:
     selected: dict[tuple[str, int], SelectedCase] = field(default_factory=dict)  # (node id, GPU) → its test
     accounts: list[GpuAccount] = field(default_factory=list)
     stale: list[str] = field(default_factory=list)
-    #: This process's side of an A/B run (``python -m gpuperf ab``): each check is measured again in rounds, in
-    #: turns with the other tree, instead of being confirmed against the baseline.
-    turns: Turns | None = None
+    #: What follows each check's first record (``turns.py``): confirmed alone, or measured again in rounds, in turns
+    #: with the other tree, on a side of an A/B run (``python -m gpuperf ab``).
+    turns: TurnProtocol = field(default_factory=Alone)
     _baselines: dict[str, BaselineFile | None] = field(default_factory=dict)
 
     def baseline_for(self, gpu_slug: str) -> BaselineFile | None:

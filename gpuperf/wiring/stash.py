@@ -29,5 +29,3 @@ RECORD_PROPERTY = "gpuperf_record"
 RUN_PROPERTY = "gpuperf_run"
 CASE_PROPERTY = "gpuperf_case"  # on every selected perf test: its case id and GPU, for the accounting
 COLLECTED_OUTPUT = "gpuperf_collected"  # an xdist worker's CollectedTests, sent to the controller
-#: The environment variable ``python -m gpuperf ab`` sets in each side: its coordinator's socket (``ab_turns.py``).
-AB_SOCKET_ENV = "GPUPERF_AB_SOCKET"

@@ -1,7 +1,7 @@
 """Whose turn it is on the GPU in an A/B run, and when a case has enough rounds: the coordinator's decisions,
 pure (no sockets, no processes), so they are tested with scripted messages.
 
-Two sides, ``base`` and ``head``, each a pytest process (``wiring/ab_turns.py`` says what they send). A side
+Two sides, ``base`` and ``head``, each a pytest process (``messages.py`` says what they send). A side
 that was answered runs, holding the GPU, until its next request; the next turn is granted only when neither side
 runs. Rules, in order (``next_grant``):
 
@@ -25,9 +25,9 @@ from typing import Any
 
 from gpuperf.measure.kernel_records import SAME_KERNELS, describe_change
 from gpuperf.store.records import Record
-from gpuperf.verdict.paired import (DEFAULT_ROUNDS_MAX, DEFAULT_THRESHOLD, CaseVerdict, RoundFigure, Verdict,
-                                    confirm, enough, judge, pair, unpaired)
-from gpuperf.wiring.ab_turns import AGAIN, DONE, END, GO, HELLO, ROUND, START
+from gpuperf.ab.messages import AGAIN, DONE, END, GO, HELLO, ROUND, START
+from gpuperf.ab.paired import (DEFAULT_ROUNDS_MAX, DEFAULT_THRESHOLD, CaseVerdict, RoundFigure, Verdict, confirm,
+                               enough, judge, pair, unpaired)
 
 BASE, HEAD = "base", "head"
 SIDES = (BASE, HEAD)

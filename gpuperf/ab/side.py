@@ -1,12 +1,12 @@
 """One side of an A/B run (``python -m gpuperf ab``): the pytest process takes its turns on the GPU.
 
-The ``ab`` command (the coordinator, ``gpuperf/ab.py``) runs the base and the head tree in two pytest processes
-on one GPU and lets only one of them run at a time: a process holds the turn from the moment it is granted until
-it next asks. Each process, through this module, says which suite tests it collected (``hello``), asks before each
-suite test (``start``: its fixtures, its body and its teardown run in its turn), reports each checked figure and
-asks whether to measure that case again (``rounds``: the coordinator answers ``again`` until the paired rule has
-enough rounds, then ``done``), and says when it is finished (``end``). The messages are JSON lines on a Unix
-socket whose path the coordinator passes in ``$GPUPERF_AB_SOCKET``; the process's side in ``$GPUPERF_AB_SIDE``.
+The ``ab`` command (the coordinator, ``coordinator.py``) runs the base and the head tree in two pytest processes
+on one GPU, each with this module as a plugin (``-p gpuperf.ab.side``), and lets only one of them run at a time: a
+process holds the turn from the moment it is granted until it next asks. Each process says which suite tests it
+collected, asks before each suite test (its fixtures, its body and its teardown run in its turn), reports each
+checked figure and measures that case again while the coordinator answers ``again`` (``messages.py``). Its one tie
+to the measuring session is the turn protocol (``wiring/turns.py``): ``Turns`` is what follows each check's first
+record on this side.
 
 A side waits for its turn as long as the coordinator lives: the coordinator stops a side that holds the GPU
 too long, and its end (even killed) closes the socket. A coordinator that went away ends the session with one
@@ -25,16 +25,10 @@ from typing import Any
 
 import pytest
 
+from gpuperf.ab.messages import AGAIN, END, HELLO, ROUND, SIDE_ENV, SOCKET_ENV, START
 from gpuperf.store.records import Record
 from gpuperf.wiring.containment import carried
-from gpuperf.wiring.stash import AB_SOCKET_ENV
-
-SOCKET_ENV = AB_SOCKET_ENV  # ab.py sets it in each side; its one home is stash.py, where the plugin checks it
-SIDE_ENV = "GPUPERF_AB_SIDE"
-
-# Requests (side → coordinator) and answers (coordinator → side).
-HELLO, START, ROUND, END = "hello", "start", "round", "end"
-GO, AGAIN, DONE = "go", "again", "done"
+from gpuperf.wiring.turns import Again
 
 
 class TurnError(RuntimeError):
@@ -42,7 +36,10 @@ class TurnError(RuntimeError):
 
 
 class Turns:
-    """The side's end of the conversation with the coordinator. ``connection``: a connected stream socket."""
+    """The side's end of the conversation with the coordinator (``connection``: a connected stream socket), and the
+    turn protocol of this side's session: each check is measured again in rounds, never confirmed alone."""
+
+    paired = True
 
     def __init__(self, connection: socket.socket, side: str) -> None:
         self.side = side
@@ -90,6 +87,11 @@ class Turns:
         except TurnError as exc:
             pytest.exit(f"gpuperf ab: {exc}", returncode=pytest.ExitCode.INTERRUPTED)
         return measured
+
+    def settle(self, test: str, first: Record, again: Again) -> Record:
+        """``first`` stands; its rounds, each on operands in fresh memory, go to the coordinator."""
+        self.rounds(test, first, lambda: again(True))
+        return first
 
     def end(self) -> None:
         """This process is finished with the GPU (its turn is given up for good)."""
@@ -153,6 +155,20 @@ class SideHooks:
             step()
         except TurnError as exc:
             pytest.exit(f"gpuperf ab: {exc}", returncode=pytest.ExitCode.INTERRUPTED)
+
+
+@pytest.hookimpl(trylast=True)  # after the gpuperf plugin has read its options
+def pytest_configure(config: pytest.Config) -> None:
+    """This process is a side of an A/B run: the plugin is armed at start-up, and each check's rounds are taken in
+    turns with the other side's (``state.turns``)."""
+    from gpuperf.wiring.arming import arm
+    from gpuperf.wiring.roles import uses_suite
+    from gpuperf.wiring.stash import STATE
+
+    arm(config)
+    turns = start_side(config, os.environ, uses_suite)
+    if turns is not None:
+        config.stash[STATE].turns = turns
 
 
 def start_side(config: pytest.Config, environ: Mapping[str, str],

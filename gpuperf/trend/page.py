@@ -3,7 +3,7 @@ and one page per case, written from a ``TrendData`` with Jinja2 templates, matpl
 figures.
 
 The site is static: it works opened from ``file://`` and served by any static host. The index's small
-multiples are PNG pictures drawn at build time (``trend_thumbnails``), each linking to its case's page, so
+multiples are PNG pictures drawn at build time (``thumbnails``), each linking to its case's page, so
 the index loads no charting library. A case page is one interactive plotly chart: plotly.js's basic bundle
 (packaged with gpuperf, ``vendor/plotly-basic``) is written once beside the pages with its licence and every
 case page refers to it; nothing is fetched from a network.
@@ -24,13 +24,13 @@ from typing import Any
 
 import jinja2
 
-from gpuperf.output import trend_data
+from gpuperf.trend import data as trend_data
 from gpuperf.store.atomic import write_atomically
-from gpuperf.output.trend_data import Annotation, CaseSeries, TrendData
-from gpuperf.output.trend_paths import (CASES_DIR, INDEX_HTML, PLOTLY_JS, PLOTLY_LICENCE, SMALL_DIR, page_name_of,
+from gpuperf.trend.data import Annotation, CaseSeries, TrendData
+from gpuperf.trend.paths import (CASES_DIR, INDEX_HTML, PLOTLY_JS, PLOTLY_LICENCE, SMALL_DIR, page_name_of,
                                         small_multiple_name_of)
-from gpuperf.output.trend_figures import case_figure, host_colours
-from gpuperf.output.trend_thumbnails import HEIGHT_PX, WIDTH_PX, Thumbnail, thumbnail, thumbnails_drawn
+from gpuperf.trend.figures import case_figure, host_colours
+from gpuperf.trend.thumbnails import HEIGHT_PX, WIDTH_PX, Thumbnail, thumbnail, thumbnails_drawn
 
 #: Files copied verbatim from the templates folder into the site.
 STATIC_FILES = ("trend.css", "trend.js")
@@ -38,7 +38,7 @@ STATIC_FILES = ("trend.css", "trend.js")
 TABLE_RUNS = 25
 #: The version, kernel and method changes of each series, by ``CaseSeries.key``: found once, drawn twice.
 Marks = Mapping[str, Sequence[Annotation]]
-_TEMPLATES = Path(__file__).with_name("templates") / "trend"
+_TEMPLATES = Path(__file__).with_name("templates")
 #: plotly.js's basic partial bundle (scatter, bar, pie), packaged with gpuperf: see its README.md.
 _PLOTLY_BUNDLE = Path(__file__).with_name("vendor") / "plotly-basic"
 

@@ -5,8 +5,8 @@ The base commit (and the head, when ``--head`` names one; else the working tree 
 worktree of its own, so the caller's checkout is never touched. Each tree's selected perf tests run in a pytest
 process of their own (``pytest perf_tests`` by default, with the measuring harness of this gpuperf on both sides:
 the trees differ in their kernels, tests and cases, never in how they are timed). The two processes take turns on
-the GPU (``ab_schedule.py`` decides, ``wiring/ab_turns.py`` is the processes' end): only one runs at a time, and
-each checked figure is measured in rounds, A B B A …, until the paired rule (``verdict/paired.py``) has enough.
+the GPU (``ab/schedule.py`` decides, ``ab/side.py`` is the processes' end): only one runs at a time, and
+each checked figure is measured in rounds, A B B A …, until the paired rule (``ab/paired.py``) has enough.
 Each process's NVML contention check leaves out its sibling (``$GPUPERF_GPU_SIBLINGS``).
 
 Out (``--out``, default ``results/ab-<timestamp>/``): ``base/`` and ``head/`` (each side's ``results.json``,
@@ -40,17 +40,17 @@ from pathlib import Path
 from typing import IO, Any
 
 import gpuperf
-from gpuperf.ab_schedule import BASE, HEAD, SIDES, Case, Schedule
+from gpuperf.ab.messages import HELLO, SIDE_ENV, SOCKET_ENV
+from gpuperf.ab.paired import CaseVerdict, Verdict
+from gpuperf.ab.report import AbRow, ab_json_text, summary_markdown, terminal_table
+from gpuperf.ab.schedule import BASE, HEAD, SIDES, Case, Schedule
 from gpuperf.gitrepo import GitError, git, is_dirty, resolve_commit, top_level, worktree
 from gpuperf.measure.device import SIBLINGS_ENV
 from gpuperf.measure.kernel_records import describe_change
-from gpuperf.output.ab_report import AbRow, ab_json_text, summary_markdown, terminal_table
 from gpuperf.output.results import STEP_SUMMARY_ENV, write_summary_markdown
 from gpuperf.store.atomic import write_atomically
 from gpuperf.store.history_target import mask_args
 from gpuperf.verdict.gate import valid_figure
-from gpuperf.verdict.paired import CaseVerdict, Verdict
-from gpuperf.wiring.ab_turns import HELLO, SIDE_ENV, SOCKET_ENV
 
 EXIT_SAME, EXIT_SLOWER, EXIT_MISSING, EXIT_FAILED = 0, 1, 2, 3
 #: A malformed command line or an option refused before either side starts: not 2, which is missing evidence here
@@ -67,6 +67,8 @@ _POLL_S = 0.5
 DEFAULT_TURN_TIMEOUT_S = 1800.0
 #: How long after a side's process exited its connection may still be waiting to be accepted.
 _CONNECT_GRACE_S = 2.0
+#: The plugin that makes a pytest process a side: its turns taken from this coordinator (``side.py``).
+SIDE_PLUGIN = "gpuperf.ab.side"
 
 
 @dataclass(frozen=True)
@@ -99,8 +101,8 @@ def side_command(selection: list[str], results: Path) -> list[str]:
     harness = str(Path(gpuperf.__file__).resolve().parent.parent)
     prelude = (f"import sys; sys.path.insert(0, {harness!r}); import gpuperf; sys.path.remove({harness!r}); "
                "import pytest; sys.exit(pytest.main(sys.argv[1:]))")
-    return [sys.executable, "-c", prelude, *selection, "-p", "no:cacheprovider", "-p", "no:randomly",
-            f"--results-dir={results}"]
+    return [sys.executable, "-c", prelude, *selection, "-p", SIDE_PLUGIN, "-p", "no:cacheprovider",
+            "-p", "no:randomly", f"--results-dir={results}"]
 
 
 def _side_env(side: str, address: Path, siblings: Path, extra: dict[str, str]) -> dict[str, str]:
@@ -319,27 +321,6 @@ def _appended(target: str | None, trees: dict[str, Tree], out: Path, base: str, 
     return f"gpuperf ab: appended the {' and '.join(appended) or 'no'} side's run to the history"
 
 
-def run_ab(args: argparse.Namespace) -> int:
-    """The command; an error that stops the run is one line and exit 3, an unusable option exit 4 (1 and 2 are
-    verdicts here)."""
-    from gpuperf.cli import _known_error, describe_os_error
-    from gpuperf.untrusted import terminal
-
-    try:
-        return _run_ab(args)
-    except UsageError as exc:
-        print(f"gpuperf: error: {terminal(str(exc), 2000)}", file=sys.stderr)
-        return EXIT_USAGE
-    except OSError as exc:
-        message = describe_os_error(exc)
-    except Exception as exc:  # the errors that name their cause and fix (git, the history); others are bugs
-        if not isinstance(exc, GitError) and not _known_error(exc):
-            raise
-        message = str(exc)
-    print(f"gpuperf: error: {terminal(message, 2000)}", file=sys.stderr)
-    return EXIT_FAILED
-
-
 class UsageError(Exception):
     """An option that the command line parsed but that cannot be used: refused before either side starts, exit 4."""
 
@@ -369,7 +350,7 @@ def refuse_used_out(out: Path) -> None:
                          "results/ab-<timestamp>/, is new each run), or remove that one first")
 
 
-def _run_ab(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
     repo = top_level(_resolved(args.repo, "--repo"))
     base = resolve_commit(repo, args.base, "--base")
     head = resolve_commit(repo, args.head, "--head") if args.head else git(repo, "rev-parse", "HEAD")
@@ -419,4 +400,4 @@ def _run_ab(args: argparse.Namespace) -> int:
     return code
 
 
-__all__ = ["run_ab"]  # its command line: cli_ab.py
+__all__ = ["run", "UsageError"]  # its command line: commands/ab.py

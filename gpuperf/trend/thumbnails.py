@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from gpuperf.output.trend_data import Annotation, CaseSeries, SeriesPoint, TrendData
+from gpuperf.trend.data import Annotation, CaseSeries, SeriesPoint, TrendData
 from gpuperf.store.atomic import write_atomically
 from gpuperf.vocabulary import Status
 

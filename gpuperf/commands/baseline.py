@@ -12,8 +12,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from gpuperf.cli_common import EXIT_ERROR, EXIT_OK, FIGURES, CliError, other_gpu_line
-from gpuperf.cli_fleet import runs_from
+from gpuperf.commands.common import EXIT_ERROR, EXIT_OK, FIGURES, CliError, other_gpu_line
+from gpuperf.commands.fleet import runs_from
 from gpuperf.output import diff, report
 from gpuperf.untrusted import markdown_text, terminal
 from gpuperf.output.results import load_figures

@@ -1,6 +1,6 @@
 """``python -m gpuperf history ingest|show|changes``: the history's commands (thin: read, ask the pure modules,
 print). ``changes`` exits 1 when a slowdown's first slow run is among a series' last ``--last`` runs;
-``history page`` comes from ``cli_trend``.
+``history page`` comes from ``history_page.py``.
 
 PYTEST_DONT_REWRITE
 """
@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from gpuperf.cli_trend import add_page_command
+from gpuperf.commands.history_page import add_page_command
 from gpuperf.history.backfill import selected_files
 from gpuperf.history.database import History, HistoryError, resolve_target
 from gpuperf.history.guard import damage_told

@@ -1,5 +1,6 @@
-"""The command line of ``python -m gpuperf ab`` (the run itself: ``ab.py``): its options, each checked as it is
-parsed, so a bad value is a usage error (exit 4) before either side starts.
+"""The command line of ``python -m gpuperf ab`` (the run itself: ``ab/coordinator.py``): its options, each checked
+as it is parsed, so a bad value is a usage error (exit 4) before either side starts; an error that stops the run is
+one line.
 
 PYTEST_DONT_REWRITE
 """
@@ -7,11 +8,15 @@ PYTEST_DONT_REWRITE
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any
 
-from gpuperf import ab
-from gpuperf.ab import DEFAULT_TURN_TIMEOUT_S, EXIT_USAGE, run_ab
-from gpuperf.verdict.paired import DEFAULT_ROUNDS_MAX, DEFAULT_THRESHOLD, MIN_ROUNDS, check_threshold
+from gpuperf.ab import coordinator
+from gpuperf.ab.coordinator import DEFAULT_TURN_TIMEOUT_S, EXIT_FAILED, EXIT_USAGE
+from gpuperf.ab.paired import DEFAULT_ROUNDS_MAX, DEFAULT_THRESHOLD, MIN_ROUNDS, check_threshold
+from gpuperf.commands.common import describe_os_error, known_error
+from gpuperf.gitrepo import GitError
+from gpuperf.untrusted import terminal
 
 
 def add_ab_command(commands: Any) -> None:
@@ -19,7 +24,7 @@ def add_ab_command(commands: Any) -> None:
 
     parser = commands.add_parser(
         "ab", help="the head against its base on one GPU, measured in turns and judged on paired rounds",
-        description=(ab.__doc__ or "").partition("PYTEST_DONT_REWRITE")[0].rstrip(),
+        description=(coordinator.__doc__ or "").partition("PYTEST_DONT_REWRITE")[0].rstrip(),
         formatter_class=argparse.RawDescriptionHelpFormatter, usage_exit=EXIT_USAGE)
     parser.add_argument("--base", required=True, metavar="REV", help="the base commit (the merge base of a PR)")
     parser.add_argument("--head", metavar="REV", help="the head commit (default: the working tree as it is)")
@@ -67,3 +72,21 @@ def _threshold(text: str) -> float:
         return check_threshold(float(text))
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from exc
+
+
+def run_ab(args: argparse.Namespace) -> int:
+    """The command; an error that stops the run is one line and exit 3, an unusable option exit 4 (1 and 2 are
+    verdicts here)."""
+    try:
+        return coordinator.run(args)
+    except coordinator.UsageError as exc:
+        print(f"gpuperf: error: {terminal(str(exc), 2000)}", file=sys.stderr)
+        return EXIT_USAGE
+    except OSError as exc:
+        message = describe_os_error(exc)
+    except Exception as exc:  # the errors that name their cause and fix (git, the history); others are bugs
+        if not isinstance(exc, GitError) and not known_error(exc):
+            raise
+        message = str(exc)
+    print(f"gpuperf: error: {terminal(message, 2000)}", file=sys.stderr)
+    return EXIT_FAILED

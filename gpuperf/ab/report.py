@@ -1,6 +1,6 @@
 """The A/B run's output: its rows as a terminal table, as ``summary.md`` (GitHub Markdown) and as ``ab.json``.
 
-Formatting only: the verdicts come from ``verdict/paired.py``. Case ids and kernel names are untrusted text (a
+Formatting only: the verdicts come from ``paired.py``. Case ids and kernel names are untrusted text (a
 test id, a compiled kernel's name), escaped for each medium (``untrusted``).
 
 PYTEST_DONT_REWRITE
@@ -13,11 +13,11 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from gpuperf.ab.paired import Verdict
 from gpuperf.measure.kernel_records import SAME_KERNELS
 from gpuperf.output import table
 from gpuperf.output.table import Column
 from gpuperf.untrusted import markdown_text, terminal
-from gpuperf.verdict.paired import Verdict
 
 #: ``ab.json``'s format version.
 AB_SCHEMA = 1

@@ -33,7 +33,6 @@ from gpuperf.verdict import gate, gate_config
 from gpuperf.verdict.check import entry_from_record
 from gpuperf.store.records import Record
 from gpuperf.vocabulary import Status
-from gpuperf.wiring.argtypes import fraction
 
 MEASURE_ENV = "GPUPERF_BISECT_MEASURE"
 RESULTS_ENV = "GPUPERF_BISECT_RESULTS"
@@ -198,9 +197,9 @@ def _first_bad(output: str) -> tuple[str | None, list[str]]:
 
 def _oracle(work: Path) -> list[str]:
     """The step command git runs in each worktree: this gpuperf's oracle, whatever gpuperf that commit holds."""
-    harness = str(Path(__file__).resolve().parent.parent)
+    harness = str(Path(__file__).resolve().parents[2])
     code = (f"import sys; sys.path.insert(0, {harness!r}); from pathlib import Path; "
-            f"from gpuperf.bisect import step; sys.exit(step(Path({str(work)!r})))")
+            f"from gpuperf.history.bisect import step; sys.exit(step(Path({str(work)!r})))")
     return [sys.executable, "-c", code]
 
 
@@ -257,24 +256,4 @@ def run_bisect(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_bisect_command(commands: Any) -> None:
-    parser = commands.add_parser(
-        "bisect", help="find the commit that slowed a case: git bisect run with the suite as the oracle",
-        description=(__doc__ or "").partition("PYTEST_DONT_REWRITE")[0].rstrip(),  # less pytest's marker
-        formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--good", required=True, metavar="REV", help="a commit where the case was fast")
-    parser.add_argument("--bad", required=True, metavar="REV", help="a later commit where it is slow")
-    parser.add_argument("-k", required=True, metavar="CASE", help="the case: its id, or a part naming one case")
-    parser.add_argument("--repo", default=".", metavar="DIR", help="the git checkout of the tree under test")
-    parser.add_argument("--out", metavar="DIR", help="where steps, logs and bisect.json go (default "
-                                                      "results/bisect-<timestamp>/)")
-    parser.add_argument("--tolerance", type=fraction, default=None,
-                        help=f"allowed slowdown against the good commit (default {gate_config.DEFAULT_TOLERANCE})")
-    parser.add_argument("--history", metavar="TARGET", help="where each step is recorded (as pytest's --history)")
-    parser.add_argument("--measure-command", metavar="CMD",
-                        help=f"a shell command measuring the case instead of pytest (also ${MEASURE_ENV}); it "
-                             f"runs in the commit's worktree and writes a results.json under ${RESULTS_ENV}")
-    parser.set_defaults(func=run_bisect)
-
-
-__all__ = ["BisectError", "add_bisect_command", "step"]
+__all__ = ["BisectError", "run_bisect", "step"]

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from gpuperf.cli_common import EXIT_OK, CliError
+from gpuperf.commands.common import EXIT_OK, CliError
 from gpuperf.output import report
 from gpuperf.store.baseline import BaselineError, check_gpu, load_baseline
 from gpuperf.store.results import load_run, refuse_repeated_runs

@@ -1,4 +1,5 @@
-"""What the commands of ``python -m gpuperf`` share: the error they raise for ``main`` to print, the exit
+"""What the commands of ``python -m gpuperf`` share: the error they raise for ``main`` to print (and the
+other errors that name their fix, ``ERRORS``; a file-system error in one line, ``describe_os_error``), the exit
 codes, the words for a set of figures, the header line of a comparison across GPU models, and the check that a
 command's optional packages (an extra of pyproject.toml) are installed.
 
@@ -8,6 +9,7 @@ PYTEST_DONT_REWRITE
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib.util
 import sys
 from typing import TYPE_CHECKING, Any, NoReturn
@@ -20,6 +22,15 @@ EXIT_ERROR = 1
 #: A malformed command line (argparse's own code), for every command whose exit codes do not give 2 a meaning.
 EXIT_USAGE = 2
 FIGURES = "a baselines/*.yaml, a results.json or a results/<timestamp>/ directory"
+
+#: The errors that name their cause and the fix, by the module that defines each: ``main`` prints one as a line
+#: and exits 1. Only a module that was imported can have raised its error, so none is imported to look.
+ERRORS = (("gpuperf.commands.common", "CliError"), ("gpuperf.store.reading", "InputError"),
+          ("gpuperf.store.results", "ResultsError"), ("gpuperf.store.baseline_entry", "BaselineError"),
+          ("gpuperf.verdict.fleet", "FleetError"), ("gpuperf.store.history_target", "HistoryError"),
+          ("gpuperf.history.schema", "SchemaError"), ("gpuperf.history.rows", "HistoryInputError"),
+          ("gpuperf.history.bisect", "BisectError"), ("gpuperf.gitrepo", "GitError"),
+          ("gpuperf.commands.history_page", "PageError"))
 
 
 class CommandParser(argparse.ArgumentParser):
@@ -59,3 +70,32 @@ def other_gpu_line(a: Figures, b: Figures, allowed: bool) -> str:
         raise CliError(f"{models}: figures of two GPU models differ by the hardware, not by a change; compare "
                        "runs of one model, or pass --allow-other-gpu to compare them anyway")
     return f"GPU models differ ({models}; --allow-other-gpu): the deltas include the hardware's difference"
+
+
+def known_error(exc: Exception) -> bool:
+    """Whether ``exc`` is one of ``ERRORS``: its message names the cause and the fix, so it is printed as it is."""
+    return isinstance(exc, tuple(getattr(sys.modules[module], name) for module, name in ERRORS
+                                 if module in sys.modules))
+
+
+def describe_os_error(exc: OSError) -> str:
+    """One line for a file-system error: the path, the cause and the fix."""
+    path = exc.filename if exc.filename is not None else "?"
+    cause = exc.strerror or type(exc).__name__
+    if str(path).endswith(".lock"):
+        target = str(path).removesuffix(".lock")
+        fix = (f"gpuperf locks {target} by creating this file beside it: make the folder writable, or work on a "
+               "copy in a writable folder")
+    elif isinstance(exc, PermissionError) or exc.errno == errno.EROFS:
+        fix = "make it (and its folder) readable and writable for this user, or work on a copy elsewhere"
+    elif isinstance(exc, IsADirectoryError):
+        fix = "it is a folder: pass a file"
+    elif isinstance(exc, (FileExistsError, NotADirectoryError)):
+        fix = "a file stands where a folder is needed: pass another path, or move that file away"
+    elif isinstance(exc, FileNotFoundError):
+        fix = "check the path (and that its folder exists)"
+    elif exc.errno == errno.ENOSPC:
+        fix = "free some space on that file system and run it again"
+    else:
+        fix = "check the path and its permissions"
+    return f"{path}: {cause}: {fix}"

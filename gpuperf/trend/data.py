@@ -1,7 +1,7 @@
 """What the trend page draws, as plain data: runs, per-case series, change points, and what they imply.
 
-The page generator (``trend_page``) reads only this model, never a database: an adapter builds it from the
-history store (``trend_source``), and tests build it by hand with a planted step. Everything a chart shows
+The page generator (``page``) reads only this model, never a database: an adapter builds it from the
+history store (``source``), and tests build it by hand with a planted step. Everything a chart shows
 travels here as a field (a case's family, precision and shape come from its records, never from its id).
 The derived facts (which versions or kernels changed between two points of a series, what needs attention)
 are pure functions of the model, so they are unit-tested without a browser.

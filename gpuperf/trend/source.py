@@ -18,8 +18,8 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.exc import SQLAlchemyError
 
-from gpuperf.output.trend_data import CaseSeries, ChangePoint, SeriesPoint, TrendData, TrendRun
-from gpuperf.output.trend_summary import RecentRuns, SummaryHistory
+from gpuperf.trend.data import CaseSeries, ChangePoint, SeriesPoint, TrendData, TrendRun
+from gpuperf.trend.summary import RecentRuns, SummaryHistory
 from gpuperf.history.database import History, HistoryError, describe, records_with_data, runs_query
 from gpuperf.history.guard import damage_told
 from gpuperf.history.schema import JUDGED_FIGURE, RECORDS, RUNS, SchemaError

@@ -13,8 +13,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from gpuperf.cli_common import require_extra
-from gpuperf.output.trend_paths import DEFAULT_SITE
+from gpuperf.commands.common import require_extra
+from gpuperf.trend.paths import DEFAULT_SITE
 from gpuperf.wiring.options import RUN_FILTERS, add_all
 
 EXIT_OK = 0
@@ -30,8 +30,8 @@ def cmd_history_page(args: argparse.Namespace) -> int:
     from gpuperf.history.schema import SchemaError
 
     require_extra("page", ("plotly", "jinja2", "matplotlib"), "python -m gpuperf history page")
-    from gpuperf.output.trend_page import TrendPageError, write_site
-    from gpuperf.output.trend_source import load_trend
+    from gpuperf.trend.page import TrendPageError, write_site
+    from gpuperf.trend.source import load_trend
     try:
         url = resolve_target(args.history, os.environ, Path.cwd())
         if url is None:

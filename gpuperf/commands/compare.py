@@ -10,7 +10,7 @@ import argparse
 import shlex
 from typing import Any
 
-from gpuperf.cli_common import EXIT_ERROR, EXIT_OK, FIGURES, CliError, other_gpu_line
+from gpuperf.commands.common import EXIT_ERROR, EXIT_OK, FIGURES, CliError, other_gpu_line
 from gpuperf.output import diff, report
 from gpuperf.untrusted import markdown_text, terminal
 from gpuperf.output.results import Figures, load_figures

@@ -7,7 +7,7 @@ the page, which only calls ``Plotly.newPlot`` on it. It is built as plain data r
 graph objects, whose validation of every property costs more than the rest of the site's build; the tests
 hand every figure to ``plotly.graph_objects.Figure``, which rejects a property plotly does not know. The x
 axis of every chart of a GPU model is the run number among that model's runs, so the charts of one model
-line up (the small multiples of ``trend_thumbnails`` use the same numbers); the date is in the tooltip.
+line up (the small multiples of ``thumbnails`` use the same numbers); the date is in the tooltip.
 
 PYTEST_DONT_REWRITE
 """
@@ -23,8 +23,8 @@ import numpy.typing as npt
 import plotly.io as pio
 from plotly.colors import qualitative
 
-from gpuperf.output.trend_data import Annotation, CaseSeries, SeriesPoint, TrendData
-from gpuperf.output.trend_thumbnails import ANNOTATION_COLOURS, CHANGE_POINT_COLOUR, RECORDING_STATUSES
+from gpuperf.trend.data import Annotation, CaseSeries, SeriesPoint, TrendData
+from gpuperf.trend.thumbnails import ANNOTATION_COLOURS, CHANGE_POINT_COLOUR, RECORDING_STATUSES
 from gpuperf.vocabulary import Status
 
 #: Enough distinct colours for a fleet; a larger fleet reuses them in order.

@@ -1,7 +1,7 @@
 """The part of ``summary.md`` that links the picture: each failing or changed case's last runs from the
 history, as a text sparkline with its range, and the path of its page in the trend site.
 
-Pure: the caller reads the history (``trend_source.summary_history``) and passes what it found; without a
+Pure: the caller reads the history (``source.summary_history``) and passes what it found; without a
 history (``--history none``) there is no section. Imports no plotting library.
 
 PYTEST_DONT_REWRITE
@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gpuperf.untrusted import markdown_code, markdown_text, table_cell
-from gpuperf.output.trend_paths import INDEX_HTML, page_name_of
+from gpuperf.trend.paths import INDEX_HTML, page_name_of
 from gpuperf.store.records import Record
 from gpuperf.vocabulary import Status
 

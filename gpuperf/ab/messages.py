@@ -1,0 +1,17 @@
+"""What a side of an A/B run and its coordinator say to each other: JSON lines on a Unix socket whose path the
+coordinator passes in ``$GPUPERF_AB_SOCKET``, the side's name in ``$GPUPERF_AB_SIDE``. The side (``side.py``) says
+which suite tests it collected (``hello``), asks before each suite test (``start``), reports each checked figure
+(``round``: answered ``again`` or ``done``) and says when it is finished (``end``); the coordinator
+(``coordinator.py``) answers as the schedule (``schedule.py``) decides.
+
+PYTEST_DONT_REWRITE
+"""
+
+from __future__ import annotations
+
+SOCKET_ENV = "GPUPERF_AB_SOCKET"
+SIDE_ENV = "GPUPERF_AB_SIDE"
+
+# Requests (side → coordinator) and answers (coordinator → side).
+HELLO, START, ROUND, END = "hello", "start", "round", "end"
+GO, AGAIN, DONE = "go", "again", "done"
