@@ -45,6 +45,7 @@ from gpuperf.measure.measurement import (DEFAULT_MAX_TRACED_CALLS, DEFAULT_MIN_S
                                          DEFAULT_WARMUP_CALLS, DEFAULT_WARMUP_TIME_S, NO_KERNEL, Measurement, Method,
                                          UnmeasurableCall)
 
+from gpuperf.measure.cupy_backend import CupyBackend
 from gpuperf.measure.separators import HOLD_TIMEOUT_S, FlushBuffer, Separators, StreamHold
 from gpuperf.measure.sm_clock import call_cycles, group_means
 from gpuperf.measure.metrics import Work
@@ -77,36 +78,6 @@ class SamplingConfig:
     max_batch: int = 32
     throttle_retries: int = 3
     throttle_backoff_s: float = 0.25
-
-
-class CupyBackend:
-    """The device operations the loop needs, on CuPy. Tests swap in a synthetic backend."""
-
-    def __init__(self) -> None:
-        import cupy
-
-        self.cupy = cupy
-
-    def current_stream(self) -> Any:
-        return self.cupy.cuda.get_current_stream()
-
-    def event(self) -> Any:
-        return self.cupy.cuda.Event()
-
-    def elapsed_s(self, start: Any, stop: Any) -> float:
-        return float(self.cupy.cuda.get_elapsed_time(start, stop)) / 1e3
-
-    def copy(self, operand: Any) -> Any:
-        """A copy of the same kind: a PyTorch tensor is cloned (on PyTorch's current stream, the measuring one),
-        anything else copied by CuPy."""
-        clone = getattr(operand, "clone", None)
-        return clone() if callable(clone) else self.cupy.copy(operand)
-
-    def hold(self, stream: Any) -> Callable[[], bool]:
-        if not hasattr(self, "_hold"):
-            self._hold = StreamHold()
-        return self._hold.hold(stream)
-
 
 
 @dataclass
