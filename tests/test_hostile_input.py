@@ -247,9 +247,11 @@ def _damaged_page(d: Path) -> None:
     path = _history_of_run(d)
     with sqlite3.connect(path) as connection:  # one file: the WAL folded in
         connection.execute("PRAGMA journal_mode = DELETE")
+        page_size = connection.execute("PRAGMA page_size").fetchone()[0]
+        root = connection.execute("SELECT rootpage FROM sqlite_master WHERE name = 'records'").fetchone()[0]
     connection.close()
-    data = bytearray(path.read_bytes())
-    data[len(data) // 2:len(data) // 2 + 4096] = b"\xff" * 4096
+    data = bytearray(path.read_bytes())  # the records table's root page: a page in use, not a free one
+    data[(root - 1) * page_size:root * page_size] = b"\xff" * page_size
     path.write_bytes(bytes(data))
 
 

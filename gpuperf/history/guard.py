@@ -47,6 +47,19 @@ def damage_told(url: str) -> Iterator[None]:
                            "python -m gpuperf history ingest results/ --history NEW") from None
 
 
+def check_integrity(connection: sa.Connection) -> None:
+    """A SQLite history read as it is: SQLite reads only the pages a query touches, so a page overwritten where the
+    query does not look (an index, a run's document) would pass unseen; ``PRAGMA quick_check`` reads every page once
+    (milliseconds for a history of megabytes). Raises ``sqlite3.DatabaseError`` naming the first problem, which
+    ``damage_told`` tells as a damaged database."""
+    if connection.dialect.name != "sqlite":
+        return  # a server checks its own pages
+    problems = [str(row[0]) for row in connection.exec_driver_sql("PRAGMA quick_check(1)")]
+    if problems != ["ok"]:
+        said = " ".join(line for line in "\n".join(problems).splitlines() if not line.startswith("***"))
+        raise sqlite3.DatabaseError(f"quick_check: {said[:200] or 'no answer'}")
+
+
 def _reason(exc: BaseException) -> str:
     original = getattr(exc, "orig", None)
     return str(original or exc).strip().splitlines()[0] if str(original or exc).strip() else ""
