@@ -36,7 +36,7 @@ from gpuperf.history.schema import (AT_MAX_CLOCK, CYCLES, DOCUMENT_ENCODING, JUD
                                     decode_document, has_series_index, migrate, recorded_version)
 from gpuperf.store.history_target import HistoryError as HistoryError  # the history's error
 from gpuperf.store.history_target import mask_text
-from gpuperf.history.guard import check_integrity, damage_told, require_current
+from gpuperf.history.guard import require_readable
 from gpuperf.store.history_target import resolve_target as resolve_target
 from gpuperf.store.history_target import sqlite_url as sqlite_url
 from gpuperf.store.history_target import to_url as to_url
@@ -96,9 +96,7 @@ class History:
     def _require_history(self) -> None:
         """A history of this gpuperf's schema, whole, read as it is: a reader neither creates nor migrates one."""
         with self.reading() as connection:
-            require_current(recorded_version(connection), self.where)
-            with damage_told(self.url):
-                check_integrity(connection)
+            require_readable(connection, self.where, self.url)
 
     def _migrate(self) -> None:
         with self.reading() as connection:

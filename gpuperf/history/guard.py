@@ -47,6 +47,13 @@ def damage_told(url: str) -> Iterator[None]:
                            "python -m gpuperf history ingest results/ --history NEW") from None
 
 
+def require_readable(connection: sa.Connection, where: str, url: str) -> None:
+    """A history a reader can read as it is: of this gpuperf's schema (``require_current``), and whole."""
+    require_current(recorded_version(connection), where)
+    with damage_told(url):
+        check_integrity(connection)
+
+
 def check_integrity(connection: sa.Connection) -> None:
     """A SQLite history read as it is: SQLite reads only the pages a query touches, so a page overwritten where the
     query does not look (an index, a run's document) would pass unseen; ``PRAGMA quick_check`` reads every page once
