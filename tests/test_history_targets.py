@@ -64,8 +64,9 @@ def test_a_password_holding_an_at_is_encoded_not_taken_for_the_host() -> None:
     f"postgresql://u:{SECRET}@[::1/db",
     f"http://u:{SECRET}@x/db",
 ])
-@pytest.mark.parametrize("command", [["history", "show", "gemm"], ["history", "changes"],
-                                     ["history", "ingest", str(ROOT / "docs" / "fleet" / "1e941103-1.json")]])
+@pytest.mark.parametrize("command", [  # every URL through show here; through the other two in the long tier
+    ["history", "show", "gemm"], pytest.param(["history", "changes"], marks=pytest.mark.long),
+    pytest.param(["history", "ingest", str(ROOT / "docs" / "fleet" / "1e941103-1.json")], marks=pytest.mark.long)])
 def test_history_commands_print_no_password(url: str, command: list[str], tmp_path: Path) -> None:
     done = _gpuperf(tmp_path, *command, "--history", url)
     assert done.returncode == 1 and done.stderr.count("\n") == 1, done.stderr
