@@ -133,6 +133,15 @@ def test_an_unknown_revision_is_named(repo: tuple[Path, list[str]], tmp_path: Pa
     assert done.returncode == 1 and "'no-such-rev' is not a commit" in done.stderr
 
 
+def test_an_out_folder_through_a_loop_of_links_is_named(repo: tuple[Path, list[str]], tmp_path: Path) -> None:
+    path, commits = repo
+    (tmp_path / "a").symlink_to(tmp_path / "b")
+    (tmp_path / "b").symlink_to(tmp_path / "a")
+    done = _bisect(path, tmp_path / "a" / "out", commits[0], commits[-1])
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+    assert "leads through a symbolic link back to itself" in done.stderr and len(done.stderr.splitlines()) == 1
+
+
 def test_git_bisect_output_is_read_for_the_first_bad_commit_or_the_candidates() -> None:
     sha = "a" * 40
     assert _first_bad(f"running x\n{sha} is the first bad commit\ncommit {sha}\n") == (sha, [])

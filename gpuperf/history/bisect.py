@@ -222,7 +222,12 @@ def run_bisect(args: argparse.Namespace) -> int:
     repo = Path(git(Path(args.repo), "rev-parse", "--show-toplevel"))
     good, bad = _commit(repo, args.good, "--good"), _commit(repo, args.bad, "--bad")
     stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
-    work = Path(args.out or Path.cwd() / "results" / f"bisect-{stamp}").resolve()
+    out = args.out or Path.cwd() / "results" / f"bisect-{stamp}"
+    try:
+        work = Path(out).resolve()
+    except (RuntimeError, OSError):  # a loop of links: RuntimeError, or OSError on a newer Python
+        raise BisectError(f"--out {out}: leads through a symbolic link back to itself (a loop of links); fix the "
+                          "link or pass a real folder") from None
     work.mkdir(parents=True, exist_ok=True)
     history = resolve_target(args.history, os.environ, Path.cwd())
     if history is not None:  # before the first measurement: each step appends to it
