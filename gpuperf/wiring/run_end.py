@@ -44,29 +44,21 @@ class RunEnd:
         """``attempt()``; where it fails, the records ``probe`` refuses become their ``ERROR`` rows and it is tried
         once more without them. ``""``, or why the stage failed as a whole: an ``expected`` error's own line, any
         other's with the stage named."""
-        try:
-            attempt()
+        failure = _failure_of(attempt)
+        if failure is None:
             return ""
-        except Exception as exc:
-            if not containment.contained(exc):
-                raise
-            first = exc
-        try:
+        lines: list[str] = []
+
+        def screen() -> None:
+            nonlocal lines
             self.state.records, lines = containment.screened(self.state.records, stage, probe)
-        except Exception as exc:
-            if not containment.contained(exc):
-                raise
-            lines = []
-        if lines:
+
+        if _failure_of(screen) is None and lines:
             self.case_errors += lines
-            try:
-                attempt()
+            failure = _failure_of(attempt)
+            if failure is None:
                 return ""
-            except Exception as exc:
-                if not containment.contained(exc):
-                    raise
-                first = exc
-        return str(first) if isinstance(first, expected) else containment.failure_line(stage, first)
+        return str(failure) if isinstance(failure, expected) else containment.failure_line(stage, failure)
 
     def finish(self, session: pytest.Session, collected: list[CollectedTests], skipped_files: dict[str, str]) -> None:
         """Write the baseline updates and the results files, account for the evidence and append the run to the
@@ -247,3 +239,14 @@ def _nothing_measured(skipped: dict[str, str]) -> str:
     for path, reason in sorted(skipped.items()):
         by_reason.setdefault(reason, []).append(path)
     return "; ".join(f"{', '.join(paths)} collected nothing: {reason}" for reason, paths in by_reason.items())
+
+
+def _failure_of(attempt: Callable[[], None]) -> Exception | None:
+    """``attempt()``; the contained exception it raised, or ``None`` (one that is not contained goes on up)."""
+    try:
+        attempt()
+    except Exception as exc:
+        if not containment.contained(exc):
+            raise
+        return exc
+    return None
