@@ -3,22 +3,21 @@
 #
 #   tools/stopping_rule_device.sh [OUT_DIR]          # OUT_DIR defaults to $OUT
 #
-# 1. the full default `--gate`, timed (pytest's own time and the wall clock, --durations=40): the run whose records
+# 1. the full default `--gate`, timed (pytest's own time and the wall clock, every test's --durations): the run whose records
 #    say what the stopping rule did (extra.sampling) for tools/stopping_table.py, and run 1 for `baseline from-runs`;
 # 2. a second full default run (run 2 for `baseline from-runs`: two runs a GPU, every FP8 projection with cycles);
 # 3. `pytest perf_tests -k gemv` (the README's selection), timed as a user runs it, then once under cProfile and
 #    `python -X importtime` (start-up, collection, NVRTC, CUPTI's start and the loop, one profile), and its
 #    collection alone under `-X importtime`;
-# 4. what time is left (the script stops itself before 8 minutes): the slowdown check on the GEMVs, 5 % (caught)
-#    and 3 % (passes), through tools/slowdown.py.
+#    (PROFILE=0 leaves step 3 out: a recording host beside the one profiled)
 #
 # Needs the wheels of .whl/ (carry it: nvmath-python, cupti-python, ...); the suite's plugin comes from the
-# repository's conftest.py. At most 8 files come back from OUT_DIR, so it leaves exactly these:
+# repository's conftest.py. It leaves these in OUT_DIR:
 #   stopping.log        every step's output, with pytest's and the wall clock's durations
 #   gate.json run2.json the two full runs' results.json (records with extra.sampling and cycles)
 #   gemv.json           the timed -k gemv run's results.json
 #   gemv-profile.txt    the -k gemv profile: cProfile's top functions, the slowest imports (run and collection)
-#   slowdown-5.json slowdown-3.json   the slowdown runs' results.json (when there was time for them)
+#   durations.txt       every test's setup, call and teardown time in the timed gate (--durations=0)
 set -uo pipefail
 
 out=${1:-${OUT:?usage: tools/stopping_rule_device.sh OUT_DIR (or set OUT)}}
@@ -39,9 +38,12 @@ keep() { cp "$scratch/$1"/*/results.json "$out/$2.json" 2>/dev/null || echo "no 
 
 step "1. full default --gate, timed ($(left) s left)"
 start=$(date +%s.%N)
-timeout "$(( $(left) - 200 ))" python3 -m pytest perf_tests --gate "${pytest_q[@]}" --durations=40 \
-    --results-dir "$scratch/gate"
-echo "gate: rc=$? wall=$(python3 -c "print(f'{$(date +%s.%N) - $start:.1f}')") s"
+timeout "$(( $(left) - 200 ))" python3 -m pytest perf_tests --gate "${pytest_q[@]}" --durations=0 \
+    --durations-min=0 --results-dir "$scratch/gate" > "$scratch/gate.out" 2>&1
+rc=$?
+sed '/slowest durations/,/short test summary/d' "$scratch/gate.out" | tail -40
+sed -n '/slowest durations/,/short test summary/p' "$scratch/gate.out" > "$out/durations.txt"
+echo "gate: rc=$rc wall=$(python3 -c "print(f'{$(date +%s.%N) - $start:.1f}')") s"
 keep gate gate
 
 step "2. full default run (run 2 for baseline from-runs; $(left) s left)"
@@ -49,6 +51,8 @@ start=$(date +%s.%N)
 timeout "$(( $(left) - 90 ))" python3 -m pytest perf_tests "${pytest_q[@]}" --results-dir "$scratch/run2"
 echo "run 2: rc=$? wall=$(python3 -c "print(f'{$(date +%s.%N) - $start:.1f}')") s"
 keep run2 run2
+
+if [ "${PROFILE:-1}" = 0 ]; then rm -rf "$scratch"; step "done, PROFILE=0 ($(left) s before the deadline)"; exit 0; fi
 
 step "3. pytest perf_tests -k gemv, timed as a user runs it ($(left) s left)"
 start=$(date +%s.%N)
@@ -77,18 +81,6 @@ echo "-k gemv --collect-only: wall=$(python3 -c "print(f'{$(date +%s.%N) - $star
     done
 } > "$out/gemv-profile.txt" 2>&1
 echo "profile summary: $out/gemv-profile.txt"
-
-for fraction in 0.05 0.03; do
-    if [ "$(left)" -lt 60 ]; then
-        echo "skipped the $fraction slowdown: $(left) s left"
-        continue
-    fi
-    step "4. slowdown $fraction on the GEMVs (tools/slowdown.py; $(left) s left)"
-    name=slowdown-${fraction#0.0}
-    GPUPERF_SLOWDOWN=$fraction timeout "$(( $(left) - 10 ))" python3 -m pytest perf_tests -k gemv -p tools.slowdown \
-        --gate "${pytest_q[@]}" --results-dir "$scratch/$name" | tail -25
-    keep "$name" "$name"
-done
 
 rm -rf "$scratch"
 step "done ($(left) s before the deadline); files: $(ls "$out" | tr '\n' ' ')"
