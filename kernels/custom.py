@@ -39,6 +39,7 @@ from kernels.custom_plan import (
     LaunchPlan,
     PointerBatch,
     build_pointer_batch,
+    build_stack_pointer_batch,
     plan_batched,
     plan_mma,
     plan_naive,
@@ -76,6 +77,7 @@ __all__ = [
     "plan_tiled",
     "plan_wmma",
     "pointer_batch",
+    "stack_pointer_batch",
     "prebuild",
     "resources",
     "tiled_sgemm",
@@ -100,6 +102,13 @@ def pointer_batch(arrays: Sequence[Any]) -> PointerBatch:
     import cupy
 
     return build_pointer_batch(arrays, cupy.asarray)
+
+
+def stack_pointer_batch(stack: Any, order: Sequence[int]) -> PointerBatch:
+    """Upload the addresses of a 3-D CuPy stack's items in ``order`` (``build_stack_pointer_batch``)."""
+    import cupy
+
+    return build_stack_pointer_batch(stack, order, cupy.asarray)
 
 
 @dataclass(frozen=True)

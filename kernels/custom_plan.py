@@ -473,6 +473,23 @@ def build_pointer_batch(arrays: Sequence[Any], upload: Callable[[numpy.ndarray],
                         tuple(arrays), addresses)
 
 
+def build_stack_pointer_batch(stack: Any, order: Sequence[int], upload: Callable[[numpy.ndarray], Any]
+                              ) -> PointerBatch:
+    """The ``PointerBatch`` of a 3-D stack's items in ``order`` (position i addresses item ``order[i]``): the batch
+    ``build_pointer_batch([stack[i] for i in order])`` makes, with the addresses computed from the stack's layout
+    instead of one view per item (a batch of 66,000 took seconds of host time that way)."""
+    dtype = numpy.dtype(stack.dtype)
+    whole = describe(stack, "stack", dtype, 3)
+    items = numpy.asarray(order, dtype=numpy.int64)
+    if items.ndim != 1 or not items.size:
+        raise KernelArgumentError("pointer_batch: no matrices")
+    if items.min() < 0 or items.max() >= whole.batch:
+        raise KernelArgumentError(f"pointer_batch: an item of order lies outside the stack's {whole.batch} matrices")
+    addresses = (whole.ptr + items * (whole.stride * whole.itemsize)).astype(numpy.uint64)
+    return PointerBatch(upload(addresses), int(items.size), whole.rows, whole.cols, whole.ld, dtype,
+                        vector_path(whole), (stack,), tuple(int(a) for a in addresses.tolist()))
+
+
 @dataclass(frozen=True)
 class _BatchSide:
     """One operand of a batched call: a strided stack or a pointer array."""

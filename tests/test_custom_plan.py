@@ -43,6 +43,7 @@ from kernels.custom_plan import (
     batch_chunks,
     batched_path,
     build_pointer_batch,
+    build_stack_pointer_batch,
     ceil_div,
     plan_batched,
     plan_mma,
@@ -902,6 +903,29 @@ def test_build_pointer_batch_uploads_the_addresses_in_order() -> None:
     assert batch.addresses == (BASE + 512, BASE, BASE + 256)
     assert (batch.batch, batch.rows, batch.cols, batch.ld, batch.dtype) == (3, 3, 5, 8, np.dtype(np.float32))
     assert batch.aligned16 and batch.arrays == tuple(mats)
+
+
+@pytest.mark.parametrize(("ld", "stride", "offset"), [(None, None, 0), (7, 40, 0), (8, 64, 0), (8, 64, 4)])
+def test_a_stack_pointer_batch_is_the_batch_of_its_items_views(ld: int | None, stride: int | None,
+                                                               offset: int) -> None:
+    rows, cols = 5, 7
+    whole = stack(6, rows, cols, ld=ld, stride=stride, offset=offset)
+    order = [3, 0, 5, 1]
+    item_stride = whole.strides[0]
+    views = [matrix(rows, cols, ld=ld, offset=offset + i * item_stride) for i in order]
+    expected, got = pointers(views), build_stack_pointer_batch(whole, order, Uploaded)
+    assert got.pointers.host.tolist() == expected.pointers.host.tolist()
+    assert (got.batch, got.rows, got.cols, got.ld, got.dtype, got.aligned16, got.addresses) == \
+        (expected.batch, expected.rows, expected.cols, expected.ld, expected.dtype, expected.aligned16,
+         expected.addresses)
+    assert got.arrays == (whole,)
+
+
+@pytest.mark.parametrize(("order", "message"), [([], r"no matrices"), ([0, 6], r"outside the stack's 6 matrices"),
+                                                ([-1], r"outside the stack's 6 matrices")])
+def test_a_stack_pointer_batch_refuses_an_order_off_the_stack(order: list[int], message: str) -> None:
+    with pytest.raises(KernelArgumentError, match=message):
+        build_stack_pointer_batch(stack(6, 2, 3), order, Uploaded)
 
 
 @pytest.mark.parametrize(("mats", "message"), [

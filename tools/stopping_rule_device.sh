@@ -8,7 +8,7 @@
 # 2. a second full default run (run 2 for `baseline from-runs`: two runs a GPU, every FP8 projection with cycles);
 # 3. `pytest perf_tests -k gemv` (the README's selection), timed as a user runs it, then once under cProfile and
 #    `python -X importtime` (start-up, collection, NVRTC, CUPTI's start and the loop, one profile), and its
-#    collection alone under `-X importtime`;
+#    collection alone under `-X importtime`; then the full default gate once more, under cProfile;
 #    (PROFILE=0 leaves step 3 out: a recording host beside the one profiled)
 #
 # Needs the wheels of .whl/ (carry it: nvmath-python, cupti-python, ...); the suite's plugin comes from the
@@ -17,6 +17,7 @@
 #   gate.json run2.json the two full runs' results.json (records with extra.sampling and cycles)
 #   gemv.json           the timed -k gemv run's results.json
 #   gemv-profile.txt    the -k gemv profile: cProfile's top functions, the slowest imports (run and collection)
+#   gate-profile.txt    the full gate's profile: cProfile's top functions, cumulative and by own time
 #   durations.txt       every test's setup, call and teardown time in the timed gate (--durations=0)
 set -uo pipefail
 
@@ -81,6 +82,19 @@ echo "-k gemv --collect-only: wall=$(python3 -c "print(f'{$(date +%s.%N) - $star
     done
 } > "$out/gemv-profile.txt" 2>&1
 echo "profile summary: $out/gemv-profile.txt"
+
+step "3c. the full default gate under cProfile ($(left) s left)"
+timeout "$(( $(left) - 15 ))" python3 -m cProfile -o "$scratch/gate.prof" -m pytest perf_tests --gate \
+    "${pytest_q[@]}" --results-dir none --history none > "$scratch/gate-profiled.txt" 2>&1
+tail -2 "$scratch/gate-profiled.txt"
+{
+    echo "== cProfile of pytest perf_tests --gate (cumulative, top 150)"
+    python3 -c "import pstats, sys; pstats.Stats(sys.argv[1]).sort_stats('cumulative').print_stats(150)" \
+        "$scratch/gate.prof"
+    echo "== the same, by own time (top 80)"
+    python3 -c "import pstats, sys; pstats.Stats(sys.argv[1]).sort_stats('tottime').print_stats(80)" \
+        "$scratch/gate.prof"
+} > "$out/gate-profile.txt" 2>&1
 
 rm -rf "$scratch"
 step "done ($(left) s before the deadline); files: $(ls "$out" | tr '\n' ' ')"

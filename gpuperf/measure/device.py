@@ -153,6 +153,7 @@ class Nvml:
     def __init__(self, pci_bus_id: str) -> None:
         self.error = ""
         self.handle: Any = None
+        self._max_sm_clock: int | None = None
         try:
             import pynvml
         except ImportError:
@@ -189,7 +190,11 @@ class Nvml:
         return self._call("nvmlDeviceGetClockInfo", self.nvml.NVML_CLOCK_SM) if self.ok else None
 
     def max_sm_clock_mhz(self) -> int | None:
-        return self._call("nvmlDeviceGetMaxClockInfo", self.nvml.NVML_CLOCK_SM) if self.ok else None
+        """The SM clock's maximum, a property of the board: read once (the call takes about 5 ms, and every
+        traced measurement asks for it)."""
+        if self._max_sm_clock is None and self.ok:
+            self._max_sm_clock = self._call("nvmlDeviceGetMaxClockInfo", self.nvml.NVML_CLOCK_SM)
+        return self._max_sm_clock
 
     def max_mem_clock_mhz(self) -> int | None:
         return self._call("nvmlDeviceGetMaxClockInfo", self.nvml.NVML_CLOCK_MEM) if self.ok else None

@@ -70,9 +70,10 @@ class SamplingConfig:
     #: GPU time (flushes included) the traced phase samples at least without a band (an A/B round, a tool): a
     #: short kernel's median is precise after a few hundred calls. With a band, its precision decides alone.
     traced_min_time_s: float = 0.05
-    #: With a tracer, the event-timed phase is only the cross-check: a median to a few per cent is enough.
+    #: With a tracer, the event-timed phase is only the cross-check: a median to a few per cent is enough, and five
+    #: held samples give it; no floor of GPU time (for a short kernel it cost ten times its GPU time in launches).
     crosscheck_rule: StoppingRule = field(default_factory=lambda: StoppingRule(
-        min_samples=5, min_time_s=0.02, noise_target=0.01, timeout_s=0.5))
+        min_samples=5, min_time_s=0.0, noise_target=0.01, timeout_s=0.5))
     hot_min_sample_s: float = 50e-6  # hot samples batch calls up to at least this long
     batch_time_s: float = 0.05  # GPU time enqueued between host checks
     max_batch: int = 32
