@@ -175,7 +175,7 @@ def test_an_event_timed_measurement_has_no_cycles() -> None:
     sampling = SamplingConfig(rule=StoppingRule(min_samples=10, min_time_s=0.01, noise_target=0.005, timeout_s=5.0))
     timer = Timer(L2, flush, SimNvml(), sampling, backend=SimBackend(device),
                   sleep=lambda s: device.advance(s, "sleep"), clock=lambda: device.now)
-    m = timer.measure(launched(device, 100e-6, 0.0), WORK, operands=(SimArray(2**30),), flush="cold")
+    m = timer.measure(launched(device, 200e-6, 0.0), WORK, operands=(SimArray(2**30),), flush="cold")
     assert m.method == Method.COLD_FLUSH and m.cycles_per_call is None and m.max_clock_mhz is None
     assert flush.traced_slots == []
 

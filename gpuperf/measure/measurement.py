@@ -27,9 +27,10 @@ DEFAULT_ROTATE_BELOW_S = 100e-6
 #: GEMMs got noisier instead (TF32 4096³: 3.0 % → 4.9 %), which is why only short calls are rotated.
 DEFAULT_MIN_SAMPLE_S = 5e-3
 #: Warm-up before a case is sampled: at least this many calls and this much wall time (clocks ramp, caches and
-#: cuBLAS's heuristics settle).
+#: cuBLAS's heuristics settle; triton.testing.do_bench's default time). Each warm-up call waits for the GPU, so
+#: this is wall time spent on every case.
 DEFAULT_WARMUP_CALLS = 3
-DEFAULT_WARMUP_TIME_S = 0.05
+DEFAULT_WARMUP_TIME_S = 0.025
 #: Calls per traced batch: each adds a kernel record and a clock stamp slot to read back on the host.
 DEFAULT_MAX_TRACED_CALLS = 128
 

@@ -255,7 +255,9 @@ class Timer:
                        per_call: float, stream: Any) -> BatchRunner:
         backend, config = self.backend, self.config
         per_sample = max(per_call * calls, 1e-6)
-        batch = max(1, min(config.max_batch, int(config.batch_time_s / per_sample), config.max_held_calls // calls))
+        # the cross-check (with a tracer) stops at its floor of samples when they agree: a batch of that many
+        most = config.crosscheck_rule.min_samples if self.tracer is not None else config.max_batch
+        batch = max(1, min(most, int(config.batch_time_s / per_sample), config.max_held_calls // calls))
         pairs = [(backend.event(), backend.event()) for _ in range(batch)]
 
         def run(holding: bool) -> Batch | None:
