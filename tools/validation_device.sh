@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# On one fresh GPU that did not record the baseline: the full default `--gate` against the committed baseline,
+# timed as CI runs it; with SHIFTED=1, the gate's sensitivity against a shifted copy of that baseline
+# (tools/shifted_baseline.py: half the entries read 5 % slow, which must all be caught, the rest 3 % fast, which
+# must raise no alarm); then `pytest perf_tests -k gemv`, timed as a user runs it.
+#
+#   tools/validation_device.sh [OUT_DIR]          # OUT_DIR defaults to $OUT
+#
+# Leaves in OUT_DIR: validation.log (every step, pytest's and the wall clock's times), gate.json (the gate's
+# results.json), shifted.json and shifted-judged.txt (with SHIFTED=1), gemv.json. Needs the wheels of .whl/.
+set -uo pipefail
+
+out=${1:-${OUT:?usage: tools/validation_device.sh OUT_DIR (or set OUT)}}
+root=$(cd "$(dirname "$0")/.." && pwd)
+source "$root/tools/device_env.sh"
+log_to "$out" validation.log
+export PYTHONUNBUFFERED=1
+scratch=$(mktemp -d)
+pytest_q=(-p no:cacheprovider -q --history none)
+seconds() { python3 -c "print(f'{$(date +%s.%N) - $1:.1f}')"; }
+keep() { cp "$scratch/$1"/*/results.json "$out/$2.json" 2>/dev/null || echo "no results.json from $1"; }
+
+step "install"
+device_env "$root" || exit 1
+cd "$root" || exit 1
+
+step "the full default --gate against baselines/, timed"
+start=$(date +%s.%N)
+python3 -m pytest perf_tests --gate "${pytest_q[@]}" --results-dir "$scratch/gate" 2>&1 \
+    | grep -v '^perf_tests/.* PASS ' | tail -40
+echo "gate: rc=${PIPESTATUS[0]} wall=$(seconds "$start") s"
+keep gate gate
+
+if [ "${SHIFTED:-0}" = 1 ]; then
+    step "the gate against a shifted copy of the baseline (5 % slow / 3 % fast)"
+    python3 tools/shifted_baseline.py write baselines/nvidia-h200.yaml "$scratch/shifted-baseline"
+    python3 -m pytest perf_tests --gate "${pytest_q[@]}" --baseline-dir "$scratch/shifted-baseline" \
+        --results-dir "$scratch/shifted" > "$scratch/shifted.txt" 2>&1
+    echo "shifted gate: rc=$?"; tail -2 "$scratch/shifted.txt"
+    keep shifted shifted
+    python3 tools/shifted_baseline.py judge "$scratch/shifted-baseline/nvidia-h200.yaml" "$out/shifted.json" \
+        | tee "$out/shifted-judged.txt"
+fi
+
+step "pytest perf_tests -k gemv, timed"
+start=$(date +%s.%N)
+python3 -m pytest perf_tests -k gemv "${pytest_q[@]}" --results-dir "$scratch/gemv" 2>&1 | tail -3
+echo "-k gemv: rc=${PIPESTATUS[0]} wall=$(seconds "$start") s"
+keep gemv gemv
+rm -rf "$scratch"
+step "done"
