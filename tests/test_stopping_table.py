@@ -124,3 +124,20 @@ def test_the_measuring_page_has_the_section_the_tool_writes() -> None:
     page = (ROOT / "docs" / "measuring.md").read_text(encoding="utf-8")
     section = stopping_section([run("GPU-1")], ["run1/results.json"])
     assert section in replace_stopping_section(page, section)
+
+
+def test_the_measuring_page_s_table_is_the_committed_recording_runs(tmp_path: Path) -> None:
+    """docs/measuring.md's table and the figures its text quotes are rebuilt from the three GPUs' gate runs under
+    docs/fleet/recording/ by the command the page gives."""
+    runs = sorted(str(path.relative_to(ROOT)) for path in (ROOT / "docs" / "fleet" / "recording").glob("*-gate.json"))
+    assert len(runs) == 3
+    page = (ROOT / "docs" / "measuring.md").read_text(encoding="utf-8")
+    copy = tmp_path / "measuring.md"
+    copy.write_text(page, encoding="utf-8")
+    out = subprocess.run([sys.executable, "tools/stopping_table.py", *runs, "--page", str(copy)], cwd=ROOT,
+                         capture_output=True, text=True, check=False)
+    assert out.returncode == 0, out.stderr
+    assert copy.read_text(encoding="utf-8") == page
+    text = " ".join(page.split())
+    assert "every one of 420 traced records converged" in text and "| all | 3 | 420 |" in page
+    assert "0.01 / 0.16 | 137 | 420 / 0 / 0 |" in page and "0.16 of it at worst" in text
