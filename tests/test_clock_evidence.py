@@ -181,3 +181,53 @@ def test_the_nsight_compute_cycles_in_the_docs_are_the_committed_check_s() -> No
         suite_cycles, ncu_cycles = float(case["cycles_per_call"]), float(case["ncu"]["cycles"])
         assert f"{suite_cycles:,.0f}" == suite and f"{ncu_cycles:,.0f}" == ncu, label
         assert f"{100 * (suite_cycles / ncu_cycles - 1):+.2f}".replace("-", "−") == delta, label
+
+
+# -- the validation gates' times and the shifted-baseline check, from their committed files ------------------
+
+GATE_LOGS = sorted((REPO / "docs" / "fleet" / "gate").glob("*-validation.log"))
+SHIFTED_RUN = REPO / "docs" / "fleet" / "gate" / "0e8d49c2-shifted.json"
+
+
+def test_the_validation_gates_times_in_the_docs_are_their_logs() -> None:
+    """Each log is its run's: the GPU it names is the one its results.json records; the gate exited 0, and the
+    pytest times docs/fleet.md quotes for the gate and for ``-k gemv`` are the logs' own, in the order of the GPUs."""
+    text = " ".join(FLEET_DOC.read_text(encoding="utf-8").split())
+    claim = re.search(r"163 PASS, exit 0, in ([\d.]+) s, ([\d.]+) s and ([\d.]+) s of pytest time; "
+                      r"`pytest perf_tests -k gemv` after it took ([\d.]+) s, ([\d.]+) s and ([\d.]+) s", text)
+    assert claim and len(GATE_LOGS) == 3
+    gates, gemvs = [], []
+    for log in GATE_LOGS:
+        content = log.read_text(encoding="utf-8")
+        results = log.with_name(log.name.replace("-validation.log", "-gate.json"))
+        assert uuid_of(results) in content, log.name
+        assert "gate: rc=0 " in content, log.name
+        gates += re.findall(r"^894 passed, 127 deselected in ([\d.]+)s", content, flags=re.MULTILINE)
+        gemvs += re.findall(r"^118 passed, 903 deselected in ([\d.]+)s", content, flags=re.MULTILINE)
+    assert list(claim.groups()) == gates + gemvs
+    names = re.search(r"fresh H200s that did not record it, `(\w+)`, `(\w+)` and `(\w+)`", text)
+    assert names and list(names.groups()) == [log.name.split("-")[0] for log in GATE_LOGS]
+
+
+def test_the_shifted_baseline_check_is_what_the_docs_say(tmp_path: Path) -> None:
+    """The shifted copy made again from the committed baseline (``tools/shifted_baseline.py write``) and the
+    committed gate run against it judged (``judge``): the counts and the five missed cases docs/fleet.md gives."""
+    import subprocess
+    import sys
+
+    tool = [sys.executable, str(REPO / "tools" / "shifted_baseline.py")]
+    made = subprocess.run([*tool, "write", str(BASELINE), str(tmp_path)], capture_output=True, text=True,
+                          check=False, cwd=REPO)
+    assert made.returncode == 0, made.stderr
+    judged = subprocess.run([*tool, "judge", str(tmp_path / BASELINE.name), str(SHIFTED_RUN)], capture_output=True,
+                            text=True, check=False, cwd=REPO)
+    assert judged.returncode == 1, judged.stdout + judged.stderr
+    assert "caught: 77 of 82; 3 % speed-ups raised as alarms: 0 of 81" in judged.stdout
+    missed = re.findall(r"missed: perf_tests/\w+\.py::(\S+): PASS, ([−+-][\d.]+) %", judged.stdout)
+    text = " ".join(FLEET_DOC.read_text(encoding="utf-8").split())
+    assert "**77 of the 82 five per cent slowdowns caught, none of the 81 three per cent speed-ups" in text
+    assert len(missed) == 5
+    for case, delta in missed:
+        short = case.split("[")[1].split("-cold")[0].replace("llama3-70b-", "")
+        shown = short.replace("512x512x512", "512³").replace("1024x1024x1024", "1024³")
+        assert (shown in text or case in text) and f"{delta.replace('-', '−')} %" in text, case
