@@ -19,7 +19,7 @@ fixture's, inside a test).
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -62,51 +62,89 @@ def _scalars(alpha: float, beta: float, dtype: str) -> tuple[numpy.ndarray, nump
 
 def _check_dtypes(path: GemmPath, **arrays: cupy.ndarray) -> None:
     for name, array in arrays.items():
-        if not isinstance(array, cupy.ndarray):
-            raise TypeError(f"{name} must be a cupy.ndarray, got {type(array).__name__}")
-        if array.dtype != path.dtype:
-            hint = " (bfloat16 bits: see kernels.operands.to_bf16)" if path.storage == "bf16" else ""
-            raise TypeError(f"{name} is {array.dtype}, but dtype={path.name!r} takes {path.dtype} arrays{hint}")
+        _check_dtype(path, name, _layout(name, array))
 
 
-def _matrix(name: str, x: cupy.ndarray) -> blas_args.Operand:
-    return blas_args.describe_matrix(name, x.shape, x.strides, x.itemsize)
+#: What a call's plan reads of an operand: its dtype, shape and byte strides. Its address is each call's own, so
+#: one plan serves every copy of the operands a cold-rotated measurement cycles through.
+Layout = tuple[numpy.dtype, tuple[int, ...], tuple[int, ...]]
+
+
+def _layout(name: str, x: cupy.ndarray) -> Layout:
+    if not isinstance(x, cupy.ndarray):
+        raise TypeError(f"{name} must be a cupy.ndarray, got {type(x).__name__}")
+    return x.dtype, x.shape, x.strides
+
+
+def _check_dtype(path: GemmPath, name: str, layout: Layout) -> None:
+    if layout[0] != path.dtype:
+        hint = " (bfloat16 bits: see kernels.operands.to_bf16)" if path.storage == "bf16" else ""
+        raise TypeError(f"{name} is {layout[0]}, but dtype={path.name!r} takes {path.dtype} arrays{hint}")
+
+
+def _described(name: str, layout: Layout) -> blas_args.Operand:
+    dtype, shape, strides = layout
+    return blas_args.describe_matrix(name, shape, strides, dtype.itemsize)
 
 
 def _batched(name: str, x: cupy.ndarray) -> blas_args.Batched:
     return blas_args.describe_batch(name, x.shape, x.strides, x.itemsize)
 
 
-def _issue_gemm(handle: int, path: GemmPath, call: GemmCall, first: int, second: int, out: int,
-                alpha: numpy.ndarray, beta: numpy.ndarray, compute: str | None = None) -> None:
-    """One GEMM on device pointers: the path's typed routine, or gemmEx (always when ``compute`` is given)."""
+#: A planned call: ``issue(handle, first, second, out)`` with the operands' device addresses.
+Issue = Callable[[int, int, int, int], None]
+
+
+def _gemm_routine(path: GemmPath, call: GemmCall, alpha: numpy.ndarray, beta: numpy.ndarray,
+                  compute: str | None = None) -> Issue:
+    """One GEMM on device pointers: the path's typed routine, or gemmEx (always when ``compute`` is given), with
+    every argument but the three addresses bound once (the issuing call holds ``alpha`` and ``beta``)."""
+    opa, opb = _op(call.transa), _op(call.transb)
+    m, n, k, lda, ldb, ldc = call.m, call.n, call.k, call.lda, call.ldb, call.ldc
+    scalars = (alpha, beta)
+    alpha_p, beta_p = alpha.ctypes.data, beta.ctypes.data
     if path.typed and compute is None:
-        getattr(_lib(), f"{path.typed}gemm")(
-            handle, _op(call.transa), _op(call.transb), call.m, call.n, call.k, alpha.ctypes.data,
-            first, call.lda, second, call.ldb, beta.ctypes.data, out, call.ldc)
-        return
+        typed = getattr(_lib(), f"{path.typed}gemm")
+
+        def issue_typed(handle: int, first: int, second: int, out: int, _keep: Any = scalars) -> None:
+            typed(handle, opa, opb, m, n, k, alpha_p, first, lda, second, ldb, beta_p, out, ldc)
+
+        return issue_typed
     data_type = _constant(blas_args.CUDA_TYPE[path.storage])
-    _lib().gemmEx(
-        handle, _op(call.transa), _op(call.transb), call.m, call.n, call.k, alpha.ctypes.data,
-        first, data_type, call.lda, second, data_type, call.ldb, beta.ctypes.data, out, data_type, call.ldc,
-        _constant(blas_args.compute_type(compute or path.compute).constant), _constant("CUBLAS_GEMM_DEFAULT"))
+    compute_type = _constant(blas_args.compute_type(compute or path.compute).constant)
+    algo = _constant("CUBLAS_GEMM_DEFAULT")
+    gemm_ex_routine = _lib().gemmEx
+
+    def issue_ex(handle: int, first: int, second: int, out: int, _keep: Any = scalars) -> None:
+        gemm_ex_routine(handle, opa, opb, m, n, k, alpha_p, first, data_type, lda, second, data_type, ldb, beta_p, out,
+                        data_type, ldc, compute_type, algo)
+
+    return issue_ex
 
 
-def _plan(a: cupy.ndarray, b: cupy.ndarray, c: cupy.ndarray, trans_a: bool, trans_b: bool
-          ) -> tuple[GemmCall, cupy.ndarray, cupy.ndarray]:
-    call = blas_args.plan_gemm(_matrix("A", a), _matrix("B", b), _matrix("C", c), trans_a=trans_a, trans_b=trans_b)
-    first, second = (b, a) if call.swapped else (a, b)
-    return call, first, second
+@functools.lru_cache(maxsize=1024)
+def _planned_gemm(dtype: str, compute: str | None, a: Layout, b: Layout, c: Layout, trans_a: bool, trans_b: bool,
+                  alpha: float, beta: float) -> tuple[bool, Issue]:
+    """(whether cuBLAS's A is our B, the issuing call) of a GEMM on operands of these layouts: checked and planned
+    once per layout, so a timed loop pays the binding and cuBLAS's launch, not our planning. A bad operand raises
+    here every time (a raised call is not cached)."""
+    path = blas_args.gemm_path(dtype)
+    for name, layout in (("A", a), ("B", b), ("C", c)):
+        _check_dtype(path, name, layout)
+    call = blas_args.plan_gemm(_described("A", a), _described("B", b), _described("C", c), trans_a=trans_a,
+                               trans_b=trans_b)
+    scalar = path.scalar if compute is None else blas_args.compute_type(compute).scalar
+    alpha_h, beta_h = _scalars(alpha, beta, scalar)
+    return call.swapped, _gemm_routine(path, call, alpha_h, beta_h, compute)
 
 
 def gemm(handle: int, a: cupy.ndarray, b: cupy.ndarray, c: cupy.ndarray, *, dtype: str = "fp32",
          alpha: float = 1.0, beta: float = 0.0, trans_a: bool = False, trans_b: bool = False) -> None:
     """``C = alpha·op(A)·op(B) + beta·C`` on 2-D arrays, through the ``dtype`` path's routine."""
-    path = blas_args.gemm_path(dtype)
-    _check_dtypes(path, A=a, B=b, C=c)
-    call, first, second = _plan(a, b, c, trans_a, trans_b)
-    alpha_h, beta_h = _scalars(alpha, beta, path.scalar)
-    _issue_gemm(handle, path, call, first.data.ptr, second.data.ptr, c.data.ptr, alpha_h, beta_h)
+    swapped, issue = _planned_gemm(dtype, None, _layout("A", a), _layout("B", b), _layout("C", c), trans_a, trans_b,
+                                   alpha, beta)
+    first, second = (b, a) if swapped else (a, b)
+    issue(handle, first.data.ptr, second.data.ptr, c.data.ptr)
 
 
 def gemm_ex(handle: int, a: cupy.ndarray, b: cupy.ndarray, c: cupy.ndarray, *, compute: str,
@@ -118,11 +156,10 @@ def gemm_ex(handle: int, a: cupy.ndarray, b: cupy.ndarray, c: cupy.ndarray, *, c
     """
     storage = blas_args.storage_of(a.dtype.name)
     accuracy = blas_args.ex_accuracy(storage, compute)
-    path = blas_args.gemm_path(storage)
-    _check_dtypes(path, A=a, B=b, C=c)
-    call, first, second = _plan(a, b, c, trans_a, trans_b)
-    alpha_h, beta_h = _scalars(alpha, beta, blas_args.compute_type(compute).scalar)
-    _issue_gemm(handle, path, call, first.data.ptr, second.data.ptr, c.data.ptr, alpha_h, beta_h, compute)
+    swapped, issue = _planned_gemm(storage, compute, _layout("A", a), _layout("B", b), _layout("C", c), trans_a,
+                                   trans_b, alpha, beta)
+    first, second = (b, a) if swapped else (a, b)
+    issue(handle, first.data.ptr, second.data.ptr, c.data.ptr)
     return accuracy
 
 
@@ -153,25 +190,47 @@ def gemm_strided_batched(handle: int, a: cupy.ndarray, b: cupy.ndarray, c: cupy.
     batch stride is 0 (``cupy.broadcast_to``). fp32/fp64 call s/dgemmStridedBatched, the other paths
     gemmStridedBatchedEx.
     """
+    swapped, issue = _planned_strided(dtype, _layout("A", a), _layout("B", b), _layout("C", c), trans_a, trans_b,
+                                      alpha, beta)
+    first, second = (b, a) if swapped else (a, b)
+    issue(handle, first.data.ptr, second.data.ptr, c.data.ptr)
+
+
+@functools.lru_cache(maxsize=1024)
+def _planned_strided(dtype: str, a: Layout, b: Layout, c: Layout, trans_a: bool, trans_b: bool, alpha: float,
+                     beta: float) -> tuple[bool, Issue]:
+    """``_planned_gemm`` for the strided-batched GEMM."""
     path = blas_args.gemm_path(dtype)
-    _check_dtypes(path, A=a, B=b, C=c)
-    plan = blas_args.plan_strided(_batched("A", a), _batched("B", b), _batched("C", c),
+    for name, layout in (("A", a), ("B", b), ("C", c)):
+        _check_dtype(path, name, layout)
+    plan = blas_args.plan_strided(*(blas_args.describe_batch(name, shape, strides, dtype_.itemsize)
+                                    for name, (dtype_, shape, strides) in (("A", a), ("B", b), ("C", c))),
                                   trans_a=trans_a, trans_b=trans_b)
     call = plan.gemm
-    first, second = (b, a) if call.swapped else (a, b)
     alpha_h, beta_h = _scalars(alpha, beta, path.scalar)
+    scalars = (alpha_h, beta_h)
+    opa, opb = _op(call.transa), _op(call.transb)
+    m, n, k, lda, ldb, ldc, batch = call.m, call.n, call.k, call.lda, call.ldb, call.ldc, plan.batch
+    stride_a, stride_b, stride_c = plan.stride_a, plan.stride_b, plan.stride_c
+    alpha_p, beta_p = alpha_h.ctypes.data, beta_h.ctypes.data
     if path.typed:
-        getattr(_lib(), f"{path.typed}gemmStridedBatched")(
-            handle, _op(call.transa), _op(call.transb), call.m, call.n, call.k, alpha_h.ctypes.data,
-            first.data.ptr, call.lda, plan.stride_a, second.data.ptr, call.ldb, plan.stride_b,
-            beta_h.ctypes.data, c.data.ptr, call.ldc, plan.stride_c, plan.batch)
-        return
+        typed = getattr(_lib(), f"{path.typed}gemmStridedBatched")
+
+        def issue_typed(handle: int, first: int, second: int, out: int, _keep: Any = scalars) -> None:
+            typed(handle, opa, opb, m, n, k, alpha_p, first, lda, stride_a, second, ldb, stride_b, beta_p, out, ldc,
+                  stride_c, batch)
+
+        return call.swapped, issue_typed
     data_type = _constant(blas_args.CUDA_TYPE[path.storage])
-    _lib().gemmStridedBatchedEx(
-        handle, _op(call.transa), _op(call.transb), call.m, call.n, call.k, alpha_h.ctypes.data,
-        first.data.ptr, data_type, call.lda, plan.stride_a, second.data.ptr, data_type, call.ldb, plan.stride_b,
-        beta_h.ctypes.data, c.data.ptr, data_type, call.ldc, plan.stride_c, plan.batch,
-        _constant(blas_args.compute_type(path.compute).constant), _constant("CUBLAS_GEMM_DEFAULT"))
+    compute_type = _constant(blas_args.compute_type(path.compute).constant)
+    algo = _constant("CUBLAS_GEMM_DEFAULT")
+    strided_ex = _lib().gemmStridedBatchedEx
+
+    def issue_ex(handle: int, first: int, second: int, out: int, _keep: Any = scalars) -> None:
+        strided_ex(handle, opa, opb, m, n, k, alpha_p, first, data_type, lda, stride_a, second, data_type, ldb,
+                   stride_b, beta_p, out, data_type, ldc, stride_c, batch, compute_type, algo)
+
+    return call.swapped, issue_ex
 
 
 def gemm_loop(handle: int, a: cupy.ndarray, b: cupy.ndarray, c: cupy.ndarray, *, dtype: str = "fp32",
@@ -187,11 +246,11 @@ def gemm_loop(handle: int, a: cupy.ndarray, b: cupy.ndarray, c: cupy.ndarray, *,
     call = plan.gemm
     first, second = (b, a) if call.swapped else (a, b)
     alpha_h, beta_h = _scalars(alpha, beta, path.scalar)
+    issue = _gemm_routine(path, call, alpha_h, beta_h)
     size = c.itemsize
     for item in range(plan.batch):
-        _issue_gemm(handle, path, call, first.data.ptr + item * plan.stride_a * size,
-                    second.data.ptr + item * plan.stride_b * size, c.data.ptr + item * plan.stride_c * size,
-                    alpha_h, beta_h)
+        issue(handle, first.data.ptr + item * plan.stride_a * size, second.data.ptr + item * plan.stride_b * size,
+              c.data.ptr + item * plan.stride_c * size)
 
 
 @dataclass(frozen=True, eq=False)
@@ -259,19 +318,36 @@ def gemv(handle: int, a: cupy.ndarray, x: cupy.ndarray, y: cupy.ndarray, *, dtyp
     is what cuBLAS sees): pass an F-ordered A to get ``CUBLAS_OP_N`` on ``m×n``.
     """
     path = blas_args.gemm_path(dtype)
-    _check_dtypes(path, A=a, x=x, y=y)
     if not path.typed:
+        _check_dtypes(path, A=a, x=x, y=y)
         gemm(handle, a, _column(x, "x", 1), _column(y, "y", 1), dtype=dtype, alpha=alpha, beta=beta, trans_a=trans)
         return
-    if x.ndim != 1 or y.ndim != 1:
-        raise ValueError(f"x and y must be 1-D, got shapes {x.shape} and {y.shape}")
-    call = blas_args.plan_gemv(_matrix("A", a), x_len=x.shape[0], y_len=y.shape[0], trans=trans)
-    incx = blas_args.vector_increment("x", x.shape[0], x.strides[0], x.itemsize)
-    incy = blas_args.vector_increment("y", y.shape[0], y.strides[0], y.itemsize)
+    issue = _planned_gemv(dtype, _layout("A", a), _layout("x", x), _layout("y", y), trans, alpha, beta)
+    issue(handle, a.data.ptr, x.data.ptr, y.data.ptr)
+
+
+@functools.lru_cache(maxsize=1024)
+def _planned_gemv(dtype: str, a: Layout, x: Layout, y: Layout, trans: bool, alpha: float, beta: float) -> Issue:
+    """``_planned_gemm`` for s/dgemv: ``issue(handle, A, x, y)``."""
+    path = blas_args.gemm_path(dtype)
+    for name, layout in (("A", a), ("x", x), ("y", y)):
+        _check_dtype(path, name, layout)
+    (_, x_shape, x_strides), (_, y_shape, y_strides) = x, y
+    if len(x_shape) != 1 or len(y_shape) != 1:
+        raise ValueError(f"x and y must be 1-D, got shapes {x_shape} and {y_shape}")
+    call = blas_args.plan_gemv(_described("A", a), x_len=x_shape[0], y_len=y_shape[0], trans=trans)
+    incx = blas_args.vector_increment("x", x_shape[0], x_strides[0], x[0].itemsize)
+    incy = blas_args.vector_increment("y", y_shape[0], y_strides[0], y[0].itemsize)
     alpha_h, beta_h = _scalars(alpha, beta, path.scalar)
-    getattr(_lib(), f"{path.typed}gemv")(
-        handle, _op(call.trans), call.m, call.n, alpha_h.ctypes.data, a.data.ptr, call.lda,
-        x.data.ptr, incx, beta_h.ctypes.data, y.data.ptr, incy)
+    scalars = (alpha_h, beta_h)
+    op, m, n, lda = _op(call.trans), call.m, call.n, call.lda
+    alpha_p, beta_p = alpha_h.ctypes.data, beta_h.ctypes.data
+    typed = getattr(_lib(), f"{path.typed}gemv")
+
+    def issue(handle: int, matrix: int, vector: int, out: int, _keep: Any = scalars) -> None:
+        typed(handle, op, m, n, alpha_p, matrix, lda, vector, incx, beta_p, out, incy)
+
+    return issue
 
 
 def gemv_batched(handle: int, a: cupy.ndarray, x: cupy.ndarray, y: cupy.ndarray, *, dtype: str = "fp32",
