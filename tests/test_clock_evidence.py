@@ -231,3 +231,26 @@ def test_the_shifted_baseline_check_is_what_the_docs_say(tmp_path: Path) -> None
         short = case.split("[")[1].split("-cold")[0].replace("llama3-70b-", "")
         shown = short.replace("512x512x512", "512³").replace("1024x1024x1024", "1024³")
         assert (shown in text or case in text) and f"{delta.replace('-', '−')} %" in text, case
+
+
+ALARM_RUN = REPO / "docs" / "fleet" / "alarms" / "3d2eeeeb-gate.json"
+
+
+def test_the_fourth_gpu_s_false_alarms_are_what_the_docs_say(capsys: pytest.CaptureFixture[str]) -> None:
+    """docs/fleet.md: a fourth fresh GPU's gate was red on four named cases, with the readings it gives; its log
+    holds its time."""
+    code = main(["compare", str(BASELINE), str(ALARM_RUN)])
+    lines = capsys.readouterr().out.splitlines()
+    red = [line for line in lines if " REGRESSED " in line]
+    assert code == 1 and len(red) == 4 and lines[-1].startswith("163 compared: 4 regressed")
+    text = " ".join(FLEET_DOC.read_text(encoding="utf-8").split())
+    for case, delta in (("gate_up-t1-bf16", "-8.3"), ("gate_up-t1-e4m3", "-8.8"), ("qkv-t1-e4m3", "-4.4"),
+                        ("tf32-nn-1024x1024x1024", "-8.5")):
+        assert any(case in line and f" {delta} " in line for line in red), case
+        assert f"`{case}` {delta.replace('-', '−')} %" in text, case
+    records = {r["case_id"].split("[")[1]: r for r in json.loads(ALARM_RUN.read_text())["records"]}
+    for case, micro in (("llama3-70b-gate_up-t1-bf16-cold]", "239.4"), ("llama3-70b-gate_up-t1-e4m3-cold]", "121.4")):
+        assert f"{records[case]['median_s'] * 1e6:.1f}" == micro and micro in text
+    log = ALARM_RUN.with_name("3d2eeeeb-validation.log").read_text(encoding="utf-8")
+    assert uuid_of(ALARM_RUN) in log and "4 failed, 890 passed, 127 deselected in 52.54s" in log
+    assert "gated in 52.54 s of pytest time" in text

@@ -120,7 +120,7 @@ def test_confirmed_regression_is_reported_and_fails(tmp_path: Path) -> None:
     first = at(40.0)
     record = perf.check(first)
     assert source.asked == [first]  # re-measured exactly once, the same measurement
-    assert source.relocated == [False]  # a gate's confirmation keeps the operands where they are
+    assert source.relocated == [True]  # a gate's confirmation moves the operands to fresh memory
     assert record.status == Status.REGRESSED
     assert record.value == pytest.approx(41.0)  # the better of the two is what is reported
     assert "re-measured: first 40 TFLOPS (REGRESSED), second 41 (REGRESSED)" in record.note

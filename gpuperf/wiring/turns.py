@@ -2,7 +2,7 @@
 and an A/B run (``gpuperf/ab/``).
 
 A session alone (``Alone``, every session's default) confirms a regression or a too-noisy figure by measuring the
-case once more (``gate.confirm``). A side of an A/B run (``gpuperf.ab.side.Turns``, set on the session's state by
+case once more, on its operands moved to fresh memory (``gate.confirm``). A side of an A/B run (``gpuperf.ab.side.Turns``, set on the session's state by
 that side's plugin) instead measures the case again in rounds, each in its turn on the GPU, for as long as the
 coordinator asks, and keeps its first record: the rounds are judged by the paired rule, not by the baseline.
 ``Perf`` calls ``settle`` the same way in both, and knows of no A/B run.
@@ -35,9 +35,14 @@ class TurnProtocol(Protocol):
 
 
 class Alone:
-    """A session of its own: a figure that fails or is too noisy is measured once more before it stands."""
+    """A session of its own: a figure that fails or is too noisy is measured once more before it stands, on copies
+    of its operands in fresh memory. A process keeps a buffer's placement for good, and placement moves a
+    memory-bound call: by 2.5 % for a GEMV in the A/B runs (docs/ab.md); a Llama-3-70B decode projection's 940 MB
+    weight read at 211–221 µs a call in eight processes on the H200 and at 239 µs in two, one of them on a host
+    whose next process read 219 µs (docs/fleet.md). Measured again where it was, such a slow process repeats
+    itself and stands as a regression; measured again elsewhere, a slower kernel is still slower."""
 
     paired = False
 
     def settle(self, test: str, first: Record, again: Again) -> Record:
-        return confirm(first, again(False)) if needs_confirmation(first) else first
+        return confirm(first, again(True)) if needs_confirmation(first) else first
