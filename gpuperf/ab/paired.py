@@ -14,13 +14,16 @@ The rule (``python -m gpuperf ab``, docs/ab.md):
 - **Interval.** The mean of the paired log-ratios with its Student t interval (``CONFIDENCE``), both shown as
   percentages of throughput: Δ = exp(mean) − 1.
 - **Verdict.** ``SLOWER`` when Δ is below −threshold *and* the interval excludes zero; ``FASTER`` mirrored;
-  ``NOISY`` when neither holds and the interval is wider than the rule needs (the round limit came first);
-  ``SAME`` otherwise.
+  ``SAME`` when neither holds and the interval is as narrow as the rule needs, or lies wholly inside ±threshold
+  (whatever changed is smaller than the threshold: an equivalence test); ``NOISY`` otherwise (the round limit came
+  first with an interval that reaches past the threshold).
 - **Stopping.** Enough rounds once there are ``MIN_ROUNDS`` and the interval's half-width is at most
   ``PRECISION`` × threshold (a slowdown at the threshold then excludes zero by a margin, and an unchanged case
-  lies far inside the threshold), or at the round limit.
-- **Confirmation.** A ``SLOWER`` case is measured again, a fresh series of rounds (``confirm``): the better
-  series stands, so a slowdown must show twice, as the gate confirms a regression.
+  lies far inside the threshold), or the interval lies wholly inside or wholly past the threshold (the verdict is
+  known), or at the round limit.
+- **Confirmation.** A ``SLOWER`` case whose interval reaches back across the threshold is measured again, a fresh
+  series of rounds (``confirm``): the better series stands, so a slowdown near the threshold must show twice, as
+  the gate confirms a regression. One whose whole interval lies past the threshold stands on its first series.
 
 A case measured on one side only, or without a figure on a side, is ``UNPAIRED``: never a pass.
 
@@ -150,11 +153,34 @@ def check_threshold(threshold: float) -> float:
     return threshold
 
 
+def within(paired: Paired, threshold: float) -> bool:
+    """The whole interval lies inside ±threshold: whatever changed, it is less than the threshold (an equivalence
+    test), however wide the interval is otherwise."""
+    low, high = paired.interval_pct
+    return paired.rounds >= 2 and -100 * threshold <= low and high <= 100 * threshold
+
+
+def beyond(paired: Paired, threshold: float) -> bool:
+    """The whole interval lies past the threshold, on one side: a change larger than the threshold."""
+    low, high = paired.interval_pct
+    return high < -100 * threshold or low > 100 * threshold
+
+
 def enough(paired: Paired, threshold: float = DEFAULT_THRESHOLD, rounds_max: int = DEFAULT_ROUNDS_MAX) -> bool:
-    """Whether a case needs no further round: the interval is as narrow as the rule needs, or the limit is hit."""
+    """Whether a case needs no further round: the limit is hit, or after ``MIN_ROUNDS`` the verdict is known: the
+    interval is as narrow as the rule needs, or lies wholly inside the threshold (SAME) or wholly past it."""
     if paired.rounds >= rounds_max:
         return True
-    return paired.rounds >= MIN_ROUNDS and paired.half_width <= PRECISION * threshold
+    return paired.rounds >= MIN_ROUNDS and (paired.half_width <= PRECISION * threshold or within(paired, threshold)
+                                            or beyond(paired, threshold))
+
+
+def needs_second_series(paired: Paired, threshold: float = DEFAULT_THRESHOLD) -> bool:
+    """Whether a slowdown's first series is measured again: only near the threshold. A series whose interval lies
+    wholly past the threshold is a slowdown larger than it however its rounds scatter, and rounds alternate A B B A,
+    so what drifts during the series drifted for both sides; a series whose interval reaches back across the
+    threshold may be a transient, and must show twice."""
+    return not beyond(paired, threshold)
 
 
 @dataclass(frozen=True)
@@ -185,13 +211,15 @@ def judge(paired: Paired, threshold: float = DEFAULT_THRESHOLD) -> CaseVerdict:
         status, note = Verdict.SLOWER, f"slower by more than {limit:g} %, and the interval excludes 0"
     elif paired.delta_pct > limit and low > 0:
         status, note = Verdict.FASTER, f"faster by more than {limit:g} %, and the interval excludes 0"
-    elif paired.half_width > PRECISION * threshold:
-        status, note = Verdict.NOISY, (
-            f"the interval ±{100 * paired.half_width:.2f} % is wider than the {100 * PRECISION * threshold:g} % "
-            f"a {limit:g} % threshold needs after {paired.rounds} rounds; raise --rounds-max, or find what else "
-            "runs on the GPU")
-    else:
+    elif paired.half_width <= PRECISION * threshold:
         status, note = Verdict.SAME, ""
+    elif within(paired, threshold):
+        status, note = Verdict.SAME, f"the interval lies inside ±{limit:g} %: any change is smaller than the threshold"
+    else:
+        status, note = Verdict.NOISY, (
+            f"the interval [{low:+.2f}, {high:+.2f}] % reaches past ±{limit:g} % after {paired.rounds} rounds, and "
+            f"is wider than the ±{100 * PRECISION * threshold:g} % that would settle it; raise --rounds-max, or find "
+            "what else runs on the GPU")
     if paired.basis == Basis.CYCLES:
         note = "; ".join(part for part in (note, "judged on cycles: a round ran clock-capped") if part)
     return CaseVerdict(status, paired.delta_pct, low, high if math.isfinite(high) else None, paired.rounds,

@@ -7,7 +7,7 @@ runs. Rules, in order (``next_grant``):
 
 1. A side waiting at a round of a case that already has its verdict is told ``done``.
 2. Both sides at the same case: rounds alternate A B B A … (``_alternate``) until ``paired.enough``; a slowdown
-   is measured again in a second series (``paired.confirm``), then both are told ``done``.
+   near the threshold is measured again in a second series (``paired.confirm``), then both are told ``done``.
 3. A side at a case the other side cannot measure any more (not in its tests, passed, finished, crashed) is
    told ``done``: the case is ``UNPAIRED``, measured on that side only.
 4. A side at a case the other side has still to reach waits: the other side is let start its next test.
@@ -20,14 +20,14 @@ PYTEST_DONT_REWRITE
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from gpuperf.measure.kernel_records import SAME_KERNELS, describe_change
 from gpuperf.store.records import Record
 from gpuperf.ab.messages import AGAIN, DONE, END, GO, HELLO, ROUND, START
 from gpuperf.ab.paired import (DEFAULT_ROUNDS_MAX, DEFAULT_THRESHOLD, CaseVerdict, RoundFigure, Verdict, confirm,
-                               enough, judge, pair, unpaired)
+                               enough, judge, needs_second_series, pair, unpaired)
 
 BASE, HEAD = "base", "head"
 SIDES = (BASE, HEAD)
@@ -166,9 +166,12 @@ class Schedule:
             if on_base >= self.rounds_max or enough(paired, self.threshold, self.rounds_max):
                 verdict = judge(paired, self.threshold)
                 if verdict.status == Verdict.SLOWER and not case.series:
-                    case.series.append(verdict)
-                    case.rounds = {BASE: [], HEAD: []}
-                    return self._grant(self.sides[BASE], AGAIN)
+                    if needs_second_series(paired, self.threshold):
+                        case.series.append(verdict)
+                        case.rounds = {BASE: [], HEAD: []}
+                        return self._grant(self.sides[BASE], AGAIN)
+                    verdict = replace(verdict, note=f"{verdict.note}; its whole interval lies past "
+                                                    f"-{100 * self.threshold:g} %: no second series needed")
                 case.verdict = confirm(case.series[0], verdict) if case.series else verdict
                 return self._grant(self.sides[BASE], DONE)
             return self._grant(self.sides[BASE if on_base % 2 == 0 else HEAD], AGAIN)
