@@ -453,7 +453,7 @@ def test_options_validate_the_gate(bad: dict[str, Any]) -> None:
 class _ScriptedTurns:
     """An A/B side's turns: asks for ``rounds`` more figures of every checked case, each a round (relocated)."""
 
-    paired = True
+    round_band = 0.02
 
     def __init__(self, rounds: int) -> None:
         self.more = rounds

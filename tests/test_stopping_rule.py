@@ -20,7 +20,7 @@ from test_timing import SimArray, SimDevice, WORK, launched, make_timer
 from gpuperf.measure.stats import (Band, IntervalCriterion, JudgedFigure, Sampling, Stop, StoppingRule, StopParams,
                                    batch_sizes, summarize)
 from gpuperf.store.baseline import ClockFree, Entry
-from gpuperf.verdict.gate import Basis, GateConfig, effective_tolerance, stopping_band
+from gpuperf.verdict.gate import Basis, GateConfig, effective_tolerance, round_stopping_band, stopping_band
 from gpuperf.vocabulary import Metric
 
 BAND = 0.04  # the default tolerance: a target of ±1 % at the default fraction
@@ -219,6 +219,16 @@ def test_cycles_are_judged_for_a_clock_bound_case_whose_clock_moved() -> None:
     assert steady.on_cycles(1800.0) and not steady.on_cycles(1975.0) and not steady.on_cycles(None)
     assert stopping_band(entry(clock_mhz=1450.0), config, False, 1980).cycles is None  # memory-bound: time
     assert stopping_band(entry(), config, True, 1980).cycles is None  # no figure at max clock
+
+
+def test_an_ab_round_is_sampled_to_the_run_s_threshold_on_the_paired_rule_s_basis() -> None:
+    """An A/B side reads no baseline: its rounds' band is the run's threshold, on cycles when a clock-bound case's
+    calls ran more than 2 % below the maximum clock (``own_basis``), on time otherwise."""
+    assert round_stopping_band(0.02, False, 1980) == Band(time=0.02)
+    capped = round_stopping_band(0.02, True, 1980)
+    assert (capped.time, capped.cycles) == (0.02, 0.02)
+    assert capped.on_cycles(1800.0) and not capped.on_cycles(1975.0) and not capped.on_cycles(None)
+    assert StoppingRule().params(capped.time).target == pytest.approx(StoppingRule.band_fraction * 0.02)
 
 
 # -- the timing loop, with an injected clock ---------------------------------------------------------------
@@ -425,3 +435,36 @@ def test_a_bad_band_fraction_is_a_usage_error(sim_project: pytest.Pytester) -> N
     result = sim_project.runpytest("-p", "no:cacheprovider", "--band-fraction", "1.5")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--band-fraction*not a fraction in (0, 1]*"])
+
+
+AS_AB_SIDE = '''
+import pytest
+
+from gpuperf.wiring.stash import STATE
+
+
+class RoundTurns:
+    """An A/B side's turn protocol reduced to what the measurer reads: the run's threshold; no further round."""
+
+    round_band = 0.03
+
+    def settle(self, test, first, again):
+        return first
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_finish(session):
+    session.config.stash[STATE].turns = RoundTurns()
+'''
+
+
+def test_an_ab_side_samples_each_round_to_the_run_s_threshold_not_to_a_baseline(sim_project: pytest.Pytester) -> None:
+    """The plugin's own measure fixture on a side of an A/B run (its turn protocol's ``round_band`` set): the quiet
+    case's band is the run's threshold, its target the rule's fraction of it, whatever the configured tolerance."""
+    sim_project.makepyfile(as_ab_side=AS_AB_SIDE)
+    sim_project.syspathinsert()
+    quiet = _sim_run(sim_project, "-p", "as_ab_side", "-k", "quiet", "--tolerance", "0.05")["test_quiet"]
+    assert (quiet["band"], quiet["reason"], quiet["basis"]) == (0.03, "converged", "time")
+    assert quiet["target"] == pytest.approx(0.25 * 0.03)
+    alone = _sim_run(sim_project, "-k", "quiet", "--tolerance", "0.05")["test_quiet"]
+    assert alone["band"] == 0.05

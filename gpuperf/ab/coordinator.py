@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import IO, Any
 
 import gpuperf
-from gpuperf.ab.messages import HELLO, SIDE_ENV, SOCKET_ENV
+from gpuperf.ab.messages import HELLO, SIDE_ENV, SOCKET_ENV, THRESHOLD_ENV
 from gpuperf.ab.paired import CaseVerdict, Verdict
 from gpuperf.ab.report import AbRow, ab_json_text, summary_markdown, terminal_table
 from gpuperf.ab.schedule import BASE, HEAD, SIDES, Case, Schedule
@@ -105,9 +105,10 @@ def side_command(selection: list[str], results: Path) -> list[str]:
             "-p", "no:randomly", f"--results-dir={results}"]
 
 
-def _side_env(side: str, address: Path, siblings: Path, extra: dict[str, str]) -> dict[str, str]:
+def _side_env(side: str, address: Path, siblings: Path, threshold: float, extra: dict[str, str]) -> dict[str, str]:
     env = {key: value for key, value in os.environ.items() if key != STEP_SUMMARY_ENV}
     return {**env, **extra, SOCKET_ENV: str(address), SIDE_ENV: side, SIBLINGS_ENV: str(siblings),
+            THRESHOLD_ENV: repr(threshold),
             "GPUPERF_HISTORY": "none", "CI": ""}
 
 
@@ -141,7 +142,8 @@ class Coordinator:
                 handle: IO[bytes] = stack.enter_context(log.open("wb"))
                 process = subprocess.Popen(side_command(selection, results), cwd=tree.path, stdout=handle,
                                            stderr=subprocess.STDOUT,
-                                           env=_side_env(side, address, siblings, self.side_env.get(side, {})))
+                                           env=_side_env(side, address, siblings, self.schedule.threshold,
+                                                         self.side_env.get(side, {})))
                 stack.callback(self._stop, process)
                 self.sides[side] = SideProcess(tree, process, log, results)
             write_atomically(siblings, "".join(f"{s.process.pid}\n" for s in self.sides.values()))

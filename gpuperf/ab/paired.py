@@ -41,9 +41,10 @@ from gpuperf.store.records import Record
 from gpuperf.verdict.gate import Basis, own_basis, valid_figure
 from gpuperf.verdict.student_t import t_quantile
 
-#: The default slowdown an A/B run fails on. Each measurement is sampled until its median's 95 % interval is within
-#: 0.5 % (``--noise-target``), so a round's figure is known to a few tenths of a percent on one GPU, while the
-#: baseline gate needs 4–7.5 % bands because hosts differ (docs/fleet.md); 2 % is four times a round's noise.
+#: The default slowdown an A/B run fails on. Each round is sampled with it as its band, until its median's 95 %
+#: interval is within a quarter of it (0.5 %), so a round's figure is known to a few tenths of a percent on one
+#: GPU, while the baseline gate needs 4–7.5 % bands because hosts differ (docs/fleet.md); 2 % is four times a
+#: round's noise.
 #: A/A runs on H200s measure what it costs in false alarms (docs/ab.md).
 DEFAULT_THRESHOLD = 0.02
 #: The two-sided confidence of the paired interval.

@@ -25,7 +25,8 @@ from typing import Any
 
 import pytest
 
-from gpuperf.ab.messages import AGAIN, END, HELLO, ROUND, SIDE_ENV, SOCKET_ENV, START
+from gpuperf.ab.messages import AGAIN, END, HELLO, ROUND, SIDE_ENV, SOCKET_ENV, START, THRESHOLD_ENV
+from gpuperf.ab.paired import DEFAULT_THRESHOLD
 from gpuperf.store.records import Record
 from gpuperf.wiring.containment import carried
 from gpuperf.wiring.turns import Again
@@ -39,10 +40,11 @@ class Turns:
     """The side's end of the conversation with the coordinator (``connection``: a connected stream socket), and the
     turn protocol of this side's session: each check is measured again in rounds, never confirmed alone."""
 
-    paired = True
-
-    def __init__(self, connection: socket.socket, side: str) -> None:
+    def __init__(self, connection: socket.socket, side: str, threshold: float = DEFAULT_THRESHOLD) -> None:
         self.side = side
+        #: Each round is sampled to the run's threshold: its figure's interval within the stopping rule's fraction
+        #: of it, as a gate case is to its band (``gate.round_stopping_band``).
+        self.round_band: float | None = threshold
         self._socket = connection
         self._reader = connection.makefile("r", encoding="utf-8")
         self._keys: dict[str, int] = {}  # checks of one case id within the current test
@@ -60,7 +62,7 @@ class Turns:
         except OSError as exc:
             raise TurnError(f"cannot reach the A/B coordinator at {path} ({exc}): ${SOCKET_ENV} is set by "
                             "python -m gpuperf ab for the processes it starts; unset it to run pytest alone") from exc
-        return cls(connection, side)
+        return cls(connection, side, float(environ.get(THRESHOLD_ENV) or DEFAULT_THRESHOLD))
 
     def hello(self, tests: Sequence[str], checking: Sequence[str] = ()) -> None:
         """Tell the coordinator this process's suite tests (case ids), in the order they will run, and which of

@@ -17,7 +17,7 @@ from typing import Any
 
 from gpuperf.verdict import anomaly
 from gpuperf.store.baseline import ClockFree, Entry, ordered_shape
-from gpuperf.verdict.gate import Context, GateConfig, decide, stopping_band, valid_figure
+from gpuperf.verdict.gate import Context, GateConfig, decide, round_stopping_band, stopping_band, valid_figure
 from gpuperf.measure.measurement import Measurement
 from gpuperf.measure.metrics import Work, gbps, percent_of, tflops
 from gpuperf.measure.peaks import DevicePeaks
@@ -126,6 +126,12 @@ def band_for(entry: Entry | None, config: GateConfig, peaks: DevicePeaks | None,
     """The stopping rule's bands for each work a test measures against ``entry`` (``gate.stopping_band``; whether
     the work is clock-bound is ``clock_bound``'s roofline)."""
     return lambda work: stopping_band(entry, config, clock_bound(work, peaks), max_clock_mhz)
+
+
+def round_band_for(threshold: float, peaks: DevicePeaks | None,
+                   max_clock_mhz: float | None) -> Callable[[Work], Band]:
+    """An A/B round's bands for each work it measures (``gate.round_stopping_band``)."""
+    return lambda work: round_stopping_band(threshold, clock_bound(work, peaks), max_clock_mhz)
 
 
 def ratio_record(case: CaseIdentity, numerator: Measurement, denominator: Measurement, name: str,

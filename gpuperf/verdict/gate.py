@@ -180,6 +180,16 @@ def stopping_band(entry: Entry | None, config: GateConfig, clock_bound: bool | N
                 on_cycles=partial(clock_moved, entry=entry, max_clock_mhz=max_clock_mhz))
 
 
+def round_stopping_band(threshold: float, clock_bound: bool | None, max_clock_mhz: float | None) -> Band:
+    """The bands an A/B round is sampled to: the A/B threshold on time and, for a clock-bound case, on its figure at
+    max clock, read when the calls' clock moved (the paired rule's basis, ``own_basis``). No entry enters: the two
+    trees may hold other baselines, and the paired verdict reads none."""
+    if clock_bound is not True:
+        return Band(time=threshold)
+    return Band(time=threshold, cycles=threshold,
+                on_cycles=lambda clock: clock_drop(clock, max_clock_mhz) > CLOCK_MOVED)
+
+
 #: ``Record.extra`` key: how the kernels of a case differ from its baseline entry's, when they do.
 KERNEL_CHANGE = "kernel_change"
 

@@ -18,7 +18,8 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from typing import Any, ContextManager, Protocol
 
-from gpuperf.verdict.check import CaseIdentity, band_for, case_record, context_for, ratio_record, unmeasurable_record
+from gpuperf.verdict.check import (CaseIdentity, band_for, case_record, context_for, ratio_record, round_band_for,
+                                   unmeasurable_record)
 from gpuperf.verdict.gate import Context, failure_line, outcome, with_profile_hint
 from gpuperf.measure.device import GpuContext, NoGpuError, list_devices, query_device
 from gpuperf.measure.measurement import Measurement, UnmeasurableCall
@@ -137,12 +138,13 @@ class GpuPool:
             yield
 
     def measurer(self, ctx: GpuContext, stream: Any, options: Options, flush_mode: str, entry: Entry | None = None,
-                 paired: bool = False) -> Measurer:
+                 round_band: float | None = None) -> Measurer:
         """The ``measure`` fixture's object: a timer on this device's flush buffer and tracer, asking the launchers
         what they compiled, with ``stream`` made the frameworks' current stream while it measures. Against the
         test's baseline ``entry`` (``None``: none, or re-recording), a call is measured by the entry's method and
         sampled until the figure its verdict reads is as precise as its band needs (``check.band_for``); an A/B
-        round (``paired``) is measured the same way on both sides, to the fixed noise target."""
+        round (``round_band``: the run's threshold) is measured the same way on both sides, by the timer's default
+        method, sampled to that threshold as a band (``check.round_band_for``)."""
         from gpuperf.measure.launchers import compiled_count, identify
         from gpuperf.measure.streams import framework_streams
         from gpuperf.measure.timing import SamplingConfig, Timer
@@ -151,8 +153,10 @@ class GpuPool:
                                 warmup_time_s=options.warmup_time_s, min_sample_s=options.min_sample_s)
         timer = Timer(ctx.info.l2_bytes, self.flush_buffer(ctx), ctx.nvml, config, backend=self.backend(),
                       tracer=self.tracer(), identify=identify, compiled=compiled_count)
-        band_of = None if paired else band_for(entry, options.gate, ctx.peaks, ctx.info.sm_clock_max_mhz)
-        return Measurer(timer, flush_mode, prefer_method=entry.method if entry and not paired else "",
+        max_clock = ctx.info.sm_clock_max_mhz
+        band_of = band_for(entry, options.gate, ctx.peaks, max_clock) if round_band is None else \
+            round_band_for(round_band, ctx.peaks, max_clock)
+        return Measurer(timer, flush_mode, prefer_method=entry.method if entry and round_band is None else "",
                         current=lambda: framework_streams(stream), band_for=band_of)
 
     def backend(self) -> Any:

@@ -205,7 +205,7 @@ def measure(request: pytest.FixtureRequest, gpu: Any, stream: Any, flush_mode: s
     state = request.config.stash[STATE]
     entry = None if state.options.update else state.entry(gpu.info.slug, case_id_of(request.node.nodeid))
     return request.config.stash[POOL].measurer(gpu, stream, state.options, flush_mode, entry=entry,
-                                                paired=state.turns.paired)
+                                                round_band=state.turns.round_band)
 
 
 def _family(item: pytest.Item) -> str:

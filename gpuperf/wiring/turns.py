@@ -24,10 +24,11 @@ Again = Callable[[bool], Record]
 
 
 class TurnProtocol(Protocol):
-    """What follows a check's first record. ``paired``: the figures are judged in pairs with another process's,
-    so the measurer samples each to the fixed noise target rather than to the baseline's band."""
+    """What follows a check's first record. ``round_band``: where the figures are judged in pairs with another
+    process's (an A/B side), the threshold of that verdict, which the measurer samples each round to instead of a
+    baseline's band; ``None`` for a session of its own."""
 
-    paired: bool
+    round_band: float | None
 
     def settle(self, test: str, first: Record, again: Again) -> Record:
         """The record that stands for ``first`` (a checked figure of ``test``, a case id)."""
@@ -42,7 +43,7 @@ class Alone:
     whose next process read 219 µs (docs/fleet.md). Measured again where it was, such a slow process repeats
     itself and stands as a regression; measured again elsewhere, a slower kernel is still slower."""
 
-    paired = False
+    round_band = None
 
     def settle(self, test: str, first: Record, again: Again) -> Record:
         return confirm(first, again(True)) if needs_confirmation(first) else first
