@@ -460,11 +460,16 @@ def pytest_collection_finish(session):
 
 def test_an_ab_side_samples_each_round_to_the_run_s_threshold_not_to_a_baseline(sim_project: pytest.Pytester) -> None:
     """The plugin's own measure fixture on a side of an A/B run (its turn protocol's ``round_band`` set): the quiet
-    case's band is the run's threshold, its target the rule's fraction of it, whatever the configured tolerance."""
+    case's band is the run's threshold, its target the rule's fraction of it, whatever the configured tolerance,
+    and its recorded baseline entry is not read (no verdict but the paired one)."""
+    recorded = sim_project.runpytest("-p", "no:cacheprovider", "--results-dir", "none", "--warmup-time", "0",
+                                     "--min-sample-time", "0.001", "--update-baselines", "-k", "quiet")
+    recorded.assert_outcomes(passed=1, deselected=2)
+    alone = _sim_run(sim_project, "-k", "quiet", "--tolerance", "0.05")["test_quiet"]
+    assert (alone["band"], alone["status"]) == (0.05, "PASS")
     sim_project.makepyfile(as_ab_side=AS_AB_SIDE)
     sim_project.syspathinsert()
     quiet = _sim_run(sim_project, "-p", "as_ab_side", "-k", "quiet", "--tolerance", "0.05")["test_quiet"]
     assert (quiet["band"], quiet["reason"], quiet["basis"]) == (0.03, "converged", "time")
     assert quiet["target"] == pytest.approx(0.25 * 0.03)
-    alone = _sim_run(sim_project, "-k", "quiet", "--tolerance", "0.05")["test_quiet"]
-    assert alone["band"] == 0.05
+    assert quiet["status"] == "NO_BASELINE"  # the entry recorded above is not read on a side

@@ -66,6 +66,11 @@ class SessionState:
         return {key: str(header[key]) for key in VERSION_KEYS if key in header}
 
     def entry(self, gpu_slug: str, case_id: str) -> Entry | None:
+        """The case's baseline entry; none on a side of an A/B run (``turns.round_band`` set), whose only verdict is
+        the paired one: a side judged against its tree's baseline would print verdicts nobody reads and fail tests
+        the A/B run does not fail."""
+        if self.turns.round_band is not None:
+            return None
         baseline = self.baseline_for(gpu_slug)
         return baseline.entries.get(case_id) if baseline else None
 
