@@ -43,7 +43,7 @@ class Alone:
     whose next process read 219 µs (docs/fleet.md). Measured again where it was, such a slow process repeats
     itself and stands as a regression; measured again elsewhere, a slower kernel is still slower."""
 
-    round_band = None
+    round_band: float | None = None
 
     def settle(self, test: str, first: Record, again: Again) -> Record:
         return confirm(first, again(True)) if needs_confirmation(first) else first
