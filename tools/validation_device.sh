@@ -2,12 +2,15 @@
 # On one fresh GPU that did not record the baseline: the full default `--gate` against the committed baseline,
 # timed as CI runs it; with SHIFTED=1, the gate's sensitivity against a shifted copy of that baseline
 # (tools/shifted_baseline.py: half the entries read 5 % slow, which must all be caught, the rest 3 % fast, which
-# must raise no alarm); then `pytest perf_tests -k gemv`, timed as a user runs it.
+# must raise no alarm); with PLACEMENT=N, the Llama-3-70B decode projections gated in N fresh processes (each
+# process's buffers land elsewhere: a slow placement must be cleared by the confirmation on relocated operands);
+# then `pytest perf_tests -k gemv`, timed as a user runs it.
 #
 #   tools/validation_device.sh [OUT_DIR]          # OUT_DIR defaults to $OUT
 #
 # Leaves in OUT_DIR: validation.log (every step, pytest's and the wall clock's times), gate.json (the gate's
-# results.json), shifted.json and shifted-judged.txt (with SHIFTED=1), gemv.json. Needs the wheels of .whl/.
+# results.json), durations.txt (its tests' durations over 0.05 s), shifted.json and shifted-judged.txt (with
+# SHIFTED=1), gemv.json. Needs the wheels of .whl/.
 set -uo pipefail
 
 out=${1:-${OUT:?usage: tools/validation_device.sh OUT_DIR (or set OUT)}}
@@ -26,9 +29,13 @@ cd "$root" || exit 1
 
 step "the full default --gate against baselines/, timed"
 start=$(date +%s.%N)
-python3 -m pytest perf_tests --gate "${pytest_q[@]}" --results-dir "$scratch/gate" 2>&1 \
-    | grep -v '^perf_tests/.* PASS ' | tail -40
-echo "gate: rc=${PIPESTATUS[0]} wall=$(seconds "$start") s"
+python3 -m pytest perf_tests --gate "${pytest_q[@]}" --durations=0 --durations-min=0.05 \
+    --results-dir "$scratch/gate" > "$scratch/gate.out" 2>&1
+rc=$?
+grep -v '^perf_tests/.* PASS ' "$scratch/gate.out" | sed '/slowest durations/,/short test summary/d' | tail -40
+sed -n '/slowest durations/,/short test summary/p' "$scratch/gate.out" > "$out/durations.txt"
+tail -1 "$scratch/gate.out"
+echo "gate: rc=$rc wall=$(seconds "$start") s"
 keep gate gate
 
 if [ "${SHIFTED:-0}" = 1 ]; then
@@ -40,6 +47,18 @@ if [ "${SHIFTED:-0}" = 1 ]; then
     keep shifted shifted
     python3 tools/shifted_baseline.py judge "$scratch/shifted-baseline/nvidia-h200.yaml" "$out/shifted.json" \
         | tee "$out/shifted-judged.txt"
+fi
+
+if [ "${PLACEMENT:-0}" -gt 0 ]; then
+    step "the decode projections in $PLACEMENT fresh processes (each its own placement), gated"
+    for i in $(seq "$PLACEMENT"); do
+        python3 -m pytest perf_tests -k "test_fp8_projection and t1" --gate "${pytest_q[@]}" \
+            --results-dir "$scratch/placement-$i" > "$scratch/placement-$i.txt" 2>&1
+        echo "process $i: rc=$? $(tail -1 "$scratch/placement-$i.txt")"
+        python3 -c "import json, sys; [print(f\"  {r['case_id'].split('[')[1][:-1]} {r['median_s'] * 1e6:.1f} us \
+{r['status']} {r['note'][:160]}\") for r in json.load(open(sys.argv[1]))['records']]" \
+            "$scratch"/placement-$i/*/results.json
+    done
 fi
 
 step "pytest perf_tests -k gemv, timed"
