@@ -217,9 +217,10 @@ class Measurer:
         return measurement
 
     def again(self, measurement: Measurement, relocate: bool = False) -> Measurement:
-        """Re-run the measurement that produced ``measurement`` (to confirm a regression; with ``relocate``, an A/B
-        round, on copies of its operands in fresh memory: ``rotation.relocated``). The previous round's copies are
-        released only after the new ones exist, so consecutive rounds never share a placement."""
+        """Re-run the measurement that produced ``measurement`` (a gate's confirmation, an A/B round); with
+        ``relocate``, as both do (``turns.py``), on copies of its operands in fresh memory (``rotation.relocated``).
+        The previous round's copies are released only after the new ones exist, so consecutive rounds never share a
+        placement."""
         _, recipe = self._recipes[id(measurement)]
         if not relocate:
             return self(*recipe)
