@@ -2,9 +2,10 @@
 and an A/B run (``gpuperf/ab/``).
 
 A session alone (``Alone``, every session's default) confirms a regression or a too-noisy figure by measuring the
-case once more, on its operands moved to fresh memory (``gate.confirm``). A side of an A/B run (``gpuperf.ab.side.Turns``, set on the session's state by
-that side's plugin) instead measures the case again in rounds, each in its turn on the GPU, for as long as the
-coordinator asks, and keeps its first record: the rounds are judged by the paired rule, not by the baseline.
+case once more, on its operands moved to fresh memory (``gate.confirm``). A side of an A/B run
+(``gpuperf.ab.side.Turns``, set on the session's state by that side's plugin) instead measures the case again in
+rounds, each in its turn on the GPU, for as long as the coordinator asks, and keeps its first record: the rounds are
+judged by the paired rule, not by the baseline.
 ``Perf`` calls ``settle`` the same way in both, and knows of no A/B run.
 
 PYTEST_DONT_REWRITE
