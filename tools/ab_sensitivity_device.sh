@@ -4,7 +4,8 @@
 # (tools/slowdown.py: the same kernels on a longer reduction) at each fraction of PLANTS (default 0.01 0.02 0.05).
 # tools/sensitivity_table.py makes docs/ab.md's table from the ab.json files.
 #
-#   PLANTS="0.01 0.02 0.05" tools/ab_sensitivity_device.sh OUT_DIR [pytest selection ...]   (default: perf_tests -m perf)
+#   PLANTS="0.01 0.02 0.05" tools/ab_sensitivity_device.sh OUT_DIR [pytest selection ...]
+#   (the selection defaults to perf_tests -m perf)
 #
 # Leaves in OUT_DIR: sensitivity.log (every step, with each run's wall time), gate.json (the gate's results.json) and
 # sens-<plant>.json (each planted run's ab.json). Needs the wheels of .whl/.
