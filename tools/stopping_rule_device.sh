@@ -4,8 +4,8 @@
 #   tools/stopping_rule_device.sh [OUT_DIR]          # OUT_DIR defaults to $OUT
 #
 # 1. the full default `--gate`, timed (pytest's own time, the wall clock, every test's --durations): the run whose
-#    records
-#    say what the stopping rule did (extra.sampling) for tools/stopping_table.py, and run 1 for `baseline from-runs`;
+#    records say what the stopping rule did (extra.sampling) for tools/stopping_table.py, and run 1 for
+#    `baseline from-runs`;
 # 2. a second full default run (run 2 for `baseline from-runs`: two runs a GPU, every FP8 projection with cycles);
 # 3. `pytest perf_tests -k gemv` (the README's selection), timed as a user runs it, then once under cProfile and
 #    `python -X importtime` (start-up, collection, NVRTC, CUPTI's start and the loop, one profile), and its
