@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import random
+import statistics
 
 import pytest
 from hypothesis import given
@@ -11,7 +12,7 @@ from hypothesis import strategies as st
 
 from gpuperf.ab.paired import (DEFAULT_ROUNDS_MAX, DEFAULT_THRESHOLD, MIN_ROUNDS, PRECISION, CaseVerdict,
                                     Paired, RoundFigure, Verdict, confirm, enough, judge, needs_second_series, pair,
-                                    within)
+                                    rounds_needed, within)
 from gpuperf.verdict.student_t import t_quantile
 from gpuperf.verdict.gate import Basis
 
@@ -82,6 +83,18 @@ def test_an_unchanged_case_noisier_than_the_precision_is_same_once_its_interval_
     straddling = Paired((0.03, -0.03, 0.02, -0.025))
     assert not within(straddling, DEFAULT_THRESHOLD) and not enough(straddling)
     assert judge(straddling).status == Verdict.NOISY and "reaches past ±2 %" in judge(straddling).note
+
+
+def test_a_noisy_case_says_about_how_many_rounds_would_settle_it() -> None:
+    straddling = Paired((0.03, -0.03, 0.02, -0.025))
+    needed = rounds_needed(straddling)
+    assert needed is not None and needed > straddling.rounds
+    spread = statistics.stdev(straddling.log_ratios)
+    half_width = t_quantile(0.025, needed - 1) * spread / math.sqrt(needed)
+    assert half_width <= PRECISION * DEFAULT_THRESHOLD < t_quantile(0.025, needed - 2) * spread / math.sqrt(needed - 1)
+    assert f"about {needed} would" in judge(straddling).note
+    assert rounds_needed(Paired((0.01,))) is None
+    assert rounds_needed(Paired((0.0, 0.0, 0.0))) == MIN_ROUNDS
 
 
 def test_a_slowdown_under_the_threshold_is_same_even_when_certain() -> None:

@@ -176,6 +176,18 @@ def enough(paired: Paired, threshold: float = DEFAULT_THRESHOLD, rounds_max: int
                                             or beyond(paired, threshold))
 
 
+def rounds_needed(paired: Paired, threshold: float = DEFAULT_THRESHOLD, most: int = 1000) -> int | None:
+    """About how many rounds this case's paired log-ratios, as they scatter so far, need for the interval's
+    half-width to reach ``PRECISION`` × threshold (``None``: fewer than two rounds; ``most`` + 1: more than that)."""
+    if paired.rounds < 2:
+        return None
+    spread = statistics.stdev(paired.log_ratios)
+    for rounds in range(max(MIN_ROUNDS, 2), most + 1):
+        if t_quantile((1 - paired.confidence) / 2, rounds - 1) * spread / math.sqrt(rounds) <= PRECISION * threshold:
+            return rounds
+    return most + 1
+
+
 def needs_second_series(paired: Paired, threshold: float = DEFAULT_THRESHOLD) -> bool:
     """Whether a slowdown's first series is measured again: only near the threshold. A series whose interval lies
     wholly past the threshold is a slowdown larger than it however its rounds scatter, and rounds alternate A B B A,
@@ -217,10 +229,11 @@ def judge(paired: Paired, threshold: float = DEFAULT_THRESHOLD) -> CaseVerdict:
     elif within(paired, threshold):
         status, note = Verdict.SAME, f"the interval lies inside ±{limit:g} %: any change is smaller than the threshold"
     else:
+        needed = rounds_needed(paired, threshold)
         status, note = Verdict.NOISY, (
             f"the interval [{low:+.2f}, {high:+.2f}] % reaches past ±{limit:g} % after {paired.rounds} rounds, and "
-            f"is wider than the ±{100 * PRECISION * threshold:g} % that would settle it; raise --rounds-max, or find "
-            "what else runs on the GPU")
+            f"is wider than the ±{100 * PRECISION * threshold:g} % that would settle it; its rounds scatter so that "
+            f"about {needed} would: raise --rounds-max, or find what else runs on the GPU")
     if paired.basis == Basis.CYCLES:
         note = "; ".join(part for part in (note, "judged on cycles: a round ran clock-capped") if part)
     return CaseVerdict(status, paired.delta_pct, low, high if math.isfinite(high) else None, paired.rounds,
