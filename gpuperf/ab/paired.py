@@ -182,10 +182,19 @@ def rounds_needed(paired: Paired, threshold: float = DEFAULT_THRESHOLD, most: in
     if paired.rounds < 2:
         return None
     spread = statistics.stdev(paired.log_ratios)
-    for rounds in range(max(MIN_ROUNDS, 2), most + 1):
-        if t_quantile((1 - paired.confidence) / 2, rounds - 1) * spread / math.sqrt(rounds) <= PRECISION * threshold:
-            return rounds
-    return most + 1
+
+    def settles(rounds: int) -> bool:  # the half-width falls as rounds grow: a bisection finds the first
+        return t_quantile((1 - paired.confidence) / 2, rounds - 1) * spread / math.sqrt(rounds) <= PRECISION * threshold
+
+    low, high = MIN_ROUNDS, most
+    if settles(low):
+        return low
+    if not settles(high):
+        return most + 1
+    while high - low > 1:
+        middle = (low + high) // 2
+        low, high = (low, middle) if settles(middle) else (middle, high)
+    return high
 
 
 def needs_second_series(paired: Paired, threshold: float = DEFAULT_THRESHOLD) -> bool:
