@@ -18,31 +18,22 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from gpuperf.output.custom_builds import BuildsError, builds_section, replace_builds_section  # noqa: E402
-from gpuperf.output.readme import ReadmeError  # noqa: E402
-from gpuperf.store.atomic import write_atomically  # noqa: E402
+from gpuperf.output.custom_builds import END, START, BuildsError, builds_section  # noqa: E402
 from gpuperf.store.results import ResultsError, load_run  # noqa: E402
+from tools import page_section  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="tools/custom_builds.py", description=__doc__.split("\n\n")[0])
+    parser = page_section.parser("tools/custom_builds.py", __doc__)
     parser.add_argument("results", help="results.json of a -m builds run, or its results directory")
-    parser.add_argument("--page", help="rewrite this page's generated section instead of printing it")
     parser.add_argument("--source", help="the results file as the page names it (default: as given)")
-    args = parser.parse_args(argv)
-    try:
+
+    def build(args: argparse.Namespace) -> str:
         run, records = load_run(Path(args.results))
-        section = builds_section(run, records, args.source or args.results)
-        if args.page is None:
-            print(section)
-            return 0
-        page = Path(args.page)
-        write_atomically(page, replace_builds_section(page.read_text(encoding="utf-8"), section))
-    except (ResultsError, BuildsError, ReadmeError, OSError) as exc:
-        print(f"tools/custom_builds.py: {exc}", file=sys.stderr)
-        return 2
-    print(f"{args.page}: builds section rewritten from {args.results}")
-    return 0
+        return builds_section(run, records, args.source or args.results)
+
+    return page_section.run(parser, argv, build, (START, END), (ResultsError, BuildsError),
+                            lambda args: f"builds section rewritten from {args.results}")
 
 
 if __name__ == "__main__":
