@@ -4,13 +4,14 @@
 # (tools/shifted_baseline.py: half the entries read 5 % slow, which must all be caught, the rest 3 % fast, which
 # must raise no alarm); with PLACEMENT=N, the Llama-3-70B decode projections gated in N fresh processes (each
 # process's buffers land elsewhere: a slow placement must be cleared by the confirmation on relocated operands);
-# then `pytest perf_tests -k gemv`, timed as a user runs it.
+# then `pytest perf_tests -k gemv`, timed as a user runs it; with SYMBOLS=1, the cuBLAS kernel symbols gathered
+# beside them (tools/kernel_symbols.py --match cublas, a CPU job at low priority, for tests/test_kernel_names.py).
 #
 #   tools/validation_device.sh [OUT_DIR]          # OUT_DIR defaults to $OUT
 #
 # Leaves in OUT_DIR: validation.log (every step, pytest's and the wall clock's times), gate.json (the gate's
 # results.json), durations.txt (its tests' durations over 0.05 s), shifted.json and shifted-judged.txt (with
-# SHIFTED=1), gemv.json. Needs the wheels of .whl/.
+# SHIFTED=1), gemv.json, cublas-symbols.tsv.gz (with SYMBOLS=1). Needs the wheels of .whl/.
 set -uo pipefail
 
 out=${1:-${OUT:?usage: tools/validation_device.sh OUT_DIR (or set OUT)}}
@@ -26,6 +27,11 @@ keep() { cp "$scratch/$1"/*/results.json "$out/$2.json" 2>/dev/null || echo "no 
 step "install"
 device_env "$root" || exit 1
 cd "$root" || exit 1
+if [ "${SYMBOLS:-0}" = 1 ]; then
+    nice -n 19 python3 tools/kernel_symbols.py --match cublas --timeout 150 --out "$scratch/cublas.tsv" \
+        > "$scratch/symbols.log" 2>&1 &
+    symbols=$!
+fi
 
 step "the full default --gate against baselines/, timed"
 start=$(date +%s.%N)
@@ -66,5 +72,11 @@ start=$(date +%s.%N)
 python3 -m pytest perf_tests -k gemv "${pytest_q[@]}" --results-dir "$scratch/gemv" 2>&1 | tail -3
 echo "-k gemv: rc=${PIPESTATUS[0]} wall=$(seconds "$start") s"
 keep gemv gemv
+if [ -n "${symbols:-}" ]; then
+    step "cuBLAS symbols"
+    wait "$symbols"
+    cat "$scratch/symbols.log"
+    gzip -c "$scratch/cublas.tsv" > "$out/cublas-symbols.tsv.gz" 2>/dev/null
+fi
 rm -rf "$scratch"
 step "done"

@@ -143,8 +143,9 @@ class GpuPool:
         what they compiled, with ``stream`` made the frameworks' current stream while it measures. Against the
         test's baseline ``entry`` (``None``: none, or re-recording), a call is measured by the entry's method and
         sampled until the figure its verdict reads is as precise as its band needs (``check.band_for``); an A/B
-        round (``round_band``: the run's threshold) is measured the same way on both sides, by the timer's default
-        method, sampled to that threshold as a band (``check.round_band_for``)."""
+        round (``round_band``: the run's threshold; a side reads no entry, ``SessionState.entry``) is measured the
+        same way on both sides, by the timer's default method, sampled to that threshold as a band
+        (``check.round_band_for``)."""
         from gpuperf.measure.launchers import compiled_count, identify
         from gpuperf.measure.streams import framework_streams
         from gpuperf.measure.timing import SamplingConfig, Timer
@@ -156,7 +157,7 @@ class GpuPool:
         max_clock = ctx.info.sm_clock_max_mhz
         band_of = band_for(entry, options.gate, ctx.peaks, max_clock) if round_band is None else \
             round_band_for(round_band, ctx.peaks, max_clock)
-        return Measurer(timer, flush_mode, prefer_method=entry.method if entry and round_band is None else "",
+        return Measurer(timer, flush_mode, prefer_method=entry.method if entry else "",
                         current=lambda: framework_streams(stream), band_for=band_of)
 
     def backend(self) -> Any:
