@@ -28,7 +28,7 @@ from test_plugin import FAKE_DEVICE
 from gpuperf.ab.schedule import BASE, HEAD, Schedule
 from gpuperf.history.database import History, sqlite_url
 from gpuperf.store.records import Record
-from gpuperf.ab.messages import AGAIN, DONE, GO, SOCKET_ENV
+from gpuperf.ab.messages import AGAIN, DONE, GO, SOCKET_ENV, THRESHOLD_ENV
 from gpuperf.ab.side import Turns, TurnError
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -400,6 +400,22 @@ def test_a_coordinator_that_went_away_is_one_line_not_a_hang(tmp_path: Path) -> 
     with pytest.raises(TurnError, match="cannot reach the A/B coordinator .* unset it to run pytest alone"):
         Turns.from_env({SOCKET_ENV: str(tmp_path / "gone.sock")})
     assert Turns.from_env({}) is None
+
+
+def test_each_side_learns_the_run_s_threshold_from_its_environment(tmp_path: Path) -> None:
+    """``ab --threshold`` reaches a side as ``$GPUPERF_AB_THRESHOLD`` (``coordinator._side_env``), which its turns
+    take as the band each round is sampled to (``round_band``); a side started without it uses the default."""
+    from gpuperf.ab.coordinator import _side_env
+    from gpuperf.ab.paired import DEFAULT_THRESHOLD
+
+    address = tmp_path / "ab.sock"
+    env = _side_env(HEAD, address, tmp_path / "siblings", 0.03, {})
+    assert env[THRESHOLD_ENV] == "0.03" and env[SOCKET_ENV] == str(address)
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as server:
+        server.bind(str(address))
+        server.listen()
+        assert Turns.from_env(env).round_band == 0.03  # type: ignore[union-attr]
+        assert Turns.from_env({SOCKET_ENV: str(address)}).round_band == DEFAULT_THRESHOLD  # type: ignore[union-attr]
 
 
 def _side(tests: list[tuple[str, int]], crash_after: int | None) -> Iterator[dict[str, Any] | None]:
