@@ -472,3 +472,31 @@ def test_an_ab_round_measures_on_relocated_operands(tmp_path: Path) -> None:
     perf.state.turns = _ScriptedTurns(2)
     perf.check(at(50.0))
     assert source.relocated == [True, True]
+
+
+class _RecordingTimer:
+    """Answers every measurement with ``at(50.0)`` and keeps how it was asked for."""
+
+    def __init__(self) -> None:
+        self.asked: list[dict[str, Any]] = []
+
+    def measure(self, fn: Any, work: Work, operands: Sequence[Any] = (), flush: str = "cold", label: str = "",
+                prefer_method: str = "", band: Any = None, repeat: bool = False) -> Measurement:
+        self.asked.append({"band": band, "repeat": repeat})
+        return at(50.0)
+
+
+@pytest.mark.parametrize("rounds", [False, True])
+def test_a_measurement_again_is_sampled_to_its_band_and_is_a_repeat_only_as_an_ab_round(rounds: bool) -> None:
+    """A gate's confirmation and an A/B round are sampled to the same band as the first measurement; only an A/B
+    round (``rounds``) is a ``repeat``: warmed by count, no second cross-check."""
+    from gpuperf.measure.stats import Band
+    from gpuperf.wiring.fixtures import Measurer
+
+    timer = _RecordingTimer()
+    measurer = Measurer(timer, "cold", band_for=lambda work: Band(time=0.02), rounds=rounds)
+    first = measurer(lambda: None, SGEMM)
+    measurer.again(first, relocate=True)
+    measurer.again(first)
+    assert [a["band"] for a in timer.asked] == [Band(time=0.02)] * 3
+    assert [a["repeat"] for a in timer.asked] == [False, rounds, False]

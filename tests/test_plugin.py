@@ -74,7 +74,7 @@ pytest_plugins = ["gpuperf.wiring.plugin"]
 class SyntheticTimer:
     """Seconds per call come from timings.json: a name, or a list consumed one measurement at a time."""
 
-    def measure(self, fn, work, operands=(), flush="cold", label="", prefer_method="", band=None):
+    def measure(self, fn, work, operands=(), flush="cold", label="", prefer_method="", band=None, repeat=False):
         timings = json.loads(Path("timings.json").read_text())
         name = fn()
         value = timings[name]

@@ -252,6 +252,52 @@ def test_a_quiet_traced_case_with_a_band_stops_at_the_floor_and_says_so() -> Non
     assert len(fixed.samples_s) >= 45 and fixed.sampling.gpu_s >= 0.05
 
 
+class CountingTracer:
+    """The simulated tracer, counting its read-backs: one a traced batch (and one for the probe call)."""
+
+    def __init__(self, tracer: object) -> None:
+        self.tracer, self.reads = tracer, 0
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.tracer, name)
+
+    def collect(self) -> object:
+        self.reads += 1
+        return self.tracer.collect()  # type: ignore[attr-defined]
+
+
+def test_a_quiet_short_kernel_with_a_band_takes_its_floor_of_samples_in_one_traced_batch() -> None:
+    """10 µs calls: a sample of 5 ms of kernel time would be the whole batch of 128 calls, one round trip per
+    sample; with a band the first batch holds the floor (10 samples of 12 calls), and a quiet case stops there.
+    Without a band (a tool, the fixed target) a sample still covers ``min_sample_s``."""
+    device = SimDevice()
+    timer, _, _ = make_timer(device, traced=True)
+    timer.tracer = counting = CountingTracer(timer.tracer)
+    m = timer.measure(launched(device, 10e-6, 0.0), WORK, operands=(SimArray(2**30),), band=Band(time=BAND))
+    assert m.sampling is not None and (m.sampling.samples, m.sampling.reason) == (10, "converged")
+    assert m.calls_per_sample == 12 and counting.reads == 2  # the probe call, then one batch of 120 calls
+    assert m.median_s == pytest.approx(10e-6)
+    device = SimDevice()
+    timer, _, _ = make_timer(device, traced=True)
+    assert timer.measure(launched(device, 10e-6, 0.0), WORK, operands=(SimArray(2**30),)).calls_per_sample == 128
+
+
+def test_a_repeat_is_warmed_by_count_and_carries_no_second_cross_check() -> None:
+    """An A/B round after the first (``repeat``): the calls are loaded and warm, so three warm-up calls, not
+    ``warmup_time_s`` of them, and no event-timed phase: its traced figure is the same, its cross-check absent."""
+    device = SimDevice()
+    timer, _, _ = make_timer(device, traced=True, warmup_calls=3, warmup_time_s=0.01)
+    first = timer.measure(launched(device, 1e-3, 0.0), WORK, operands=(SimArray(2**30),), band=Band(time=BAND))
+    started = len(device.log)
+    again = timer.measure(launched(device, 1e-3, 0.0), WORK, operands=(SimArray(2**30),), band=Band(time=BAND),
+                          repeat=True)
+    assert first.warmup_calls == 11 and again.warmup_calls == 3
+    assert first.event_median_s == pytest.approx(1e-3) and first.event_method
+    assert again.event_median_s is None and again.event_method == ""
+    assert again.median_s == pytest.approx(first.median_s) and again.method == first.method
+    assert device.log[started:].count("event") < device.log[:started].count("event") / 2
+
+
 def test_batches_start_at_the_floor_and_double_up_to_a_full_batch() -> None:
     sizes = batch_sizes(128, 4, 10)
     assert [next(sizes) for _ in range(4)] == [40, 80, 128, 128]

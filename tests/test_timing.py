@@ -367,6 +367,24 @@ def test_a_traced_figure_is_the_kernel_time_and_the_event_figure_its_cross_check
     assert m.kernels[0].median_us == pytest.approx(6.0) and m.kernels[0].grid == (64, 1, 1)
 
 
+def test_a_rotated_cross_check_takes_its_floor_of_samples_in_one_held_batch() -> None:
+    """The cross-check of a short traced call: five rotated samples of 51 calls (256 held calls over its floor of
+    five), all behind one hold, not five samples of 5 ms behind five; without a tracer the samples, being the
+    figure, still cover ``min_sample_s``."""
+    device = SimDevice()
+    timer, _, _ = make_timer(device, traced=True, warmup_time_s=0.0)
+    timer.measure(launched(device, 6e-6, 3e-6), WORK, operands=(SimArray(2**30),), flush="cold")
+    log = device.log
+    holds = [i for i, what in enumerate(log) if what == "hold"]
+    warm = 3 - 1  # the held warm-up calls (the first is unheld)
+    crosscheck = log[holds[warm]:log.index("flush", holds[warm])]  # up to the traced probe's separator
+    assert crosscheck.count("call") == 5 * 51 and crosscheck.count("event") == 10
+    device = SimDevice()
+    timer, _, _ = make_timer(device, warmup_time_s=0.0)
+    m = timer.measure(launched(device, 6e-6, 3e-6), WORK, operands=(SimArray(2**30),), flush="cold")
+    assert m.method == Method.COLD_ROTATE and m.calls_per_sample == 256  # 5 ms of 9 µs calls, capped at 256
+
+
 def test_every_traced_call_follows_its_own_flush() -> None:
     device = SimDevice()
     timer, _, _ = make_timer(device, traced=True)

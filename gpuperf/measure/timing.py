@@ -29,7 +29,6 @@ PYTEST_DONT_REWRITE
 from __future__ import annotations
 
 import math
-import statistics
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -37,19 +36,18 @@ from typing import Any
 
 from gpuperf.measure.clocks import decode, unreliable
 from gpuperf.measure.device import Nvml
-from gpuperf.measure.kernel_records import Kernel, KernelActivity, call_kernels, span_s, split_calls
+from gpuperf.measure.kernel_records import Kernel, call_kernels, span_s
 from gpuperf.measure.launchers import Identify, nothing_identified
 from gpuperf.measure.rotation import array_bytes, copy_operands, rotatable
-from gpuperf.measure.stream_check import stray_kernels
 from gpuperf.measure.measurement import (DEFAULT_MAX_TRACED_CALLS, DEFAULT_MIN_SAMPLE_S, DEFAULT_ROTATE_BELOW_S,
                                          DEFAULT_WARMUP_CALLS, DEFAULT_WARMUP_TIME_S, NO_KERNEL, Measurement, Method,
                                          UnmeasurableCall)
 
 from gpuperf.measure.cupy_backend import CupyBackend
 from gpuperf.measure.separators import HOLD_TIMEOUT_S, FlushBuffer, Separators, StreamHold
-from gpuperf.measure.sm_clock import call_cycles, group_means
 from gpuperf.measure.metrics import Work
 from gpuperf.measure.stats import Band, JudgedFigure, Sampling, StoppingRule, batch_sizes, summarize
+from gpuperf.measure.traced_calls import Batch, TracedCalls, TraceMismatch, Unmeasurable, traced_batch
 from gpuperf.vocabulary import Flush
 
 #: The loop's separator kernels live in ``separators.py``; these names are imported from here as well.
@@ -98,17 +96,6 @@ class _Sampled:
     clocks_mhz: list[float] = field(default_factory=list)
 
 
-@dataclass(frozen=True)
-class Batch:
-    """One batch's per-call samples, the GPU time it took, and (traced and stamped) each sample's mean cycles
-    per call and SM clock, in step with ``samples``."""
-
-    samples: list[float]
-    timed_s: float
-    cycles: list[float] = field(default_factory=list)
-    clocks_mhz: list[float] = field(default_factory=list)
-
-
 #: A batch runner: enqueue one batch and return it, or ``None`` when the batch had to be dropped (the hold
 #: timed out: the callable waited on the host).
 BatchRunner = Callable[[bool], "Batch | None"]
@@ -147,23 +134,23 @@ class Timer:
         self.compiled = compiled
 
     def measure(self, fn: Callable[..., Any], work: Work, operands: Sequence[Any] = (), flush: str = Flush.COLD,
-                label: str = "", prefer_method: str = "", band: Band | None = None) -> Measurement:
+                label: str = "", prefer_method: str = "", band: Band | None = None,
+                repeat: bool = False) -> Measurement:
         """``prefer_method`` asks for the event-timed method a baseline entry was recorded with (``cold-flush``
         or ``cold-rotate``), so a call near the length threshold is not measured one way today and the other
         way tomorrow; empty (or a traced method): chosen from the warm call's length. ``band``: the bands the
         case's verdict will use; the figure of record is then sampled until its interval is within the rule's
-        fraction of the band it will be judged within (``None``: until the fixed noise target)."""
+        fraction of the band it will be judged within (``None``: until the fixed noise target). ``repeat``: an A/B
+        round of a call measured already, warm: warmed up by count only, no second event-timed cross-check."""
         if flush not in Flush.MODES:
             raise ValueError(f"flush must be one of {Flush.MODES}, got {flush!r}")
         stream = self.backend.current_stream()
         clock_before = self.nvml.sm_clock_mhz()
-        warm_calls, per_call, holding, codes = self._warm_up(fn, operands, flush, stream)
+        warm_calls, per_call, holding, codes = self._warm_up(fn, operands, flush, stream, repeat)
         compiled_after_warm_up = self.compiled()
         method, calls, operand_sets = self._event_method(operands, flush, per_call, prefer_method)
-        event_batches = self._event_batches(fn, operand_sets, method, calls, per_call, stream)
-        events = self._sample(event_batches, self.config.crosscheck_rule, holding) if self.tracer is not None \
-            else self._sample(event_batches, self.config.rule, holding, band)
-        event_method = method if events.holding else f"{method}{Method.UNHELD_SUFFIX}"
+        events = self._events(fn, operand_sets, method, calls, per_call, stream, holding, band, repeat)
+        event_method = "" if not events.samples else method if events.holding else f"{method}{Method.UNHELD_SUFFIX}"
         traced: _Sampled | None = None
         kernels: tuple[Kernel, ...] = ()
         trace_note = ""
@@ -171,7 +158,7 @@ class Timer:
             try:
                 traced, kernels, trace_note = self._trace(fn, operands, flush, per_call, stream, events.holding,
                                                           codes, band)
-            except _Unmeasurable as exc:
+            except Unmeasurable as exc:
                 raise UnmeasurableCall(str(exc), work, label, flush) from None
         compiled = self.compiled() - compiled_after_warm_up
         if compiled:
@@ -198,16 +185,17 @@ class Timer:
             clock_events=tuple(sorted(events.clock_events | traced.clock_events)),
             unreliable_reason=traced.unreliable_reason or events.unreliable_reason,
             discarded_samples=events.discarded + traced.discarded,
-            event_median_s=summarize(events.samples).median, event_method=event_method, kernels=kernels,
+            event_median_s=summarize(events.samples).median if events.samples else None, event_method=event_method,
+            kernels=kernels,
             cycles_samples=tuple(traced.cycles), clock_samples_mhz=tuple(traced.clocks_mhz),
             max_clock_mhz=self.nvml.max_sm_clock_mhz(), sampling=traced.sampling, **common)  # type: ignore[arg-type]
 
     # -- phases ------------------------------------------------------------------------------------------
 
-    def _warm_up(self, fn: Callable[..., Any], operands: Sequence[Any], flush: str,
-                 stream: Any) -> tuple[int, float, bool, Mapping[str, str]]:
-        """Warm-up by count and time; returns (calls, the last call's event time, whether holding works, the code
-        digests the first call's launcher reported)."""
+    def _warm_up(self, fn: Callable[..., Any], operands: Sequence[Any], flush: str, stream: Any,
+                 repeat: bool = False) -> tuple[int, float, bool, Mapping[str, str]]:
+        """Warm-up by count and time (by count only for a ``repeat``); returns (calls, the last call's event time,
+        whether holding works, the code digests the first call's launcher reported)."""
         backend, config = self.backend, self.config
         start, stop = backend.event(), backend.event()
         if flush == Flush.COLD:
@@ -219,8 +207,8 @@ class Timer:
         stop.record(stream)
         stop.synchronize()
         warm_calls, per_call, holding = 1, 0.0, True
-        warm_start = self.clock()
-        while warm_calls < config.warmup_calls or self.clock() - warm_start < config.warmup_time_s:
+        warm_start, warm_time_s = self.clock(), 0.0 if repeat else config.warmup_time_s
+        while warm_calls < config.warmup_calls or self.clock() - warm_start < warm_time_s:
             release = backend.hold(stream)
             start.record(stream)
             fn(*operands)
@@ -246,10 +234,23 @@ class Timer:
         if rotate and footprint and rotatable(operands):
             copies = math.ceil(2 * self.l2_bytes / footprint) + 1
             if copies <= config.max_rotation_copies:
-                calls = max(copies, math.ceil(config.min_sample_s / max(per_call, 1e-9) - 1e-6))
+                calls = math.ceil(config.min_sample_s / max(per_call, 1e-9) - 1e-6)
+                if self.tracer is not None:  # the cross-check: its floor of samples fits one held batch
+                    calls = min(calls, config.max_held_calls // config.crosscheck_rule.min_samples)
+                calls = max(copies, calls)
                 return Method.COLD_ROTATE, min(calls, config.max_held_calls), \
                     copy_operands(self.backend, operands, copies)
         return Method.COLD_FLUSH, 1, operand_sets
+
+    def _events(self, fn: Callable[..., Any], operand_sets: list[tuple[Any, ...]], method: str, calls: int,
+                per_call: float, stream: Any, holding: bool, band: Band | None, repeat: bool) -> _Sampled:
+        """The event-timed phase: the figure without a tracer; with one, its cross-check (none for a repeat)."""
+        if self.tracer is not None and repeat:
+            return _Sampled(holding=holding)
+        batches = self._event_batches(fn, operand_sets, method, calls, per_call, stream)
+        if self.tracer is not None:
+            return self._sample(batches, self.config.crosscheck_rule, holding)
+        return self._sample(batches, self.config.rule, holding, band)
 
     def _event_batches(self, fn: Callable[..., Any], operand_sets: list[tuple[Any, ...]], method: str, calls: int,
                        per_call: float, stream: Any) -> BatchRunner:
@@ -284,24 +285,27 @@ class Timer:
         """The traced phase: every call preceded by a separator kernel (the flush when cold, an empty marker
         when hot), each call's span read from its kernel records, and the SM clock it ran at from the
         separators' stamps (``sm_clock.py``). A sample is the mean span of consecutive calls covering
-        ``min_sample_s`` of kernel time (at most a batch): single spans of a short kernel scatter by a few per
+        ``min_sample_s`` of kernel time (at most a batch; with a band, so few that the first batch holds the floor of
+        samples: a quiet short kernel stops after one batch, not one round trip a sample): single spans of a short kernel scatter by a few per
         cent (seen on the H200: 2–6 % IQR), which would widen the gate's band for no reason, while their mean
         is as steady as a rotated event sample. ``None`` and why, when the records cannot be split into the
-        calls enqueued. ``_Unmeasurable`` when the callable launched no kernel, or kernels unordered with the
+        calls enqueued. ``Unmeasurable`` when the callable launched no kernel, or kernels unordered with the
         measuring stream (``stray_kernels``): then no interval holds their time, and no figure may be taken."""
         config, tracer = self.config, self.tracer
-        calls = _TracedCalls(self.backend, tracer, self._separators(flush), fn, operands, stream)
+        calls = TracedCalls(self.backend, tracer, self._separators(flush), fn, operands, stream)
         tracer.start()
         try:
             probe = calls.enqueue(1, False)
             if probe is not None and calls.found_none:
-                raise _Unmeasurable(NO_KERNEL)
+                raise Unmeasurable(NO_KERNEL)
             if not probe or not probe[0]:
                 return None, (), calls.failure[0] if calls.failure else "no kernel records for the call"
             launches = len(probe[0][0]) + 1
             count = max(1, min(config.max_held_calls // launches,
                                int(config.batch_time_s / max(per_call, 1e-6)), config.max_traced_calls))
             group = max(1, min(count, math.ceil(config.min_sample_s / max(span_s(probe[0][0]), 1e-9) - 1e-6)))
+            if band is not None:  # the first batch holds the floor of samples: one round trip for a quiet case
+                group = max(1, min(group, count // config.rule.min_samples))
             count -= count % group
             sizes = batch_sizes(count, group, config.rule.min_samples if band is not None else None)
 
@@ -310,13 +314,13 @@ class Timer:
                 if enqueued is None:
                     return None
                 if not enqueued[0]:
-                    raise _TraceMismatch(calls.failure[-1])
+                    raise TraceMismatch(calls.failure[-1])
                 calls.seen.extend(enqueued[0])
-                return _traced_batch(*enqueued, group)
+                return traced_batch(*enqueued, group)
 
             try:
                 sampled = self._sample(run, replace(config.rule, min_time_s=config.traced_min_time_s), holding, band)
-            except _TraceMismatch as exc:
+            except TraceMismatch as exc:
                 return None, (), str(exc)
         finally:
             tracer.stop()
@@ -367,70 +371,3 @@ class Timer:
             sampled.stop_reason = figure.stop(self.clock() - wall_start)
         sampled.sampling = figure.sampling(sampled.stop_reason)
         return sampled
-
-
-@dataclass
-class _TracedCalls:
-    """Enqueues traced batches: every call preceded by a separator, one more closing the last, the batch held
-    (``held``) until the host has enqueued it all; then reads back each call's kernel records and, where the
-    separators stamped them, its SM clock. ``seen``: the calls of the batches kept; ``failure``: why a batch's
-    records could not be split into its calls."""
-
-    backend: Any
-    tracer: Any
-    separators: Separators
-    fn: Callable[..., Any]
-    operands: Sequence[Any]
-    stream: Any
-    seen: list[list[KernelActivity]] = field(default_factory=list)
-    failure: list[str] = field(default_factory=list)
-    found_none: bool = False  # the last batch's records held no kernel of the calls at all
-
-    def __post_init__(self) -> None:
-        self.stop = self.backend.event()  # one event for every batch: it only marks the batch's end
-
-    def enqueue(self, count: int, held: bool) -> tuple[list[list[KernelActivity]], list[float]] | None:
-        """The calls' kernel records and clocks; ``None`` when the hold timed out (the batch is void); no calls
-        when the records did not split into ``count`` calls."""
-        separators, stream, stop = self.separators, self.stream, self.stop
-        stamped = count + 1 <= separators.slots
-        release = self.backend.hold(stream) if held else None
-        for index in range(count):
-            separators.launch(stream, index if stamped else None)
-            self.fn(*self.operands)
-        separators.launch(stream, count if stamped else None)  # closes the last call
-        stop.record(stream)
-        ok = release is None or release()
-        stop.synchronize()
-        records = self.tracer.collect()
-        stray = stray_kernels(records, count)
-        if stray is not None:  # checked before a void batch is dropped: an unordered kernel may be why it was void
-            raise _Unmeasurable(stray.describe())
-        found = split_calls(records)
-        self.found_none = not found
-        if not ok:
-            return None
-        if len(found) != count:
-            self.failure.append(f"{count} calls enqueued, {len(found)} found in the kernel records")
-            return [], []
-        return found, separators.clocks(count + 1) if stamped else []
-
-
-def _traced_batch(found: list[list[KernelActivity]], clocks: list[float], group: int) -> Batch:
-    """A traced batch's samples: the mean span of each ``group`` consecutive calls, with their cycles and clocks."""
-    spans = [span_s(call) for call in found]
-    # the batch's GPU time, flushes included, is what the rule's minimum sampling time counts
-    batch_s = (max(a.end_ns for a in found[-1]) - min(a.start_ns for a in found[0])) / 1e9
-    samples = [statistics.fmean(spans[i:i + group]) for i in range(0, len(spans), group)]
-    if not clocks:
-        return Batch(samples, batch_s)
-    return Batch(samples, batch_s, group_means(call_cycles(spans, clocks), group), group_means(clocks, group))
-
-
-class _TraceMismatch(Exception):
-    """The kernel records of a batch could not be split into its calls."""
-
-
-class _Unmeasurable(Exception):
-    """The call's kernels cannot be measured (no kernel, or kernels unordered with the measuring stream); the
-    message is the one line ``UnmeasurableCall`` carries."""

@@ -158,7 +158,7 @@ class GpuPool:
         band_of = band_for(entry, options.gate, ctx.peaks, max_clock) if round_band is None else \
             round_band_for(round_band, ctx.peaks, max_clock)
         return Measurer(timer, flush_mode, prefer_method=entry.method if entry else "",
-                        current=lambda: framework_streams(stream), band_for=band_of)
+                        current=lambda: framework_streams(stream), band_for=band_of, rounds=round_band is not None)
 
     def backend(self) -> Any:
         """The device operations the timer uses (``None``: CuPy's; a synthetic pool gives its own)."""
@@ -193,18 +193,20 @@ class Measurer:
     test asks the timer for it, so today's figure is taken the way the recorded one was. ``current`` makes the
     measuring stream the frameworks' current stream while measuring (``streams.framework_streams``), for a test
     that imported PyTorch only in its body. ``band_for(work)``: the bands the verdict on that work will use, so the
-    timer samples until the judged figure is as precise as that band needs (``None``: the fixed noise target, as
-    an A/B round is measured).
+    timer samples until the judged figure is as precise as that band needs (``None``: the fixed noise target).
+    ``rounds``: a side of an A/B run, whose ``again`` is a round of a call measured already (``Timer.measure``'s
+    ``repeat``: warmed up by count, no second cross-check); a gate's confirmation is measured as the first was.
     """
 
     def __init__(self, timer: Any, flush_mode: str, prefer_method: str = "",
                  current: Callable[[], ContextManager[None]] = contextlib.nullcontext,
-                 band_for: BandOf | None = None) -> None:
+                 band_for: BandOf | None = None, rounds: bool = False) -> None:
         self.timer = timer
         self.flush_mode = flush_mode
         self.prefer_method = prefer_method
         self.current = current
         self.band_for = band_for
+        self.rounds = rounds
         self._recipes: dict[int, tuple[Measurement, tuple[Any, ...]]] = {}
         self._relocated: dict[int, tuple[Any, ...]] = {}
 
@@ -227,8 +229,10 @@ class Measurer:
             return self(*recipe)
         fn, work, operands, flush, label = recipe
         moved = self._relocated[id(measurement)] = relocated(operands)
+        band = self.band_for(work) if self.band_for is not None else None
         with self.current():  # not kept as a recipe: a round's copies live until the next round's exist
-            timed: Measurement = self.timer.measure(fn, work, moved, flush, label, prefer_method=self.prefer_method)
+            timed: Measurement = self.timer.measure(fn, work, moved, flush, label, prefer_method=self.prefer_method,
+                                                    band=band, repeat=self.rounds)
         return timed
 
 
