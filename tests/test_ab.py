@@ -49,7 +49,7 @@ ROOT = Path(__file__).parent
 class SyntheticTimer:
     """Seconds per call from the tree's speed.json, with 0.1 % noise; kernels.json names each call's kernel."""
 
-    def measure(self, fn, work, operands=(), flush="cold", label="", prefer_method="", band=None):
+    def measure(self, fn, work, operands=(), flush="cold", label="", prefer_method="", band=None, repeat=False):
         name = fn()
         if (ROOT / "crash").exists():
             os._exit(3)
@@ -84,6 +84,11 @@ def test_gemv(measure, perf):
 @pytest.mark.perf
 def test_gemm(measure, perf):
     perf.check(measure(lambda: "gemm", gemm_work(4096, 4096, 4096, "fp32")))
+
+
+def test_gemm_correct(measure):
+    """Checks no figure: an A/B side leaves it to the test run."""
+    raise AssertionError("a test that checks no figure ran on an A/B side")
 '''
 
 EXTRA = '''
@@ -161,6 +166,8 @@ def test_aa_on_the_working_tree_is_all_same_and_exit_0(repo: tuple[Path, dict[st
         results = json.loads(found.read_text())
         assert {record["case_id"] for record in results["records"]} == {GEMM_ID, GEMV_ID}
         assert (found.parent / "results.csv").exists()
+        log = (tmp_path / "out" / side / "pytest.log").read_text()
+        assert "1 deselected" in log and "test_gemm_correct" not in log
     assert "exit 0: no case slower" in (tmp_path / "out" / "summary.md").read_text()
     assert _git(path, "worktree", "list").count("\n") == 0  # the base's worktree is gone
 

@@ -123,6 +123,11 @@ class Turns:
         return answer
 
 
+def checks_a_figure(item: pytest.Item) -> bool:
+    """Whether a test checks a figure (uses the ``perf`` fixture): the only tests an A/B side runs."""
+    return "perf" in getattr(item, "fixturenames", ())
+
+
 class SideHooks:
     """The pytest hooks of an A/B run's side (registered by the plugin when ``ab`` started the process):
     ``suite_test`` tells the suite's tests (those using its fixtures) from the others, which take no turn."""
@@ -132,11 +137,20 @@ class SideHooks:
         self.suite_test = suite_test
 
     @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]) -> None:
+        """A side spends the GPU on the paired verdict only: a test that checks no figure (a correctness test, a
+        unit test) is deselected here, and left to the suite's own test run; both trees' sides drop the same."""
+        dropped = [item for item in items if not checks_a_figure(item)]
+        if dropped:
+            config.hook.pytest_deselected(items=dropped)
+            items[:] = [item for item in items if checks_a_figure(item)]
+
+    @pytest.hookimpl(trylast=True)
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         from gpuperf.wiring.case_ids import case_id_of
 
         tests = [case_id_of(item.nodeid) for item in session.items if self.suite_test(item)]
-        checking = [case_id_of(item.nodeid) for item in session.items if "perf" in getattr(item, "fixturenames", ())]
+        checking = [case_id_of(item.nodeid) for item in session.items if checks_a_figure(item)]
         self._take(lambda: self.turns.hello(tests, checking))
 
     @pytest.hookimpl(tryfirst=True)
