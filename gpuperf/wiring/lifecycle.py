@@ -20,6 +20,7 @@ from gpuperf.store.records import Record, RunInfo
 from gpuperf.verdict.accounting import CollectedTests, SelectedCase
 from gpuperf.wiring import containment
 from gpuperf.wiring.fixtures import case_id_of, run_info_from
+from gpuperf.wiring.foreign_plugins import leave_out_unused_hypothesis
 from gpuperf.wiring.roles import is_worker, keeps_baselines
 from gpuperf.wiring.run_end import RunEnd
 from gpuperf.wiring.session_options import DEFAULT_GPUS
@@ -107,6 +108,8 @@ class SessionHooks:
             item.stash[GPU_OF] = int(params["gpu_index"]) if "gpu_index" in params else default_gpu
             item.user_properties.append((CASE_PROPERTY, {"case_id": case_id_of(item.nodeid),
                                                          "gpu_index": item.stash[GPU_OF]}))
+        if perf_items:
+            leave_out_unused_hypothesis(self.config)
         if perf_items and not is_worker(self.config):
             self._start(sorted({item.stash[GPU_OF] for item in perf_items}))
 
