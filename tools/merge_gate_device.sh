@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# One fresh GPU's evidence for the two gates CI runs: the full default `--gate` against the committed baseline,
+# timed as CI runs it (its tests' durations kept), then `python -m gpuperf ab` A/A over the same default selection
+# (the same commit on both sides, on a copy of this tree made a git repository of one commit), timed in the same
+# call, so its cost is read against that gate's; then, for each fraction of PLANTS (none by default), an A/B run with
+# a genuine slowdown planted on the head side only (tools/slowdown.py), for docs/ab.md's sensitivity table
+# (tools/sensitivity_table.py OUT_DIR/sens-*.json).
+#
+#   PLANTS="0.05 0.02" tools/merge_gate_device.sh [OUT_DIR]          # OUT_DIR defaults to $OUT
+#
+# Leaves in OUT_DIR: merge-gate.log (every step, pytest's and the wall clock's times), gate.json (the gate's
+# results.json), durations.txt (its tests' durations over 0.05 s), aa.json (the A/A run's ab.json), sens-<F>.json
+# (each planted run's ab.json). Needs the wheels of .whl/.
+set -uo pipefail
+
+out=${1:-${OUT:?usage: tools/merge_gate_device.sh OUT_DIR (or set OUT)}}
+root=$(cd "$(dirname "$0")/.." && pwd)
+source "$root/tools/device_env.sh"
+log_to "$out" merge-gate.log
+export PYTHONUNBUFFERED=1
+scratch=$(mktemp -d)
+seconds() { python3 -c "print(f'{$(date +%s.%N) - $1:.1f}')"; }
+
+step "install"
+device_env "$root" || exit 1
+cd "$root" || exit 1
+
+step "the full default --gate against baselines/, timed"
+start=$(date +%s.%N)
+python3 -m pytest perf_tests --gate -p no:cacheprovider -q --history none --durations=0 --durations-min=0.05 \
+    --results-dir "$scratch/gate" > "$scratch/gate.out" 2>&1
+rc=$?
+grep -v '^perf_tests/.* PASS ' "$scratch/gate.out" | sed '/slowest durations/,/short test summary/d' | tail -30
+sed -n '/slowest durations/,/short test summary/p' "$scratch/gate.out" > "$out/durations.txt"
+echo "gate: rc=$rc wall=$(seconds "$start") s"
+cp "$scratch"/gate/*/results.json "$out/gate.json" || echo "no results.json from the gate"
+
+repo=/tmp/merge-gate-repo
+rm -rf "$repo" && cp -r "$root" "$repo" && cd "$repo" || exit 1
+rm -rf .whl && git init -q && git add -A && git -c user.name=ab -c user.email=ab@invalid commit -qm "the tree" || exit 1
+
+step "A/A over the same selection: the same commit on both sides, timed"
+start=$(date +%s.%N)
+python3 -m gpuperf ab --base HEAD --head HEAD --out "$scratch/aa" -- perf_tests > "$scratch/aa.out" 2>&1
+rc=$?
+tail -25 "$scratch/aa.out"
+echo "A/A: exit $rc wall=$(seconds "$start") s"
+cp "$scratch/aa/ab.json" "$out/aa.json" || echo "no ab.json from the A/A run"
+
+for plant in ${PLANTS:-}; do
+    step "A/B: a genuine ${plant} slowdown on the head side, timed"
+    start=$(date +%s.%N)
+    python3 -m gpuperf ab --base HEAD --head HEAD --head-env "GPUPERF_SLOWDOWN=$plant" --out "$scratch/sens-$plant" \
+        -- perf_tests -p tools.slowdown > "$scratch/sens.out" 2>&1
+    rc=$?
+    tail -12 "$scratch/sens.out"
+    echo "planted $plant: exit $rc wall=$(seconds "$start") s"
+    cp "$scratch/sens-$plant/ab.json" "$out/sens-$plant.json" || echo "no ab.json from the $plant run"
+done
+rm -rf "$scratch" "$repo"
+step "done"
