@@ -519,3 +519,26 @@ def test_an_ab_side_samples_each_round_to_the_run_s_threshold_not_to_a_baseline(
     assert (quiet["band"], quiet["reason"], quiet["basis"]) == (0.03, "converged", "time")
     assert quiet["target"] == pytest.approx(0.25 * 0.03)
     assert quiet["status"] == "NO_BASELINE"  # the entry recorded above is not read on a side
+
+
+ONE_ROUND = AS_AB_SIDE.replace("        return first", "        again(True)\n        return first")
+
+KEPT_AFTER = """
+from gpuperf.wiring.stash import PERF
+
+
+def test_zz_after(request):
+    kept = [item.stash[PERF].measure for item in request.session.items if PERF in item.stash]
+    assert len(kept) == 1 and kept[0].rounds
+    assert not kept[0]._recipes and not kept[0]._relocated, "a finished test's operands outlived it"
+"""
+
+
+def test_a_finished_test_s_operands_do_not_outlive_it(sim_project: pytest.Pytester) -> None:
+    """The item keeps its ``perf`` (and so the measurer) to the session's end: the measure fixture's teardown drops
+    what the measurer kept to measure again, the operands and an A/B round's relocated copies."""
+    sim_project.makepyfile(as_ab_side=ONE_ROUND, test_zz_after=KEPT_AFTER)
+    sim_project.syspathinsert()
+    result = sim_project.runpytest("-p", "no:cacheprovider", "-p", "as_ab_side", "--results-dir", "none",
+                                   "--warmup-time", "0", "--min-sample-time", "0.001", "-k", "quiet or after")
+    result.assert_outcomes(skipped=1, passed=1, deselected=2)

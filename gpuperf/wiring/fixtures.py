@@ -219,6 +219,13 @@ class Measurer:
         self._recipes[id(measurement)] = (measurement, recipe)
         return measurement
 
+    def release(self) -> None:
+        """Forget what was kept to measure again (the operands, their relocated copies): at the test's end, since
+        the test's item keeps its ``perf``, and with it this object, to the session's end. Kept, every test's
+        buffers outlived it: two A/B sides, each with its rounds' copies, ran an H200 out of memory."""
+        self._recipes.clear()
+        self._relocated.clear()
+
     def again(self, measurement: Measurement, relocate: bool = False) -> Measurement:
         """Re-run the measurement that produced ``measurement`` (a gate's confirmation, an A/B round); with
         ``relocate``, as both do (``turns.py``), on copies of its operands in fresh memory (``rotation.relocated``).

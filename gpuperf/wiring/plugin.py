@@ -198,14 +198,16 @@ def rng(request: pytest.FixtureRequest) -> Any:
 
 
 @pytest.fixture
-def measure(request: pytest.FixtureRequest, gpu: Any, stream: Any, flush_mode: str) -> Measurer:
+def measure(request: pytest.FixtureRequest, gpu: Any, stream: Any, flush_mode: str) -> Iterator[Measurer]:
     """``measure(fn, work, operands=(), flush=None, label="")`` → ``Measurement`` (see timing.py)."""
     from gpuperf.wiring.fixtures import case_id_of
 
     state = request.config.stash[STATE]
     entry = None if state.options.update else state.entry(gpu.info.slug, case_id_of(request.node.nodeid))
-    return request.config.stash[POOL].measurer(gpu, stream, state.options, flush_mode, entry=entry,
-                                                round_band=state.turns.round_band)
+    measurer = request.config.stash[POOL].measurer(gpu, stream, state.options, flush_mode, entry=entry,
+                                                   round_band=state.turns.round_band)
+    yield measurer
+    measurer.release()
 
 
 def _family(item: pytest.Item) -> str:
