@@ -44,10 +44,13 @@ from gpuperf.measure.measurement import Measurement
 from gpuperf.wiring.fixtures import Measurer
 ''' + FAKE_DEVICE + '''
 ROOT = Path(__file__).parent
+random.seed(os.environ.get("GPUPERF_AB_SIDE", ""))  # each side's noise the same run after run
 
 
 class SyntheticTimer:
-    """Seconds per call from the tree's speed.json, with 0.1 % noise; kernels.json names each call's kernel."""
+    """Seconds per call from the tree's speed.json, with 0.1 % noise; kernels.json names each call's kernel.
+    ``FAKE_FIRST_PASS_SLOWDOWN``: slower in the first pair of processes only (not in a confirming pass's), as a
+    process can be."""
 
     def measure(self, fn, work, operands=(), flush="cold", label="", prefer_method="", band=None, repeat=False):
         name = fn()
@@ -57,6 +60,8 @@ class SyntheticTimer:
             time.sleep(60)
         seconds = json.loads((ROOT / "speed.json").read_text())[name] * (1 + random.gauss(0, 0.001))
         seconds *= 1 + float(os.environ.get("FAKE_SLOWDOWN", "0"))
+        if "GPUPERF_AB_ONLY" not in os.environ:
+            seconds *= 1 + float(os.environ.get("FAKE_FIRST_PASS_SLOWDOWN", "0"))
         kernel = json.loads((ROOT / "kernels.json").read_text())[name]
         return Measurement(samples_s=tuple(seconds * f for f in (0.999, 1.0, 1.001) * 4), work=work, flush=flush,
                            method="synthetic",
@@ -488,3 +493,42 @@ def test_the_schedule_never_deadlocks_nor_lets_both_sides_run(base_tests: list[t
         checked = {test for test, checks in base_tests if checks} & {test for test, checks in head_tests if checks}
         paired = {case.test for case, verdict in verdicts if verdict.status == "SAME"}
         assert checked <= paired  # the tests both run, in the same order: every case both checked is paired
+
+
+@pytest.mark.parametrize("plant", ["FAKE_FIRST_PASS_SLOWDOWN", "FAKE_SLOWDOWN"])
+def test_a_slowdown_near_the_threshold_is_measured_again_in_a_fresh_pair_of_processes(
+        repo: tuple[Path, dict[str, str]], tmp_path: Path, plant: str) -> None:
+    """A slowdown whose interval reaches back across -2 % is measured again by a fresh pair of processes (only its
+    tests, ``confirm/``): one of the first head process only is cleared there, exit 0; a real one shows twice and
+    stands, exit 1."""
+    path, commits = repo
+    done = _ab(path, tmp_path / "out", "--base", commits["base"], "--head", commits["base"], "--head-env",
+               f"{plant}=0.024", "--", "perf_tests", "-k", "gemm")
+    gemm = _cases(tmp_path / "out")[GEMM_ID]
+    assert "measured again in a fresh pair of processes" in done.stdout, done.stdout + done.stderr
+    assert "re-measured in a fresh pair of processes: first series -2." in str(gemm["note"]), gemm
+    log = (tmp_path / "out" / "confirm" / "head" / "pytest.log").read_text()
+    assert "1 skipped, 2 deselected" in log  # the GEMV (-k) and the correctness test; the GEMM measured again
+    if plant == "FAKE_FIRST_PASS_SLOWDOWN":
+        assert (done.returncode, gemm["status"]) == (0, "SAME"), done.stdout + done.stderr
+    else:
+        assert (done.returncode, gemm["status"]) == (1, "SLOWER"), done.stdout + done.stderr
+
+
+def test_a_confirming_pass_s_side_keeps_only_the_tests_of_its_cases() -> None:
+    """``$GPUPERF_AB_ONLY``'s case ids (the GPU segment of a node id dropped): only their tests, and only those
+    that check a figure, are kept; the rest are reported deselected."""
+    from types import SimpleNamespace
+
+    from gpuperf.ab.side import SideHooks
+
+    def item(nodeid: str, checks: bool = True) -> Any:
+        return SimpleNamespace(nodeid=nodeid, fixturenames=["measure", "perf"] if checks else ["measure"])
+
+    items = [item("t.py::a[gpu0-x]"), item("t.py::b[x]"), item("t.py::c[x]", checks=False), item("t.py::a[gpu1-y]")]
+    deselected: list[Any] = []
+    config = SimpleNamespace(hook=SimpleNamespace(pytest_deselected=lambda items: deselected.extend(items)))
+    hooks = SideHooks(turns=None, suite_test=lambda item: True, only=frozenset({"t.py::a[x]", "t.py::c[x]"}))
+    hooks.pytest_collection_modifyitems(config, items)  # type: ignore[arg-type]
+    assert [i.nodeid for i in items] == ["t.py::a[gpu0-x]"]
+    assert [i.nodeid for i in deselected] == ["t.py::b[x]", "t.py::c[x]", "t.py::a[gpu1-y]"]

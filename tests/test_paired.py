@@ -120,6 +120,19 @@ def test_a_transient_slowdown_is_cleared_by_its_second_series() -> None:
     assert standing.status == Verdict.SAME and "first series -5" in standing.note and not standing.failed
 
 
+def test_a_slowdown_not_shown_twice_does_not_stand() -> None:
+    """On an H200 an unchanged FP8 projection read -2.05 % (SLOWER, its interval reaching back across -2 %) in one
+    pair of processes and -1.73 % (NOISY) in its second series: the slowdown did not show twice, so the second
+    series' verdict stands, not the first's; shown twice, the better slowdown stands."""
+    first = CaseVerdict(Verdict.SLOWER, -2.05, -3.22, -0.88, 12)
+    noisy = CaseVerdict(Verdict.NOISY, -1.73, -2.9, -0.56, 12)
+    assert confirm(first, noisy).status == Verdict.NOISY
+    slower = CaseVerdict(Verdict.SLOWER, -2.4, -2.9, -2.1, 3)
+    standing = confirm(first, slower)
+    assert (standing.status, standing.delta_pct, standing.series) == (Verdict.SLOWER, -2.05, 2)
+    assert "fresh pair of processes" in standing.note
+
+
 def test_the_stopping_rule_waits_for_min_rounds_and_the_needed_precision() -> None:
     exact = pair([RoundFigure(10.0)] * 2, [RoundFigure(10.0)] * 2)
     assert not enough(exact)  # no spread, but fewer than MIN_ROUNDS

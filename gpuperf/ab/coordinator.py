@@ -10,7 +10,8 @@ each checked figure is measured in rounds, A B B A …, until the paired rule (`
 Each process's NVML contention check leaves out its sibling (``$GPUPERF_GPU_SIBLINGS``).
 
 Out (``--out``, default ``results/ab-<timestamp>/``): ``base/`` and ``head/`` (each side's ``results.json``,
-``results.csv``, ``summary.md`` and its pytest log), ``ab.json`` (every case's rounds and verdict) and
+``results.csv``, ``summary.md`` and its pytest log; ``confirm/base`` and ``confirm/head`` for a pass that measured
+the slowdowns near the threshold again in a fresh pair of processes), ``ab.json`` (every case's rounds and verdict) and
 ``summary.md`` (also appended to ``$GITHUB_STEP_SUMMARY``). With ``--history`` both sides' runs are appended to
 the history with their commits (kind ``ab``).
 
@@ -40,7 +41,7 @@ from pathlib import Path
 from typing import IO, Any
 
 import gpuperf
-from gpuperf.ab.messages import HELLO, SIDE_ENV, SOCKET_ENV, THRESHOLD_ENV
+from gpuperf.ab.messages import HELLO, ONLY_ENV, SIDE_ENV, SOCKET_ENV, THRESHOLD_ENV
 from gpuperf.ab.paired import CaseVerdict, Verdict
 from gpuperf.ab.report import AbRow, ab_json_text, summary_markdown, terminal_table
 from gpuperf.ab.schedule import BASE, HEAD, SIDES, Case, Schedule
@@ -352,6 +353,24 @@ def refuse_used_out(out: Path) -> None:
                          "results/ab-<timestamp>/, is new each run), or remove that one first")
 
 
+def _confirm(schedule: Schedule, trees: dict[str, Tree], selection: list[str], out: Path, work: Path,
+             args: argparse.Namespace) -> Schedule | None:
+    """The slowdowns near the threshold measured again in a fresh pair of processes (``out/confirm/``), and
+    settled (``Schedule.settle``); the confirming pass's schedule, or ``None`` when there was none to confirm."""
+    pending = schedule.unconfirmed()
+    if not pending:
+        return None
+    print(f"gpuperf ab: {len(pending)} slowdown(s) near the threshold measured again in a fresh pair of processes",
+          flush=True)
+    only = {ONLY_ENV: json.dumps(sorted({case.test for case in pending}))}
+    confirming = Schedule(threshold=schedule.threshold, rounds_max=schedule.rounds_max)
+    (work / "confirm").mkdir()
+    Coordinator(confirming, work / "confirm", args.turn_timeout,
+                {BASE: only, HEAD: {**dict(args.head_env), **only}}).run(trees, selection, out / "confirm")
+    schedule.settle(confirming)
+    return confirming
+
+
 def run(args: argparse.Namespace) -> int:
     repo = top_level(_resolved(args.repo, "--repo"))
     base = resolve_commit(repo, args.base, "--base")
@@ -373,8 +392,10 @@ def run(args: argparse.Namespace) -> int:
         print(f"gpuperf ab: base {base[:12]} against head {head[:12]}{dirty}: {' '.join(selection)} (logs in "
               f"{out}/base, {out}/head)", flush=True)
         Coordinator(schedule, work, args.turn_timeout, {HEAD: dict(args.head_env)}).run(trees, selection, out)
+        confirming = _confirm(schedule, trees, selection, out, work, args)
     rows = [case_row(case, verdict) for case, verdict in schedule.verdicts()]
-    lost = [f"the {side.name} side {side.lost}" for side in schedule.sides.values() if side.lost]
+    lost = [f"the {side.name} side {side.lost}" for s in (schedule, confirming) if s is not None
+            for side in s.sides.values() if side.lost]
     appended = _appended(history, trees, out, base, head)
     if appended.startswith("error: "):
         lost.append(f"the runs were not appended to the history ({appended.removeprefix('error: ')})")

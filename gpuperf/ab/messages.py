@@ -1,6 +1,6 @@
 """What a side of an A/B run and its coordinator say to each other: JSON lines on a Unix socket whose path the
 coordinator passes in ``$GPUPERF_AB_SOCKET``, the side's name in ``$GPUPERF_AB_SIDE``, the run's threshold in
-``$GPUPERF_AB_THRESHOLD``. The side (``side.py``) says
+``$GPUPERF_AB_THRESHOLD``, and in a confirming pass the cases it is to measure in ``$GPUPERF_AB_ONLY``. The side (``side.py``) says
 which suite tests it collected (``hello``), asks before each suite test (``start``), reports each checked figure
 (``round``: answered ``again`` or ``done``) and says when it is finished (``end``); the coordinator
 (``coordinator.py``) answers as the schedule (``schedule.py``) decides.
@@ -14,6 +14,8 @@ SOCKET_ENV = "GPUPERF_AB_SOCKET"
 SIDE_ENV = "GPUPERF_AB_SIDE"
 #: The run's threshold (a fraction), which each side samples its rounds to.
 THRESHOLD_ENV = "GPUPERF_AB_THRESHOLD"
+#: A confirming pass's cases (a JSON list of case ids): its sides run only the tests of those.
+ONLY_ENV = "GPUPERF_AB_ONLY"
 
 # Requests (side → coordinator) and answers (coordinator → side).
 HELLO, START, ROUND, END = "hello", "start", "round", "end"

@@ -22,8 +22,10 @@ The rule (``python -m gpuperf ab``, docs/ab.md):
   lies far inside the threshold), or the interval lies wholly inside or wholly past the threshold (the verdict is
   known), or at the round limit.
 - **Confirmation.** A ``SLOWER`` case whose interval reaches back across the threshold is measured again, a fresh
-  series of rounds (``confirm``): the better series stands, so a slowdown near the threshold must show twice, as
-  the gate confirms a regression. One whose whole interval lies past the threshold stands on its first series.
+  series of rounds in a fresh pair of processes (``confirm``): a slowdown near the threshold stands only when it
+  shows twice, the better series then; otherwise the second series' verdict stands. What two processes differ by
+  (where a library's workspace landed) repeats in all their rounds, so the second series is not theirs. One whose
+  whole interval lies past the threshold stands on its first series.
 
 A case measured on one side only, or without a figure on a side, is ``UNPAIRED``: never a pass.
 
@@ -250,12 +252,13 @@ def judge(paired: Paired, threshold: float = DEFAULT_THRESHOLD) -> CaseVerdict:
 
 
 def confirm(first: CaseVerdict, second: CaseVerdict) -> CaseVerdict:
-    """The standing verdict of a slowdown's two series of rounds: the better series (higher Δ) among the
-    judged ones stands, so a slowdown stands only when the re-measurement shows it too."""
-    judged = [v for v in (first, second) if v.delta_pct is not None and v.status != Verdict.NOISY]
-    chosen = max(judged, key=lambda v: v.delta_pct or 0.0) if judged else second
-    tries = f"re-measured: first series {first.delta_pct or math.nan:+.2f} % ({first.status}), second " \
-            f"{second.delta_pct or math.nan:+.2f} % ({second.status})"
+    """The standing verdict of a slowdown's two series of rounds (the second in a fresh pair of processes): a
+    slowdown stands only when the re-measurement shows it too, the better series (higher Δ) then; otherwise the
+    second series' verdict (``SAME``, ``FASTER``, or ``NOISY``: not shown twice, and not settled)."""
+    both = second.status == Verdict.SLOWER and first.status == Verdict.SLOWER
+    chosen = max((first, second), key=lambda v: v.delta_pct or 0.0) if both else second
+    tries = f"re-measured in a fresh pair of processes: first series {first.delta_pct or math.nan:+.2f} % " \
+            f"({first.status}), second {second.delta_pct or math.nan:+.2f} % ({second.status})"
     return CaseVerdict(chosen.status, chosen.delta_pct, chosen.low_pct, chosen.high_pct, chosen.rounds,
                        chosen.basis, "; ".join(part for part in (chosen.note, tries) if part), series=2)
 

@@ -6,8 +6,9 @@ that was answered runs, holding the GPU, until its next request; the next turn i
 runs. Rules, in order (``next_grant``):
 
 1. A side waiting at a round of a case that already has its verdict is told ``done``.
-2. Both sides at the same case: rounds alternate A B B A … (``_alternate``) until ``paired.enough``; a slowdown
-   near the threshold is measured again in a second series (``paired.confirm``), then both are told ``done``.
+2. Both sides at the same case: rounds alternate A B B A … (``_alternate``) until ``paired.enough``, then both
+   are told ``done``; a slowdown near the threshold is left ``unconfirmed``: the command measures it again in a
+   fresh pair of processes (``paired.confirm``), since what the two processes differ by repeats in their rounds.
 3. A side at a case the other side cannot measure any more (not in its tests, passed, finished, crashed) is
    told ``done``: the case is ``UNPAIRED``, measured on that side only.
 4. A side at a case the other side has still to reach waits: the other side is let start its next test.
@@ -58,10 +59,10 @@ class Case:
 
     key: str
     test: str
-    rounds: dict[str, list[Record]] = field(default_factory=lambda: {BASE: [], HEAD: []})  # the current series
+    rounds: dict[str, list[Record]] = field(default_factory=lambda: {BASE: [], HEAD: []})
     measured: dict[str, list[Record]] = field(default_factory=lambda: {BASE: [], HEAD: []})  # every round
-    series: list[CaseVerdict] = field(default_factory=list)  # a finished first series (a slowdown to confirm)
     verdict: CaseVerdict | None = None
+    unconfirmed: bool = False  # a slowdown whose interval reaches back across the threshold: to measure again
 
     @property
     def kernel_change(self) -> str:
@@ -165,14 +166,12 @@ class Schedule:
             # the limit counts rounds measured, not rounds paired: a side without a valid figure must end too
             if on_base >= self.rounds_max or enough(paired, self.threshold, self.rounds_max):
                 verdict = judge(paired, self.threshold)
-                if verdict.status == Verdict.SLOWER and not case.series:
-                    if needs_second_series(paired, self.threshold):
-                        case.series.append(verdict)
-                        case.rounds = {BASE: [], HEAD: []}
-                        return self._grant(self.sides[BASE], AGAIN)
-                    verdict = replace(verdict, note=f"{verdict.note}; its whole interval lies past "
-                                                    f"-{100 * self.threshold:g} %: no second series needed")
-                case.verdict = confirm(case.series[0], verdict) if case.series else verdict
+                if verdict.status == Verdict.SLOWER:
+                    case.unconfirmed = needs_second_series(paired, self.threshold)
+                    if not case.unconfirmed:
+                        verdict = replace(verdict, note=f"{verdict.note}; its whole interval lies past "
+                                                        f"-{100 * self.threshold:g} %: no second series needed")
+                case.verdict = verdict
                 return self._grant(self.sides[BASE], DONE)
             return self._grant(self.sides[BASE if on_base % 2 == 0 else HEAD], AGAIN)
         return self._grant(self.sides[BASE if on_base < on_head else HEAD], AGAIN)
@@ -219,6 +218,25 @@ class Schedule:
                                         "its rounds were not finished")
             out.append((case, case.verdict))
         return out
+
+    def unconfirmed(self) -> list[Case]:
+        """The slowdowns near the threshold, to be measured again in a fresh pair of processes."""
+        return [case for case in self.cases.values() if case.unconfirmed]
+
+    def settle(self, confirming: Schedule) -> None:
+        """Each unconfirmed slowdown's standing verdict, from its first series and ``confirming`` (the fresh pair
+        of processes' schedule): ``paired.confirm``; a case that pass did not judge keeps its first series, saying
+        why."""
+        for case in self.unconfirmed():
+            assert case.verdict is not None
+            second = confirming.cases.get(case.key)
+            if second is None or second.verdict is None or second.verdict.status == Verdict.UNPAIRED:
+                why = second.verdict.note if second is not None and second.verdict is not None else "not measured"
+                case.verdict = replace(case.verdict, note=f"{case.verdict.note}; its re-measurement in a fresh pair of "
+                                                          f"processes gave no verdict ({why})")
+            else:
+                case.verdict = confirm(case.verdict, second.verdict)
+            case.unconfirmed = False
 
     def unmeasured_tests(self) -> dict[str, list[str]]:
         """Per side, the tests it collected to check a figure that gave none (skipped, failed before a check)."""

@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 
-from gpuperf.ab.messages import AGAIN, END, HELLO, ROUND, SIDE_ENV, SOCKET_ENV, START, THRESHOLD_ENV
+from gpuperf.ab.messages import AGAIN, END, HELLO, ONLY_ENV, ROUND, SIDE_ENV, SOCKET_ENV, START, THRESHOLD_ENV
 from gpuperf.ab.paired import DEFAULT_THRESHOLD
 from gpuperf.store.records import Record
 from gpuperf.wiring.containment import carried
@@ -132,18 +132,26 @@ class SideHooks:
     """The pytest hooks of an A/B run's side (registered by the plugin when ``ab`` started the process):
     ``suite_test`` tells the suite's tests (those using its fixtures) from the others, which take no turn."""
 
-    def __init__(self, turns: Turns, suite_test: Callable[[pytest.Item], bool]) -> None:
+    def __init__(self, turns: Turns, suite_test: Callable[[pytest.Item], bool],
+                 only: frozenset[str] | None = None) -> None:
         self.turns = turns
         self.suite_test = suite_test
+        self.only = only  # a confirming pass's case ids (``$GPUPERF_AB_ONLY``); None: every test that checks
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]) -> None:
         """A side spends the GPU on the paired verdict only: a test that checks no figure (a correctness test, a
-        unit test) is deselected here, and left to the suite's own test run; both trees' sides drop the same."""
-        dropped = [item for item in items if not checks_a_figure(item)]
+        unit test) is deselected here, and left to the suite's own test run; both trees' sides drop the same. A
+        confirming pass's side keeps only the tests of its cases."""
+        from gpuperf.wiring.case_ids import case_id_of
+
+        def kept(item: pytest.Item) -> bool:
+            return checks_a_figure(item) and (self.only is None or case_id_of(item.nodeid) in self.only)
+
+        dropped = [item for item in items if not kept(item)]
         if dropped:
             config.hook.pytest_deselected(items=dropped)
-            items[:] = [item for item in items if checks_a_figure(item)]
+            items[:] = [item for item in items if kept(item)]
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_finish(self, session: pytest.Session) -> None:
@@ -200,5 +208,7 @@ def start_side(config: pytest.Config, environ: Mapping[str, str],
         turns.end()
         raise pytest.UsageError("gpuperf ab: each side of an A/B run is one pytest process on one GPU; drop -n "
                                 "(pytest-xdist) from the selection")
-    config.pluginmanager.register(SideHooks(turns, suite_test), "gpuperf-ab-side")
+    only = environ.get(ONLY_ENV)
+    config.pluginmanager.register(SideHooks(turns, suite_test, frozenset(json.loads(only)) if only else None),
+                                  "gpuperf-ab-side")
     return turns
