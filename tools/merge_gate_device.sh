@@ -4,13 +4,14 @@
 # (the same commit on both sides, on a copy of this tree made a git repository of one commit), timed in the same
 # call, so its cost is read against that gate's; then, for each fraction of PLANTS (none by default), an A/B run with
 # a genuine slowdown planted on the head side only (tools/slowdown.py), for docs/ab.md's sensitivity table
-# (tools/sensitivity_table.py OUT_DIR/sens-*.json).
+# (tools/sensitivity_table.py OUT_DIR/sens-*.json); with GEMV=1, last, `pytest perf_tests -k gemv` timed.
 #
-#   PLANTS="0.05 0.02" tools/merge_gate_device.sh [OUT_DIR]          # OUT_DIR defaults to $OUT
+#   PLANTS="0.05 0.02" GEMV=1 tools/merge_gate_device.sh [OUT_DIR]          # OUT_DIR defaults to $OUT
 #
 # Leaves in OUT_DIR: merge-gate.log (every step, pytest's and the wall clock's times), gate.json (the gate's
-# results.json), durations.txt (its tests' durations over 0.05 s), aa.json (the A/A run's ab.json), sens-<F>.json
-# (each planted run's ab.json). Needs the wheels of .whl/.
+# results.json), durations.txt (its tests' durations over 0.05 s), aa.json (the A/A run's ab.json) and
+# aa-base.log.gz / aa-head.log.gz (its sides' pytest logs), sens-<F>.json (each planted run's ab.json).
+# Needs the wheels of .whl/.
 set -uo pipefail
 
 out=${1:-${OUT:?usage: tools/merge_gate_device.sh OUT_DIR (or set OUT)}}
@@ -46,6 +47,7 @@ rc=$?
 tail -25 "$scratch/aa.out"
 echo "A/A: exit $rc wall=$(seconds "$start") s"
 cp "$scratch/aa/ab.json" "$out/aa.json" || echo "no ab.json from the A/A run"
+for side in base head; do gzip -c "$scratch/aa/$side/pytest.log" > "$out/aa-$side.log.gz" 2>/dev/null; done
 
 for plant in ${PLANTS:-}; do
     step "A/B: a genuine ${plant} slowdown on the head side, timed"
@@ -57,5 +59,13 @@ for plant in ${PLANTS:-}; do
     echo "planted $plant: exit $rc wall=$(seconds "$start") s"
     cp "$scratch/sens-$plant/ab.json" "$out/sens-$plant.json" || echo "no ab.json from the $plant run"
 done
+if [ "${GEMV:-0}" = 1 ]; then
+    step "pytest perf_tests -k gemv, timed"
+    cd "$root" || exit 1
+    start=$(date +%s.%N)
+    python3 -m pytest perf_tests -k gemv -p no:cacheprovider -q --history none --results-dir "$scratch/gemv" 2>&1 \
+        | tail -2
+    echo "-k gemv: rc=${PIPESTATUS[0]} wall=$(seconds "$start") s"
+fi
 rm -rf "$scratch" "$repo"
 step "done"
