@@ -17,6 +17,7 @@ from test_clock_measurement import ClockedDevice, stamping_timer
 from test_plugin import FAKE_DEVICE
 from test_timing import SimArray, SimDevice, WORK, launched, make_timer
 
+from gpuperf.measure.measurement import Method
 from gpuperf.measure.stats import (Band, IntervalCriterion, JudgedFigure, Sampling, Stop, StoppingRule, StopParams,
                                    batch_sizes, summarize)
 from gpuperf.store.baseline import ClockFree, Entry
@@ -284,17 +285,20 @@ def test_a_quiet_short_kernel_with_a_band_takes_its_floor_of_samples_in_one_trac
 
 def test_a_repeat_is_warmed_by_count_and_carries_no_second_cross_check() -> None:
     """An A/B round after the first (``repeat``): the calls are loaded and warm, so three warm-up calls, not
-    ``warmup_time_s`` of them, and no event-timed phase: its traced figure is the same, its cross-check absent."""
+    ``warmup_time_s`` of them; no event-timed phase, nor the rotated copies it would time (its traced figure is the
+    same, its cross-check absent); and a floor of three samples, the paired rule judging the rounds' scatter."""
     device = SimDevice()
-    timer, _, _ = make_timer(device, traced=True, warmup_calls=3, warmup_time_s=0.01)
-    first = timer.measure(launched(device, 1e-3, 0.0), WORK, operands=(SimArray(2**30),), band=Band(time=BAND))
-    started = len(device.log)
-    again = timer.measure(launched(device, 1e-3, 0.0), WORK, operands=(SimArray(2**30),), band=Band(time=BAND),
+    timer, _, backend = make_timer(device, traced=True, warmup_calls=3, warmup_time_s=0.01)
+    first = timer.measure(launched(device, 50e-6, 0.0), WORK, operands=(SimArray(2**20),), band=Band(time=BAND))
+    started, copies = len(device.log), backend.copies
+    again = timer.measure(launched(device, 50e-6, 0.0), WORK, operands=(SimArray(2**20),), band=Band(time=BAND),
                           repeat=True)
-    assert first.warmup_calls == 11 and again.warmup_calls == 3
-    assert first.event_median_s == pytest.approx(1e-3) and first.event_method
-    assert again.event_median_s is None and again.event_method == ""
+    assert first.warmup_calls > 3 and again.warmup_calls == 3
+    assert first.event_median_s == pytest.approx(50e-6) and first.event_method == Method.COLD_ROTATE and copies
+    assert again.event_median_s is None and again.event_method == "" and backend.copies == copies
     assert again.median_s == pytest.approx(first.median_s) and again.method == first.method
+    assert first.sampling is not None and again.sampling is not None
+    assert (first.sampling.samples, again.sampling.samples) == (10, 3)
     assert device.log[started:].count("event") < device.log[:started].count("event") / 2
 
 

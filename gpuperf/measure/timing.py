@@ -72,6 +72,9 @@ class SamplingConfig:
     #: held samples give it; no floor of GPU time (for a short kernel it cost ten times its GPU time in launches).
     crosscheck_rule: StoppingRule = field(default_factory=lambda: StoppingRule(
         min_samples=5, min_time_s=0.0, noise_target=0.01, timeout_s=0.5))
+    #: The floor of samples of a repeat (an A/B round after the first): the paired rule judges the rounds' scatter,
+    #: so a round need not hold the median by itself; three samples still outvote one preempted sample.
+    repeat_min_samples: int = 3
     hot_min_sample_s: float = 50e-6  # hot samples batch calls up to at least this long
     batch_time_s: float = 0.05  # GPU time enqueued between host checks
     max_batch: int = 32
@@ -141,15 +144,18 @@ class Timer:
         way tomorrow; empty (or a traced method): chosen from the warm call's length. ``band``: the bands the
         case's verdict will use; the figure of record is then sampled until its interval is within the rule's
         fraction of the band it will be judged within (``None``: until the fixed noise target). ``repeat``: an A/B
-        round of a call measured already, warm: warmed up by count only, no second event-timed cross-check."""
+        round of a call measured already, warm: warmed by count, no second cross-check, a floor of 3 samples."""
         if flush not in Flush.MODES:
             raise ValueError(f"flush must be one of {Flush.MODES}, got {flush!r}")
         stream = self.backend.current_stream()
         clock_before = self.nvml.sm_clock_mhz()
         warm_calls, per_call, holding, codes = self._warm_up(fn, operands, flush, stream, repeat)
         compiled_after_warm_up = self.compiled()
-        method, calls, operand_sets = self._event_method(operands, flush, per_call, prefer_method)
-        events = self._events(fn, operand_sets, method, calls, per_call, stream, holding, band, repeat)
+        crosscheck = self.tracer is None or not repeat
+        method, calls, operand_sets = self._event_method(operands, flush, per_call, prefer_method) if crosscheck \
+            else ("", 1, [])
+        events = self._events(fn, operand_sets, method, calls, per_call, stream, holding, band) if crosscheck \
+            else _Sampled(holding=holding)
         event_method = "" if not events.samples else method if events.holding else f"{method}{Method.UNHELD_SUFFIX}"
         traced: _Sampled | None = None
         kernels: tuple[Kernel, ...] = ()
@@ -157,7 +163,7 @@ class Timer:
         if self.tracer is not None:
             try:
                 traced, kernels, trace_note = self._trace(fn, operands, flush, per_call, stream, events.holding,
-                                                          codes, band)
+                                                          codes, band, repeat)
             except Unmeasurable as exc:
                 raise UnmeasurableCall(str(exc), work, label, flush) from None
         compiled = self.compiled() - compiled_after_warm_up
@@ -243,10 +249,8 @@ class Timer:
         return Method.COLD_FLUSH, 1, operand_sets
 
     def _events(self, fn: Callable[..., Any], operand_sets: list[tuple[Any, ...]], method: str, calls: int,
-                per_call: float, stream: Any, holding: bool, band: Band | None, repeat: bool) -> _Sampled:
-        """The event-timed phase: the figure without a tracer; with one, its cross-check (none for a repeat)."""
-        if self.tracer is not None and repeat:
-            return _Sampled(holding=holding)
+                per_call: float, stream: Any, holding: bool, band: Band | None) -> _Sampled:
+        """The event-timed phase: the figure without a tracer; with one, its cross-check."""
         batches = self._event_batches(fn, operand_sets, method, calls, per_call, stream)
         if self.tracer is not None:
             return self._sample(batches, self.config.crosscheck_rule, holding)
@@ -280,8 +284,8 @@ class Timer:
         return run
 
     def _trace(self, fn: Callable[..., Any], operands: Sequence[Any], flush: str, per_call: float, stream: Any,
-               holding: bool, codes: Mapping[str, str],
-               band: Band | None = None) -> tuple[_Sampled | None, tuple[Kernel, ...], str]:
+               holding: bool, codes: Mapping[str, str], band: Band | None = None,
+               repeat: bool = False) -> tuple[_Sampled | None, tuple[Kernel, ...], str]:
         """The traced phase: every call preceded by a separator kernel (the flush when cold, an empty marker
         when hot), each call's span read from its kernel records, and the SM clock it ran at from the
         separators' stamps (``sm_clock.py``). A sample is the mean span of consecutive calls covering
@@ -292,6 +296,7 @@ class Timer:
         calls enqueued. ``Unmeasurable`` when the callable launched no kernel, or kernels unordered with the
         measuring stream (``stray_kernels``): then no interval holds their time, and no figure may be taken."""
         config, tracer = self.config, self.tracer
+        rule = replace(config.rule, min_samples=config.repeat_min_samples) if repeat else config.rule
         calls = TracedCalls(self.backend, tracer, self._separators(flush), fn, operands, stream)
         tracer.start()
         try:
@@ -305,9 +310,9 @@ class Timer:
                                int(config.batch_time_s / max(per_call, 1e-6)), config.max_traced_calls))
             group = max(1, min(count, math.ceil(config.min_sample_s / max(span_s(probe[0][0]), 1e-9) - 1e-6)))
             if band is not None:  # the first batch holds the floor of samples: one round trip for a quiet case
-                group = max(1, min(group, count // config.rule.min_samples))
+                group = max(1, min(group, count // rule.min_samples))
             count -= count % group
-            sizes = batch_sizes(count, group, config.rule.min_samples if band is not None else None)
+            sizes = batch_sizes(count, group, rule.min_samples if band is not None else None)
 
             def run(held: bool) -> Batch | None:
                 enqueued = calls.enqueue(next(sizes), held)
@@ -319,7 +324,7 @@ class Timer:
                 return traced_batch(*enqueued, group)
 
             try:
-                sampled = self._sample(run, replace(config.rule, min_time_s=config.traced_min_time_s), holding, band)
+                sampled = self._sample(run, replace(rule, min_time_s=config.traced_min_time_s), holding, band)
             except TraceMismatch as exc:
                 return None, (), str(exc)
         finally:
