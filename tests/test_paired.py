@@ -81,8 +81,8 @@ def test_an_unchanged_case_noisier_than_the_precision_is_same_once_its_interval_
     verdict = judge(paired)
     assert verdict.status == Verdict.SAME and "inside ±2 %" in verdict.note and not verdict.failed
     straddling = Paired((0.03, -0.03, 0.02, -0.025))
-    assert not within(straddling, DEFAULT_THRESHOLD) and not enough(straddling)
-    assert judge(straddling).status == Verdict.NOISY and "reaches past ±2 %" in judge(straddling).note
+    assert not within(straddling, DEFAULT_THRESHOLD) and not enough(straddling)  # more rounds, up to the limit
+    assert judge(straddling).status == Verdict.SAME and "reaches past ±2 %" in judge(straddling).note
 
 
 def test_a_noisy_case_says_about_how_many_rounds_would_settle_it() -> None:
@@ -106,10 +106,17 @@ def test_a_speedup_is_faster() -> None:
     assert _run(0.05, 0.003, 3).status == Verdict.FASTER
 
 
-def test_noise_the_round_limit_cannot_beat_is_noisy_never_same() -> None:
-    verdict = _run(0.0, 0.05, 11)
-    assert verdict.status == Verdict.NOISY and verdict.rounds == DEFAULT_ROUNDS_MAX
-    assert "--rounds-max" in verdict.note and verdict.failed
+def test_at_the_round_limit_a_mean_within_the_threshold_is_same_and_one_past_it_noisy() -> None:
+    """Rounds that scatter by several per cent (where a case's buffers land moves it: an H200's Llama-3-70B
+    gate_up-t1 projection read [-2.90, +3.77] % after 12 rounds of an A/A run) cannot settle the interval in the
+    round limit: a mean within ±2 % is SAME, judged on its mean and saying so; a mean past it whose interval still
+    reaches zero is NOISY, never SAME."""
+    within = judge(Paired((-0.05, 0.06, -0.03, 0.04, 0.01, -0.02)))
+    assert within.status == Verdict.SAME and not within.failed
+    assert "judged on its mean at the round limit" in within.note and "--rounds-max" in within.note
+    past = judge(Paired((-0.09, 0.02, -0.08, 0.03, -0.07, -0.01)))
+    assert abs(past.delta_pct or 0) > 2 and (past.high_pct or 0) > 0
+    assert past.status == Verdict.NOISY and past.failed and "--rounds-max" in past.note
 
 
 def test_a_transient_slowdown_is_cleared_by_its_second_series() -> None:
@@ -168,7 +175,8 @@ def test_the_verdict_follows_its_interval(ratios: list[float], threshold: float)
     if verdict.status == Verdict.SLOWER:
         assert paired.delta_pct < -100 * threshold and high < 0
     if verdict.status == Verdict.SAME:
-        assert paired.half_width <= PRECISION * threshold or -100 * threshold <= low <= high <= 100 * threshold
+        settled = paired.half_width <= PRECISION * threshold or -100 * threshold <= low <= high <= 100 * threshold
+        assert settled or (abs(paired.delta_pct) <= 100 * threshold and "judged on its mean" in verdict.note)
     if verdict.status == Verdict.NOISY:
-        assert low < -100 * threshold or high > 100 * threshold
+        assert (low < -100 * threshold or high > 100 * threshold) and abs(paired.delta_pct) > 100 * threshold
     assert verdict.status in Verdict.ORDER

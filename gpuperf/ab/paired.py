@@ -15,8 +15,10 @@ The rule (``python -m gpuperf ab``, docs/ab.md):
   percentages of throughput: Δ = exp(mean) − 1.
 - **Verdict.** ``SLOWER`` when Δ is below −threshold *and* the interval excludes zero; ``FASTER`` mirrored;
   ``SAME`` when neither holds and the interval is as narrow as the rule needs, or lies wholly inside ±threshold
-  (whatever changed is smaller than the threshold: an equivalence test); ``NOISY`` otherwise (the round limit came
-  first with an interval that reaches past the threshold).
+  (whatever changed is smaller than the threshold: an equivalence test). At the round limit with an interval that
+  still reaches past the threshold (a case whose rounds scatter with where its buffers land): ``SAME`` judged on
+  its mean when Δ lies within ±threshold, the row saying so and how many rounds would settle it; ``NOISY`` when Δ
+  lies past the threshold but the interval reaches zero.
 - **Stopping.** Enough rounds once there are ``MIN_ROUNDS`` and the interval's half-width is at most
   ``PRECISION`` × threshold (a slowdown at the threshold then excludes zero by a margin, and an unchanged case
   lies far inside the threshold), or the interval lies wholly inside or wholly past the threshold (the verdict is
@@ -241,10 +243,14 @@ def judge(paired: Paired, threshold: float = DEFAULT_THRESHOLD) -> CaseVerdict:
         status, note = Verdict.SAME, f"the interval lies inside ±{limit:g} %: any change is smaller than the threshold"
     else:
         needed = rounds_needed(paired, threshold)
-        status, note = Verdict.NOISY, (
-            f"the interval [{low:+.2f}, {high:+.2f}] % reaches past ±{limit:g} % after {paired.rounds} rounds, and "
-            f"is wider than the ±{100 * PRECISION * threshold:g} % that would settle it; its rounds scatter so that "
-            f"about {needed} would: raise --rounds-max, or find what else runs on the GPU")
+        unsettled = (f"the interval [{low:+.2f}, {high:+.2f}] % reaches past ±{limit:g} % after {paired.rounds} rounds, "
+                     f"and is wider than the ±{100 * PRECISION * threshold:g} % that would settle it; its rounds "
+                     f"scatter so that about {needed} would")
+        if abs(paired.delta_pct) <= limit:
+            status, note = Verdict.SAME, (f"judged on its mean at the round limit: {unsettled} (raise --rounds-max "
+                                          "for it); a change within the interval is not excluded")
+        else:
+            status, note = Verdict.NOISY, f"{unsettled}: raise --rounds-max, or find what else runs on the GPU"
     if paired.basis == Basis.CYCLES:
         note = "; ".join(part for part in (note, "judged on cycles: a round ran clock-capped") if part)
     return CaseVerdict(status, paired.delta_pct, low, high if math.isfinite(high) else None, paired.rounds,
