@@ -11,7 +11,7 @@ Each process's NVML contention check leaves out its sibling (``$GPUPERF_GPU_SIBL
 
 Out (``--out``, default ``results/ab-<timestamp>/``): ``base/`` and ``head/`` (each side's ``results.json``,
 ``results.csv``, ``summary.md`` and its pytest log; ``confirm/base`` and ``confirm/head`` for a pass that measured
-the slowdowns near the threshold again in a fresh pair of processes), ``ab.json`` (every case's rounds and verdict) and
+the failing cases again in a fresh pair of processes), ``ab.json`` (every case's rounds and verdict) and
 ``summary.md`` (also appended to ``$GITHUB_STEP_SUMMARY``). With ``--history`` both sides' runs are appended to
 the history with their commits (kind ``ab``).
 
@@ -355,13 +355,12 @@ def refuse_used_out(out: Path) -> None:
 
 def _confirm(schedule: Schedule, trees: dict[str, Tree], selection: list[str], out: Path, work: Path,
              args: argparse.Namespace) -> Schedule | None:
-    """The slowdowns near the threshold measured again in a fresh pair of processes (``out/confirm/``), and
+    """The failing cases (SLOWER, NOISY) measured again in a fresh pair of processes (``out/confirm/``), and
     settled (``Schedule.settle``); the confirming pass's schedule, or ``None`` when there was none to confirm."""
     pending = schedule.unconfirmed()
     if not pending:
         return None
-    print(f"gpuperf ab: {len(pending)} slowdown(s) near the threshold measured again in a fresh pair of processes",
-          flush=True)
+    print(f"gpuperf ab: {len(pending)} failing case(s) measured again in a fresh pair of processes", flush=True)
     only = {ONLY_ENV: json.dumps(sorted({case.test for case in pending}))}
     confirming = Schedule(threshold=schedule.threshold, rounds_max=schedule.rounds_max)
     (work / "confirm").mkdir()

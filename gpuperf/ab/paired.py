@@ -23,11 +23,10 @@ The rule (``python -m gpuperf ab``, docs/ab.md):
   ``PRECISION`` × threshold (a slowdown at the threshold then excludes zero by a margin, and an unchanged case
   lies far inside the threshold), or the interval lies wholly inside or wholly past the threshold (the verdict is
   known), or at the round limit.
-- **Confirmation.** A ``SLOWER`` case whose interval reaches back across the threshold is measured again, a fresh
-  series of rounds in a fresh pair of processes (``confirm``): a slowdown near the threshold stands only when it
-  shows twice, the better series then; otherwise the second series' verdict stands. What two processes differ by
-  (where a library's workspace landed) repeats in all their rounds, so the second series is not theirs. One whose
-  whole interval lies past the threshold stands on its first series.
+- **Confirmation.** A ``SLOWER`` or ``NOISY`` case is measured again, a fresh series of rounds in a fresh pair of
+  processes (``confirm``): a slowdown stands only when it shows twice, the better series then; otherwise the second
+  series' verdict stands. What two processes differ by repeats in all their rounds, however many: on an H200 an
+  unchanged batched GEMM read −2.15 % [−2.26, −2.04] in one pair, its whole interval past −2 %.
 
 A case measured on one side only, or without a figure on a side, is ``UNPAIRED``: never a pass.
 
@@ -201,14 +200,6 @@ def rounds_needed(paired: Paired, threshold: float = DEFAULT_THRESHOLD, most: in
     return high
 
 
-def needs_second_series(paired: Paired, threshold: float = DEFAULT_THRESHOLD) -> bool:
-    """Whether a slowdown's first series is measured again: only near the threshold. A series whose interval lies
-    wholly past the threshold is a slowdown larger than it however its rounds scatter, and rounds alternate A B B A,
-    so what drifts during the series drifted for both sides; a series whose interval reaches back across the
-    threshold may be a transient, and must show twice."""
-    return not beyond(paired, threshold)
-
-
 @dataclass(frozen=True)
 class CaseVerdict:
     """A case's A/B verdict: the status, the paired Δ (%) with its interval, the rounds, the basis, why."""
@@ -257,10 +248,16 @@ def judge(paired: Paired, threshold: float = DEFAULT_THRESHOLD) -> CaseVerdict:
                        paired.basis, note)
 
 
+def needs_confirmation(verdict: CaseVerdict) -> bool:
+    """Whether a case's first series is measured again in a fresh pair of processes: a slowdown, or a mean past the
+    threshold that its rounds could not tell from zero."""
+    return verdict.status in (Verdict.SLOWER, Verdict.NOISY)
+
+
 def confirm(first: CaseVerdict, second: CaseVerdict) -> CaseVerdict:
-    """The standing verdict of a slowdown's two series of rounds (the second in a fresh pair of processes): a
+    """The standing verdict of a failing case's two series of rounds (the second in a fresh pair of processes): a
     slowdown stands only when the re-measurement shows it too, the better series (higher Δ) then; otherwise the
-    second series' verdict (``SAME``, ``FASTER``, or ``NOISY``: not shown twice, and not settled)."""
+    second series' verdict (``SAME``, ``FASTER``, ``SLOWER`` after a ``NOISY`` first, or ``NOISY``)."""
     both = second.status == Verdict.SLOWER and first.status == Verdict.SLOWER
     chosen = max((first, second), key=lambda v: v.delta_pct or 0.0) if both else second
     tries = f"re-measured in a fresh pair of processes: first series {first.delta_pct or math.nan:+.2f} % " \

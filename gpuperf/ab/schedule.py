@@ -7,8 +7,8 @@ runs. Rules, in order (``next_grant``):
 
 1. A side waiting at a round of a case that already has its verdict is told ``done``.
 2. Both sides at the same case: rounds alternate A B B A … (``_alternate``) until ``paired.enough``, then both
-   are told ``done``; a slowdown near the threshold is left ``unconfirmed``: the command measures it again in a
-   fresh pair of processes (``paired.confirm``), since what the two processes differ by repeats in their rounds.
+   are told ``done``; a SLOWER or NOISY case is left ``unconfirmed``: the command measures it again in a fresh
+   pair of processes (``paired.confirm``), since what the two processes differ by repeats in their rounds.
 3. A side at a case the other side cannot measure any more (not in its tests, passed, finished, crashed) is
    told ``done``: the case is ``UNPAIRED``, measured on that side only.
 4. A side at a case the other side has still to reach waits: the other side is let start its next test.
@@ -28,7 +28,7 @@ from gpuperf.measure.kernel_records import SAME_KERNELS, describe_change
 from gpuperf.store.records import Record
 from gpuperf.ab.messages import AGAIN, DONE, END, GO, HELLO, ROUND, START
 from gpuperf.ab.paired import (DEFAULT_ROUNDS_MAX, DEFAULT_THRESHOLD, CaseVerdict, RoundFigure, Verdict, confirm,
-                               enough, judge, needs_second_series, pair, unpaired)
+                               enough, judge, needs_confirmation, pair, unpaired)
 
 BASE, HEAD = "base", "head"
 SIDES = (BASE, HEAD)
@@ -165,13 +165,8 @@ class Schedule:
                           same_kernels=case.kernel_change == SAME_KERNELS)
             # the limit counts rounds measured, not rounds paired: a side without a valid figure must end too
             if on_base >= self.rounds_max or enough(paired, self.threshold, self.rounds_max):
-                verdict = judge(paired, self.threshold)
-                if verdict.status == Verdict.SLOWER:
-                    case.unconfirmed = needs_second_series(paired, self.threshold)
-                    if not case.unconfirmed:
-                        verdict = replace(verdict, note=f"{verdict.note}; its whole interval lies past "
-                                                        f"-{100 * self.threshold:g} %: no second series needed")
-                case.verdict = verdict
+                case.verdict = judge(paired, self.threshold)
+                case.unconfirmed = needs_confirmation(case.verdict)
                 return self._grant(self.sides[BASE], DONE)
             return self._grant(self.sides[BASE if on_base % 2 == 0 else HEAD], AGAIN)
         return self._grant(self.sides[BASE if on_base < on_head else HEAD], AGAIN)
@@ -220,11 +215,11 @@ class Schedule:
         return out
 
     def unconfirmed(self) -> list[Case]:
-        """The slowdowns near the threshold, to be measured again in a fresh pair of processes."""
+        """The failing cases (``paired.needs_confirmation``), to be measured again in a fresh pair of processes."""
         return [case for case in self.cases.values() if case.unconfirmed]
 
     def settle(self, confirming: Schedule) -> None:
-        """Each unconfirmed slowdown's standing verdict, from its first series and ``confirming`` (the fresh pair
+        """Each unconfirmed case's standing verdict, from its first series and ``confirming`` (the fresh pair
         of processes' schedule): ``paired.confirm``; a case that pass did not judge keeps its first series, saying
         why."""
         for case in self.unconfirmed():
