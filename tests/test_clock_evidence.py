@@ -22,7 +22,9 @@ from gpuperf.store.baseline import load_baseline
 REPO = Path(__file__).resolve().parent.parent
 BASELINE = REPO / "baselines" / "nvidia-h200.yaml"
 RECORDING = sorted((REPO / "docs" / "fleet" / "recording").glob("*.json"))
-VALIDATION = sorted((REPO / "docs" / "fleet" / "gate").glob("*.json"))
+#: The gates of fresh GPUs that did not record the baseline: the validation runs, and the merge gates' (docs/ab.md).
+VALIDATION = sorted((REPO / "docs" / "fleet" / "gate").glob("*.json")) + \
+    sorted((REPO / "docs" / "ab" / "merge-gate").glob("*/gate.json"))
 PREVIOUS_VALIDATION = sorted((REPO / "docs" / "fleet" / "validation").glob("*.json"))
 FLEET_DOC = REPO / "docs" / "fleet.md"
 SLOWDOWN = REPO / "docs" / "fleet" / "slowdown"
@@ -83,7 +85,8 @@ def test_the_previous_baselines_validation_runs_judged_against_this_one_are_what
 
 
 #: The fast tier compares the first run alone (the fleet check below reads every run); the long tier each one.
-@pytest.mark.parametrize("results", [pytest.param(path, id=path.name, marks=[pytest.mark.long] if index else [])
+@pytest.mark.parametrize("results", [pytest.param(path, id=f"{path.parent.name}/{path.name}",
+                                                  marks=[pytest.mark.long] if index else [])
                                      for index, path in enumerate(VALIDATION)])
 def test_every_validation_run_passes_the_committed_baseline(results: Path,
                                                              capsys: pytest.CaptureFixture[str]) -> None:

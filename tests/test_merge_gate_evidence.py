@@ -1,0 +1,62 @@
+"""docs/ab.md's merge-gate section and sensitivity table are what the committed runs of fresh H200s say
+(docs/ab/merge-gate/<gpu>/, as tools/merge_gate_device.sh left them): rebuilt by the tools the page names, and the
+tool's bad input is one line, exit 2."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from gpuperf.ab.sensitivity import planted_run, sensitivity_section
+
+REPO = Path(__file__).resolve().parent.parent
+PAGE = REPO / "docs" / "ab.md"
+FOLDERS = sorted(path for path in (REPO / "docs" / "ab" / "merge-gate").iterdir() if path.is_dir())
+TOOL = [sys.executable, str(REPO / "tools" / "merge_gate_table.py")]
+
+
+def test_the_merge_gate_section_is_the_committed_runs() -> None:
+    assert len(FOLDERS) >= 1
+    built = subprocess.run([*TOOL, *map(str, (f.relative_to(REPO) for f in FOLDERS))], capture_output=True,
+                           text=True, cwd=REPO, check=True).stdout.strip()
+    assert built in PAGE.read_text(encoding="utf-8"), "stale: run python3 tools/merge_gate_table.py … --page docs/ab.md"
+
+
+def test_the_sensitivity_table_is_one_gpu_s_committed_planted_runs() -> None:
+    page = PAGE.read_text(encoding="utf-8")
+    tables = [sorted(folder.glob("sens-*.json")) for folder in FOLDERS]
+    built = [sensitivity_section([planted_run(json.loads(f.read_text()), str(f.relative_to(REPO))) for f in files],
+                                 [str(f.relative_to(REPO)) for f in files]) for files in tables if files]
+    assert any(section in page for section in built), "stale: run python3 tools/sensitivity_table.py … --page docs/ab.md"
+
+
+def test_a_folder_without_the_runs_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    done = subprocess.run([*TOOL, str(tmp_path)], capture_output=True, text=True, cwd=REPO)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert done.stderr.strip().count("\n") == 0 and "no gate.json" in done.stderr and "merge_gate_device.sh" in done.stderr
+
+
+def test_the_other_gpu_s_planted_runs_caught_what_the_page_says() -> None:
+    from gpuperf.ab.sensitivity import coverage
+
+    shares = []
+    for plant in ("0.02", "0.05"):
+        path = REPO / "docs" / "ab" / "merge-gate" / "bea700dc" / f"sens-{plant}.json"
+        cover = coverage(planted_run(json.loads(path.read_text()), path.name))
+        assert cover.caught == cover.reached > 0
+        shares.append(f"{cover.caught} of {cover.reached} at {float(plant) * 100:g} %")
+    page = " ".join(PAGE.read_text(encoding="utf-8").split())
+    assert f"caught the same shares: {shares[0]}, {shares[1]}." in page
+
+
+def test_the_fleet_page_quotes_each_merge_gate_s_pytest_time_from_its_durations() -> None:
+    import re
+
+    fleet = " ".join((REPO / "docs" / "fleet.md").read_text(encoding="utf-8").split())
+    for folder in FOLDERS:
+        durations = (folder / "durations.txt").read_text(encoding="utf-8")
+        found = re.search(r"^894 passed, 127 deselected in ([\d.]+)s", durations, flags=re.MULTILINE)
+        assert found, folder
+        assert f"{found.group(1)} s" in fleet and f"`{folder.name}`" in fleet, folder.name
