@@ -62,7 +62,7 @@ class Case:
     rounds: dict[str, list[Record]] = field(default_factory=lambda: {BASE: [], HEAD: []})
     measured: dict[str, list[Record]] = field(default_factory=lambda: {BASE: [], HEAD: []})  # every round
     verdict: CaseVerdict | None = None
-    unconfirmed: bool = False  # a slowdown whose interval reaches back across the threshold: to measure again
+    unconfirmed: bool = False  # a failing verdict (SLOWER, NOISY): to measure again in a fresh pair of processes
 
     @property
     def kernel_change(self) -> str:
