@@ -286,6 +286,40 @@ def test_a_hold_that_times_out_drops_the_batch_and_continues_unheld() -> None:
     assert m.median_s == pytest.approx(1e-3)
 
 
+class StallingBackend(SimBackend):
+    """Holds that time out on the calls numbered in ``stalls`` (a host stalled for a moment), and only those."""
+
+    def __init__(self, device: SimDevice, stalls: set[int]) -> None:
+        super().__init__(device)
+        self.stalls, self.count = stalls, 0
+
+    def hold(self, stream: object):
+        self.count += 1
+        made_it = self.count not in self.stalls
+        self.device.log.append("hold")
+        return lambda: made_it
+
+
+@pytest.mark.parametrize("stalls", [{1}, {3}, {3, 4}])
+def test_a_hold_that_times_out_once_is_taken_again_held(stalls: set[int]) -> None:
+    """One warm-up call's hold timing out ({1}) or one or two sampled batches' ({3}, {3, 4}: the first batch and its
+    retry): a host stalled for a moment, not a callable that waits on the host. The batch is dropped and taken again
+    held, and the method stays held, as the baseline recorded it (an H200 gate read one batched GEMM
+    ``cupti-cold-unheld`` against its ``cupti-cold`` entry: NOT_COMPARABLE, the gate failed)."""
+    device = SimDevice()
+    timer, _, _ = make_timer(device, warmup_calls=3, warmup_time_s=0.0)
+    timer.backend = StallingBackend(device, stalls)
+    m = timer.measure(kernel(device, 1e-3), WORK, operands=(SimArray(2**30),))
+    assert m.method == Method.COLD_FLUSH and m.median_s == pytest.approx(1e-3)
+
+
+def test_a_hold_that_keeps_timing_out_goes_unheld_after_its_retries() -> None:
+    device = SimDevice()
+    timer, _, _ = make_timer(device, warmup_calls=3, warmup_time_s=0.0)
+    timer.backend = StallingBackend(device, {3, 4, 5})  # the first sampled batch and both retries
+    assert timer.measure(kernel(device, 1e-3), WORK, operands=(SimArray(2**30),)).method == "cold-flush-unheld"
+
+
 def test_throttled_batch_is_discarded_and_resampled() -> None:
     device = SimDevice()
     hw_slowdown = 0x8

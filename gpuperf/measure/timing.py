@@ -19,7 +19,8 @@ so the time the host spends launching (Python, the cuBLAS binding) never appears
 events. Without it, a 5 µs kernel whose launch costs 10 µs of host time would be timed at 10 µs. A batch
 holds at most ``max_held_calls`` calls: a full launch queue would block the host behind the hold. A callable
 that itself launches hundreds of kernels (a loop of GEMMs) still fills it; the hold then times out, the
-batch is dropped and the measurement goes on unheld, its method saying so ("-unheld").
+batch is dropped and the measurement goes on unheld, its method saying so ("-unheld"): when every held warm-up
+call timed out, or a batch did after ``hold_retries`` retries (one stalled host is not such a callable).
 
 CuPy is imported lazily so that ``gpuperf`` imports on machines without it.
 
@@ -78,6 +79,10 @@ class SamplingConfig:
     hot_min_sample_s: float = 50e-6  # hot samples batch calls up to at least this long
     batch_time_s: float = 0.05  # GPU time enqueued between host checks
     max_batch: int = 32
+    #: A batch whose hold timed out is taken held again this many times before its phase goes on unheld: a host
+    #: stalled once (another thread, another process) is not a callable that waits on the host, which the warm-up
+    #: already found out (its every held call timed out).
+    hold_retries: int = 2
     throttle_retries: int = 3
     throttle_backoff_s: float = 0.25
 
@@ -212,18 +217,18 @@ class Timer:
             fn(*operands)  # first call unheld: it may load modules or compile, which can wait for the device
         stop.record(stream)
         stop.synchronize()
-        warm_calls, per_call, holding = 1, 0.0, True
+        warm_calls, per_call, held = 1, 0.0, []
         warm_start, warm_time_s = self.clock(), 0.0 if repeat else config.warmup_time_s
         while warm_calls < config.warmup_calls or self.clock() - warm_start < warm_time_s:
             release = backend.hold(stream)
             start.record(stream)
             fn(*operands)
             stop.record(stream)
-            holding = release() and holding
+            held.append(release())
             stop.synchronize()
             per_call = backend.elapsed_s(start, stop)
             warm_calls += 1
-        return warm_calls, per_call, holding, codes
+        return warm_calls, per_call, any(held) or not held, codes  # unheld only when no held call made it
 
     def _event_method(self, operands: Sequence[Any], flush: str, per_call: float,
                       prefer_method: str) -> tuple[str, int, list[tuple[Any, ...]]]:
@@ -348,12 +353,13 @@ class Timer:
         sampled = _Sampled(holding=holding)
         figure = JudgedFigure(rule, band)
         wall_start = self.clock()
-        retries = 0
+        retries = voids = 0
         while not sampled.stop_reason:
             mask_before = self.nvml.clock_event_mask()
             batch = run(sampled.holding)
-            if batch is None:
-                sampled.holding = False  # the callable waited on the host: drop the batch, continue unheld
+            if batch is None:  # the hold timed out: drop the batch; after the retries, the callable waits on the host
+                voids += 1
+                sampled.holding = voids <= config.hold_retries
                 continue
             events = decode(mask_before | self.nvml.clock_event_mask())
             sampled.clock_events.update(events)
