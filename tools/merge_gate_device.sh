@@ -33,6 +33,7 @@ python3 -m pytest perf_tests --gate -p no:cacheprovider -q --history none --dura
 rc=$?
 grep -v '^perf_tests/.* PASS ' "$scratch/gate.out" | sed '/slowest durations/,/short test summary/d' | tail -30
 sed -n '/slowest durations/,/short test summary/p' "$scratch/gate.out" > "$out/durations.txt"
+tail -1 "$scratch/gate.out"
 echo "gate: rc=$rc wall=$(seconds "$start") s"
 cp "$scratch"/gate/*/results.json "$out/gate.json" || echo "no results.json from the gate"
 

@@ -63,9 +63,9 @@ def machine(folder: Path) -> dict[str, Any]:
     if gpu not in log:
         raise EvidenceError(f"{folder}: merge-gate.log names another GPU than gate.json's {gpu}")
     return {"gpu": gpu.removeprefix("GPU-")[:8],
-            "gate_pytest_s": _number(r"^\d+ passed, \d+ deselected in ([\d.]+)s", _read(folder, "durations.txt"),
-                                     f"{folder}/durations.txt"),
-            "gate_wall_s": _number(r"^gate: rc=0 wall=([\d.]+) s", log, f"{folder}/merge-gate.log"),
+            "gate_pytest_s": _number(r"^\d+ passed(?:, \d+ \w+)* in ([\d.]+)s",
+                                     _read(folder, "durations.txt") + "\n" + log, f"{folder}/durations.txt"),
+            "gate_wall_s": _number(r"^gate: rc=\d+ wall=([\d.]+) s", log, f"{folder}/merge-gate.log"),
             "gate": Counter(str(r["status"]) for r in gate["records"]),
             "aa_wall_s": float(aa["wall_s"]), "aa_exit": int(aa["exit_code"]),
             "aa": Counter(str(c["status"]) for c in aa["cases"]),
