@@ -156,10 +156,10 @@ class Timer:
         clock_before = self.nvml.sm_clock_mhz()
         warm_calls, per_call, holding, codes = self._warm_up(fn, operands, flush, stream, repeat)
         compiled_after_warm_up = self.compiled()
-        crosscheck = self.tracer is None or not repeat
-        method, calls, operand_sets = self._event_method(operands, flush, per_call, prefer_method) if crosscheck \
+        event_phase = self.tracer is None or not repeat  # the figure without a tracer; else its cross-check
+        method, calls, operand_sets = self._event_method(operands, flush, per_call, prefer_method) if event_phase \
             else ("", 1, [])
-        events = self._events(fn, operand_sets, method, calls, per_call, stream, holding, band) if crosscheck \
+        events = self._events(fn, operand_sets, method, calls, per_call, stream, holding, band) if event_phase \
             else _Sampled(holding=holding)
         event_method = "" if not events.samples else method if events.holding else f"{method}{Method.UNHELD_SUFFIX}"
         traced: _Sampled | None = None

@@ -195,7 +195,8 @@ class Measurer:
     that imported PyTorch only in its body. ``band_for(work)``: the bands the verdict on that work will use, so the
     timer samples until the judged figure is as precise as that band needs (``None``: the fixed noise target).
     ``rounds``: a side of an A/B run, whose ``again`` is a round of a call measured already (``Timer.measure``'s
-    ``repeat``: warmed up by count, no second cross-check); a gate's confirmation is measured as the first was.
+    ``repeat``: warmed up by count, no second cross-check, a floor of 3 samples); a gate's confirmation is measured
+    as the first was.
     """
 
     def __init__(self, timer: Any, flush_mode: str, prefer_method: str = "",
