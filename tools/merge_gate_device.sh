@@ -4,13 +4,16 @@
 # (the same commit on both sides, on a copy of this tree made a git repository of one commit), timed in the same
 # call, so its cost is read against that gate's; then, for each fraction of PLANTS (none by default), an A/B run with
 # a genuine slowdown planted on the head side only (tools/slowdown.py), for docs/ab.md's sensitivity table
-# (tools/sensitivity_table.py OUT_DIR/sens-*.json); with GEMV=1, last, `pytest perf_tests -k gemv` timed.
+# (tools/sensitivity_table.py OUT_DIR/sens-*.json); with GEMV=1, last, `pytest perf_tests -k gemv` timed; with
+# SHIFTED=1, after the gate, the gate against a shifted copy of the baseline (tools/shifted_baseline.py: half the
+# entries read 5 % slow, which must all be caught, the rest 3 % fast, which must raise no alarm).
 #
-#   PLANTS="0.05 0.02" GEMV=1 tools/merge_gate_device.sh [OUT_DIR]          # OUT_DIR defaults to $OUT
+#   PLANTS="0.05 0.02" GEMV=1 SHIFTED=1 tools/merge_gate_device.sh [OUT_DIR]          # OUT_DIR defaults to $OUT
 #
 # Leaves in OUT_DIR: merge-gate.log (every step, pytest's and the wall clock's times), gate.json (the gate's
 # results.json), durations.txt (its tests' durations over 0.05 s), aa.json (the A/A run's ab.json) and
-# aa-base.log.gz / aa-head.log.gz (its sides' pytest logs), sens-<F>.json (each planted run's ab.json).
+# aa-base.log.gz / aa-head.log.gz (its sides' pytest logs), sens-<F>.json (each planted run's ab.json),
+# shifted.json and shifted-judged.txt (with SHIFTED=1).
 # Needs the wheels of .whl/.
 set -uo pipefail
 
@@ -36,6 +39,17 @@ sed -n '/slowest durations/,/short test summary/p' "$scratch/gate.out" > "$out/d
 tail -1 "$scratch/gate.out"
 echo "gate: rc=$rc wall=$(seconds "$start") s"
 cp "$scratch"/gate/*/results.json "$out/gate.json" || echo "no results.json from the gate"
+
+if [ "${SHIFTED:-0}" = 1 ]; then
+    step "the gate against a shifted copy of the baseline (5 % slow / 3 % fast)"
+    python3 tools/shifted_baseline.py write baselines/nvidia-h200.yaml "$scratch/shifted-baseline"
+    python3 -m pytest perf_tests --gate -p no:cacheprovider -q --history none \
+        --baseline-dir "$scratch/shifted-baseline" --results-dir "$scratch/shifted" > "$scratch/shifted.txt" 2>&1
+    echo "shifted gate: rc=$?"; tail -2 "$scratch/shifted.txt"
+    cp "$scratch"/shifted/*/results.json "$out/shifted.json" || echo "no results.json from the shifted gate"
+    python3 tools/shifted_baseline.py judge "$scratch/shifted-baseline/nvidia-h200.yaml" "$out/shifted.json" \
+        | tee "$out/shifted-judged.txt"
+fi
 
 repo=/tmp/merge-gate-repo
 rm -rf "$repo" && cp -r "$root" "$repo" && cd "$repo" || exit 1
