@@ -23,32 +23,17 @@ source "$root/tools/device_env.sh"
 log_to "$out" merge-gate.log
 export PYTHONUNBUFFERED=1
 scratch=$(mktemp -d)
-seconds() { python3 -c "print(f'{$(date +%s.%N) - $1:.1f}')"; }
 
 step "install"
 device_env "$root" || exit 1
 cd "$root" || exit 1
 
 step "the full default --gate against baselines/, timed"
-start=$(date +%s.%N)
-python3 -m pytest perf_tests --gate -p no:cacheprovider -q --history none --durations=0 --durations-min=0.05 \
-    --results-dir "$scratch/gate" > "$scratch/gate.out" 2>&1
-rc=$?
-grep -v '^perf_tests/.* PASS ' "$scratch/gate.out" | sed '/slowest durations/,/short test summary/d' | tail -30
-sed -n '/slowest durations/,/short test summary/p' "$scratch/gate.out" > "$out/durations.txt"
-tail -1 "$scratch/gate.out"
-echo "gate: rc=$rc wall=$(seconds "$start") s"
-cp "$scratch"/gate/*/results.json "$out/gate.json" || echo "no results.json from the gate"
+timed_gate "$out" "$scratch"
 
 if [ "${SHIFTED:-0}" = 1 ]; then
     step "the gate against a shifted copy of the baseline (5 % slow / 3 % fast)"
-    python3 tools/shifted_baseline.py write baselines/nvidia-h200.yaml "$scratch/shifted-baseline"
-    python3 -m pytest perf_tests --gate -p no:cacheprovider -q --history none \
-        --baseline-dir "$scratch/shifted-baseline" --results-dir "$scratch/shifted" > "$scratch/shifted.txt" 2>&1
-    echo "shifted gate: rc=$?"; tail -2 "$scratch/shifted.txt"
-    cp "$scratch"/shifted/*/results.json "$out/shifted.json" || echo "no results.json from the shifted gate"
-    python3 tools/shifted_baseline.py judge "$scratch/shifted-baseline/nvidia-h200.yaml" "$out/shifted.json" \
-        | tee "$out/shifted-judged.txt"
+    shifted_gate "$out" "$scratch"
 fi
 
 repo=/tmp/merge-gate-repo

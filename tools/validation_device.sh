@@ -21,7 +21,6 @@ log_to "$out" validation.log
 export PYTHONUNBUFFERED=1
 scratch=$(mktemp -d)
 pytest_q=(-p no:cacheprovider -q --history none)
-seconds() { python3 -c "print(f'{$(date +%s.%N) - $1:.1f}')"; }
 keep() { cp "$scratch/$1"/*/results.json "$out/$2.json" 2>/dev/null || echo "no results.json from $1"; }
 
 step "install"
@@ -34,25 +33,11 @@ if [ "${SYMBOLS:-0}" = 1 ]; then
 fi
 
 step "the full default --gate against baselines/, timed"
-start=$(date +%s.%N)
-python3 -m pytest perf_tests --gate "${pytest_q[@]}" --durations=0 --durations-min=0.05 \
-    --results-dir "$scratch/gate" > "$scratch/gate.out" 2>&1
-rc=$?
-grep -v '^perf_tests/.* PASS ' "$scratch/gate.out" | sed '/slowest durations/,/short test summary/d' | tail -40
-sed -n '/slowest durations/,/short test summary/p' "$scratch/gate.out" > "$out/durations.txt"
-tail -1 "$scratch/gate.out"
-echo "gate: rc=$rc wall=$(seconds "$start") s"
-keep gate gate
+timed_gate "$out" "$scratch"
 
 if [ "${SHIFTED:-0}" = 1 ]; then
     step "the gate against a shifted copy of the baseline (5 % slow / 3 % fast)"
-    python3 tools/shifted_baseline.py write baselines/nvidia-h200.yaml "$scratch/shifted-baseline"
-    python3 -m pytest perf_tests --gate "${pytest_q[@]}" --baseline-dir "$scratch/shifted-baseline" \
-        --results-dir "$scratch/shifted" > "$scratch/shifted.txt" 2>&1
-    echo "shifted gate: rc=$?"; tail -2 "$scratch/shifted.txt"
-    keep shifted shifted
-    python3 tools/shifted_baseline.py judge "$scratch/shifted-baseline/nvidia-h200.yaml" "$out/shifted.json" \
-        | tee "$out/shifted-judged.txt"
+    shifted_gate "$out" "$scratch"
 fi
 
 if [ "${PLACEMENT:-0}" -gt 0 ]; then

@@ -214,9 +214,9 @@ class Measurer:
     def __call__(self, fn: Callable[..., Any], work: Work, operands: Sequence[Any] = (), flush: str | None = None,
                  label: str = "") -> Measurement:
         recipe = (fn, work, tuple(operands), flush or self.flush_mode, label)
-        band = self.band_for(work) if self.band_for is not None else None
         with self.current():
-            measurement: Measurement = self.timer.measure(*recipe, prefer_method=self.prefer_method, band=band)
+            measurement: Measurement = self.timer.measure(*recipe, prefer_method=self.prefer_method,
+                                                          band=self._band(work))
         self._recipes[id(measurement)] = (measurement, recipe)
         return measurement
 
@@ -237,11 +237,13 @@ class Measurer:
             return self(*recipe)
         fn, work, operands, flush, label = recipe
         moved = self._relocated[id(measurement)] = relocated(operands)
-        band = self.band_for(work) if self.band_for is not None else None
         with self.current():  # not kept as a recipe: a round's copies live until the next round's exist
             timed: Measurement = self.timer.measure(fn, work, moved, flush, label, prefer_method=self.prefer_method,
-                                                    band=band, repeat=self.rounds)
+                                                    band=self._band(work), repeat=self.rounds)
         return timed
+
+    def _band(self, work: Work) -> Band | None:
+        return self.band_for(work) if self.band_for is not None else None
 
 
 @dataclass
