@@ -19,9 +19,8 @@ log_to "$out" sensitivity.log
 
 step "install"
 device_env "$root" || exit 1
-repo=/tmp/ab-sensitivity-repo
-rm -rf "$repo" && cp -r "$root" "$repo" && cd "$repo" || exit 1
-rm -rf .whl && git init -q && git add -A && git -c user.name=ab -c user.email=ab@invalid commit -qm "the tree" || exit 1
+source "$root/tools/scratch_repo.sh"
+scratch_repo ab-sensitivity && scratch_commit "the tree" || exit 1
 
 step "the baseline gate of the selection, for scale"
 start=$(date +%s)

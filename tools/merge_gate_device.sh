@@ -22,50 +22,49 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 source "$root/tools/device_env.sh"
 log_to "$out" merge-gate.log
 export PYTHONUNBUFFERED=1
-scratch=$(mktemp -d)
+work=$(mktemp -d)
 
 step "install"
 device_env "$root" || exit 1
 cd "$root" || exit 1
 
 step "the full default --gate against baselines/, timed"
-timed_gate "$out" "$scratch"
+timed_gate "$out" "$work"
 
 if [ "${SHIFTED:-0}" = 1 ]; then
     step "the gate against a shifted copy of the baseline (5 % slow / 3 % fast)"
-    shifted_gate "$out" "$scratch"
+    shifted_gate "$out" "$work"
 fi
 
-repo=/tmp/merge-gate-repo
-rm -rf "$repo" && cp -r "$root" "$repo" && cd "$repo" || exit 1
-rm -rf .whl && git init -q && git add -A && git -c user.name=ab -c user.email=ab@invalid commit -qm "the tree" || exit 1
+source "$root/tools/scratch_repo.sh"
+scratch_repo merge-gate && scratch_commit "the tree" || exit 1
 
 step "A/A over the same selection: the same commit on both sides, timed"
 start=$(date +%s.%N)
-python3 -m gpuperf ab --base HEAD --head HEAD --out "$scratch/aa" -- perf_tests > "$scratch/aa.out" 2>&1
+python3 -m gpuperf ab --base HEAD --head HEAD --out "$work/aa" -- perf_tests > "$work/aa.out" 2>&1
 rc=$?
-tail -25 "$scratch/aa.out"
+tail -25 "$work/aa.out"
 echo "A/A: exit $rc wall=$(seconds "$start") s"
-cp "$scratch/aa/ab.json" "$out/aa.json" || echo "no ab.json from the A/A run"
-for side in base head; do gzip -c "$scratch/aa/$side/pytest.log" > "$out/aa-$side.log.gz" 2>/dev/null; done
+cp "$work/aa/ab.json" "$out/aa.json" || echo "no ab.json from the A/A run"
+for side in base head; do gzip -c "$work/aa/$side/pytest.log" > "$out/aa-$side.log.gz" 2>/dev/null; done
 
 for plant in ${PLANTS:-}; do
     step "A/B: a genuine ${plant} slowdown on the head side, timed"
     start=$(date +%s.%N)
-    python3 -m gpuperf ab --base HEAD --head HEAD --head-env "GPUPERF_SLOWDOWN=$plant" --out "$scratch/sens-$plant" \
-        -- perf_tests -p tools.slowdown > "$scratch/sens.out" 2>&1
+    python3 -m gpuperf ab --base HEAD --head HEAD --head-env "GPUPERF_SLOWDOWN=$plant" --out "$work/sens-$plant" \
+        -- perf_tests -p tools.slowdown > "$work/sens.out" 2>&1
     rc=$?
-    tail -12 "$scratch/sens.out"
+    tail -12 "$work/sens.out"
     echo "planted $plant: exit $rc wall=$(seconds "$start") s"
-    cp "$scratch/sens-$plant/ab.json" "$out/sens-$plant.json" || echo "no ab.json from the $plant run"
+    cp "$work/sens-$plant/ab.json" "$out/sens-$plant.json" || echo "no ab.json from the $plant run"
 done
 if [ "${GEMV:-0}" = 1 ]; then
     step "pytest perf_tests -k gemv, timed"
     cd "$root" || exit 1
     start=$(date +%s.%N)
-    python3 -m pytest perf_tests -k gemv -p no:cacheprovider -q --history none --results-dir "$scratch/gemv" 2>&1 \
+    python3 -m pytest perf_tests -k gemv -p no:cacheprovider -q --history none --results-dir "$work/gemv" 2>&1 \
         | tail -2
     echo "-k gemv: rc=${PIPESTATUS[0]} wall=$(seconds "$start") s"
 fi
-rm -rf "$scratch" "$repo"
+rm -rf "$work"
 step "done"

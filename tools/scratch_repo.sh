@@ -1,5 +1,7 @@
-# Sourced by the GPU demos (tools/history_demo.sh, tools/bisect_demo.sh): a scratch git repository made from a
-# copy of this tree (the device's copy has no .git), so every run records a real commit.
+# Sourced by the GPU scripts that need a commit (tools/history_demo.sh, bisect_demo.sh, ab_demo.sh,
+# ab_sensitivity_device.sh, merge_gate_device.sh): a scratch git repository made from a
+# copy of this tree (without its .git, where the copy has one, and the carried wheels), so every run records a real
+# commit of exactly the files the run was given.
 #
 #   source tools/scratch_repo.sh; scratch_repo NAME      → sets $scratch (removed at exit) and $repo, cd's there
 #   scratch_commit MESSAGE                               → commits every change in $repo
@@ -23,7 +25,7 @@ scratch_repo() {
     trap 'rm -rf "$scratch"' EXIT
     repo=$scratch/repo
     mkdir "$repo"
-    tar -C "$source_tree" --exclude=./.git --exclude=./results --exclude=./.kernel_cache --exclude='__pycache__' \
+    tar -C "$source_tree" --exclude=./.git --exclude=./.whl --exclude=./results --exclude=./.kernel_cache --exclude='__pycache__' \
         -cf - . | tar -C "$repo" -xf -
     cd "$repo"
     git init -q
