@@ -142,6 +142,21 @@ def test_a_slowdown_not_shown_twice_does_not_stand() -> None:
     assert "fresh pair of processes" in standing.note
 
 
+def test_a_speed_up_is_confirmed_like_a_slowdown() -> None:
+    """On an H200 an A/A run of unchanged code read two batched GEMMs (strided bf16 and fp16, 100000x8x8x8) FASTER by
+    more than 2 % in one pair of processes: a process offset, which a fresh pair clears. A speed-up stands only when
+    shown twice (the series nearer zero then); a change the second series turns round is NOISY."""
+    faster = CaseVerdict(Verdict.FASTER, 2.4, 2.1, 2.7, 3)
+    assert needs_confirmation(faster)
+    same = CaseVerdict(Verdict.SAME, 0.3, -0.2, 0.8, 3)
+    cleared = confirm(faster, same)
+    assert cleared.status == Verdict.SAME and "first series +2.40 % (FASTER)" in cleared.note
+    twice = confirm(faster, CaseVerdict(Verdict.FASTER, 3.1, 2.6, 3.6, 3))
+    assert (twice.status, twice.delta_pct) == (Verdict.FASTER, 2.4)
+    turned = confirm(CaseVerdict(Verdict.SLOWER, -2.2, -2.5, -2.1, 3), CaseVerdict(Verdict.FASTER, 2.3, 2.1, 2.5, 3))
+    assert turned.status == Verdict.NOISY and turned.failed and "the two series disagree" in turned.note
+
+
 def test_the_stopping_rule_waits_for_min_rounds_and_the_needed_precision() -> None:
     exact = pair([RoundFigure(10.0)] * 2, [RoundFigure(10.0)] * 2)
     assert not enough(exact)  # no spread, but fewer than MIN_ROUNDS

@@ -249,21 +249,30 @@ def judge(paired: Paired, threshold: float = DEFAULT_THRESHOLD) -> CaseVerdict:
 
 
 def needs_confirmation(verdict: CaseVerdict) -> bool:
-    """Whether a case's first series is measured again in a fresh pair of processes: a slowdown, or a mean past the
-    threshold that its rounds could not tell from zero."""
-    return verdict.status in (Verdict.SLOWER, Verdict.NOISY)
+    """Whether a case's first series is measured again in a fresh pair of processes: a change either way (an
+    unchanged tree must read SAME, and a speed-up is a claim too), or a mean past the threshold that its rounds could
+    not tell from zero."""
+    return verdict.status in (Verdict.SLOWER, Verdict.FASTER, Verdict.NOISY)
 
 
 def confirm(first: CaseVerdict, second: CaseVerdict) -> CaseVerdict:
-    """The standing verdict of a failing case's two series of rounds (the second in a fresh pair of processes): a
-    slowdown stands only when the re-measurement shows it too, the better series (higher Δ) then; otherwise the
-    second series' verdict (``SAME``, ``FASTER``, ``SLOWER`` after a ``NOISY`` first, or ``NOISY``)."""
-    both = second.status == Verdict.SLOWER and first.status == Verdict.SLOWER
-    chosen = max((first, second), key=lambda v: v.delta_pct or 0.0) if both else second
+    """The standing verdict of a case's two series of rounds (the second in a fresh pair of processes): a change
+    stands only when the re-measurement shows it too, the series nearer zero then; a change the second series turns
+    round is NOISY (the two disagree); otherwise the second series' verdict (``SAME``, ``NOISY``, or a change after
+    a ``NOISY`` first)."""
+    changes = (Verdict.SLOWER, Verdict.FASTER)
+    if first.status in changes and second.status == first.status:
+        chosen = min((first, second), key=lambda v: abs(v.delta_pct or 0.0))
+        status = chosen.status
+    else:
+        chosen = second
+        turned = first.status in changes and second.status in changes
+        status = Verdict.NOISY if turned else second.status
     tries = f"re-measured in a fresh pair of processes: first series {first.delta_pct or math.nan:+.2f} % " \
             f"({first.status}), second {second.delta_pct or math.nan:+.2f} % ({second.status})"
-    return CaseVerdict(chosen.status, chosen.delta_pct, chosen.low_pct, chosen.high_pct, chosen.rounds,
-                       chosen.basis, "; ".join(part for part in (chosen.note, tries) if part), series=2)
+    note = "the two series disagree" if status != chosen.status else chosen.note
+    return CaseVerdict(status, chosen.delta_pct, chosen.low_pct, chosen.high_pct, chosen.rounds,
+                       chosen.basis, "; ".join(part for part in (note, tries) if part), series=2)
 
 
 def unpaired(why: str) -> CaseVerdict:
