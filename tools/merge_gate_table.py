@@ -57,20 +57,24 @@ def _number(pattern: str, text: str, where: str) -> float:
 
 
 def machine(folder: Path) -> dict[str, Any]:
-    """What one GPU's folder says: its GPU, its gate's times and verdicts, its A/A run."""
-    gate, aa, log = _json(folder, "gate.json"), _json(folder, "aa.json"), _read(folder, "merge-gate.log")
+    """What one GPU's folder says: its GPU, its gate's times and verdicts, its A/A run (None where the script
+    stopped before it: its log says why)."""
+    gate, log = _json(folder, "gate.json"), _read(folder, "merge-gate.log")
     gpu = str(gate["run"]["extra"]["uuid"])
     if gpu not in log:
         raise EvidenceError(f"{folder}: merge-gate.log names another GPU than gate.json's {gpu}")
-    return {"gpu": gpu.removeprefix("GPU-")[:8],
-            "gate_pytest_s": _number(r"^\d+ passed(?:, \d+ \w+)* in ([\d.]+)s",
-                                     _read(folder, "durations.txt") + "\n" + log, f"{folder}/durations.txt"),
-            "gate_wall_s": _number(r"^gate: rc=\d+ wall=([\d.]+) s", log, f"{folder}/merge-gate.log"),
-            "gate": Counter(str(r["status"]) for r in gate["records"]),
-            "aa_wall_s": float(aa["wall_s"]), "aa_exit": int(aa["exit_code"]),
-            "aa": Counter(str(c["status"]) for c in aa["cases"]),
-            "on_mean": sum(JUDGED_ON_MEAN in str(c.get("note") or "") for c in aa["cases"]),
-            "rounds": {str(c["case"]): int(c.get("rounds") or 0) for c in aa["cases"]}}
+    found = {"gpu": gpu.removeprefix("GPU-")[:8],
+             "gate_pytest_s": _number(r"^\d+ passed(?:, \d+ \w+)* in ([\d.]+)s",
+                                      _read(folder, "durations.txt") + "\n" + log, f"{folder}/durations.txt"),
+             "gate_wall_s": _number(r"^gate: rc=\d+ wall=([\d.]+) s", log, f"{folder}/merge-gate.log"),
+             "gate": Counter(str(r["status"]) for r in gate["records"]), "aa": None, "rounds": {}}
+    if not (folder / "aa.json").exists() and "A/A: exit" not in log:
+        return found
+    aa = _json(folder, "aa.json")
+    return found | {"aa_wall_s": float(aa["wall_s"]), "aa_exit": int(aa["exit_code"]),
+                    "aa": Counter(str(c["status"]) for c in aa["cases"]),
+                    "on_mean": sum(JUDGED_ON_MEAN in str(c.get("note") or "") for c in aa["cases"]),
+                    "rounds": {str(c["case"]): int(c.get("rounds") or 0) for c in aa["cases"]}}
 
 
 def _counts(counter: Counter[str]) -> str:
@@ -86,10 +90,14 @@ def section(folders: list[Path]) -> str:
              "| GPU | `--gate`: pytest time (wall) | its verdicts | A/A wall | A/A ÷ gate (wall) | A/A verdicts, exit |",
              "| --- | ---: | --- | ---: | ---: | --- |"]
     for m in machines:
+        gate = f"| `{m['gpu']}` | {m['gate_pytest_s']:.2f} s ({m['gate_wall_s']:.1f} s) | {_counts(m['gate'])} | "
+        if m["aa"] is None:
+            lines.append(gate + "– | – | not run (its merge-gate.log shows where the script stopped) |")
+            continue
         mean = f" ({m['on_mean']} of them judged on the mean)" if m["on_mean"] else ""
-        lines.append(f"| `{m['gpu']}` | {m['gate_pytest_s']:.2f} s ({m['gate_wall_s']:.1f} s) | {_counts(m['gate'])} | "
-                     f"{m['aa_wall_s']:.1f} s | {m['aa_wall_s'] / m['gate_wall_s']:.2f} × | "
+        lines.append(gate + f"{m['aa_wall_s']:.1f} s | {m['aa_wall_s'] / m['gate_wall_s']:.2f} × | "
                      f"{_counts(m['aa'])}{mean}, exit {m['aa_exit']} |")
+    machines = [m for m in machines if m["aa"] is not None]
     cases = sorted({case for m in machines for case, rounds in m["rounds"].items() if rounds > MIN_ROUNDS + 1})
     lines += ["", f"The cases that took more than {MIN_ROUNDS + 1} rounds in any of these A/A runs (the round limit is "
               "each case's budget):", "", "| case | " + " | ".join(f"`{m['gpu']}`" for m in machines) + " |",

@@ -10,6 +10,12 @@ fast (``fast``); figures at max clock are shifted alike. The copy is sealed like
 under ``baselines/``: it is the test harness of the check, not a record of anything measured. ``judge`` reads the
 gate run's results.json: every ``slow`` entry must come out REGRESSED (caught) and no ``fast`` one may (no alarm);
 it prints both lists and exits 1 when a slowdown went uncaught or an alarm was raised.
+
+With ``--unshifted GATE`` (the same host's gate against the unshifted baseline, best in the same call), ``judge``
+says of each missed slowdown whether it was within reach: a host that reads an entry d faster than recorded reads
+its 5 % shift as 0.95 (1 + d) − 1, short of a band of 4 % once d passes about +1 %. A slowdown out of reach on that
+host is a property of the host's offset from the entry, which no sampling removes; one within reach and missed is
+the run's own noise.
 """
 
 from __future__ import annotations
@@ -53,22 +59,56 @@ def write(source: Path, out_dir: Path) -> int:
     return 0
 
 
-def judge(shifted_file: Path, results: Path) -> int:
+def records(results: Path) -> dict[str, dict]:
+    try:
+        return {record["case_id"]: record for record in json.loads(results.read_text())["records"]}
+    except (OSError, ValueError, KeyError) as exc:
+        raise SystemExit(f"{results}: not a gate run's results.json ({exc}): pass RESULTS/<run>/results.json")
+
+
+def expected_reading(host_delta_pct: float) -> float:
+    """The delta, in per cent, that a slow-shifted entry reads on a host reading the unshifted one at host_delta_pct."""
+    return 100 * ((1 + host_delta_pct / 100) / SLOW - 1)
+
+
+def reach(record: dict, unshifted: dict | None) -> str:
+    """Whether the host's own offset from the entry left a missed 5 % slowdown within reach of its band."""
+    host = None if unshifted is None else unshifted.get("delta_pct")
+    if host is None or record.get("tolerance") is None:
+        return ""
+    expected, band = expected_reading(host), 100 * record["tolerance"]
+    if expected < -band:
+        verdict = "within reach: missed by this run's noise"
+    elif expected_reading(0.0) >= -band:
+        verdict = "out of reach: its band is wider than the shift"
+    else:
+        verdict = "out of reach on this host"
+    return f"; unshifted {host:+.2f} % on this host, so the shift reads about {expected:+.2f} %: {verdict}"
+
+
+def judge(shifted_file: Path, results: Path, unshifted_results: Path | None = None) -> int:
     baseline = load_baseline(shifted_file)
     if baseline is None:
         raise SystemExit(f"{shifted_file}: no such baseline")
     slow, fast = halves(list(baseline.entries))
-    status = {record["case_id"]: record for record in json.loads(results.read_text())["records"]}
+    status = records(results)
+    unshifted = None if unshifted_results is None else records(unshifted_results)
     missed = [case for case in slow if status.get(case, {}).get("status") != "REGRESSED"]
     alarms = [case for case in fast if status.get(case, {}).get("status") == "REGRESSED"]
     print(f"5 % slowdowns caught: {len(slow) - len(missed)} of {len(slow)}; 3 % speed-ups raised as alarms: "
           f"{len(alarms)} of {len(fast)}")
+    out_of_reach = 0
     for case in missed:
         record = status.get(case)
         reading = "not measured" if record is None else (
             f"{record['status']}, {record.get('delta_pct') or 0:+.2f} % against a band of "
-            f"{100 * (record.get('tolerance') or 0):.1f} %, judged on {record.get('judged_on')}")
+            f"{100 * (record.get('tolerance') or 0):.1f} %, judged on {record.get('judged_on')}"
+            + reach(record, None if unshifted is None else unshifted.get(case)))
+        out_of_reach += "out of reach" in reading
         print(f"  missed: {case}: {reading}")
+    if unshifted is not None:
+        print(f"missed slowdowns out of reach (this host's offset from the entry, or a band wider than the shift): "
+              f"{out_of_reach} of {len(missed)}")
     for case in alarms:
         print(f"  alarm: {case}")
     return 1 if missed or alarms else 0
@@ -83,8 +123,12 @@ def main(argv: list[str] | None = None) -> int:
     j = sub.add_parser("judge", help="count the caught slowdowns and the alarms of a gate run against the copy")
     j.add_argument("shifted", type=Path)
     j.add_argument("results", type=Path)
+    j.add_argument("--unshifted", type=Path, metavar="GATE",
+                   help="the same host's gate against the unshifted baseline: says which misses were within reach")
     args = parser.parse_args(argv)
-    return write(args.baseline, args.out_dir) if args.command == "write" else judge(args.shifted, args.results)
+    if args.command == "write":
+        return write(args.baseline, args.out_dir)
+    return judge(args.shifted, args.results, args.unshifted)
 
 
 if __name__ == "__main__":
