@@ -173,6 +173,7 @@ def test_aa_on_the_working_tree_is_all_same_and_exit_0(repo: tuple[Path, dict[st
         assert (found.parent / "results.csv").exists()
         log = (tmp_path / "out" / side / "pytest.log").read_text()
         assert "1 deselected" in log and "test_gemm_correct" not in log
+        assert json.loads((tmp_path / "out" / "ab.json").read_text())["gpu"] == results["run"]["extra"].get("uuid")
     assert "exit 0: no case slower" in (tmp_path / "out" / "summary.md").read_text()
     assert _git(path, "worktree", "list").count("\n") == 0  # the base's worktree is gone
 
@@ -532,3 +533,14 @@ def test_a_confirming_pass_s_side_keeps_only_the_tests_of_its_cases() -> None:
     hooks.pytest_collection_modifyitems(config, items)  # type: ignore[arg-type]
     assert [i.nodeid for i in items] == ["t.py::a[gpu0-x]"]
     assert [i.nodeid for i in deselected] == ["t.py::b[x]", "t.py::c[x]", "t.py::a[gpu1-y]"]
+
+
+def test_ab_json_names_the_gpu_its_sides_measured_on(tmp_path: Path) -> None:
+    """ab.json carries the UUID the base side's results.json recorded; a results file without one, or none, is None."""
+    from gpuperf.ab.coordinator import _gpu
+
+    results = tmp_path / "results.json"
+    results.write_text(json.dumps({"run": {"extra": {"uuid": "GPU-312a1ad8-60d7"}}, "records": []}))
+    assert _gpu(str(results)) == "GPU-312a1ad8-60d7"
+    results.write_text(json.dumps({"run": {"extra": {}}, "records": []}))
+    assert _gpu(str(results)) is None and _gpu(None) is None and _gpu(str(tmp_path / "absent.json")) is None

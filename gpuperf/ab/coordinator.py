@@ -273,6 +273,15 @@ def _results_file(side_out: Path) -> str | None:
     return str(found[-1]) if found else None
 
 
+def _gpu(results: str | None) -> str | None:
+    """The GPU a side measured on (its results.json's UUID), so that ab.json says which GPU its verdicts are of."""
+    try:
+        uuid = json.loads(Path(results).read_text(encoding="utf-8"))["run"]["extra"].get("uuid") if results else None
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+    return uuid if isinstance(uuid, str) else None
+
+
 def _append_history(target: str, trees: dict[str, Tree], out: Path, base: str, head: str) -> list[str]:
     from gpuperf.history.database import History
     from gpuperf.history.rows import KIND_AB, PROVENANCE, Provenance, read_results_document
@@ -401,7 +410,7 @@ def run(args: argparse.Namespace) -> int:
     code = exit_code(rows, lost)
     line = verdict_line(rows, lost, code)
     unmeasured = schedule.unmeasured_tests()
-    header = {"base": {"commit": base, "results": _results_file(out / BASE)},
+    header = {"gpu": _gpu(_results_file(out / BASE)), "base": {"commit": base, "results": _results_file(out / BASE)},
               "head": {"commit": head, "dirty": trees[HEAD].dirty, "results": _results_file(out / HEAD)},
               "selection": mask_args(selection), "head_env": dict(args.head_env), "threshold": args.threshold,
               "rounds_max": args.rounds_max, "wall_s": round(time.monotonic() - started, 1), "exit_code": code,
