@@ -1,7 +1,7 @@
 """Render docs/ab.md's section on the merge gates measured on fresh H200s, from the folders
 tools/merge_gate_device.sh filled (one a GPU, committed under docs/ab/merge-gate/<gpu>/): per GPU, the full default
 ``--gate`` (its pytest time, wall time and verdicts) and the A/A run of the same selection timed in the same call
-(its wall time, its ratio to the gate's, its verdicts); then the cases that needed more than the fewest rounds in
+(its wall time, its ratio to the gate's, its verdicts), in the order they ran; then the cases that needed more than the fewest rounds in
 any of those A/A runs, with the rounds each took: the per-case budget the round limit gives.
 
     python3 tools/merge_gate_table.py DIR...                      # print the Markdown section
@@ -63,7 +63,7 @@ def machine(folder: Path) -> dict[str, Any]:
     gpu = str(gate["run"]["extra"]["uuid"])
     if gpu not in log:
         raise EvidenceError(f"{folder}: merge-gate.log names another GPU than gate.json's {gpu}")
-    found = {"gpu": gpu.removeprefix("GPU-")[:8],
+    found = {"gpu": gpu.removeprefix("GPU-")[:8], "started": str(gate["run"].get("started") or ""),
              "gate_pytest_s": _number(r"^\d+ passed(?:, \d+ \w+)* in ([\d.]+)s",
                                       _read(folder, "durations.txt") + "\n" + log, f"{folder}/durations.txt"),
              "gate_wall_s": _number(r"^gate: rc=\d+ wall=([\d.]+) s", log, f"{folder}/merge-gate.log"),
@@ -84,13 +84,13 @@ def _counts(counter: Counter[str]) -> str:
 def section(folders: list[Path]) -> str:
     if not folders:
         raise EvidenceError("no folder given: pass each GPU's docs/ab/merge-gate/<gpu>/ folder")
-    machines = [machine(folder) for folder in folders]
+    machines = sorted((machine(folder) for folder in folders), key=lambda m: m["started"])
     lines = [START, f"From {len(machines)} fresh H200s' folders: "
              + ", ".join(f"`{markdown_text(str(f))}`" for f in folders) + ".", "",
-             "| GPU | `--gate`: pytest time (wall) | its verdicts | A/A wall | A/A ÷ gate (wall) | A/A verdicts, exit |",
-             "| --- | ---: | --- | ---: | ---: | --- |"]
+             "| GPU | started (UTC) | `--gate`: pytest time (wall) | its verdicts | A/A wall | A/A ÷ gate (wall) "
+             "| A/A verdicts, exit |", "| --- | --- | ---: | --- | ---: | ---: | --- |"]
     for m in machines:
-        gate = f"| `{m['gpu']}` | {m['gate_pytest_s']:.2f} s ({m['gate_wall_s']:.1f} s) | {_counts(m['gate'])} | "
+        gate = f"| `{m['gpu']}` | {m['started'][:16].replace('T', ' ')} | {m['gate_pytest_s']:.2f} s ({m['gate_wall_s']:.1f} s) | {_counts(m['gate'])} | "
         if m["aa"] is None:
             lines.append(gate + "– | – | not run (its merge-gate.log shows where the script stopped) |")
             continue

@@ -21,6 +21,7 @@ the run's own noise.
 from __future__ import annotations
 
 import argparse
+from collections import Counter
 import json
 import sys
 from dataclasses import replace
@@ -31,6 +32,9 @@ from gpuperf.store.baseline import dump_baseline, load_baseline
 from gpuperf.store.baseline_entry import Entry
 
 SLOW, FAST = 1 / 0.95, 0.97  # the factors on a recorded figure: reads 5 % slow, 3 % fast
+#: What a missed slowdown was, given the same host's unshifted reading of its entry.
+NOISE, WIDER, OFF_HOST = "within reach, missed by this run's noise", "out of reach, its band wider than the shift", \
+    "out of reach on this host"
 
 
 def shifted(entry: Entry, factor: float) -> Entry:
@@ -78,11 +82,11 @@ def reach(record: dict, unshifted: dict | None) -> str:
         return ""
     expected, band = expected_reading(host), 100 * record["tolerance"]
     if expected < -band:
-        verdict = "within reach: missed by this run's noise"
+        verdict = NOISE
     elif expected_reading(0.0) >= -band:
-        verdict = "out of reach: its band is wider than the shift"
+        verdict = WIDER
     else:
-        verdict = "out of reach on this host"
+        verdict = OFF_HOST
     return f"; unshifted {host:+.2f} % on this host, so the shift reads about {expected:+.2f} %: {verdict}"
 
 
@@ -97,18 +101,18 @@ def judge(shifted_file: Path, results: Path, unshifted_results: Path | None = No
     alarms = [case for case in fast if status.get(case, {}).get("status") == "REGRESSED"]
     print(f"5 % slowdowns caught: {len(slow) - len(missed)} of {len(slow)}; 3 % speed-ups raised as alarms: "
           f"{len(alarms)} of {len(fast)}")
-    out_of_reach = 0
+    kinds: Counter[str] = Counter()
     for case in missed:
         record = status.get(case)
+        reach_note = "" if record is None else reach(record, None if unshifted is None else unshifted.get(case))
+        kinds[reach_note.rpartition(": ")[2] or "unjudged"] += 1
         reading = "not measured" if record is None else (
             f"{record['status']}, {record.get('delta_pct') or 0:+.2f} % against a band of "
-            f"{100 * (record.get('tolerance') or 0):.1f} %, judged on {record.get('judged_on')}"
-            + reach(record, None if unshifted is None else unshifted.get(case)))
-        out_of_reach += "out of reach" in reading
+            f"{100 * (record.get('tolerance') or 0):.1f} %, judged on {record.get('judged_on')}{reach_note}")
         print(f"  missed: {case}: {reading}")
     if unshifted is not None:
-        print(f"missed slowdowns out of reach (this host's offset from the entry, or a band wider than the shift): "
-              f"{out_of_reach} of {len(missed)}")
+        print(f"of the {len(missed)} missed: {kinds[WIDER]} with a band wider than the shift, {kinds[OFF_HOST]} "
+              f"out of reach on this host, {kinds[NOISE]} within reach (missed by this run's noise)")
     for case in alarms:
         print(f"  alarm: {case}")
     return 1 if missed or alarms else 0
