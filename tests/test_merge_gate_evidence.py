@@ -24,12 +24,20 @@ def test_the_merge_gate_section_is_the_committed_runs() -> None:
     assert built in PAGE.read_text(encoding="utf-8"), "stale: run python3 tools/merge_gate_table.py … --page docs/ab.md"
 
 
-def test_the_sensitivity_table_is_one_gpu_s_committed_planted_runs() -> None:
+def test_the_sensitivity_table_is_the_committed_planted_runs_it_names() -> None:
+    """The section is what tools/sensitivity_table.py makes of the committed ab.json files its first line names, one
+    run per plant (1 %, 2 % and 5 %), each under docs/ab/merge-gate/<gpu>/."""
+    import re
+
     page = PAGE.read_text(encoding="utf-8")
-    tables = [sorted(folder.glob("sens-*.json")) for folder in FOLDERS]
-    built = [sensitivity_section([planted_run(json.loads(f.read_text()), str(f.relative_to(REPO))) for f in files],
-                                 [str(f.relative_to(REPO)) for f in files]) for files in tables if files]
-    assert any(section in page for section in built), "stale: run python3 tools/sensitivity_table.py … --page docs/ab.md"
+    named = re.search(r"From \d+ planted A/B runs: (.+)\.\n", page)
+    assert named, "no sensitivity section: run python3 tools/sensitivity_table.py … --page docs/ab.md"
+    files = [REPO / name.strip() for name in named.group(1).split(",")]
+    assert all(f.parent.parent == REPO / "docs" / "ab" / "merge-gate" and f.is_file() for f in files), files
+    runs = [planted_run(json.loads(f.read_text()), str(f.relative_to(REPO))) for f in files]
+    assert sorted(run.plant for run in runs) == [0.01, 0.02, 0.05]
+    built = sensitivity_section(runs, [str(f.relative_to(REPO)) for f in files])
+    assert built in page, "stale: run python3 tools/sensitivity_table.py … --page docs/ab.md"
 
 
 def test_a_folder_without_the_runs_is_one_line_and_exit_2(tmp_path: Path) -> None:

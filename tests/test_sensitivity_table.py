@@ -45,13 +45,17 @@ def test_each_case_shows_its_planted_effect_verdict_and_smallest_plant_caught() 
     assert "- 2 % plant: 1 of the 1 cases whose measured effect reached it caught (100 %)." in section
     # the 5 % plant cost the GEMV 4.8 %: it did not reach the plant, so it is not counted against the gate
     assert "- 5 % plant: 1 of the 1 cases whose measured effect reached it caught (100 %)." in section
-    assert "- 1 % plant: 0 of the 1 cases whose measured effect reached it caught (0 %); missed:" in section
+    # the 1 % plant cost the GEMM 1.02 %, inside the run's 2 % threshold: SAME by the rule, not a miss
+    assert ("- 1 % plant: 0 of the 1 cases whose measured effect reached it caught (0 %); the other read -1.02 %, "
+            "inside the run's 2 % threshold: SAME by the rule.") in section
 
 
 def test_smallest_caught_and_coverage() -> None:
     run = planted_run(ab_json(0.02, {GEMM: ("SAME", -2.4), GEMV: ("SLOWER", -3.0)}), "x")
     cover = coverage(run)
-    assert (cover.reached, cover.caught, cover.missed) == (2, 1, (GEMM,))
+    assert (cover.reached, cover.caught, cover.missed, cover.inside) == (2, 1, (GEMM,), ())
+    below = coverage(planted_run(ab_json(0.01, {GEMM: ("SAME", -1.6), GEMV: ("SAME", -2.3)}), "y"))
+    assert (below.reached, below.caught, below.missed, below.inside) == (2, 0, (GEMV,), (-1.6,))
     assert smallest_caught({0.05: run.cases[GEMV], 0.02: run.cases[GEMV]}) == 0.02
     assert smallest_caught({0.02: run.cases[GEMM]}) is None
 

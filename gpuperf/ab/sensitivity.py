@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from gpuperf.ab.paired import Verdict
+from gpuperf.ab.paired import DEFAULT_THRESHOLD, Verdict
 from gpuperf.output import table
 from gpuperf.output.readme import replace_section
 from gpuperf.output.table import Column
@@ -49,6 +49,7 @@ class PlantedRun:
     plant: float  # the planted fraction (0.02: 2 % more work on the head side)
     gpu: str  # what the run names its GPU by, for the section's header
     cases: dict[str, Reading]
+    threshold: float = DEFAULT_THRESHOLD  # the run's --threshold: an effect inside it is SAME by the rule
 
 
 def planted_run(document: Any, name: str) -> PlantedRun:
@@ -71,7 +72,9 @@ def planted_run(document: Any, name: str) -> PlantedRun:
             raise SensitivityError(f"{name}: a case without its id or status: pass an unedited ab.json")
         cases[row["case"]] = Reading(str(row["status"]), _number(row.get("delta_pct")), _number(row.get("low_pct")),
                                      _number(row.get("high_pct")))
-    return PlantedRun(plant, str(document.get("gpu") or name), cases)
+    threshold = document.get("threshold")
+    return PlantedRun(plant, str(document.get("gpu") or name), cases,
+                      float(threshold) if isinstance(threshold, (int, float)) else DEFAULT_THRESHOLD)
 
 
 def _number(value: Any) -> float | None:
@@ -86,18 +89,24 @@ def smallest_caught(readings: Mapping[float, Reading]) -> float | None:
 
 @dataclass(frozen=True)
 class Coverage:
-    """Of the cases whose measured effect reached a plant (Δ ≤ −plant), how many its run caught."""
+    """Of the cases whose measured effect reached a plant (Δ ≤ −plant), how many its run caught; of the others,
+    those whose effect stayed inside the run's threshold (SAME by the rule: a plant below the threshold) and those
+    past it that the run missed."""
 
     plant: float
     reached: int
     caught: int
     missed: tuple[str, ...]
+    inside: tuple[float, ...] = ()  # the effects (Δ %) of the uncaught cases inside the threshold
 
 
 def coverage(run: PlantedRun) -> Coverage:
     reached = {case: r for case, r in run.cases.items() if r.delta_pct is not None and r.delta_pct <= -100 * run.plant}
-    missed = tuple(sorted(case for case, r in reached.items() if r.status != Verdict.SLOWER))
-    return Coverage(run.plant, len(reached), len(reached) - len(missed), missed)
+    uncaught = {case: r for case, r in reached.items() if r.status != Verdict.SLOWER}
+    inside = {case: r.delta_pct for case, r in uncaught.items() if (r.delta_pct or 0.0) > -100 * run.threshold}
+    missed = tuple(sorted(case for case in uncaught if case not in inside))
+    return Coverage(run.plant, len(reached), len(reached) - len(uncaught), missed,
+                    tuple(sorted(d for d in inside.values() if d is not None)))
 
 
 def sensitivity_section(runs: Sequence[PlantedRun], names: Sequence[str]) -> str:
@@ -121,9 +130,11 @@ def sensitivity_section(runs: Sequence[PlantedRun], names: Sequence[str]) -> str
     for run in sorted(runs, key=lambda r: r.plant):
         cover = coverage(run)
         share = f" ({100 * cover.caught / cover.reached:.0f} %)" if cover.reached else ""
+        inside = f"; {_inside(cover.inside)}, inside the run's {_pct(run.threshold)} threshold: SAME by the rule" \
+            if cover.inside else ""
         missed = f"; missed: {', '.join(markdown_text(c) for c in cover.missed)}" if cover.missed else ""
         lines.append(f"- {_pct(run.plant)} plant: {cover.caught} of the {cover.reached} cases whose measured effect "
-                     f"reached it caught{share}{missed}.")
+                     f"reached it caught{share}{inside}{missed}.")
     lines.append(END)
     return "\n".join(lines)
 
@@ -140,6 +151,13 @@ def _cell(reading: Reading | None) -> str:
     interval = f" [{reading.low_pct:+.2f}, {reading.high_pct:+.2f}]" \
         if reading.low_pct is not None and reading.high_pct is not None else ""
     return f"{reading.delta_pct:+.2f} %{interval}, {reading.status}"
+
+
+def _inside(effects: tuple[float, ...]) -> str:
+    """The uncaught effects inside the threshold, ascending (most negative first), as the coverage line says them."""
+    if len(effects) == 1:
+        return f"the other read {effects[0]:+.2f} %"
+    return f"the {len(effects)} others read {effects[-1]:+.2f} to {effects[0]:+.2f} %"
 
 
 def _pct(fraction: float) -> str:
