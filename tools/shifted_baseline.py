@@ -21,9 +21,9 @@ the run's own noise.
 from __future__ import annotations
 
 import argparse
-from collections import Counter
 import json
 import sys
+from collections import Counter
 from dataclasses import replace
 from pathlib import Path
 
@@ -75,19 +75,20 @@ def expected_reading(host_delta_pct: float) -> float:
     return 100 * ((1 + host_delta_pct / 100) / SLOW - 1)
 
 
-def reach(record: dict, unshifted: dict | None) -> str:
-    """Whether the host's own offset from the entry left a missed 5 % slowdown within reach of its band."""
+def reach(record: dict, unshifted: dict | None) -> tuple[str | None, str]:
+    """Whether the host's own offset from the entry left a missed 5 % slowdown within reach of its band: the kind
+    (``NOISE``, ``WIDER``, ``OFF_HOST``; None without the host's unshifted reading) and the words that say why."""
     host = None if unshifted is None else unshifted.get("delta_pct")
     if host is None or record.get("tolerance") is None:
-        return ""
+        return None, ""
     expected, band = expected_reading(host), 100 * record["tolerance"]
     if expected < -band:
-        verdict = NOISE
+        kind = NOISE
     elif expected_reading(0.0) >= -band:
-        verdict = WIDER
+        kind = WIDER
     else:
-        verdict = OFF_HOST
-    return f"; unshifted {host:+.2f} % on this host, so the shift reads about {expected:+.2f} %: {verdict}"
+        kind = OFF_HOST
+    return kind, f"; unshifted {host:+.2f} % on this host, so the shift reads about {expected:+.2f} %: {kind}"
 
 
 def judge(shifted_file: Path, results: Path, unshifted_results: Path | None = None) -> int:
@@ -101,11 +102,12 @@ def judge(shifted_file: Path, results: Path, unshifted_results: Path | None = No
     alarms = [case for case in fast if status.get(case, {}).get("status") == "REGRESSED"]
     print(f"5 % slowdowns caught: {len(slow) - len(missed)} of {len(slow)}; 3 % speed-ups raised as alarms: "
           f"{len(alarms)} of {len(fast)}")
-    kinds: Counter[str] = Counter()
+    kinds: Counter[str | None] = Counter()
     for case in missed:
         record = status.get(case)
-        reach_note = "" if record is None else reach(record, None if unshifted is None else unshifted.get(case))
-        kinds[reach_note.rpartition(": ")[2] or "unjudged"] += 1
+        kind, reach_note = (None, "") if record is None else \
+            reach(record, None if unshifted is None else unshifted.get(case))
+        kinds[kind] += 1
         reading = "not measured" if record is None else (
             f"{record['status']}, {record.get('delta_pct') or 0:+.2f} % against a band of "
             f"{100 * (record.get('tolerance') or 0):.1f} %, judged on {record.get('judged_on')}{reach_note}")
