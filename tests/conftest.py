@@ -1,8 +1,9 @@
 """Shared set-up of the CPU tests: the two tiers and the Hypothesis profiles.
 
 The README's ``python3 -m pytest tests`` runs the fast tier on ``FAST_TIER_WORKERS`` pytest-xdist workers (when the
-command line names the whole folder and no ``-n``): every behaviour end to end, property tests at the
-``fast`` profile's example count, scale and timing checks at small sizes. Tests marked ``long`` (the same
+command line names the whole folder and no ``-n``): the in-process end-to-end runs, property tests at the
+``fast`` profile's example count, scale and timing checks at small sizes. Tests marked ``long`` (every test that
+takes a second or more on the 2-core machine, such as an end-to-end run in fresh processes or the browser; the same
 checks at full size: big histories, the browser's timing, statistical calibration over many runs) are deselected
 unless ``-m`` names the marker; ``.ci/run`` runs them after the fast tier, with every property test again at the
 ``long`` profile: ``python3 -m pytest tests -m "long or hypothesis" --hypothesis-profile=long``.

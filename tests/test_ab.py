@@ -158,6 +158,7 @@ def _cases(out: Path) -> dict[str, dict[str, object]]:
     return {row["case"]: row for row in json.loads((out / "ab.json").read_text())["cases"]}
 
 
+@pytest.mark.long
 def test_aa_on_the_working_tree_is_all_same_and_exit_0(repo: tuple[Path, dict[str, str]], tmp_path: Path) -> None:
     path, commits = repo
     done = _ab(path, tmp_path / "out", "--base", commits["base"])
@@ -178,6 +179,7 @@ def test_aa_on_the_working_tree_is_all_same_and_exit_0(repo: tuple[Path, dict[st
     assert _git(path, "worktree", "list").count("\n") == 0  # the base's worktree is gone
 
 
+@pytest.mark.long
 def test_a_planted_slowdown_is_slower_and_exit_1_with_the_kernel_change_named(
         repo: tuple[Path, dict[str, str]], tmp_path: Path) -> None:
     path, commits = repo
@@ -203,6 +205,7 @@ def test_a_planted_slowdown_is_slower_and_exit_1_with_the_kernel_change_named(
     assert {run.kind for run in runs.values()} == {"ab"}
 
 
+@pytest.mark.long
 def test_a_slowdown_planted_on_the_head_side_only_is_caught(repo: tuple[Path, dict[str, str]],
                                                             tmp_path: Path) -> None:
     path, commits = repo
@@ -214,6 +217,7 @@ def test_a_slowdown_planted_on_the_head_side_only_is_caught(repo: tuple[Path, di
     assert all(-3.4 < float(row["delta_pct"]) < -2.4 for row in cases.values())  # type: ignore[arg-type]
 
 
+@pytest.mark.long
 def test_a_case_on_one_side_only_is_unpaired_and_exit_2(repo: tuple[Path, dict[str, str]], tmp_path: Path) -> None:
     path, commits = repo
     done = _ab(path, tmp_path / "out", "--base", commits["base"], "--head", commits["extra"], "--",
@@ -228,6 +232,7 @@ def test_a_case_on_one_side_only_is_unpaired_and_exit_2(repo: tuple[Path, dict[s
     assert "exit 2: evidence missing" in done.stdout
 
 
+@pytest.mark.long
 def test_a_crashed_side_is_a_clear_error_and_exit_3(repo: tuple[Path, dict[str, str]], tmp_path: Path) -> None:
     path, commits = repo
     done = _ab(path, tmp_path / "out", "--base", commits["base"], "--head", commits["crash"])
@@ -239,6 +244,7 @@ def test_a_crashed_side_is_a_clear_error_and_exit_3(repo: tuple[Path, dict[str, 
     assert "2 test(s) of the head side gave no figure" in done.stdout
 
 
+@pytest.mark.long
 def test_a_side_that_holds_the_gpu_too_long_is_stopped_and_exit_3(repo: tuple[Path, dict[str, str]],
                                                                    tmp_path: Path) -> None:
     path, commits = repo
@@ -264,6 +270,7 @@ def test_an_out_folder_that_cannot_be_made_is_one_line_and_exit_3(repo: tuple[Pa
     assert "a file stands where a folder is needed" in done.stderr
 
 
+@pytest.mark.long
 @pytest.mark.parametrize(("option", "message"), [
     (["--threshold", "0"], "the A/B threshold is a fraction between 0 and 1"),
     (["--threshold", "nan"], "got nan"),
@@ -299,6 +306,7 @@ def test_an_out_folder_that_holds_files_is_refused_before_either_side_starts(rep
     assert (out / "ab.json").read_text() == "{}" and not database.exists()
 
 
+@pytest.mark.long
 def test_a_pytest_ini_above_out_does_not_configure_the_sides(repo: tuple[Path, dict[str, str]],
                                                               tmp_path: Path) -> None:
     """A tree with no ini file of its own: pytest takes the rootdir and ini file from the paths among its
@@ -497,6 +505,7 @@ def test_the_schedule_never_deadlocks_nor_lets_both_sides_run(base_tests: list[t
         assert checked <= paired  # the tests both run, in the same order: every case both checked is paired
 
 
+@pytest.mark.long
 @pytest.mark.parametrize("plant", ["FAKE_FIRST_PASS_SLOWDOWN", "FAKE_SLOWDOWN"])
 def test_a_slowdown_near_the_threshold_is_measured_again_in_a_fresh_pair_of_processes(
         repo: tuple[Path, dict[str, str]], tmp_path: Path, plant: str) -> None:

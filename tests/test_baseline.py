@@ -98,6 +98,7 @@ def test_dump_parse_round_trip(tmp_path: Path) -> None:
     assert loaded.entries == entries
 
 
+@pytest.mark.long
 def test_the_committed_baseline_is_written_back_byte_for_byte_by_either_emitter(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """``dump_baseline`` takes libyaml's emitter where PyYAML has it, the pure-Python one otherwise: a machine with

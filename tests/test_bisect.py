@@ -83,6 +83,7 @@ def _env() -> dict[str, str]:
     return {key: value for key, value in os.environ.items() if not key.startswith("GIT_")}
 
 
+@pytest.mark.long
 def test_bisect_names_the_planted_slowdown_skipping_what_cannot_run(repo: tuple[Path, list[str]],
                                                                      tmp_path: Path) -> None:
     path, commits = repo
@@ -120,6 +121,7 @@ def test_a_commit_that_cannot_run_is_skipped_and_a_transient_slowdown_is_remeasu
     assert commits[4] in tested or commits[5] in tested
 
 
+@pytest.mark.long
 def test_a_bad_commit_that_is_not_slower_is_refused(repo: tuple[Path, list[str]], tmp_path: Path) -> None:
     path, commits = repo
     done = _bisect(path, tmp_path / "out", commits[0], commits[3])

@@ -17,6 +17,7 @@ def stats() -> Any:
     return pytest.importorskip("scipy.stats", reason="SciPy is not installed: pip install -e '.[test]'")
 
 
+@pytest.mark.long
 @pytest.mark.parametrize("sigma", [0.005, 0.01, 0.015, 0.02])
 def test_the_bound_is_the_neyman_pearson_power_and_a_simulation_of_that_test_agrees(sigma: float, stats: Any) -> None:
     expected = stats.norm.cdf(0.03 / sigma * math.sqrt(3) - stats.norm.isf(1e-3))

@@ -57,6 +57,7 @@ def test_short_series_and_bad_figures() -> None:
         Settings(min_segment=1)
 
 
+@pytest.mark.long
 @pytest.mark.parametrize("noise", [0.005, 0.01])
 def test_a_step_in_the_last_runs_is_found_by_the_third_run_after_it_in_95_percent(noise: float) -> None:
     """The target: a 3 % step found by a check after each of the 3 runs after it in ≥ 95 % of trials. The bound
@@ -89,13 +90,14 @@ def test_the_last_runs_test_names_its_step_with_the_runs_seen_and_a_p_value() ->
     assert point.relative == pytest.approx(-0.05, abs=0.01)
 
 
-@pytest.mark.parametrize("series", [20, pytest.param(150, marks=pytest.mark.long)])
+@pytest.mark.long
+@pytest.mark.parametrize("series", [20, 150])
 @pytest.mark.parametrize("noise", [0.01, 0.02])
 def test_a_check_after_every_run_of_stationary_noise_raises_under_one_change_point_per_1000_runs(
         noise: float, series: int) -> None:
     """As ``history changes`` run nightly sees a series: every prefix, a run of consecutive alarms counted once.
-    docs/history.md measured 0.6-0.7 per 1,000 on 100,000 runs per noise level. The fast tier's 2,000 runs allow
-    3 (Poisson's 1.3 expected); the long tier's 15,000 hold the rate itself."""
+    docs/history.md measured 0.6-0.7 per 1,000 on 100,000 runs per noise level. 20 series' 2,000 runs allow
+    3 (Poisson's 1.3 expected); 150 series' 15,000 hold the rate itself."""
     from tools.changepoint_compare import alarm_episodes
 
     rng = np.random.default_rng(1)
@@ -139,6 +141,7 @@ def test_hosts_that_agree_make_one_series() -> None:
     assert list(grouped) == [SeriesKey("h200", ALL_HOSTS, "case", "m")] and len(grouped[list(grouped)[0]]) == 8
 
 
+@pytest.mark.long
 def test_a_short_series_is_held_to_the_same_false_rate_per_run() -> None:
     settings = Settings()
     assert settings.alpha_for(6) == pytest.approx(6 * settings.false_rate) and settings.alpha_for(10_000) == 0.05

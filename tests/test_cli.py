@@ -314,6 +314,7 @@ def test_compare_a_run_against_a_baseline_file(runs: tuple[Path, Path], tmp_path
     assert main(["compare", "--max-tolerance", "0.15", str(runs[0]), str(runs[1])]) == 1  # 4 % without it
 
 
+@pytest.mark.long
 def test_python_dash_m_compare(runs: tuple[Path, Path]) -> None:
     done = subprocess.run([sys.executable, "-m", "gpuperf", "compare", *map(str, runs)],
                           cwd=REPO, capture_output=True, text=True, check=False)
@@ -326,6 +327,7 @@ def test_python_dash_m_compare(runs: tuple[Path, Path]) -> None:
                            "2026-01-01T00:00:00+00:00): each run counts once; pass each run's results once\n")
 
 
+@pytest.mark.long
 def test_plot_a_baseline_writes_pngs_beside_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     described = {
         GEMV: replace(entry("GB/s", 760.0), family="gemv", precision="fp32", shape=(("m", 16384), ("n", 16384)),
@@ -340,6 +342,7 @@ def test_plot_a_baseline_writes_pngs_beside_it(tmp_path: Path, capsys: pytest.Ca
     assert all(p.parent == tmp_path / "new-plots" and p.stat().st_size > 0 for p in written)
 
 
+@pytest.mark.long
 def test_plot_a_results_directory_into_out(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     run = RunInfo("Synthetic GPU", "synthetic-gpu", "9.0", "1.2.3", "13.0", "13.1.0", "14.0.0", 2000, 3000,
                   ("cold",), "2026-01-01T00:00:00+00:00", {"peaks": PEAKS})

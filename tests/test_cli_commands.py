@@ -24,6 +24,7 @@ def _fresh(code: str, *args: str) -> subprocess.CompletedProcess[str]:
                           env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}, timeout=120)
 
 
+@pytest.mark.long
 def test_history_changes_imports_no_other_command(tmp_path: Path) -> None:
     code = ("import json, sys\nfrom gpuperf.cli import main\n"
             "code = main(['history', '--history', sys.argv[1], 'changes'])\n"
@@ -62,12 +63,14 @@ def test_a_command_s_parser_alone_parses_as_the_whole_one_does(argv: list[str]) 
     assert vars(build_parser(argv).parse_args(argv)) == vars(build_parser().parse_args(argv))
 
 
+@pytest.mark.long
 def test_the_help_lists_every_command() -> None:
     shown = subprocess.run([sys.executable, "-m", "gpuperf", "--help"], capture_output=True, text=True, cwd=ROOT,
                            env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}, timeout=120)
     assert shown.returncode == 0 and all(f"    {name}" in shown.stdout for name, _, _ in COMMANDS)
 
 
+@pytest.mark.long
 @pytest.mark.parametrize(("missing", "argv", "message"), [
     ("matplotlib", ["plot", "baselines/nvidia-h200.yaml"],
      "python -m gpuperf plot needs matplotlib, not installed here: pip install 'gpuperf[plot]'"),
@@ -92,6 +95,7 @@ def test_a_command_whose_extra_is_missing_names_its_install_command(missing: str
 LONG = pytest.mark.long
 
 
+@pytest.mark.long
 @pytest.mark.parametrize(("argv", "message"), [
     (["history", "--history", "none", "changes"], "--history none: these commands need a history"),
     pytest.param(["history", "--history", "mysql://x/y", "show", "case"], "unknown database kind 'mysql'", marks=LONG),

@@ -47,6 +47,7 @@ def uuid_of(results: Path) -> str:
     return str(json.loads(results.read_text())["run"]["extra"]["uuid"])
 
 
+@pytest.mark.long
 def test_the_committed_baseline_is_reproduced_from_the_committed_runs(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """``baseline from-runs`` over the recording rewrites every entry unchanged: each from six runs on three GPUs,
@@ -67,6 +68,7 @@ def test_the_committed_baseline_is_reproduced_from_the_committed_runs(
     assert main(["baseline", "check", str(copy)]) == 0
 
 
+@pytest.mark.long
 def test_the_previous_baselines_validation_runs_judged_against_this_one_are_what_the_docs_say(
         capsys: pytest.CaptureFixture[str]) -> None:
     """docs/fleet.md: of the previous baseline's validation runs (older code, no FP8 cases), every one passes this
@@ -110,6 +112,7 @@ def test_every_validation_run_passes_the_committed_baseline(results: Path,
     assert "regressed" not in lines[-1] and "unreliable" not in lines[-1]
 
 
+@pytest.mark.long
 def test_the_fleet_of_validation_runs_has_no_false_alarm_against_the_baseline(
         capsys: pytest.CaptureFixture[str]) -> None:
     runs = len(VALIDATION)
@@ -221,6 +224,7 @@ SHIFTED_CHECKS = [(SHIFTED_RUN, REPO / "docs" / "fleet" / "gate" / "0e8d49c2-gat
     for folder in sorted((REPO / "docs" / "ab" / "merge-gate").iterdir()) if (folder / "shifted.json").exists()]
 
 
+@pytest.mark.long
 @pytest.mark.parametrize(("shifted_run", "unshifted_run"), SHIFTED_CHECKS, ids=lambda path: path.parent.name)
 def test_the_shifted_baseline_check_is_what_the_docs_say(shifted_run: Path, unshifted_run: Path,
                                                          tmp_path: Path) -> None:
@@ -250,6 +254,7 @@ def test_the_shifted_baseline_check_is_what_the_docs_say(shifted_run: Path, unsh
     assert row in FLEET_DOC.read_text(encoding="utf-8"), row
 
 
+@pytest.mark.long
 def test_the_host_spreads_the_fleet_page_quotes_are_the_fleet_command_s(capsys: pytest.CaptureFixture[str]) -> None:
     """docs/fleet.md's bound on the sealed check: two entries judged on time spread past 4.76 % across the fresh
     GPUs that gated this baseline, as ``python -m gpuperf fleet`` over their committed gates prints."""

@@ -194,6 +194,7 @@ def test_the_run_s_end_contains_what_no_earlier_stage_caught(pytester: pytest.Py
         fault_id("late"): f"{Stage.RESULTS}: RuntimeError: injected into summary_markdown; {DEFECT}"})
 
 
+@pytest.mark.long
 def test_records_from_xdist_workers_that_cannot_be_read_back_are_errors(pytester: pytest.Pytester,
                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     """Across processes: the empty kernel name is caught in the worker, a record the controller cannot read in the

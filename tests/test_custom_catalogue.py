@@ -71,6 +71,7 @@ def _default_plans() -> dict[str, tuple[str, custom.LaunchPlan]]:
     return plans
 
 
+@pytest.mark.long
 def test_the_gated_custom_kernels_compile_to_the_code_their_baseline_recorded() -> None:
     entries = yaml.safe_load(BASELINE.read_text())["entries"]
     checked = 0

@@ -151,6 +151,7 @@ def test_the_pages_show_commands_of_both_kinds() -> None:
     assert len(_shown_commands(CLI)) >= 20 and len(_shown_commands(PYTEST)) >= 20
 
 
+@pytest.mark.long
 def test_every_gpuperf_command_shown_parses(capsys: pytest.CaptureFixture[str]) -> None:
     """A command line in a shell block parses as it stands; one named in prose names commands and options that
     exist. Every one that does not is listed."""
@@ -167,6 +168,7 @@ def test_every_gpuperf_command_shown_parses(capsys: pytest.CaptureFixture[str]) 
     assert problems == []
 
 
+@pytest.mark.long
 @pytest.mark.parametrize("shown, argv, whole", _shown_commands(PYTEST), ids=lambda value: str(value)[:80])
 def test_every_pytest_command_shown_parses(shown: str, argv: list[str], whole: bool, pytester: pytest.Pytester) -> None:
     """Parsed by pytest itself with the plugin loaded: an option that does not exist (or a bad value) fails."""

@@ -12,6 +12,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -72,6 +74,7 @@ def test_the_block_layouts_are_the_ones_that_matched() -> None:
     assert refused == {1, 2, 17} and not any("refused" in layouts[f"tokens {t} BLK/VEC128"] for t in (4, 12, 20))
 
 
+@pytest.mark.long
 def test_the_baselines_fp8_entries_are_the_committed_runs_medians(tmp_path: Path) -> None:
     baseline = ROOT / "baselines" / "nvidia-h200.yaml"
     copy = tmp_path / "nvidia-h200.yaml"

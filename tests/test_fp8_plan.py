@@ -134,6 +134,7 @@ def _emulated(a: np.ndarray, w: np.ndarray, *, fast: bool) -> np.ndarray:
     return acc
 
 
+@pytest.mark.long
 @pytest.mark.parametrize("fast", [False, True])
 @pytest.mark.parametrize("out", ["bf16", "fp32", "fp8_e4m3"])
 def test_the_bound_holds_for_an_emulation_of_the_hardware(fast: bool, out: str, ml_dtypes: Any) -> None:

@@ -85,6 +85,7 @@ def _limited() -> None:
     resource.setrlimit(resource.RLIMIT_AS, (MAX_BYTES + (512 << 20), MAX_BYTES + (512 << 20)))
 
 
+@pytest.mark.long
 @settings(max_examples=max(3, settings.default.max_examples // 25))  # a process each: 3 fast, 20 long
 @given(data=st.data())
 def test_fuzz_real_subprocesses(tmp_path_factory: pytest.TempPathFactory, data: st.DataObject) -> None:

@@ -155,6 +155,7 @@ def test_third(stream):
 '''
 
 
+@pytest.mark.long
 def test_every_test_runs_on_the_one_measuring_stream(pytester: pytest.Pytester) -> None:
     """Through pytest: the plugin's ``stream`` fixture hands three tests the same stream, made once by the pool
     and drained after each test."""

@@ -44,6 +44,7 @@ def test_the_bench_times_each_target_and_reuses_what_it_is_told_to(tmp_path: Pat
         + held.stderr
 
 
+@pytest.mark.long
 def test_a_timed_command_that_fails_ends_the_bench_with_its_output(tmp_path: Path) -> None:
     """The bench keeps the module path it is given (the packages may be installed there), and an ingest that
     fails is named with its output, not taken for a time."""

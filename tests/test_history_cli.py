@@ -106,6 +106,7 @@ def test_a_slowdown_in_the_third_run_is_named_by_the_gates_rule_with_both_commit
     assert "1 slowdown in a series' last 1 runs" in out
 
 
+@pytest.mark.long
 def test_the_committed_fleet_runs_show_no_change_point(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     from tools.changepoint_compare import committed_fleet_files
@@ -188,6 +189,7 @@ def test_every_run_is_appended_with_its_commit_and_ingesting_its_results_adds_no
     assert "0 runs added, 2 already present" in capsys.readouterr().out
 
 
+@pytest.mark.long
 def test_the_default_the_environment_none_and_xdist(project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
     project.runpytest("-p", "no:cacheprovider", "--missing-baseline=pass").assert_outcomes(passed=2, deselected=1)
     assert len(_runs(project.path / "results" / "history.sqlite")) == 1

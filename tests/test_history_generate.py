@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -35,6 +36,7 @@ def test_a_generated_power_capped_case_varies_like_its_validation_runs() -> None
     assert history_generate.found_within(at_max[:2003], case.spread, 2000)
 
 
+@pytest.mark.long
 def test_a_driver_change_is_named_end_to_end(tmp_path: Path) -> None:
     cases = [case for case in history_generate.case_noises() if case.power_capped][:3]
     (row,) = history_generate.driver_change(cases, np.random.default_rng(2), tmp_path, 1, runs=30, step_at=20)

@@ -50,6 +50,7 @@ def test_a_fifo_is_refused_as_a_fifo_and_the_others_are_added(tmp_path: Path, go
     assert code == 0 and "0 runs added, 1 already present, 0 files refused" in out
 
 
+@pytest.mark.long
 def test_a_fifo_never_blocks_a_real_ingest(tmp_path: Path, good: Path) -> None:
     """A fresh process, as a nightly job runs it: a FIFO nobody writes to is refused at once, not waited on."""
     os.mkfifo(tmp_path / "fifo.json")
@@ -126,6 +127,7 @@ def _hostile_series(folder: Path) -> None:
                        kernels={HOSTILE_CASE: HOSTILE_KERNEL + ("x" if slow else "")}))
 
 
+@pytest.mark.long
 def test_show_and_changes_print_a_hostile_case_and_kernel_escaped(tmp_path: Path) -> None:
     _hostile_series(tmp_path / "results")
     target = str(tmp_path / "h.sqlite")

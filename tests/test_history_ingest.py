@@ -42,6 +42,7 @@ def _files(folder: Path, count: int) -> list[Path]:
     return paths
 
 
+@pytest.mark.long
 def test_a_pool_ingests_every_file_in_order_and_names_the_refused(database_url: str, tmp_path: Path) -> None:
     paths = _files(tmp_path / "runs", backfill.POOL_FILES + 6)
     broken = tmp_path / "runs" / "run-010.json"
@@ -84,6 +85,7 @@ def test_a_pool_and_the_main_process_store_the_same_rows(database_url: str, tmp_
     assert without_pk(pooled) == without_pk(inline)  # (the engines number their runs each their own way)
 
 
+@pytest.mark.long
 def test_a_file_whose_run_is_held_already_is_not_parsed_again(database_url: str, tmp_path: Path,
                                                               monkeypatch: pytest.MonkeyPatch) -> None:
     """A backfill run again over the same folder: a file whose bytes are a held run's (its id is their SHA-256)

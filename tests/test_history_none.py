@@ -20,7 +20,8 @@ def pytest_unconfigure(config):
 """
 
 
-@pytest.mark.parametrize("history", ["none", pytest.param("hist.sqlite", marks=pytest.mark.long)])  # the control: long
+@pytest.mark.long
+@pytest.mark.parametrize("history", ["none", "hist.sqlite"])  # the second: the control
 def test_only_a_session_with_a_history_imports_sqlalchemy(project: pytest.Pytester, history: str) -> None:  # noqa: F811
     conftest = project.path / "conftest.py"
     conftest.write_text(conftest.read_text() + REPORT)
@@ -53,6 +54,7 @@ def test_property(n):
 """
 
 
+@pytest.mark.long
 @pytest.mark.parametrize("with_property", [False, True])
 def test_a_measuring_session_without_hypothesis_tests_never_imports_it(project: pytest.Pytester,  # noqa: F811
                                                                       with_property: bool) -> None:

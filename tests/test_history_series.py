@@ -85,6 +85,7 @@ def _rows(rng: random.Random, runs: Mapping[int, RunSummary], offsets: Mapping[s
     return rows
 
 
+@pytest.mark.long
 @pytest.mark.parametrize("seed", range(40))
 def test_columns_cut_the_series_as_the_per_record_way_does(seed: int) -> None:
     rng = random.Random(seed)

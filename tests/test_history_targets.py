@@ -57,6 +57,7 @@ def test_a_password_holding_an_at_is_encoded_not_taken_for_the_host() -> None:
         assert SECRET not in str(raised.value)
 
 
+@pytest.mark.long
 @pytest.mark.parametrize("url", [
     f"postgresql://u@127.0.0.1:1/db?password={SECRET}",  # a closed port: refused at once
     f"postgresql://u:{SECRET[:5]}@{SECRET[5:]}@127.0.0.1:1/db",
@@ -65,8 +66,8 @@ def test_a_password_holding_an_at_is_encoded_not_taken_for_the_host() -> None:
     f"http://u:{SECRET}@x/db",
 ])
 @pytest.mark.parametrize("command", [  # every URL through show here; through the other two in the long tier
-    ["history", "show", "gemm"], pytest.param(["history", "changes"], marks=pytest.mark.long),
-    pytest.param(["history", "ingest", str(ROOT / "docs" / "fleet" / "1e941103-1.json")], marks=pytest.mark.long)])
+    ["history", "show", "gemm"], ["history", "changes"],
+    ["history", "ingest", str(ROOT / "docs" / "fleet" / "1e941103-1.json")]])
 def test_history_commands_print_no_password(url: str, command: list[str], tmp_path: Path) -> None:
     done = _gpuperf(tmp_path, *command, "--history", url)
     assert done.returncode == 1 and done.stderr.count("\n") == 1, done.stderr
@@ -85,6 +86,7 @@ def _history(tmp_path: Path) -> Path:
     return database
 
 
+@pytest.mark.long
 def test_show_prints_start_times_in_utc_so_runs_read_in_the_order_they_ran(tmp_path: Path) -> None:
     done = _gpuperf(tmp_path, "history", "show", "gemm", "--history", str(_history(tmp_path)))
     assert done.returncode == 0, done.stderr
@@ -93,6 +95,7 @@ def test_show_prints_start_times_in_utc_so_runs_read_in_the_order_they_ran(tmp_p
     assert shown == sorted(shown) == ["2026-12-02 00:10:00", "2026-12-02 01:00:00", "2026-12-02 01:30:00"]
 
 
+@pytest.mark.long
 def test_reading_commands_change_no_file(tmp_path: Path) -> None:
     """A 0-byte file, another program's SQLite database and a gpuperf history, each read by every reading command:
     not one byte changes and no file is made beside them (another program's database stays out of WAL mode)."""
@@ -118,6 +121,7 @@ def test_reading_commands_change_no_file(tmp_path: Path) -> None:
         "PRAGMA journal_mode").fetchone()[0] == "delete"
 
 
+@pytest.mark.long
 @pytest.mark.parametrize("make", ["empty folder", "missing path", "only refused files"])
 def test_a_failed_ingest_leaves_no_new_file(make: str, tmp_path: Path) -> None:
     (tmp_path / "empty").mkdir()
@@ -129,6 +133,7 @@ def test_a_failed_ingest_leaves_no_new_file(make: str, tmp_path: Path) -> None:
     assert _files(tmp_path) == before and not (tmp_path / "new").exists()
 
 
+@pytest.mark.long
 def test_a_nightly_ingest_of_results_leaves_a_runs_ab_folder_out(tmp_path: Path) -> None:
     results = tmp_path / "results"
     write(results / "20261201-120000" / "results.json", document("2026-12-01T12:00:00+00:00", {CASE: 50.0}))
@@ -151,6 +156,7 @@ def _repo(tmp_path: Path) -> tuple[Path, str]:
     return repo, commit(repo, "base", {"pytest.ini": "[pytest]\n"}, env=env)
 
 
+@pytest.mark.long
 @pytest.mark.parametrize(("target", "said"), [
     ("sqlite://", "an in-memory SQLite database"),
     ("http://x", "unknown database kind 'http'"),

@@ -36,6 +36,7 @@ def _history(folder: Path, rng: np.random.Generator, change_at: int) -> None:
                        commit=f"{number:010x}" + "0" * 30, driver=OLD if number < change_at else NEW))
 
 
+@pytest.mark.long
 @pytest.mark.parametrize("change_at", [3, 8, 13, 19, 26, 31, 36])
 def test_a_version_change_is_named_on_every_slowdown_whose_range_touches_it(
         change_at: int, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -514,6 +514,7 @@ def _kind(case: Hostile) -> str:
 SAMPLE = sorted({_kind(case): index for index, case in reversed(list(enumerate(HOSTILE)))}.values())
 
 
+@pytest.mark.long
 def test_the_first_hostile_input_of_each_command_gets_what_the_page_says(tmp_path: Path) -> None:
     """Each command's first row of docs/hostile-input.md, run for real, gets exactly its row."""
     lines = PAGE.read_text().splitlines()[6:]

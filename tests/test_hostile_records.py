@@ -34,6 +34,7 @@ def _edited_run(path: Path, **first_record: Any) -> Path:
     return path
 
 
+@pytest.mark.long
 @pytest.mark.parametrize(("status", "code"), [("ERROR", 1), ("UNRELIABLE", 0), ("NOT_COMPARABLE", 0),
                                               ("NOT_RECORDED", 0)])
 def test_compare_shows_a_record_without_a_figure_as_its_own_row(tmp_path: Path, status: str, code: int) -> None:
@@ -48,6 +49,7 @@ def test_compare_shows_a_record_without_a_figure_as_its_own_row(tmp_path: Path, 
     assert done.stdout.splitlines()[-1].startswith("123 compared:")
 
 
+@pytest.mark.long
 def test_commands_that_keep_clean_figures_pass_over_a_record_without_one(tmp_path: Path) -> None:
     run = _edited_run(tmp_path / "b.json", value=None, status="ERROR")
     for args in (["fleet", str(RUN), str(run)], ["baseline", "diff", str(RUN), str(run)]):
@@ -61,6 +63,7 @@ COMMANDS = {"compare": ["compare", str(RUN), "b.json"], "fleet": ["fleet", str(R
             "ingest": ["history", "ingest", "b.json", "--history", "h.sqlite"]}
 
 
+@pytest.mark.long
 @pytest.mark.parametrize(("precision", "command", "message"), [
     ("fp4", "compare", UNKNOWN.format("fp4")), ("", "fleet", UNKNOWN.format("")),
     ("FP8", "readme", UNKNOWN.format("FP8")), ("FP8", "ingest", UNKNOWN.format("FP8")),

@@ -140,6 +140,7 @@ def pointing_outside() -> dict[str, list[str]]:
     return found
 
 
+@pytest.mark.long
 def test_no_module_or_function_of_gpuperf_is_over_the_limits() -> None:
     found = [v for v in size_violations() if v.split(":")[0] not in OVERSIZED_IN_PROGRESS]
     assert not found, "split these (or their functions):\n" + "\n".join(found)
@@ -156,6 +157,7 @@ def test_the_oversized_allow_list_only_names_files_still_over() -> None:
     assert not fixed, f"within the limits now, remove from OVERSIZED_IN_PROGRESS: {fixed}"
 
 
+@pytest.mark.long
 def test_no_comment_points_outside_the_repository_and_the_allow_lists_name_only_files_that_still_do() -> None:
     """One read of every file (a second of CPU) for both: the rule, and allow-lists that only shrink."""
     allowed = POINTING_IN_PROGRESS | POINTING_IN_KERNEL_SOURCES
@@ -181,6 +183,7 @@ def test_the_rules_see_what_they_are_for() -> None:
     assert function.name == "long" and (function.end_lineno or 0) - function.lineno + 1 == 71
 
 
+@pytest.mark.long
 def test_every_harness_module_asks_pytest_not_to_rewrite_its_asserts() -> None:
     """Installed, gpuperf is a pytest11 distribution, whose every package pytest would assertion-rewrite at each
     session's start; PYTEST_DONT_REWRITE in a module's docstring is pytest's way to leave a module alone
@@ -253,6 +256,7 @@ def import_circles(graph: Mapping[str, set[str]]) -> list[list[str]]:
     return circles
 
 
+@pytest.mark.long
 def test_no_import_circle_in_gpuperf() -> None:
     graph = import_graph()
     assert len(graph) > 100 and "gpuperf.wiring.fixtures" in graph["gpuperf.wiring.plugin"]  # it sees lazy imports

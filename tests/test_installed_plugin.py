@@ -164,6 +164,7 @@ def pytest_collection_finish(session):
 '''
 
 
+@pytest.mark.long
 def test_an_installed_gpuperf_s_modules_are_not_assertion_rewritten(installed: pytest.Pytester) -> None:
     """pytest rewrites the asserts of every package a pytest11 distribution installs; the harness's modules say
     PYTEST_DONT_REWRITE (tests/test_house.py holds every module to it), so only the probe is rewritten."""
@@ -183,7 +184,8 @@ def test_a_checkout_that_also_names_the_plugin_registers_it_once(installed: pyte
     assert "already registered" not in result.stdout.str() + result.stderr.str()
 
 
-@pytest.mark.parametrize("xdist", [pytest.param(False, marks=pytest.mark.long), True])  # the plain session: long tier
+@pytest.mark.long
+@pytest.mark.parametrize("xdist", [False, True])
 def test_a_session_with_no_perf_test_is_left_alone_even_under_ci(installed: pytest.Pytester,
                                                                   monkeypatch: pytest.MonkeyPatch,
                                                                   xdist: bool) -> None:
@@ -211,6 +213,7 @@ def test_a_session_with_no_perf_test_is_left_alone_even_under_ci(installed: pyte
     assert _files(installed.path) == before
 
 
+@pytest.mark.long
 def test_the_spy_sees_a_gpu_query(installed: pytest.Pytester) -> None:
     """The check above can fail: a test that asks for a GPU makes the plugin look for one."""
     installed.makeconftest(SPY)
@@ -282,6 +285,7 @@ def test_case_tables_come_from_the_ini_key_under_the_rootdir(pytester: pytest.Py
 
 
 
+@pytest.mark.long
 @pytest.mark.parametrize(("table", "message"), [
     ("sizes: [batch]\nparams: [mode]\nperf: [{batch: 2, mode: \"x'; touch pwned; echo '\"}]\n",
      "tables/attention.yaml: perf[0].mode: \"x'; touch pwned; echo '\" is not a value a test id can carry"),
@@ -448,6 +452,7 @@ def pytest_unconfigure(config):
 '''
 
 
+@pytest.mark.long
 def test_a_session_without_perf_tests_loads_only_the_plugin_s_options(installed: pytest.Pytester) -> None:
     """An empty session, and one of plain tests, load the plugin and its options but neither the baseline store,
     the gate, PyYAML, the session's machinery nor pytest-benchmark, whose fixture then fails naming the fix; a

@@ -34,6 +34,7 @@ def test_the_corpus_is_real_symbols_of_the_three_libraries(corpus: list[tuple[st
     assert any("{lambda(" in demangle(symbol) for _, symbol in corpus)
 
 
+@pytest.mark.long
 def test_every_symbol_gets_a_short_name_that_is_a_name(corpus: list[tuple[str, str]]) -> None:
     """Non-empty, not the whole declaration: no parameter list, no return type, no unread mangling."""
     wrong = []

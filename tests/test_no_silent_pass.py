@@ -37,6 +37,7 @@ def test_an_in_memory_history_is_refused_by_option_and_environment(value: str, t
     assert "in-memory SQLite database" in capsys.readouterr().err
 
 
+@pytest.mark.long
 def test_the_pytest_option_refuses_an_in_memory_history(project: pytest.Pytester) -> None:  # noqa: F811
     result = project.runpytest_subprocess("-p", "no:cacheprovider", "--missing-baseline=pass", "--history",
                                           "sqlite:///")

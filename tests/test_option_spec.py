@@ -168,6 +168,7 @@ def literal_defaults_in_help(trees: Iterable[tuple[Path, ast.AST]]) -> list[str]
 # --- the checks, on the real source ---------------------------------------------------------------------------
 
 
+@pytest.mark.long
 def test_no_option_default_is_written_twice() -> None:
     assert duplicated_defaults(SOURCES, spec_options()) == {}
 

@@ -52,6 +52,7 @@ def test_t_quantile_inverts_the_tail() -> None:
         t_quantile(0.0, 3)
 
 
+@pytest.mark.long
 def test_aa_runs_are_never_slower_or_faster() -> None:
     verdicts = [_run(0.0, 0.003, seed) for seed in range(400)]
     flagged = [v for v in verdicts if v.status in (Verdict.SLOWER, Verdict.FASTER)]
@@ -59,6 +60,7 @@ def test_aa_runs_are_never_slower_or_faster() -> None:
     assert sum(v.status == Verdict.SAME for v in verdicts) >= 390
 
 
+@pytest.mark.long
 def test_a_planted_3_percent_slowdown_is_caught_and_confirmed() -> None:
     verdicts = [_run(-0.03, 0.003, seed) for seed in range(100)]
     assert all(v.status == Verdict.SLOWER for v in verdicts)
@@ -183,6 +185,7 @@ def test_no_paired_round_is_unpaired_and_fails() -> None:
     assert verdict.status == Verdict.UNPAIRED and verdict.failed
 
 
+@pytest.mark.long
 @given(st.lists(st.floats(-0.2, 0.2), min_size=2, max_size=30), st.floats(0.005, 0.1))
 def test_the_verdict_follows_its_interval(ratios: list[float], threshold: float) -> None:
     paired = Paired(tuple(ratios))

@@ -57,6 +57,7 @@ def png_size(path: Path) -> tuple[int, int]:
     return image.shape[1], image.shape[0]
 
 
+@pytest.mark.long
 def test_one_throughput_png_per_family(tmp_path: Path, records: list[Record]) -> None:
     written = plot.plot_throughput(records, tmp_path / "plots", gpu="Synthetic GPU", peaks=PEAKS)
     assert sorted(p.name for p in written) == ["throughput-gemm.png", "throughput-gemv.png"]  # ratios left out
@@ -66,6 +67,7 @@ def test_one_throughput_png_per_family(tmp_path: Path, records: list[Record]) ->
         assert (width, height) == (plot.FIGSIZE[0] * plot.THROUGHPUT_WIDTH[1] * plot.DPI, plot.FIGSIZE[1] * plot.DPI)
 
 
+@pytest.mark.long
 def test_a_family_with_both_metrics_gets_two_panels(tmp_path: Path, records: list[Record]) -> None:
     mixed = [r for r in records if r.metric in ("TFLOPS", "GB/s")]
     mixed = [Record(**{**r.__dict__, "family": "batched"}) for r in mixed]
@@ -74,6 +76,7 @@ def test_a_family_with_both_metrics_gets_two_panels(tmp_path: Path, records: lis
     assert width == plot.FIGSIZE[0] * plot.THROUGHPUT_WIDTH[2] * plot.DPI
 
 
+@pytest.mark.long
 def test_roofline_png(tmp_path: Path, records: list[Record]) -> None:
     path = plot.plot_roofline(records, PEAKS, tmp_path, gpu="Synthetic GPU")
     assert path.name == "roofline.png" and path.stat().st_size > 10_000
@@ -135,6 +138,7 @@ def test_records_from_baseline_read_what_each_entry_says_it_is() -> None:
     assert ratio.flops is None  # nothing to place: left out of the plots
 
 
+@pytest.mark.long
 def test_plots_from_a_baseline(tmp_path: Path) -> None:
     header = {"gpu": "Synthetic GPU", "peaks": PEAKS}
     entries = {f"perf_tests/test_gemm.py::test_gemm_perf[fp64-nn-{n}x{n}x{n}-cold]":

@@ -191,6 +191,7 @@ def test_update_records_every_selected_case_then_the_same_speed_passes(project: 
     result.stdout.fnmatch_lines(["*case*metric*measured*baseline*Δ %*% peak*status*note*", "*PASS*"])
 
 
+@pytest.mark.long
 def test_every_traced_entry_records_its_cycles_memory_bound_ones_too(project: pytest.Pytester) -> None:
     """The FP8 projections recorded from runs had no figure at max clock: a memory-bound case's record dropped it.
     Both ways of recording keep it now (--update-baselines, and baseline from-runs over the runs' results), while
@@ -362,6 +363,7 @@ def test_without_cupy_gpu_tests_skip_with_a_reason(pytester: pytest.Pytester) ->
     result.stdout.fnmatch_lines(["*no GPU*CuPy is not importable*pip install*"])
 
 
+@pytest.mark.long
 def test_benchmark_json_carries_the_same_numbers(project: pytest.Pytester) -> None:
     result = run(project, "--missing-baseline=pass", "--benchmark-json", "bench.json")
     result.assert_outcomes(passed=2, deselected=1)
@@ -374,6 +376,7 @@ def test_benchmark_json_carries_the_same_numbers(project: pytest.Pytester) -> No
     assert gemv["stats"]["median"] == pytest.approx(GEMV_S, rel=1e-6)
 
 
+@pytest.mark.long
 def test_xdist_workers_merge_records_and_baseline_updates(project: pytest.Pytester) -> None:
     pytest.importorskip("xdist", reason="pytest-xdist is not installed: pip install -e '.[test]'")
     result = run(project, "-n", "2", "--update-baselines")
@@ -409,7 +412,8 @@ def pytest_configure(config):
 """
 
 
-@pytest.mark.parametrize("workers", [pytest.param([], marks=pytest.mark.long), ["-n", "1"]])  # the plain one: long
+@pytest.mark.long
+@pytest.mark.parametrize("workers", [[], ["-n", "1"]])
 def test_a_suite_s_own_unit_tests_under_ci_on_a_machine_without_a_gpu_pass(pytester: pytest.Pytester,
                                                                              monkeypatch: pytest.MonkeyPatch,
                                                                              workers: list[str]) -> None:
@@ -597,6 +601,7 @@ def test_a_version_change_is_announced_at_the_start_and_named_in_a_regression(pr
     assert saved["extra"]["baseline_versions"] == {"driver": "580.159.04", "cuda_runtime": "13.0", "cublas": "13.1.0"}
 
 
+@pytest.mark.long
 def test_fail_on_version_change_stops_before_measuring(project: pytest.Pytester) -> None:
     recorded(project)
     (project.path / "driver.txt").write_text("590.10.01")

@@ -151,6 +151,7 @@ def test_precise_samples_do_not_stop_before_min_samples() -> None:
     assert rule.verdict(constant + [1e-3], timed_s=100.0, wall_s=1.0) == "converged"
 
 
+@pytest.mark.long
 def test_noisy_sequence_keeps_sampling_until_timeout() -> None:
     rule = StoppingRule(min_samples=10, min_time_s=0.2, noise_target=0.005, timeout_s=3.0)
     rng = np.random.default_rng(3)

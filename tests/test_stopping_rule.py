@@ -460,6 +460,7 @@ def sim_project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> p
     return pytester
 
 
+@pytest.mark.long
 def test_each_case_samples_to_its_band_and_its_results_say_what_the_rule_did(sim_project: pytest.Pytester) -> None:
     """No baseline: the band is --tolerance. The quiet case stops at the floor, the noisy one at --max-gpu-time,
     the power-capped one (time noisy, cycles fixed, no entry yet) on time, at the cap; --band-fraction sets the

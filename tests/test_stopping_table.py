@@ -103,6 +103,7 @@ def test_the_tool_prints_and_writes_the_section_of_a_page(tmp_path: Path) -> Non
     assert printed.stdout.strip() in text
 
 
+@pytest.mark.long
 def test_the_tool_refuses_bad_input_with_one_line(tmp_path: Path) -> None:
     missing = tool(str(tmp_path / "nothing.json"))
     assert missing.returncode == 2 and missing.stderr.startswith("tools/stopping_table.py: ")

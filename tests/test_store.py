@@ -124,10 +124,11 @@ def test_results_records_are_checked_field_by_field(tmp_path: Path, changes: dic
     assert expected in str(info.value)
 
 
-@pytest.mark.parametrize("fill", [0.05, pytest.param(0.97, marks=pytest.mark.long)])
+@pytest.mark.long
+@pytest.mark.parametrize("fill", [0.05, 0.97])
 def test_a_baseline_at_the_size_limit_is_checked_within_the_bound(tmp_path: Path, fill: float) -> None:
     """The limit is what keeps a check within seconds: a file of real entries just under it (about 2,000 of
-    them; the long tier's, the fast tier's a twentieth of it) is checked within 10 s of CPU (3.3–5.3 s on the
+    them, and a twentieth of it) is checked within 10 s of CPU (3.3–5.3 s on the
     2-core CI machine, whose speed varies by half from one moment to the next), and one just over it is refused
     before it is read."""
     baseline = load_baseline(BASELINE)
@@ -146,6 +147,7 @@ def test_a_baseline_at_the_size_limit_is_checked_within_the_bound(tmp_path: Path
     assert main(["baseline", "check", str(tmp_path / "over.yaml")]) == 1
 
 
+@pytest.mark.long
 def test_file_system_errors_are_one_line_naming_path_cause_and_fix(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     """Read-only files and folders are simulated (CI runs as root, for whom permissions do not hold)."""

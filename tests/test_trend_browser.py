@@ -109,6 +109,7 @@ def small_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
+@pytest.mark.long
 def test_the_index_loads_from_file_without_console_errors_draws_every_chart_and_lists_the_step_first(
         small_site: Path, page: Page) -> None:
     page.open(small_site / "index.html")
@@ -130,6 +131,7 @@ def test_the_index_loads_from_file_without_console_errors_draws_every_chart_and_
     assert page.errors == []
 
 
+@pytest.mark.long
 def test_the_planted_step_shows_its_change_point_and_kernel_change(small_site: Path, page: Page) -> None:
     data = synthetic_trend(cases=12, runs=40, hosts=3)
     step = next(s for s in data.series if s.case_id == STEP_CASE)
@@ -151,6 +153,7 @@ def test_the_planted_step_shows_its_change_point_and_kernel_change(small_site: P
     assert page.errors == []
 
 
+@pytest.mark.long
 def test_a_family_filter_hides_the_other_families_and_a_screenshot_is_written(small_site: Path, page: Page,
                                                                                tmp_path: Path) -> None:
     page.open(small_site / "index.html")
@@ -260,6 +263,7 @@ def history_site(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     return root / "site", slowed
 
 
+@pytest.mark.long
 def test_a_step_in_a_real_history_is_marked_where_the_history_finds_it(history_site: tuple[Path, str],
                                                                        page: Page) -> None:
     site, slowed = history_site

@@ -40,6 +40,7 @@ def _page(history: str, argv: list[str], capsys: pytest.CaptureFixture[str]) -> 
     return code, captured.out, captured.err
 
 
+@pytest.mark.long
 def test_a_slowed_runs_summary_shows_its_last_runs_and_the_page_that_history_page_writes(
         project: pytest.Pytester, capsys: pytest.CaptureFixture[str]) -> None:
     _session(project, GEMM_S, "--update-baselines").assert_outcomes(passed=2, deselected=1)

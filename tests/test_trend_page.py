@@ -33,6 +33,7 @@ def _figures(page: Path) -> dict[str, dict[str, object]]:
     return figures
 
 
+@pytest.mark.long
 def test_the_site_has_one_plotly_bundle_that_every_case_page_refers_to_and_no_network_reference(tmp_path: Path) -> None:
     data = synthetic_trend(cases=7, runs=15)
     site = write_site(data, tmp_path / "site")
@@ -51,6 +52,7 @@ def test_the_site_has_one_plotly_bundle_that_every_case_page_refers_to_and_no_ne
         assert not re.search(r'(src|href)="(https?:)?//', text), f"{page.name} refers to the network"
 
 
+@pytest.mark.long
 def test_every_series_has_a_small_multiple_picture_on_the_index_linking_to_its_case(tmp_path: Path) -> None:
     data = synthetic_trend(cases=7, runs=15)
     site = write_site(data, tmp_path)
@@ -91,6 +93,7 @@ def test_the_step_s_small_multiple_draws_its_change_point_and_each_host_in_its_c
         assert len(_colour_columns(render_png(pictures[STEP_CASE]), colour, tmp_path)) > WIDTH_PX // 4  # drawn across the runs
 
 
+@pytest.mark.long
 def test_pictures_drawn_in_worker_processes_are_those_drawn_here(tmp_path: Path) -> None:
     data = synthetic_trend(cases=30, runs=20)
     colours = host_colours(data.hosts)
@@ -116,6 +119,7 @@ def test_the_index_has_a_card_per_series_grouped_by_family_with_the_filters_valu
         assert f"<option>{host}</option>" in html
 
 
+@pytest.mark.long
 def test_every_figure_is_one_plotly_accepts(tmp_path: Path) -> None:
     data = synthetic_trend(cases=4, runs=10)
     write_site(data, tmp_path)

@@ -163,6 +163,7 @@ def _csv_sound(text: str) -> None:
                 float(cell)  # only a number may start so
 
 
+@pytest.mark.long
 @settings(max_examples=8)
 @given(text=HOSTILE)
 def test_hostile_text_in_a_run_reaches_no_output_raw(tmp_path_factory: pytest.TempPathFactory,
@@ -242,6 +243,7 @@ def test_a_baseline_key_with_an_unpaired_surrogate_is_refused(tmp_path: Path, ca
 PLOT_HOSTILE = ["$\\frac{a$", "\x1b[31m$x^$\n`<b>`", "=cmd|' /C calc'!A0", "\u202e$$"]
 
 
+@pytest.mark.long
 def test_plot_draws_hostile_kernel_and_family_names(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """One plot holds them all: each hostile text is a kernel's name and a family's, in the same figures."""
     a_doc, _ = _documents("ok")
