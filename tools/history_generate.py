@@ -2,8 +2,8 @@
 
     PYTHONPATH=$PWD python3 tools/history_generate.py [--trials 100] [--histories 4] [--seed 1] [--out DIR]
 
-Each case's noise is taken from how it varies across the previous baseline's validation runs (docs/fleet/validation/: 8 gate
-runs on 6 H200s): the relative standard deviation of its measured (time-based) figure and, for a clock-bound case,
+Each case's noise is taken from how it varies across the previous baseline's validation runs
+(docs/fleet/validation/: 8 gate runs on 6 H200s): the relative standard deviation of its measured (time-based) figure and, for a clock-bound case,
 of its figure at max clock (``gate.figure_at_max_clock``). A case is **power-capped** when the gate judges its
 validation records on cycles by themselves (``gate.own_basis``: clock-bound, calls more than 2 % below the maximum
 clock); the history judges it at max clock, every other case on its measured figure. A generated run draws the

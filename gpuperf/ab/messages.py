@@ -1,8 +1,8 @@
 """What a side of an A/B run and its coordinator say to each other: JSON lines on a Unix socket whose path the
 coordinator passes in ``$GPUPERF_AB_SOCKET``, the side's name in ``$GPUPERF_AB_SIDE``, the run's threshold in
-``$GPUPERF_AB_THRESHOLD``, and in a confirming pass the cases it is to measure in ``$GPUPERF_AB_ONLY``. The side (``side.py``) says
-which suite tests it collected (``hello``), asks before each suite test (``start``), reports each checked figure
-(``round``: answered ``again`` or ``done``) and says when it is finished (``end``); the coordinator
+``$GPUPERF_AB_THRESHOLD``, and in a confirming pass the cases it is to measure in ``$GPUPERF_AB_ONLY``. The side
+(``side.py``) says which suite tests it collected (``hello``), asks before each suite test (``start``), reports each
+checked figure (``round``: answered ``again`` or ``done``) and says when it is finished (``end``); the coordinator
 (``coordinator.py``) answers as the schedule (``schedule.py``) decides.
 
 PYTEST_DONT_REWRITE

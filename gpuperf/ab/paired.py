@@ -23,10 +23,11 @@ The rule (``python -m gpuperf ab``, docs/ab.md):
   ``PRECISION`` × threshold (a slowdown at the threshold then excludes zero by a margin, and an unchanged case
   lies far inside the threshold), or the interval lies wholly inside or wholly past the threshold (the verdict is
   known), or at the round limit.
-- **Confirmation.** A ``SLOWER`` or ``NOISY`` case is measured again, a fresh series of rounds in a fresh pair of
-  processes (``confirm``): a slowdown stands only when it shows twice, the better series then; otherwise the second
-  series' verdict stands. What two processes differ by repeats in all their rounds, however many: on an H200 an
-  unchanged batched GEMM read −2.15 % [−2.26, −2.04] in one pair, its whole interval past −2 %.
+- **Confirmation.** A ``SLOWER``, ``FASTER`` or ``NOISY`` case is measured again, a fresh series of rounds in a
+  fresh pair of processes (``confirm``): a change stands only when it shows twice, the series nearer zero then; a
+  change the second series turns round is ``NOISY``; otherwise the second series' verdict stands. What two
+  processes differ by repeats in all their rounds, however many: on an H200 an unchanged batched GEMM read −2.15 %
+  [−2.26, −2.04] in one pair, its whole interval past −2 %.
 
 A case measured on one side only, or without a figure on a side, is ``UNPAIRED``: never a pass.
 
@@ -234,8 +235,8 @@ def judge(paired: Paired, threshold: float = DEFAULT_THRESHOLD) -> CaseVerdict:
         status, note = Verdict.SAME, f"the interval lies inside ±{limit:g} %: any change is smaller than the threshold"
     else:
         needed = rounds_needed(paired, threshold)
-        unsettled = (f"the interval [{low:+.2f}, {high:+.2f}] % reaches past ±{limit:g} % after {paired.rounds} rounds, "
-                     f"and is wider than the ±{100 * PRECISION * threshold:g} % that would settle it; its rounds "
+        unsettled = (f"the interval [{low:+.2f}, {high:+.2f}] % reaches past ±{limit:g} % after {paired.rounds} "
+                     f"rounds, and is wider than the ±{100 * PRECISION * threshold:g} % that would settle it; its rounds "
                      f"scatter so that about {needed} would")
         if abs(paired.delta_pct) <= limit:
             status, note = Verdict.SAME, (f"judged on its mean at the round limit: {unsettled} (raise --rounds-max "

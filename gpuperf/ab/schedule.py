@@ -7,8 +7,8 @@ runs. Rules, in order (``next_grant``):
 
 1. A side waiting at a round of a case that already has its verdict is told ``done``.
 2. Both sides at the same case: rounds alternate A B B A … (``_alternate``) until ``paired.enough``, then both
-   are told ``done``; a SLOWER or NOISY case is left ``unconfirmed``: the command measures it again in a fresh
-   pair of processes (``paired.confirm``), since what the two processes differ by repeats in their rounds.
+   are told ``done``; a SLOWER, FASTER or NOISY case is left ``unconfirmed``: the command measures it again in a
+   fresh pair of processes (``paired.confirm``), since what the two processes differ by repeats in their rounds.
 3. A side at a case the other side cannot measure any more (not in its tests, passed, finished, crashed) is
    told ``done``: the case is ``UNPAIRED``, measured on that side only.
 4. A side at a case the other side has still to reach waits: the other side is let start its next test.
@@ -62,7 +62,7 @@ class Case:
     rounds: dict[str, list[Record]] = field(default_factory=lambda: {BASE: [], HEAD: []})
     measured: dict[str, list[Record]] = field(default_factory=lambda: {BASE: [], HEAD: []})  # every round
     verdict: CaseVerdict | None = None
-    unconfirmed: bool = False  # a failing verdict (SLOWER, NOISY): to measure again in a fresh pair of processes
+    unconfirmed: bool = False  # SLOWER, FASTER or NOISY: to measure again in a fresh pair of processes
 
     @property
     def kernel_change(self) -> str:
@@ -215,7 +215,7 @@ class Schedule:
         return out
 
     def unconfirmed(self) -> list[Case]:
-        """The failing cases (``paired.needs_confirmation``), to be measured again in a fresh pair of processes."""
+        """The cases ``paired.needs_confirmation`` names, to be measured again in a fresh pair of processes."""
         return [case for case in self.cases.values() if case.unconfirmed]
 
     def settle(self, confirming: Schedule) -> None:

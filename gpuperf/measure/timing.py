@@ -292,14 +292,14 @@ class Timer:
                holding: bool, codes: Mapping[str, str], band: Band | None = None,
                repeat: bool = False) -> tuple[_Sampled | None, tuple[Kernel, ...], str]:
         """The traced phase: every call preceded by a separator kernel (the flush when cold, an empty marker
-        when hot), each call's span read from its kernel records, and the SM clock it ran at from the
-        separators' stamps (``sm_clock.py``). A sample is the mean span of consecutive calls covering
-        ``min_sample_s`` of kernel time (at most a batch; with a band, so few that the first batch holds the floor of
-        samples: a quiet short kernel stops after one batch, not one round trip a sample): single spans of a short kernel scatter by a few per
-        cent (seen on the H200: 2–6 % IQR), which would widen the gate's band for no reason, while their mean
-        is as steady as a rotated event sample. ``None`` and why, when the records cannot be split into the
-        calls enqueued. ``Unmeasurable`` when the callable launched no kernel, or kernels unordered with the
-        measuring stream (``stray_kernels``): then no interval holds their time, and no figure may be taken."""
+        when hot), each call's span read from its kernel records, and the SM clock it ran at from the separators'
+        stamps (``sm_clock.py``). A sample is the mean span of consecutive calls covering ``min_sample_s`` of kernel
+        time (at most a batch; with a band, so few that the first batch holds the floor of samples: a quiet short
+        kernel stops after one batch, not one round trip a sample): single spans of a short kernel scatter by a few
+        per cent (seen on the H200: 2–6 % IQR), which would widen the gate's band for no reason, while their mean is
+        as steady as a rotated event sample. ``None`` and why, when the records cannot be split into the calls
+        enqueued. ``Unmeasurable`` when the callable launched no kernel, or kernels unordered with the measuring
+        stream (``stray_kernels``): then no interval holds their time, and no figure may be taken."""
         config, tracer = self.config, self.tracer
         rule = replace(config.rule, min_samples=config.repeat_min_samples) if repeat else config.rule
         calls = TracedCalls(self.backend, tracer, self._separators(flush), fn, operands, stream)
