@@ -122,7 +122,8 @@ def render_index(data: TrendData, colours: dict[str, str], now: datetime) -> tup
     for family, members in trend_data.by_family(data.series).items():
         titles = card_titles(members)
         sections.append({"family": family, "cards": [_card(data, series, titles[series.key]) for series in members]})
-    attention = {model: [{"item": item, "page": case_page_name(item.series), "hosts": data.hosts_of(item.series)}
+    attention = {model: [{"item": item, "page": case_page_name(item.series), "hosts": data.hosts_of(item.series),
+                          "run": data.run(item.run_id)}
                          for item in items]
                  for model, items in trend_data.attention(data).items()}
     html = _environment().get_template("index.html.j2").render(
