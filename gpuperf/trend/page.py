@@ -40,6 +40,8 @@ TABLE_RUNS = 25
 #: The version, kernel and method changes of each series, by ``CaseSeries.key``: found once, drawn twice.
 Marks = Mapping[str, Sequence[Annotation]]
 _TEMPLATES = Path(__file__).with_name("templates")
+#: Each file of the site, written whole or not at all; not synced to the disk: the site is rebuilt from the history.
+_write = functools.partial(write_atomically, durable=False)
 #: plotly.js's basic partial bundle (scatter, bar, pie), packaged with gpuperf: see its README.md.
 _PLOTLY_BUNDLE = Path(__file__).with_name("vendor") / "plotly-basic"
 
@@ -162,14 +164,14 @@ def write_site(data: TrendData, out: str | Path, now: datetime | None = None) ->
     colours = host_colours(data)
     tip = Tooltips(data)
     marks = {series.key: trend_data.series_changes(data, series) for series in data.series}
-    write_atomically(out / PLOTLY_JS, (_PLOTLY_BUNDLE / "plotly-basic.min.js").read_bytes())
-    write_atomically(out / PLOTLY_LICENCE, (_PLOTLY_BUNDLE / "LICENSE").read_bytes())
+    _write(out / PLOTLY_JS, (_PLOTLY_BUNDLE / "plotly-basic.min.js").read_bytes())
+    _write(out / PLOTLY_LICENCE, (_PLOTLY_BUNDLE / "LICENSE").read_bytes())
     for name in STATIC_FILES:
-        write_atomically(out / name, (_TEMPLATES / name).read_text(encoding="utf-8"))
+        _write(out / name, (_TEMPLATES / name).read_text(encoding="utf-8"))
     (out / SMALL_DIR).mkdir(exist_ok=True)
     with thumbnails_drawn(_thumbnails(data, out, colours, marks)):
         for series in data.series:
-            write_atomically(out / case_page_name(series), render_case(data, series, colours, marks, now, tip))
+            _write(out / case_page_name(series), render_case(data, series, colours, marks, now, tip))
         index_html, charts = render_index(data, colours, now)
-        write_atomically(out / INDEX_HTML, index_html)
+        _write(out / INDEX_HTML, index_html)
     return Site(out, out / INDEX_HTML, len(data.series), charts)

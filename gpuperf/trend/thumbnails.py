@@ -183,7 +183,7 @@ def render_png(picture: Thumbnail) -> bytes:
 
 def _write(pictures: Sequence[Thumbnail]) -> int:
     for picture in pictures:
-        write_atomically(picture.path, render_png(picture))
+        write_atomically(picture.path, render_png(picture), durable=False)
     return len(pictures)
 
 
