@@ -64,7 +64,7 @@ _INSTANT_REGEX = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]
 #: judged record's figure is positive (the gate turns any other into ERROR: ``gate.valid_figure``), a status is
 #: one of the vocabulary's, a basis one of ``gate.Basis``'s (written out: the store imports no verdict;
 #: ``tests/test_history_basis.py`` holds them equal).
-_BASES = ("time", "cycles")
+BASES = ("time", "cycles")
 
 
 def check_meaning(connection: sa.Connection) -> None:
@@ -87,7 +87,7 @@ def check_meaning(connection: sa.Connection) -> None:
         "SELECT pk, status, basis, value, value_at_max_clock FROM records WHERE status NOT IN :statuses "
         "OR basis NOT IN :bases OR (status <> :error AND value <= 0) OR value_at_max_clock <= 0" + numbers
         + " LIMIT 1").bindparams(sa.bindparam("statuses", expanding=True), sa.bindparam("bases", expanding=True)),
-        {"statuses": statuses, "bases": list(_BASES), "error": Status.ERROR}).first()
+        {"statuses": statuses, "bases": list(BASES), "error": Status.ERROR}).first()
     if found is not None:
         case = connection.execute(sa.text("SELECT case_id, run_pk FROM records WHERE pk = :pk"),
                                   {"pk": found[0]}).first()

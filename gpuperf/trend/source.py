@@ -227,7 +227,8 @@ def _records(connection: sa.Connection, run_pks: Sequence[int]) -> Iterator[tupl
     with fetcher(connection, records) as records_of, fetcher(connection, bodies) as bodies_of:
         def read(chunk: list[int]) -> list[tuple[int, bytes]]:
             selected = set(chunk)
-            return [(pk, body) for pk, body in bodies_of({"low": chunk[0], "high": chunk[-1]}) if pk in selected]
+            return [(pk, bytes(body)) for pk, body in bodies_of({"low": chunk[0], "high": chunk[-1]})
+                    if pk in selected]  # bytes: a driver may hand a view, which no worker process can be sent
 
         for chunk, reduced in zip(chunks, documents.reduced(map(read, chunks), len(wanted))):
             drawn = dict(reduced)
