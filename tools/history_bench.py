@@ -243,8 +243,9 @@ def page(url: str, out: Path) -> None:
 
 
 def ingest(args: argparse.Namespace, database: Path, url: str) -> None:
-    for suffix in ("", "-wal", "-shm"):
-        Path(f"{database}{suffix}").unlink(missing_ok=True)  # (a --history URL must name an empty database)
+    if not args.history:  # a --history URL names an empty database, left as it is
+        for suffix in ("", "-wal", "-shm"):
+            Path(f"{database}{suffix}").unlink(missing_ok=True)
     folder = args.out / "files"
     if args.reuse_files and len(list(folder.glob("run-*.json"))) == args.runs:
         print(f"files: reusing {args.runs} results files in {folder}")
