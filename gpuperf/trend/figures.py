@@ -79,15 +79,16 @@ def baseline_lines(series: CaseSeries, judged: Sequence[SeriesPoint]) -> tuple[n
     return base, None if band is None else base * band
 
 
-def baseline_points(series: CaseSeries) -> list[SeriesPoint]:
-    """The points whose baseline the chart draws: judged against one (with a Δ, where it draws Δ)."""
+def baseline_points(data: TrendData, series: CaseSeries) -> list[SeriesPoint]:
+    """The points whose baseline the chart draws: judged against one (with a Δ, where it draws Δ), but an
+    experiment's (its baseline is not the fleet's)."""
     return [p for p in series.points if p.baseline is not None
-            and (series.drawn == DRAWN_FIGURE or p.delta is not None)]
+            and (series.drawn == DRAWN_FIGURE or p.delta is not None) and not data.is_experiment(p)]
 
 
 def _baseline_traces(data: TrendData, series: CaseSeries) -> list[Trace]:
     """The baseline each run was judged against, as a step line, and the gate's band around it."""
-    judged = _steps(baseline_points(series))
+    judged = _steps(baseline_points(data, series))
     if not judged:
         return []
     x = _numbers(data, judged)

@@ -92,7 +92,8 @@ def thumbnail(data: TrendData, series: CaseSeries, colours: dict[str, str], mark
         (trials if run.experiment else per_host.setdefault(run.host, [])).append((point, y))
     hosts = tuple((colours[host], *_xy(data, [p for p, _ in members], [y for _, y in members]))
                   for host, members in per_host.items())
-    steps = _baseline_steps([p for p in series.points if p.baseline is not None and (not delta or p.delta is not None)])
+    steps = _baseline_steps([p for p in series.points if p.baseline is not None and (not delta or p.delta is not None)
+                             and not data.is_experiment(p)])  # an experiment's baseline is not the fleet's
     recording = [(p, y) for p, y in valued if p.status in RECORDING_STATUSES and not data.is_experiment(p)]
     failing = [(p, y) for p, y in valued if p.status in Status.FAILING and not data.is_experiment(p)]
     numbers = [data.run_number(p.run_id) for p in series.points] or [1]
