@@ -15,6 +15,9 @@ from dataclasses import dataclass
 #: 3 % gate raised a false alarm; 4 % does not, and still fails a real 5 % slowdown.
 DEFAULT_TOLERANCE = 0.04
 DEFAULT_NOISE_K = 2.0
+#: The slowdown a gate run is expected to catch on every host: a run says at its start which entries of its
+#: baseline cannot (``Entry.resolution``, ``--must-catch``).
+DEFAULT_MUST_CATCH = 0.05
 #: The cap on the effective tolerance, as a multiple of the tolerance, when ``--max-tolerance`` is not given.
 DEFAULT_CAP_FACTOR = 2.0
 
