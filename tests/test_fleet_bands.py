@@ -1,0 +1,131 @@
+"""The fleet's baseline (``baseline from-fleet``, ``verdict/fleet_bands.py``): the committed file is what the command
+writes from the committed runs, every one of them green against it; docs/fleet.md's leave-one-host-out section is
+what ``fleet --bands`` prints; the schema, the gate's band, the start-of-run resolution line and one host's
+``--update-baselines`` keeping a fleet's entry."""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from gpuperf.cli import main
+from gpuperf.commands.fleet import expand_lists
+from gpuperf.output.fleet_report import resolution_banner
+from gpuperf.output.readme import section_markers
+from gpuperf.store.baseline import BaselineError, Entry, dump_baseline, load_baseline, parse_baseline, update_baseline
+from gpuperf.verdict.fleet_bands import binomial_upper, classify
+from gpuperf.verdict.gate import GateConfig, effective_tolerance
+
+REPO = Path(__file__).resolve().parents[1]
+BASELINE = REPO / "baselines" / "nvidia-h200.yaml"
+RUNS = REPO / "baselines" / "nvidia-h200.runs"
+FLEET_DOC = REPO / "docs" / "fleet.md"
+HEADER = {"gpu": "NVIDIA H200", "slug": "nvidia-h200", "driver": "580.159.04"}
+
+
+@pytest.mark.long
+def test_the_committed_baseline_is_what_from_fleet_writes_from_the_listed_runs(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.chdir(REPO)
+    committed = load_baseline(BASELINE)
+    assert committed is not None
+    copy = tmp_path / "nvidia-h200.yaml"
+    shutil.copyfile(BASELINE, copy)
+    assert main(["baseline", "from-fleet", str(copy), f"@{RUNS.relative_to(REPO)}"]) == 0
+    out = capsys.readouterr().out
+    assert "163 entries from 23 runs on 16 GPUs" in out and "resolution: " in out
+    rewritten = load_baseline(copy)
+    assert rewritten is not None and rewritten.entries == committed.entries
+    assert {entry.hosts for entry in committed.entries.values()} <= {15, 16}  # one case left out of one run (unheld)
+    assert all(entry.band is not None and entry.resolution is not None for entry in committed.entries.values())
+    for run in expand_lists([f"@{RUNS.relative_to(REPO)}"]):
+        assert main(["compare", str(BASELINE), run]) == 0, f"{run} is red against the fleet's baseline"
+    capsys.readouterr()
+
+
+@pytest.mark.long
+def test_the_fleet_page_s_leave_one_host_out_section_is_the_command_s(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.chdir(REPO)
+    assert main(["fleet", "--bands", "--markdown", f"@{RUNS.relative_to(REPO)}"]) == 0
+    printed = capsys.readouterr().out.rstrip("\n")
+    start = "<!-- gpuperf:fleet-bands:start"
+    page = FLEET_DOC.read_text(encoding="utf-8")
+    section = page[page.index(start):page.index(section_markers("fleet-bands", "")[1])]
+    assert section.split("\n", 1)[1].rstrip("\n") == printed
+    assert "expected red full gates per 100 fresh-host runs 1.00" in printed
+
+
+def test_the_resolution_summary_counts_the_committed_entries() -> None:
+    committed = load_baseline(BASELINE)
+    assert committed is not None
+    found = classify(committed.entries, 0.05, GateConfig().cap)
+    assert found.entries == 163 and not found.unknown
+    assert all(committed.entries[case].resolution <= 0.05 for case in found.catches)  # type: ignore[operator]
+    assert all(0.05 < value <= 0.08 for _, value in found.larger) and all(value > 0.08 for _, value in found.ab_only)
+
+
+def entry(**fields: object) -> Entry:
+    return replace(Entry(metric="TFLOPS", value=100.0, unit="TFLOPS", method="cupti-cold"), **fields)  # type: ignore[arg-type]
+
+
+def test_a_fleet_band_is_the_floor_and_is_not_cut_by_the_cap() -> None:
+    config = GateConfig()
+    assert effective_tolerance(entry(run_spread=0.06), config) == 0.06
+    assert effective_tolerance(entry(run_spread=0.06, band=0.045, hosts=16), config) == 0.045
+    assert effective_tolerance(entry(band=0.12, hosts=16), config) == 0.12
+    assert effective_tolerance(entry(band=0.01, hosts=16), config) == config.tolerance
+
+
+@pytest.mark.parametrize("field, value", [("band", 0.0), ("band", 1.5), ("resolution", -0.1), ("hosts", 0),
+                                          ("hosts", True), ("band", "5 %")])
+def test_a_bad_fleet_field_is_refused_with_the_file_and_entry(tmp_path: Path, field: str, value: object) -> None:
+    path = tmp_path / "nvidia-h200.yaml"
+    text = dump_baseline(HEADER, {"case": entry(band=0.05, resolution=0.06, hosts=3)})
+    bad = text.replace({"band": "band: 0.05", "resolution": "resolution: 0.06", "hosts": "hosts: 3"}[field],
+                       f"{field}: {value!r}" if isinstance(value, str) else f"{field}: {value}")
+    assert bad != text
+    with pytest.raises(BaselineError, match=rf"entry 'case'.*{field}"):
+        parse_baseline(path, bad)
+
+
+def test_fleet_fields_are_sealed(tmp_path: Path) -> None:
+    path = tmp_path / "nvidia-h200.yaml"
+    text = dump_baseline(HEADER, {"case": entry(band=0.05, resolution=0.06, hosts=3)})
+    assert parse_baseline(path, text).entries["case"].resolution == 0.06
+    with pytest.raises(BaselineError, match="sha256"):
+        parse_baseline(path, text.replace("resolution: 0.06", "resolution: 0.04"))
+
+
+def test_one_host_s_update_keeps_a_fleet_entry_and_says_what_it_would_change(tmp_path: Path) -> None:
+    path = tmp_path / "nvidia-h200.yaml"
+    update_baseline(path, HEADER, {"fleet": entry(band=0.07, resolution=0.09, hosts=16), "own": entry()})
+    changes = update_baseline(path, HEADER, {"fleet": entry(value=110.0), "own": entry(value=90.0)}, keep_fleet=True)
+    assert [(c.case_id, c.held) for c in changes] == [("fleet", True), ("own", False)]
+    kept = load_baseline(path)
+    assert kept is not None and kept.entries["fleet"].value == 100.0 and kept.entries["fleet"].band == 0.07
+    assert kept.entries["own"].value == 90.0
+    update_baseline(path, HEADER, {"fleet": entry(value=110.0)})  # from-fleet's write replaces it
+    assert load_baseline(path).entries["fleet"].value == 110.0  # type: ignore[union-attr]
+
+
+def test_the_start_of_run_line_names_the_entries_that_cannot_catch_the_stated_slowdown() -> None:
+    entries = {"a": entry(resolution=0.04, hosts=3), "b": entry(resolution=0.09, hosts=3), "c": entry()}
+    lines = resolution_banner(Path("baselines/x.yaml"), entries, 0.05)
+    assert len(lines) == 1 and "1 of 3 entries" in lines[0] and "b 9.0 %" in lines[0] and "--must-catch" in lines[0]
+    assert resolution_banner(Path("baselines/x.yaml"), entries, 0.10) == []
+
+
+def test_the_binomial_bound_is_clopper_pearson_s() -> None:
+    assert binomial_upper(0, 23) == pytest.approx(1 - 0.05 ** (1 / 23), abs=1e-9)
+    assert binomial_upper(23, 23) == 1.0
+
+
+def test_a_run_list_that_lists_nothing_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    listed = tmp_path / "runs"
+    listed.write_text("# nothing yet\n", encoding="utf-8")
+    assert main(["fleet", f"@{listed}"]) != 0
+    assert "lists no run" in capsys.readouterr().err
