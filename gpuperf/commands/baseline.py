@@ -24,6 +24,7 @@ from gpuperf.verdict.check import baseline_header
 from gpuperf.verdict.fleet import entries_from_runs, with_clock_figures
 from gpuperf.verdict.fleet_bands import TARGET_RED, classify, fleet_baseline
 from gpuperf.verdict.gate import GateConfig
+from gpuperf.verdict.gate_config import DEFAULT_MUST_CATCH
 from gpuperf.wiring.argtypes import non_negative_float
 from gpuperf.wiring.options import ALLOW_OTHER_GPU, MUST_CATCH, RUNS
 
@@ -72,7 +73,9 @@ def check_baseline_file(path: Path) -> tuple[bool, str]:
         return False, f"{path}: cannot be read ({exc.strerror or exc}); pass a baselines/<gpu-slug>.yaml file"
     if baseline is None:
         return False, f"{path}: no such baseline file; check the path (baselines/<gpu-slug>.yaml)"
-    return True, f"{path}: ok ({describe_sealed(baseline)})"
+    fleet = classify(baseline.entries, DEFAULT_MUST_CATCH, GateConfig().cap)
+    resolved = f"; {resolution_summary(fleet)}" if len(fleet.unknown) < fleet.entries else ""
+    return True, f"{path}: ok ({describe_sealed(baseline)}){resolved}"
 
 
 def cmd_baseline_check(args: argparse.Namespace) -> int:

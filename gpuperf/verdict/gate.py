@@ -298,7 +298,7 @@ def _decide(record: Record, entry: Entry | None, config: GateConfig, context: Co
             "pass or fail by chance (another process, throttling?)", note))
     versions = f"versions changed since the baseline: {', '.join(context.version_changes)}" \
         if context.version_changes else ""
-    clock = _clock_note(record, entry, result, basis, kernels)
+    clock = _join(_clock_note(record, entry, result, basis, kernels), resolution_note(entry, config))
     if result.status == Status.REGRESSED:
         return replace(base, status=Status.REGRESSED, note=_join(
             f"{100 * -result.delta:.1f} % below baseline{' at max clock' if basis == Basis.CYCLES else ''} "
@@ -308,6 +308,14 @@ def _decide(record: Record, entry: Entry | None, config: GateConfig, context: Co
             f"improved {100 * result.delta:.1f} %{' at max clock' if basis == Basis.CYCLES else ''} — update "
             f"the baseline: {context.record_command}", clock, kernels, versions, note))
     return replace(base, status=Status.PASS, note=_join(clock, note))
+
+
+def resolution_note(entry: Entry, config: GateConfig) -> str:
+    """A fleet's entry that cannot catch the stated slowdown (``--must-catch``) on every host says so in its note."""
+    if entry.resolution is None or entry.resolution <= config.must_catch:
+        return ""
+    return (f"resolution {100 * entry.resolution:.1f} % (a smaller slowdown than that is not caught on every host: "
+            "the A/B gate's)")
 
 
 def _clock_note(record: Record, entry: Entry, result: Comparison, basis: str, kernels: str) -> str:

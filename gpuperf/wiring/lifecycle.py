@@ -158,7 +158,7 @@ class SessionHooks:
                 lines += report.version_banner(baseline.path, changes)
             if baseline is not None and not state.options.update and baseline.path not in announced:
                 announced.add(baseline.path)  # once a run, however many GPUs of the model it measures
-                lines += resolution_banner(baseline.path, baseline.entries, state.options.must_catch)
+                lines += resolution_banner(baseline.path, baseline.entries, state.options.gate.must_catch)
             if writer is not None:
                 for line in lines:
                     writer.write_line(line)

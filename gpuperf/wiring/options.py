@@ -104,10 +104,11 @@ NOISE_K = Option(("--noise-k",), type=non_negative_float, default=DEFAULT_NOISE_
 MAX_TOLERANCE = Option(("--max-tolerance",), type=fraction,
                        help="cap on the effective tolerance, whatever the recorded noise (default twice "
                             "--tolerance)")
-GATE_OPTIONS = (TOLERANCE, NOISE_K, MAX_TOLERANCE)
 MUST_CATCH = Option(("--must-catch",), type=fraction, default=DEFAULT_MUST_CATCH,
                     help="the slowdown the gate must catch on every host, as a fraction (default {default}): a run "
-                         "says at its start which baseline entries cannot (their resolution is larger)")
+                         "says at its start which baseline entries cannot (their resolution is larger), and their "
+                         "notes say it")
+GATE_OPTIONS = (TOLERANCE, NOISE_K, MAX_TOLERANCE, MUST_CATCH)
 
 
 def gate_config(values: Mapping[str, Any] | Callable[[str], Any], strict: bool = False) -> GateConfig:
@@ -124,7 +125,6 @@ PYTEST_OPTIONS: tuple[Option, ...] = (
     Option(("--update-baselines",), action="store_true",
            help="re-measure the selected cases and rewrite their entries in baselines/<gpu>.yaml"),
     *GATE_OPTIONS,
-    MUST_CATCH,
     Option(("--gate",), action="store_true",
            help="gate mode (also on when $CI is set): every selected baselined case must be measured, a missing "
                 "baseline or a stale entry fails the run"),
@@ -215,7 +215,6 @@ def session_options(get: Callable[[str], Any], ini: Callable[[str], Any], root: 
         min_sample_s=get("min_sample_time"),
         results_dir=None if results == "none" else Path(results or root / "results"),
         fail_on_version_change=get("fail_on_version_change"), gate_mode=gate_mode, allow_stale=get("allow_stale"),
-        must_catch=get("must_catch"),
     )
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from gpuperf.measure.measurement import DEFAULT_MIN_SAMPLE_S, DEFAULT_WARMUP_CALLS, DEFAULT_WARMUP_TIME_S
 from gpuperf.measure.stats import StoppingRule
-from gpuperf.verdict.gate_config import DEFAULT_MUST_CATCH, GateConfig, Policy
+from gpuperf.verdict.gate_config import GateConfig, Policy
 from gpuperf.vocabulary import Flush
 
 MISSING_POLICIES = ("skip", "fail", "pass")
@@ -40,7 +40,6 @@ class Options:
     fail_on_version_change: bool = False
     gate_mode: bool = False  # --gate or $CI: every baselined case must be measured, stale entries fail
     allow_stale: bool = False
-    must_catch: float = DEFAULT_MUST_CATCH  # the slowdown a run says at its start which entries cannot catch
 
     @property
     def policy(self) -> Policy:
