@@ -5,6 +5,7 @@ what ``fleet --bands`` prints; the schema, the gate's band, the start-of-run res
 
 from __future__ import annotations
 
+import re
 import shutil
 from dataclasses import replace
 from pathlib import Path
@@ -12,12 +13,14 @@ from pathlib import Path
 import pytest
 
 from gpuperf.cli import main
-from gpuperf.commands.fleet import expand_lists
+from gpuperf.commands.fleet import expand_lists, runs_from
 from gpuperf.output.fleet_report import resolution_banner
 from gpuperf.output.readme import section_markers
 from gpuperf.store.baseline import BaselineError, Entry, dump_baseline, load_baseline, parse_baseline, update_baseline
-from gpuperf.verdict.fleet_bands import binomial_upper, classify
+from gpuperf.verdict.false_alarms import judge
+from gpuperf.verdict.fleet_bands import TARGET_RED, CaseFleet, Spread, banded_baseline, binomial_upper, classify
 from gpuperf.verdict.gate import GateConfig, effective_tolerance
+from gpuperf.verdict.student_t import t_quantile
 
 REPO = Path(__file__).resolve().parents[1]
 BASELINE = REPO / "baselines" / "nvidia-h200.yaml"
@@ -57,6 +60,9 @@ def test_the_fleet_page_s_leave_one_host_out_section_is_the_command_s(
     section = page[page.index(start):page.index(section_markers("fleet-bands", "")[1])]
     assert section.split("\n", 1)[1].rstrip("\n") == printed
     assert "expected red full gates per 100 fresh-host runs 1.00" in printed
+    adopted = re.search(r"the bands chosen again: .*?resolution: (\d+) of (\d+) entries catch", printed)
+    assert adopted and f"taken out only where it helps, {adopted[1]} of {adopted[2]} would catch 5 %" in \
+        " ".join(page.split())
 
 
 def test_the_resolution_summary_counts_the_committed_entries() -> None:
@@ -129,3 +135,42 @@ def test_a_run_list_that_lists_nothing_is_refused(tmp_path: Path, capsys: pytest
     listed.write_text("# nothing yet\n", encoding="utf-8")
     assert main(["fleet", f"@{listed}"]) != 0
     assert "lists no run" in capsys.readouterr().err
+
+
+@pytest.mark.long
+def test_each_committed_resolution_is_the_gate_s_own_over_the_listed_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The resolution stored is the largest slowdown ``false_alarms.judge`` (the gate's rule) finds each committed
+    run would let pass, entry by entry."""
+    monkeypatch.chdir(REPO)
+    committed = load_baseline(BASELINE)
+    assert committed is not None
+    runs = runs_from([f"@{RUNS.relative_to(REPO)}"])
+    config = GateConfig()
+    for case, entry in committed.entries.items():
+        caught = [judged.catches for run in runs if (record := run.clean().get(case)) is not None
+                  and record.method == entry.method and (judged := judge(record, entry, config)).catches is not None]
+        assert entry.resolution == pytest.approx(max(caught), abs=2e-5), case
+
+
+def spread(*offsets: float) -> Spread:
+    hosts = tuple(f"h{i}" for i in range(len(offsets)))
+    return Spread(hosts=hosts, loo=offsets, offsets=offsets, judged=(True,) * len(offsets), middle=1.0)
+
+
+def test_the_bands_keep_a_fresh_host_s_full_gate_within_the_target_and_widen_only_the_wide_entries() -> None:
+    config = GateConfig()
+    quiet = (0.002, -0.003, 0.001, -0.001, 0.002, -0.002, 0.0, 0.001)
+    wide = (0.02, -0.025, 0.015, -0.01, 0.03, -0.02, 0.0, 0.01)
+    fleets = {f"q{i}": CaseFleet(f"q{i}", 8, {"time": spread(*quiet)}) for i in range(50)}
+    fleets["wide"] = CaseFleet("wide", 8, {"time": spread(*wide)})
+    entries = {case: entry() for case in fleets}
+    made = banded_baseline(entries, fleets, config)
+    assert made.bands.rate <= TARGET_RED
+    assert {made.bands.bands[f"q{i}"]["time"] for i in range(50)} == {config.tolerance}
+    scale = fleets["wide"].spreads["time"].scale
+    assert made.bands.bands["wide"]["time"] == pytest.approx(t_quantile(made.bands.alpha, 7) * scale)
+    assert made.bands.bands["wide"]["time"] > config.tolerance  # the one entry that spends the budget
+    assert made.entries["wide"].resolution == pytest.approx(1 - (1 - made.bands.bands["wide"]["time"]) / 1.03)
+    assert made.entries["q0"].resolution == pytest.approx(1 - (1 - config.tolerance) / 1.002)
+    tighter = banded_baseline(entries, fleets, config, target=0.001)
+    assert tighter.bands.bands["wide"]["time"] > made.bands.bands["wide"]["time"]

@@ -13,12 +13,13 @@ from typing import Any
 
 from gpuperf.commands.common import EXIT_OK, CliError
 from gpuperf.output import report
-from gpuperf.output.fleet_report import Missed, format_bands, resolution_summary
+from gpuperf.output.fleet_report import Missed, Ways, format_bands, resolution_summary
 from gpuperf.store.baseline import BaselineError, check_gpu, load_baseline
 from gpuperf.store.results import load_run, refuse_repeated_runs
 from gpuperf.verdict.false_alarms import false_alarms
 from gpuperf.verdict.fleet import Run, fleet_spread
-from gpuperf.verdict.fleet_bands import cannot_catch, cause, classify, estimate, fleet_baseline, level_gains
+from gpuperf.verdict.fleet_bands import (adopting, cannot_catch, cause, classify, estimate, fleet_baseline,
+                                         level_gains)
 from gpuperf.verdict.gate import GateConfig
 from gpuperf.wiring.options import MUST_CATCH, RUNS
 
@@ -91,13 +92,14 @@ def bands_section(runs: Sequence[Run], must_catch: float, markdown: bool = False
     """docs/fleet.md's generated section: the leave-one-host-out estimate both ways and what the baseline catches."""
     config = GateConfig()
     plain, levelled = fleet_baseline(runs, config), fleet_baseline(runs, config, level=True)
+    gains = level_gains(plain, levelled)
+    mixed = adopting(plain, levelled, gains, config)
     missed = [Missed(case, found, plain.entries[case].hosts, cause(plain.fleets[case], plain.entries[case]))
               for case, found in cannot_catch(plain.entries, must_catch)]
-    return format_bands(estimate(runs, config), estimate(runs, config, level=True),
-                        classify(plain.entries, must_catch, config.cap),
-                        classify(levelled.entries, must_catch, config.cap), level_gains(plain, levelled), missed,
-                        markdown=markdown)
-
+    return format_bands(
+        (estimate(runs, config), estimate(runs, config, level=True)),
+        Ways(classify(plain.entries, must_catch, config.cap), classify(levelled.entries, must_catch, config.cap),
+             classify(mixed.entries, must_catch, config.cap), mixed.bands.rate), gains, missed, markdown=markdown)
 
 
 def add_fleet_command(commands: Any) -> None:

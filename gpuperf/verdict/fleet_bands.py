@@ -61,11 +61,18 @@ LEVEL_FAMILY = "gemv"
 @dataclass(frozen=True)
 class Spread:
     """One basis of one case over the fleet's runs: each run's host, its deviation from the median of the other
-    hosts' runs (``loo``) and from the entry, the median of all (``offsets``)."""
+    hosts' runs (``loo``) and from the median of all (``middle``, the entry's figure: ``offsets``), and whether the
+    gate judges that run on this basis (``judged``)."""
 
     hosts: tuple[str, ...]
     loo: tuple[float, ...]
     offsets: tuple[float, ...]
+    judged: tuple[bool, ...]
+    middle: float
+
+    @property
+    def judged_offsets(self) -> list[float]:
+        return [offset for offset, judged in zip(self.offsets, self.judged) if judged]
 
     @property
     def scale(self) -> float:
@@ -86,6 +93,7 @@ class CaseFleet:
     case_id: str
     hosts: int
     spreads: Mapping[str, Spread]
+    levelled: bool = False  # its time figures taken relative to their run's GEMV level
 
     @property
     def dof(self) -> int:
@@ -122,12 +130,15 @@ def case_fleets(runs: Sequence[Run], entries: Mapping[str, Entry], config: GateC
     fleets = {}
     for case, entry in entries.items():
         records = majority_records(runs, case, entry.method)
-        bases = {rejudge(record, entry, config, Context()).judged_on or Basis.TIME for _, _, record in records}
+        judged_on = {index: rejudge(record, entry, config, Context()).judged_on or Basis.TIME
+                     for index, _, record in records}
+        levelled = levels is not None and memory_bound([record for _, _, record in records])
         spreads = {}
-        for basis in sorted(bases):
+        for basis in sorted(set(judged_on.values())):
             points = [(index, host, figure) for index, host, record in records
                       if (figure := _figure(record, basis)) is not None]
-            if levels is not None and basis == Basis.TIME and not any(r.clock_bound for _, _, r in records):
+            if levelled and basis == Basis.TIME:
+                assert levels is not None
                 points = [(index, host, figure / (1.0 + levels[index])) for index, host, figure in points]
             if len({host for _, host, _ in points}) < 2:
                 continue
@@ -135,10 +146,17 @@ def case_fleets(runs: Sequence[Run], entries: Mapping[str, Entry], config: GateC
             loo = tuple(figure / statistics.median(f for _, h, f in points if h != host) - 1.0
                         for _, host, figure in points)
             spreads[basis] = Spread(hosts=tuple(host for _, host, _ in points), loo=loo,
-                                    offsets=tuple(figure / middle - 1.0 for _, _, figure in points))
+                                    offsets=tuple(figure / middle - 1.0 for _, _, figure in points),
+                                    judged=tuple(judged_on[index] == basis for index, _, _ in points), middle=middle)
         if spreads:
-            fleets[case] = CaseFleet(case_id=case, hosts=len({host for _, host, _ in records}), spreads=spreads)
+            fleets[case] = CaseFleet(case_id=case, hosts=len({host for _, host, _ in records}), spreads=spreads,
+                                     levelled=levelled)
     return fleets
+
+
+def memory_bound(records: Sequence[Record]) -> bool:
+    """No run found the case compute-bound (``Record.clock_bound``): its time follows the memory, not the clock."""
+    return bool(records) and not any(record.clock_bound for record in records)
 
 
 def fail_chance(band: float, scale: float, dof: int) -> float:
@@ -167,7 +185,7 @@ class Bands:
 
 def _floor(fleet: CaseFleet, entry: Entry, basis: str, config: GateConfig) -> float:
     spread = entry.spread if basis == Basis.TIME or entry.at_max_clock is None else entry.at_max_clock.spread
-    widest = max(0.0, -min(fleet.spreads[basis].offsets))
+    widest = max([0.0, *(-offset for offset in fleet.spreads[basis].judged_offsets)])
     return max(base_tolerance(entry, config), config.noise_k * spread, widest + IN_SAMPLE_MARGIN)
 
 
@@ -219,19 +237,16 @@ def with_bands(entries: Mapping[str, Entry], fleets: Mapping[str, CaseFleet], ba
     return banded
 
 
-def resolution(entry: Entry, records: Sequence[Record], config: GateConfig) -> float | None:
-    """The smallest slowdown ``entry`` catches in every one of ``records`` (the gate's rule: ``judge``)."""
-    caught = [j.catches for record in records if (j := judge(record, entry, config)).catches is not None]
-    return max(caught) if caught else None
+def resolution(fleet: CaseFleet, bands: Mapping[str, float]) -> float:
+    """The smallest slowdown the entry catches in every committed run, on the basis the gate judges that run on: a
+    run reading ``d`` against the entry shows a slowdown ``s`` as ``(1 + d)(1 − s) − 1``, caught below ``−band``."""
+    return max([0.0, *(1.0 - (1.0 - bands[basis]) / (1.0 + offset) for basis, spread in fleet.spreads.items()
+                       for offset in spread.judged_offsets)])
 
 
-def with_resolutions(entries: Mapping[str, Entry], runs: Sequence[Run], config: GateConfig) -> dict[str, Entry]:
-    resolved = {}
-    for case, entry in entries.items():
-        records = [record for _, _, record in majority_records(runs, case, entry.method)]
-        resolved[case] = replace(entry, resolution=resolution(entry, records, config)) if entry.band is not None \
-            else entry
-    return resolved
+def with_resolutions(entries: Mapping[str, Entry], fleets: Mapping[str, CaseFleet], bands: Bands) -> dict[str, Entry]:
+    return {case: replace(entry, resolution=resolution(fleets[case], bands.bands[case]))
+            if case in fleets and entry.band is not None else entry for case, entry in entries.items()}
 
 
 @dataclass(frozen=True)
@@ -250,10 +265,22 @@ def fleet_baseline(runs: Sequence[Run], config: GateConfig, target: float = TARG
     entries = {case: replace(entry, tolerance=(tolerances or {}).get(case))
                for case, entry in entries_from_runs(runs).items()}
     levels = run_levels(runs, entries) if level else None
-    fleets = case_fleets(runs, entries, config, levels)
+    return banded_baseline(entries, case_fleets(runs, entries, config, levels), config, target)
+
+
+def banded_baseline(entries: Mapping[str, Entry], fleets: dict[str, CaseFleet], config: GateConfig,
+                    target: float = TARGET_RED) -> FleetBaseline:
     bands = choose_bands(fleets, entries, config, target)
-    banded = with_resolutions(with_bands(entries, fleets, bands), runs, config)
-    return FleetBaseline(entries=banded, bands=bands, fleets=fleets)
+    return FleetBaseline(entries=with_resolutions(with_bands(entries, fleets, bands), fleets, bands), bands=bands,
+                         fleets=fleets)
+
+
+def adopting(plain: FleetBaseline, levelled: FleetBaseline, cases: Sequence[str], config: GateConfig,
+             target: float = TARGET_RED) -> FleetBaseline:
+    """The baseline with the GEMV level taken out of ``cases`` alone, the bands chosen again."""
+    fleets = {case: levelled.fleets[case] if case in cases else fleet for case, fleet in plain.fleets.items()}
+    entries = {case: replace(entry, band=None, resolution=None) for case, entry in plain.entries.items()}
+    return banded_baseline(entries, fleets, config, target)
 
 
 @dataclass(frozen=True)
@@ -316,18 +343,29 @@ def bootstrap_interval(baseline: FleetBaseline, draws: int = BOOTSTRAP, seed: in
 
 def held_out(runs: Sequence[Run], config: GateConfig, target: float = TARGET_RED, level: bool = False,
              tolerances: Mapping[str, float] | None = None) -> tuple[int, int]:
-    """(red runs, runs): each host's runs judged by the gate's rule against the fleet baseline rebuilt without it."""
-    hosts = sorted({run.host for run in runs})
+    """(red runs, runs): each host's runs judged against the fleet baseline rebuilt without it, by the gate's rule
+    (with ``level``, its levelled entries by the same comparison on the run's levelled figure)."""
     red_runs = 0
-    for host in hosts:
+    for host in sorted({run.host for run in runs}):
         others = [run for run in runs if run.host != host]
         if len({run.host for run in others}) < 2:
             continue
-        entries = fleet_baseline(others, config, target, level, tolerances).entries
-        for run in (run for run in runs if run.host == host):
-            red_runs += any(judge(record, entries[case], config).alarm for case, record in run.clean().items() if case in entries
-                            and record.method == entries[case].method)
+        made = fleet_baseline(others, config, target, level, tolerances)
+        levels = run_levels(runs, made.entries) if level else [0.0] * len(runs)
+        for index, run in enumerate(runs):
+            if run.host == host:
+                red_runs += any(_alarm(record, made, case, levels[index], config) for case, record in
+                                run.clean().items() if case in made.entries
+                                and record.method == made.entries[case].method)
     return red_runs, len(runs)
+
+
+def _alarm(record: Record, made: FleetBaseline, case: str, level: float, config: GateConfig) -> bool:
+    entry, fleet = made.entries[case], made.fleets.get(case)
+    verdict = judge(record, entry, config)
+    if fleet is None or not fleet.levelled or verdict.basis != Basis.TIME or Basis.TIME not in fleet.spreads:
+        return verdict.alarm
+    return record.value / (1.0 + level) / fleet.spreads[Basis.TIME].middle - 1.0 < -made.bands.bands[case][Basis.TIME]
 
 
 def estimate(runs: Sequence[Run], config: GateConfig, target: float = TARGET_RED, level: bool = False,
