@@ -174,3 +174,15 @@ def test_the_bands_keep_a_fresh_host_s_full_gate_within_the_target_and_widen_onl
     assert made.entries["q0"].resolution == pytest.approx(1 - (1 - config.tolerance) / 1.002)
     tighter = banded_baseline(entries, fleets, config, target=0.001)
     assert tighter.bands.bands["wide"]["time"] > made.bands.bands["wide"]["time"]
+
+
+def test_after_a_driver_upgrade_one_host_s_update_holds_every_fleet_entry_and_writes_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "nvidia-h200.yaml"
+    update_baseline(path, HEADER, {"a": entry(band=0.05, resolution=0.05, hosts=4), "b": entry(band=0.05, hosts=4)})
+    before = path.read_bytes()
+    upgraded = {**HEADER, "driver": "590.10.01"}
+    changes = update_baseline(path, upgraded, {"a": entry(value=120.0), "b": entry(value=80.0)}, keep_fleet=True)
+    assert [(c.case_id, c.held) for c in changes] == [("a", True), ("b", True)]
+    assert path.read_bytes() == before
+    with pytest.raises(BaselineError, match="baseline from-fleet"):  # a one-host entry among them cannot be re-recorded
+        update_baseline(path, upgraded, {"c": entry()}, keep_fleet=True)

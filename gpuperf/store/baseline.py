@@ -381,8 +381,9 @@ def _check_versions_cover(path: Path, current: BaselineFile, header: Mapping[str
         raise BaselineError(f"{path}: recorded under other versions ({'; '.join(changed)}); re-recording "
                             f"{len(updates)} of its {len(current.entries)} entries would leave {len(left)} (e.g. "
                             f"{left[0]!r}) under a header naming versions they were not measured with: re-record "
-                            "every entry (pytest perf_tests --update-baselines, no -k; or baseline from-runs), or "
-                            "drop the others first (python -m gpuperf baseline drop)")
+                            "every entry (pytest perf_tests --update-baselines, no -k; or baseline from-runs; a "
+                            "fleet's entries with baseline from-fleet), or drop the others first (python -m gpuperf "
+                            "baseline drop)")
 
 
 def update_baseline(path: Path, header: Mapping[str, Any], updates: Mapping[str, Entry],
@@ -405,9 +406,10 @@ def update_baseline(path: Path, header: Mapping[str, Any], updates: Mapping[str,
         updates = {case: new for case, new in updates.items() if case not in {change.case_id for change in held}}
         if current is not None:
             check_gpu(current, str(header["slug"]))
-            _check_versions_cover(path, current, header, updates)
         if not updates:
             return held
+        if current is not None:
+            _check_versions_cover(path, current, header, updates)
         changes = list(held)
         for case_id in sorted(updates):
             new = updates[case_id]
