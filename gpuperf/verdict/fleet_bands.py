@@ -21,7 +21,8 @@ without each host in turn, that host's runs judged against them by the gate's ow
 
 **The resolution.** A slowdown ``s`` on a host reading ``d`` against the entry shows as ``(1 + d)(1 − s) − 1``,
 caught when below ``−band``: the entry catches ``s`` on every host once ``s ≥ 1 − (1 − band) / (1 + d)`` for the
-fastest run of the fleet. ``false_alarms.judge`` computes it with the gate's own rule.
+fastest run of the fleet, each run read on the basis the gate judges it on (``false_alarms.judge``, the gate's own
+rule, gives the same figure: tests/test_fleet_bands.py holds them equal entry by entry).
 
 **A host's own level** (``level=True``): a memory-bound case judged against the run's GEMV family median deviation
 (the host's memory speed that day) instead of the raw figure; computed both ways for the page, adopted only where it
@@ -184,6 +185,8 @@ class Bands:
 
 
 def _floor(fleet: CaseFleet, entry: Entry, basis: str, config: GateConfig) -> float:
+    """The tolerance, k × the recorded sample spread, and just past the widest slowdown a committed run judged on
+    ``basis`` shows against the entry (so every committed run is green)."""
     spread = entry.spread if basis == Basis.TIME or entry.at_max_clock is None else entry.at_max_clock.spread
     widest = max([0.0, *(-offset for offset in fleet.spreads[basis].judged_offsets)])
     return max(base_tolerance(entry, config), config.noise_k * spread, widest + IN_SAMPLE_MARGIN)
@@ -191,6 +194,7 @@ def _floor(fleet: CaseFleet, entry: Entry, basis: str, config: GateConfig) -> fl
 
 def bands_at(alpha: float, fleets: Mapping[str, CaseFleet], entries: Mapping[str, Entry],
              config: GateConfig) -> Bands:
+    """Every case's band per basis at one per-entry tail ``alpha``, never below its floor (``_floor``)."""
     bands, chances = {}, {}
     quantiles = {dof: t_quantile(alpha, dof) for dof in {fleet.dof for fleet in fleets.values()}}
     for case, fleet in fleets.items():
