@@ -186,3 +186,20 @@ def test_after_a_driver_upgrade_one_host_s_update_holds_every_fleet_entry_and_wr
     assert path.read_bytes() == before
     with pytest.raises(BaselineError, match="baseline from-fleet"):  # a one-host entry among them cannot be re-recorded
         update_baseline(path, upgraded, {"c": entry()}, keep_fleet=True)
+
+
+@pytest.mark.long
+def test_fleet_and_compare_say_what_the_committed_entries_catch(capsys: pytest.CaptureFixture[str]) -> None:
+    gates = [str(REPO / "docs" / "fleet" / "gate" / f"{host}-gate.json") for host in ("0e8d49c2", "7bde0c32")]
+    assert main(["fleet", *gates, "--baseline", str(BASELINE)]) == 0
+    committed = load_baseline(BASELINE)
+    assert committed is not None
+    found = classify(committed.entries, 0.05, GateConfig().cap)
+    out = capsys.readouterr().out
+    assert f"resolution: {len(found.catches)} of 163 entries catch a 5.0 % slowdown on every host" in out
+    assert main(["compare", str(BASELINE), gates[0]]) == 0
+    widest, value = found.ab_only[0]
+    row = next(line for line in capsys.readouterr().out.splitlines() if line.startswith(widest))
+    assert f"resolution {100 * value:.1f} %" in row
+    assert main(["compare", str(BASELINE), gates[0], "--must-catch", "0.2"]) == 0
+    assert "resolution " not in capsys.readouterr().out
