@@ -106,9 +106,9 @@ def test_readers_survive_rows_edited_by_hand(edits: list[tuple[str, st.DataObjec
 
 #: Hand edits that still decode but say what no run could: each makes every reader refuse the history.
 MEANINGLESS = [("runs", "started_utc", "yesterday", "is not an instant in UTC"),
-               ("records", "status", "BOGUS", "status 'BOGUS'"),
-               ("records", "value", -1, "value '-1"),
-               ("records", "value", "abc", "value 'abc'")]
+               ("records", "status", "BOGUS", "status 'BOGUS' of"),
+               ("records", "value", -1, "value '-1.0' of"),
+               ("records", "value", "abc", "value 'abc' of")]
 
 
 @pytest.mark.parametrize(("table", "column", "value", "named"), MEANINGLESS)

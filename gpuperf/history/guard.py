@@ -91,10 +91,21 @@ def check_meaning(connection: sa.Connection) -> None:
     if found is not None:
         case = connection.execute(sa.text("SELECT case_id, run_pk FROM records WHERE pk = :pk"),
                                   {"pk": found[0]}).first()
-        raise ValueError(f"the record of {str(case[0] if case else '?')[:120]} in run {case[1] if case else '?'} has "
-                         f"status {str(found[1])[:20]!r}, basis {str(found[2])[:10]!r}, value {str(found[3])[:20]!r}, "
-                         f"value at max clock {str(found[4])[:20]!r}: not a record's (statuses are "
-                         f"{', '.join(statuses)}; a judged figure is a positive number)")
+        _, status, basis, value, at_max = found
+        field, said, rule = (("status", status, f"not one of {', '.join(statuses)}")
+                             if status is not None and status not in statuses else
+                             ("basis", basis, "neither time nor cycles") if basis is not None and basis not in BASES else
+                             ("value", value, "not a positive number") if not _positive(value, status) else
+                             ("value_at_max_clock", at_max, "not a positive number"))
+        raise ValueError(f"{field} {str(said)[:24]!r} of {str(case[0] if case else '?')[-80:]} in run "
+                         f"{case[1] if case else '?'}: {rule}")
+
+
+def _positive(value: object, status: object) -> bool:
+    """A figure as a record holds it: a number, positive unless the record is an ``ERROR``'s (or none)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return value is None
+    return value > 0 or status == Status.ERROR
 
 
 def check_integrity(connection: sa.Connection) -> None:
