@@ -1,8 +1,9 @@
 """How the history's database is connected to: the engine for a URL, with SQLite's settings on every connection.
 
 SQLite runs in WAL mode with a busy timeout, and every writing transaction starts with ``BEGIN IMMEDIATE``
-(reading ones, marked ``gpuperf_read``, with ``BEGIN``): concurrent sessions on one machine queue for the write
-lock instead of failing half-way. PostgreSQL's engine checks a pooled connection before it is used.
+(reading ones, marked ``gpuperf_read`` or on a read-only engine, with ``BEGIN``): concurrent sessions on one
+machine queue for the write lock instead of failing half-way. PostgreSQL's engine checks a pooled connection
+before it is used.
 
 An engine for a command that only reads (``read_only``) cannot change its database, and leaves no file beside it:
 SQLite's file is opened as ``reading_mode`` says (read-only, or read-write with ``query_only`` so that SQLite
@@ -79,7 +80,7 @@ def _sqlite_engine(url: sa.URL, create: bool, read_only: bool) -> sa.Engine:
 
     @sa.event.listens_for(engine, "begin")
     def _begin(connection: sa.Connection) -> None:
-        reading = connection.get_execution_options().get("gpuperf_read", False)
+        reading = read_only or connection.get_execution_options().get("gpuperf_read", False)
         connection.exec_driver_sql("BEGIN" if reading else "BEGIN IMMEDIATE")
 
     return engine

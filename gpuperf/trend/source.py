@@ -1,8 +1,9 @@
 """The trend page's data from the history store: run and record rows → ``TrendData``, change points included.
 
-``trend_from_rows`` is pure (rows as mappings, change points as found), so it is tested without a database;
-``load_trend`` reads the rows from a history database. What a card says about a
-case (family, precision, shape, kernel label, metric) is read from its latest record's fields.
+``trend_from_rows`` is pure (the rows, what each record draws, the card facts and the change points as found), so
+it is tested without a database; ``load_trend`` streams them from a history database, a few runs at a time, the
+runs' documents reduced in worker processes (``documents``). What a card says about a case (family, precision,
+shape, kernel label, metric) is read from its latest record's fields.
 
 PYTEST_DONT_REWRITE
 """
