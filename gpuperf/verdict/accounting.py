@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gpuperf.store.baseline import BaselineFile
-from gpuperf.verdict.gate import VERDICTS
+from gpuperf.verdict.gate import DRY_VERDICTS
 from gpuperf.store.records import Record
 
 
@@ -97,7 +97,7 @@ def account(selected: Sequence[SelectedCase], records: Sequence[Record], slugs: 
         for case in by_gpu[index]:
             for key in owned_keys(case.case_id, baseline):
                 found = latest.get((case.nodeid, case.gpu_index, key))
-                if found is not None and found.status in VERDICTS:
+                if found is not None and found.status in DRY_VERDICTS:  # a dry run's DRY_RUN would get one
                     measured += 1
                 else:
                     missing.append(Unmeasured(key, _reason(found, case)))

@@ -18,8 +18,8 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from typing import Any, ContextManager, Protocol
 
-from gpuperf.verdict.check import (CaseIdentity, band_for, case_record, context_for, ratio_record, round_band_for,
-                                   unmeasurable_record)
+from gpuperf.verdict.check import (CaseIdentity, band_for, case_record, context_for, dry_ratio_record, dry_record,
+                                   ratio_record, round_band_for, unmeasurable_record)
 from gpuperf.verdict.gate import Context, failure_line, outcome, with_profile_hint
 from gpuperf.measure.device import GpuContext, NoGpuError, list_devices, query_device
 from gpuperf.measure.measurement import Measurement, UnmeasurableCall
@@ -264,6 +264,7 @@ class Perf:
     facts: dict[str, Any] = field(default_factory=dict)  # ``attach``: data every row carries in ``extra``
     exporter: Callable[[Measurement, Record], None] | None = None  # e.g. pytest-benchmark's JSON
     version_changes: tuple[str, ...] = ()  # since the baseline was recorded: named in every regression note
+    dry: bool = False  # --dry-run: the measurements are stand-ins (``dry_run.py``), checked without a figure
     _unnoted: list[Record] = field(default_factory=list)  # the records before notes were applied
 
     def _context(self, case: CaseIdentity) -> Context:
@@ -294,6 +295,8 @@ class Perf:
     def _checked(self, measurement: Measurement) -> Record:
         entry = self.state.entry(self.case.gpu, self.case.case_id)
         gate, context = self.state.options.gate, self._context(self.case)
+        if self.dry:
+            return dry_record(self.case, measurement, entry, context, self.peaks)
         record = case_record(self.case, measurement, self.peaks, entry, gate, context)
         return self.state.turns.settle(self.case.case_id, record, lambda relocate: case_record(
             self.case, self.measure.again(measurement, relocate=relocate), self.peaks, entry, gate, context))
@@ -316,6 +319,8 @@ class Perf:
         ratio_case = replace(self.case, case_id=f"{self.case.case_id}#{name}")
         entry = self.state.entry(self.case.gpu, ratio_case.case_id)
         gate, context = self.state.options.gate, self._context(self.case)
+        if self.dry:
+            return dry_ratio_record(self.case, numerator, denominator, name, entry, context)
         record = ratio_record(self.case, numerator, denominator, name, entry, gate, context, self.peaks)
         return self.state.turns.settle(self.case.case_id, record, lambda relocate: ratio_record(
             self.case, self.measure.again(numerator, relocate=relocate),

@@ -67,6 +67,8 @@ class SessionHooks:
         Called at the session's start, or when the plugin arms later (``arming.py``)."""
         if not is_worker(self.config) and not self.config.option.collectonly:
             _check_gpu_selection(self.state.options.gpus, self.config.stash[POOL])
+            if self.state.options.dry_run:
+                return  # a dry run appends nothing to a history
             from gpuperf.store.history_target import HistoryError, resolve_target
 
             try:
@@ -140,6 +142,10 @@ class SessionHooks:
         state = self.state
         writer = self.config.pluginmanager.get_plugin("terminalreporter")
         changed = []
+        if state.options.dry_run and writer is not None:
+            from gpuperf.wiring.dry_run import HEADER
+
+            writer.write_line(HEADER)
         for index, described in _describe_devices(self.config, indices).items():
             if isinstance(described, str):
                 state.unavailable[index] = described

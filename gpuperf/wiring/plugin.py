@@ -26,7 +26,7 @@ from gpuperf.wiring.options import add_pytest_options, session_options
 from gpuperf.wiring.roles import is_suite, is_worker, keeps_baselines, uses_suite
 from gpuperf.wiring.session_options import DEFAULT_GPUS, Options
 from gpuperf.wiring.stash import (CASE_PROPERTY, GPU_OF, OPTIONS, PERF, PINNED, POOL, PREVIOUS_CASES_DIR,
-                                  RECORD_PROPERTY, RUN_PROPERTY, STATE)
+                                  RECORD_PROPERTY, RUN_PROPERTY, STATE, UNDO_STAND_INS)
 
 if TYPE_CHECKING:
     from gpuperf.wiring.fixtures import Measurer, Perf
@@ -53,6 +53,11 @@ def pytest_configure(config: pytest.Config) -> None:
         config.addinivalue_line("markers", f"{name}: {text}")
     config.stash[OPTIONS] = _options(config)
     config.stash[PREVIOUS_CASES_DIR] = use_cases_dir(config.rootpath / config.getini("gpuperf_cases"))
+    if config.stash[OPTIONS].dry_run:
+        from gpuperf.wiring.dry_run import DryPool, install_stand_ins
+
+        config.stash[UNDO_STAND_INS] = install_stand_ins()
+        config.stash[POOL] = DryPool(config.stash[OPTIONS].baseline_dir)  # type: ignore[misc]  # the pool protocol
     workerinput = getattr(config, "workerinput", None)
     if workerinput is not None:
         _pin_worker(config, str(workerinput["workerid"]))
@@ -66,6 +71,8 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
+    if UNDO_STAND_INS in config.stash:
+        config.stash[UNDO_STAND_INS]()
     if PREVIOUS_CASES_DIR in config.stash:
         use_cases_dir(config.stash[PREVIOUS_CASES_DIR])
 
@@ -122,6 +129,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if dropped:
         config.hook.pytest_deselected(items=dropped)
         items[:] = keep
+    if config.stash[OPTIONS].dry_run:
+        from gpuperf.wiring.dry_run import NOT_A_PERF_TEST
+
+        for item in items:
+            if uses_suite(item) and {"measure", "perf"}.isdisjoint(getattr(item, "fixturenames", ())):
+                item.add_marker(pytest.mark.skip(reason=NOT_A_PERF_TEST))
 
 
 # -- fixtures --------------------------------------------------------------------------------------------
@@ -168,6 +181,9 @@ def stream(request: pytest.FixtureRequest, gpu: Any) -> Iterator[Any]:
 @pytest.fixture
 def cublas_handle(request: pytest.FixtureRequest, gpu: Any, stream: Any) -> Iterator[int]:
     """The device's cuBLAS handle bound to the test's stream; its math mode is restored afterwards."""
+    if request.config.stash[OPTIONS].dry_run:
+        yield 0  # a dry run calls no cuBLAS
+        return
     from cupy_backends.cuda.libs import cublas
 
     handle = request.config.stash[POOL].cublas_handle(gpu)
@@ -226,20 +242,23 @@ def perf(request: pytest.FixtureRequest, gpu: Any, measure: Any) -> Perf:
     """``perf.check(m)``, ``perf.check_ratio(a, b, name)``, ``perf.note(text)``: gate against the baseline."""
     from gpuperf.store.baseline import BaselineError
     from gpuperf.verdict.check import CaseIdentity
-    from gpuperf.wiring.fixtures import Perf, case_id_of, run_info
+    from gpuperf.wiring.fixtures import Perf, case_id_of, run_info, run_info_from
 
     state = request.config.stash[STATE]
     item = request.node
     gpu_of = item.stash.get(GPU_OF, gpu.index)  # --gpu numbering: a pinned worker's CUDA device 0 is its GPU
     case = CaseIdentity(case_id=case_id_of(item.nodeid), nodeid=item.nodeid, family=_family(item),
                         params=_params(item), gpu=gpu.info.slug, gpu_index=gpu_of)
+    dry = state.options.dry_run
     try:
-        run = state.devices.get(gpu_of) or state.remember_device(gpu_of, run_info(gpu, state.options.flush_modes))
+        run = state.devices.get(gpu_of) or state.remember_device(gpu_of, run_info_from(
+            request.config.stash[POOL].describe(gpu.index), state.options.flush_modes) if dry else
+            run_info(gpu, state.options.flush_modes))
     except BaselineError as exc:
         pytest.exit(f"gpuperf: {exc}", returncode=pytest.ExitCode.USAGE_ERROR)
     checker = Perf(state=state, case=case, peaks=gpu.peaks, measure=measure, run=run,
                    exporter=_benchmark_exporter(request),
-                   version_changes=state.version_changes(run.gpu_slug, run.versions))
+                   version_changes=state.version_changes(run.gpu_slug, run.versions), dry=dry)
     item.stash[PERF] = checker
     return checker
 
