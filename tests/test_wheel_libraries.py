@@ -66,3 +66,31 @@ def test_cuda_pathfinder_loads_each_library_from_site_packages_with_system_paths
     out = subprocess.run([sys.executable, "-c", probe, *names], capture_output=True, text=True, env=env,
                          check=True, timeout=120)
     assert json.loads(out.stdout) == {name: "site-packages" for name in names}
+
+
+class _NoDriverLt:
+    """nvmath-python's cuBLASLt binding on a machine without a driver: its loader refuses, as nvmath does."""
+
+    @staticmethod
+    def get_version() -> int:
+        raise RuntimeError("CUDA driver is not found (libcuda.so.1: cannot open shared object file)")
+
+
+@pytest.mark.parametrize(("driver", "cause", "fix"), [
+    (False, "no NVIDIA driver is installed", "runs on an NVIDIA GPU with its driver"),
+    (True, "cuBLASLt is not usable", "pip install -e '.[cublaslt]'"),
+])
+def test_the_cublaslt_skip_reason_names_the_real_cause(monkeypatch: pytest.MonkeyPatch, driver: bool, cause: str,
+                                                       fix: str) -> None:
+    from kernels import cublaslt
+
+    monkeypatch.setattr(cublaslt, "_bindings", lambda: (object(), _NoDriverLt, object()))
+    monkeypatch.setattr(cublaslt, "driver_installed", lambda: driver)
+    cublaslt.available.cache_clear()
+    try:
+        reason = cublaslt.available()
+    finally:
+        cublaslt.available.cache_clear()
+    assert reason is not None and reason.startswith(("no NVIDIA driver", "nvmath-python is installed")) \
+        and cause in reason and fix in reason
+    assert ("nvmath-python[cu13]" in reason) is driver  # a package is named only where one would fix it
