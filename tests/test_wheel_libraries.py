@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from gpuperf.wheel_libraries import LIBRARIES, installed_cuda_major, missing, wheel_files
+from gpuperf.install.wheel_libraries import LIBRARIES, installed_cuda_major, missing, wheel_files
 
 
 def _major_or_skip() -> int:

@@ -56,8 +56,9 @@ def require_extra(extra: str, modules: tuple[str, ...], purpose: str) -> None:
     ImportError half way through (``purpose``: what needs the packages, e.g. ``python -m gpuperf plot``)."""
     missing = [module for module in modules if importlib.util.find_spec(module) is None]
     if missing:
-        raise CliError(f"{purpose} needs {' and '.join(missing)}, not installed here: "
-                       f"pip install 'gpuperf[{extra}]'")
+        from gpuperf.install.command import install_command
+
+        raise CliError(f"{purpose} needs {' and '.join(missing)}, not installed here: {install_command(extra)}")
 
 
 def other_gpu_line(a: Figures, b: Figures, allowed: bool) -> str:

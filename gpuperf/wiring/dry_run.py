@@ -175,8 +175,9 @@ class DryPool:
 
         return Measurer(DryTimer(), flush_mode)
 
-    def cublas_handle(self, ctx: DryContext) -> int:
-        return 0
+    @contextlib.contextmanager
+    def bound_cublas_handle(self, ctx: DryContext, stream: Any) -> Iterator[int]:
+        yield 0  # a dry run calls no cuBLAS: a test that does is skipped (it does not measure) or calls the stand-in
 
 
 def install_stand_ins() -> Callable[[], None]:
@@ -198,3 +199,23 @@ def install_stand_ins() -> Callable[[], None]:
             sys.modules["cupy"] = previous
 
     return undo
+
+
+def configure(config: Any) -> None:
+    """The plugin's ``pytest_configure`` of a dry run: the stand-ins installed (undone at the session's end),
+    the dry pool in place of the GPU pool."""
+    from gpuperf.wiring.stash import OPTIONS, POOL
+
+    config.add_cleanup(install_stand_ins())
+    config.stash[POOL] = DryPool(config.stash[OPTIONS].baseline_dir)
+
+
+def skip_what_does_not_measure(items: Sequence[Any]) -> None:
+    """Skip, with the reason, every GPU test that uses neither ``measure`` nor ``perf``."""
+    import pytest
+
+    from gpuperf.wiring.roles import uses_suite
+
+    for item in items:
+        if uses_suite(item) and {"measure", "perf"}.isdisjoint(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.skip(reason=NOT_A_PERF_TEST))

@@ -178,6 +178,21 @@ class GpuPool:
                 self.handles[ctx.index] = cublas.create()
         return self.handles[ctx.index]
 
+    @contextlib.contextmanager
+    def bound_cublas_handle(self, ctx: GpuContext, stream: Any) -> Iterator[int]:
+        """The ``cublas_handle`` fixture: the device's handle bound to ``stream``, its math mode restored after."""
+        from cupy_backends.cuda.libs import cublas
+
+        handle = self.cublas_handle(ctx)
+        mode = cublas.getMathMode(handle)
+        cublas.setStream(handle, stream.ptr)
+        try:
+            yield handle
+        finally:
+            stream.synchronize()
+            cublas.setMathMode(handle, mode)
+            cublas.setStream(handle, 0)
+
 
 class MeasureSource(Protocol):
     def __call__(self, fn: Callable[..., Any], work: Work, operands: Sequence[Any] = (), flush: str | None = None,

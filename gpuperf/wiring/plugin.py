@@ -20,13 +20,13 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from gpuperf.suite.cases_dir import use_cases_dir
-from gpuperf.vocabulary import MARKERS, OPT_IN_MARKERS, Family
+from gpuperf.vocabulary import MARKERS, OPT_IN_MARKERS
 from gpuperf.wiring.arming import ArmOnReport, arm, check_results_dir, selected_gpus
 from gpuperf.wiring.options import add_pytest_options, session_options
 from gpuperf.wiring.roles import is_suite, is_worker, keeps_baselines, uses_suite
 from gpuperf.wiring.session_options import DEFAULT_GPUS, Options
 from gpuperf.wiring.stash import (CASE_PROPERTY, GPU_OF, OPTIONS, PERF, PINNED, POOL, PREVIOUS_CASES_DIR,
-                                  RECORD_PROPERTY, RUN_PROPERTY, STATE, UNDO_STAND_INS)
+                                  RECORD_PROPERTY, RUN_PROPERTY, STATE)
 
 if TYPE_CHECKING:
     from gpuperf.wiring.fixtures import Measurer, Perf
@@ -54,10 +54,9 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[OPTIONS] = _options(config)
     config.stash[PREVIOUS_CASES_DIR] = use_cases_dir(config.rootpath / config.getini("gpuperf_cases"))
     if config.stash[OPTIONS].dry_run:
-        from gpuperf.wiring.dry_run import DryPool, install_stand_ins
+        from gpuperf.wiring.dry_run import configure
 
-        config.stash[UNDO_STAND_INS] = install_stand_ins()
-        config.stash[POOL] = DryPool(config.stash[OPTIONS].baseline_dir)  # type: ignore[misc]  # the pool protocol
+        configure(config)
     workerinput = getattr(config, "workerinput", None)
     if workerinput is not None:
         _pin_worker(config, str(workerinput["workerid"]))
@@ -71,8 +70,6 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    if UNDO_STAND_INS in config.stash:
-        config.stash[UNDO_STAND_INS]()
     if PREVIOUS_CASES_DIR in config.stash:
         use_cases_dir(config.stash[PREVIOUS_CASES_DIR])
 
@@ -130,11 +127,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         config.hook.pytest_deselected(items=dropped)
         items[:] = keep
     if config.stash[OPTIONS].dry_run:
-        from gpuperf.wiring.dry_run import NOT_A_PERF_TEST
+        from gpuperf.wiring.dry_run import skip_what_does_not_measure
 
-        for item in items:
-            if uses_suite(item) and {"measure", "perf"}.isdisjoint(getattr(item, "fixturenames", ())):
-                item.add_marker(pytest.mark.skip(reason=NOT_A_PERF_TEST))
+        skip_what_does_not_measure(items)
 
 
 # -- fixtures --------------------------------------------------------------------------------------------
@@ -181,20 +176,8 @@ def stream(request: pytest.FixtureRequest, gpu: Any) -> Iterator[Any]:
 @pytest.fixture
 def cublas_handle(request: pytest.FixtureRequest, gpu: Any, stream: Any) -> Iterator[int]:
     """The device's cuBLAS handle bound to the test's stream; its math mode is restored afterwards."""
-    if request.config.stash[OPTIONS].dry_run:
-        yield 0  # a dry run calls no cuBLAS
-        return
-    from cupy_backends.cuda.libs import cublas
-
-    handle = request.config.stash[POOL].cublas_handle(gpu)
-    mode = cublas.getMathMode(handle)
-    cublas.setStream(handle, stream.ptr)
-    try:
+    with request.config.stash[POOL].bound_cublas_handle(gpu, stream) as handle:
         yield handle
-    finally:
-        stream.synchronize()
-        cublas.setMathMode(handle, mode)
-        cublas.setStream(handle, 0)
 
 
 @pytest.fixture
@@ -226,29 +209,19 @@ def measure(request: pytest.FixtureRequest, gpu: Any, stream: Any, flush_mode: s
     measurer.release()
 
 
-def _family(item: pytest.Item) -> str:
-    return next((name for name in Family.MOST_SPECIFIC_FIRST if item.get_closest_marker(name)), Family.OTHER)
-
-
-def _params(item: pytest.Item) -> dict[str, str]:
-    callspec = getattr(item, "callspec", None)
-    if callspec is None:
-        return {}
-    return {name: str(value) for name, value in callspec.params.items() if name != "gpu_index"}
-
-
 @pytest.fixture
 def perf(request: pytest.FixtureRequest, gpu: Any, measure: Any) -> Perf:
     """``perf.check(m)``, ``perf.check_ratio(a, b, name)``, ``perf.note(text)``: gate against the baseline."""
     from gpuperf.store.baseline import BaselineError
     from gpuperf.verdict.check import CaseIdentity
+    from gpuperf.wiring.case_ids import family_of, params_of
     from gpuperf.wiring.fixtures import Perf, case_id_of, run_info, run_info_from
 
     state = request.config.stash[STATE]
     item = request.node
     gpu_of = item.stash.get(GPU_OF, gpu.index)  # --gpu numbering: a pinned worker's CUDA device 0 is its GPU
-    case = CaseIdentity(case_id=case_id_of(item.nodeid), nodeid=item.nodeid, family=_family(item),
-                        params=_params(item), gpu=gpu.info.slug, gpu_index=gpu_of)
+    case = CaseIdentity(case_id=case_id_of(item.nodeid), nodeid=item.nodeid, family=family_of(item),
+                        params=params_of(item), gpu=gpu.info.slug, gpu_index=gpu_of)
     dry = state.options.dry_run
     try:
         run = state.devices.get(gpu_of) or state.remember_device(gpu_of, run_info_from(

@@ -6,7 +6,6 @@ PYTEST_DONT_REWRITE
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -26,7 +25,6 @@ PINNED = pytest.StashKey[int]()  # an xdist worker's GPU (its index under --gpu)
 COLLECTED = pytest.StashKey["CollectedTests"]()
 GPU_OF = pytest.StashKey[int]()  # a selected perf test's GPU, in --gpu numbering (set at collection)
 PREVIOUS_CASES_DIR = pytest.StashKey["Path | None"]()
-UNDO_STAND_INS = pytest.StashKey["Callable[[], None]"]()  # --dry-run: gives ``import cupy`` back (dry_run.py)
 RECORD_PROPERTY = "gpuperf_record"
 RUN_PROPERTY = "gpuperf_run"
 CASE_PROPERTY = "gpuperf_case"  # on every selected perf test: its case id and GPU, for the accounting
