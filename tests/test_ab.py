@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 
 from gitrepos import commit, git
 from test_plugin import FAKE_DEVICE
-from gpuperf.ab.coordinator import NO_GPU_CHECK_ENV
+from gpuperf.ab.messages import NO_GPU_CHECK_ENV
 from gpuperf.ab.schedule import BASE, HEAD, Schedule
 from gpuperf.history.database import History, sqlite_url
 from gpuperf.store.records import Record

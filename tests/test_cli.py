@@ -14,6 +14,8 @@ from typing import Any
 
 import pytest
 
+from gpuperf.install.command import cuda_extra_command
+
 
 from gpuperf.output import diff, results
 from gpuperf.store.baseline import Entry, dump_baseline, load_baseline
@@ -393,7 +395,7 @@ def test_device_without_cupy_names_the_cause_and_the_fix(monkeypatch: pytest.Mon
     monkeypatch.setitem(sys.modules, "cupy", None)  # the real query: import cupy fails as it does without CuPy
     assert main(["device"]) == 1
     err = capsys.readouterr().err
-    assert "CuPy is not importable" in err and "pip install -e '.[cuda13]'" in err
+    assert "CuPy is not importable" in err and cuda_extra_command() in err
 
 
 def test_device_without_a_gpu_reports_the_device_error(monkeypatch: pytest.MonkeyPatch,

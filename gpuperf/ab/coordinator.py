@@ -41,12 +41,12 @@ from pathlib import Path
 from typing import IO, Any
 
 import gpuperf
-from gpuperf.ab.messages import HELLO, ONLY_ENV, SIDE_ENV, SOCKET_ENV, THRESHOLD_ENV
+from gpuperf.ab.messages import HELLO, NO_GPU_CHECK_ENV, ONLY_ENV, SIDE_ENV, SOCKET_ENV, THRESHOLD_ENV
 from gpuperf.ab.paired import CaseVerdict, Verdict
 from gpuperf.ab.report import AbRow, ab_json_text, summary_markdown, terminal_table
 from gpuperf.ab.schedule import BASE, HEAD, SIDES, Case, Schedule
 from gpuperf.gitrepo import GitError, git, is_dirty, resolve_commit, top_level, worktree
-from gpuperf.measure.device import SIBLINGS_ENV
+from gpuperf.measure.device import SIBLINGS_ENV, usable_gpu_problem
 from gpuperf.measure.kernel_records import describe_change
 from gpuperf.output.results import STEP_SUMMARY_ENV, write_summary_markdown
 from gpuperf.store.atomic import write_atomically
@@ -333,23 +333,6 @@ def _appended(target: str | None, trees: dict[str, Tree], out: Path, base: str, 
     return f"gpuperf ab: appended the {' and '.join(appended) or 'no'} side's run to the history"
 
 
-#: Set (to anything) where the sides stand a GPU in themselves (the harness's own tests: a conftest's synthetic
-#: GPU), so ``run`` does not ask this machine for one first.
-NO_GPU_CHECK_ENV = "GPUPERF_AB_NO_GPU_CHECK"
-
-
-def gpu_problem(repo: Path) -> str:
-    """Why this machine has no usable GPU (empty when it has one), asked as ``ci/ab.sh`` asks: ``python -m gpuperf
-    device`` in a subprocess, so this process never holds a CUDA context on the GPU the sides measure on."""
-    if os.environ.get(NO_GPU_CHECK_ENV):
-        return ""
-    out = subprocess.run([sys.executable, "-m", "gpuperf", "device", "--slug"], capture_output=True, text=True,
-                         cwd=repo, check=False, timeout=300)
-    if out.returncode == 0:
-        return ""
-    return out.stderr.strip().removeprefix("gpuperf: error: ") or f"python -m gpuperf device exited {out.returncode}"
-
-
 class UsageError(Exception):
     """An option that the command line parsed but that cannot be used: refused before either side starts, exit 4."""
 
@@ -405,7 +388,7 @@ def run(args: argparse.Namespace) -> int:
     stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
     out = _resolved(args.out or Path.cwd() / "results" / f"ab-{stamp}", "--out")
     refuse_used_out(out)
-    problem = gpu_problem(repo)
+    problem = "" if os.environ.get(NO_GPU_CHECK_ENV) else usable_gpu_problem(repo)
     if problem:
         print(f"gpuperf: error: no usable GPU, so neither side was started: {problem}; run the A/B gate on a GPU "
               "runner", file=sys.stderr)

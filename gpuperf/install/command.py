@@ -27,3 +27,8 @@ def install_command(extra: str) -> str:
         return f"pip install '{UNKNOWN_SOURCE}[{extra}]'"
     editable = "-e " if (direct.get("dir_info") or {}).get("editable") else ""
     return f"pip install {editable}'{unquote(url.path)}[{extra}]'"
+
+
+def cuda_extra_command() -> str:
+    """What brings CuPy and CUPTI: the extra of the driver's CUDA major."""
+    return f"{install_command('cuda13')} (or [cuda12] for a driver below 580)"

@@ -8,6 +8,9 @@ found here is found in the files of an installed distribution: no system path (`
 ``tests/test_wheel_libraries.py`` checks the test environment with it.
 
 Pure: package metadata only, no CUDA.
+
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations

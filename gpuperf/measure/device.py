@@ -12,7 +12,10 @@ from __future__ import annotations
 import ctypes
 import os
 import re
+import subprocess
+import sys
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
 from gpuperf.measure.clocks import decode
@@ -102,7 +105,9 @@ def _import_cupy() -> Any:
     try:
         import cupy
     except ImportError as exc:
-        raise NoGpuError(f"CuPy is not importable ({exc}): pip install -e '.[cuda13]' (or '.[cuda12]')") from exc
+        from gpuperf.install.command import cuda_extra_command
+
+        raise NoGpuError(f"CuPy is not importable ({exc}): {cuda_extra_command()}") from exc
     return cupy
 
 
@@ -113,6 +118,16 @@ def driver_installed() -> bool:
     except OSError:
         return False
     return True
+
+
+def usable_gpu_problem(cwd: Path | str = ".") -> str:
+    """Why this machine has no usable GPU (empty when it has one), as ``python -m gpuperf device`` finds it: in a
+    subprocess, so the caller never holds a CUDA context on the GPU that others measure on."""
+    out = subprocess.run([sys.executable, "-m", "gpuperf", "device", "--slug"], capture_output=True, text=True,
+                         cwd=cwd, check=False, timeout=300)
+    if out.returncode == 0:
+        return ""
+    return out.stderr.strip().removeprefix("gpuperf: error: ") or f"python -m gpuperf device exited {out.returncode}"
 
 
 def device_count() -> int:

@@ -259,6 +259,10 @@ class SessionHooks:
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if is_worker(self.config):
             return
+        if terminalreporter.stats.get("skipped"):  # before pytest's short summary, which runs after every hook
+            from gpuperf.output.skips import fold_by_reason
+
+            terminalreporter.stats["skipped"] = fold_by_reason(terminalreporter.stats["skipped"])
         lines = self.end.summary_lines()
         if lines:
             terminalreporter.section("gpuperf")
