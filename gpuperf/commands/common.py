@@ -73,6 +73,16 @@ def other_gpu_line(a: Figures, b: Figures, allowed: bool) -> str:
     return f"GPU models differ ({models}; --allow-other-gpu): the deltas include the hardware's difference"
 
 
+def other_board_line(a: Figures, b: Figures) -> str:
+    """The header line of a comparison of two boards of one model, ``""`` for one board (or one that is not known):
+    two H200s differ by a few per cent on some cases (docs/fleet.md), which a delta then includes."""
+    if not a.gpu_uuid or not b.gpu_uuid or a.gpu_uuid == b.gpu_uuid or a.gpu_slug != b.gpu_slug:
+        return ""
+    return (f"A and B ran on different GPUs (A {a.gpu_uuid[:12]}, B {b.gpu_uuid[:12]}, both {a.gpu_slug}): each "
+            "delta includes how the two boards differ; to judge a change, compare runs of one GPU (python -m gpuperf "
+            "ab) or judge B against a baseline recorded from a fleet (docs/fleet.md)")
+
+
 def known_error(exc: Exception) -> bool:
     """Whether ``exc`` is one of ``ERRORS``: its message names the cause and the fix, so it is printed as it is."""
     return isinstance(exc, tuple(getattr(sys.modules[module], name) for module, name in ERRORS
