@@ -60,7 +60,11 @@ def pytest_configure(config: pytest.Config) -> None:
     workerinput = getattr(config, "workerinput", None)
     if workerinput is not None:
         _pin_worker(config, str(workerinput["workerid"]))
-    elif not getattr(config.option, "help", False) and not config.option.collectonly and (
+    else:
+        from gpuperf.wiring.benchmark_plugin import refuse_under_xdist
+
+        refuse_under_xdist(config)
+    if workerinput is None and not getattr(config.option, "help", False) and not config.option.collectonly and (
             config.getoption("--results-dir") is not None or keeps_baselines(config)):
         check_results_dir(config.stash[OPTIONS].results_dir)
     if is_suite(config):
@@ -230,7 +234,7 @@ def perf(request: pytest.FixtureRequest, gpu: Any, measure: Any) -> Perf:
     except BaselineError as exc:
         pytest.exit(f"gpuperf: {exc}", returncode=pytest.ExitCode.USAGE_ERROR)
     checker = Perf(state=state, case=case, peaks=gpu.peaks, measure=measure, run=run,
-                   exporter=_benchmark_exporter(request),
+                   exporter=None if dry else _benchmark_exporter(request),  # a dry run has no figure to export
                    version_changes=state.version_changes(run.gpu_slug, run.versions), dry=dry)
     item.stash[PERF] = checker
     return checker
