@@ -151,3 +151,17 @@ def test_a_dry_run_records_nothing(project: pytest.Pytester) -> None:
     result = dry(project, "--update-baselines")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--dry-run measures nothing, so it cannot record baselines*"])
+
+
+def test_a_dry_run_draws_large_operands_as_one_value_with_their_shape_and_dtype() -> None:
+    import numpy
+
+    from gpuperf.suite.accuracy import random_operand
+    from gpuperf.wiring.dry_run import STAND_IN_DRAW, StandInRng
+
+    stand_in, real = StandInRng(numpy.random.default_rng(7)), numpy.random.default_rng(7)
+    operand = random_operand(stand_in, (2048, 2048))
+    assert operand.shape == (2048, 2048) and operand.dtype == numpy.float32 and not (operand == 0).any()
+    assert len(numpy.unique(operand)) == 1 and operand.flags.writeable
+    assert numpy.array_equal(stand_in.uniform(-1, 1, size=(3, 5)), real.uniform(-1, 1, size=(3, 5)))  # small: real
+    assert stand_in.random(size=STAND_IN_DRAW, dtype=numpy.float32).dtype == numpy.float32

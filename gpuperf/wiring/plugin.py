@@ -192,12 +192,16 @@ def flush_mode(request: pytest.FixtureRequest) -> str:
 
 @pytest.fixture
 def rng(request: pytest.FixtureRequest) -> Any:
-    """A NumPy generator seeded from the case id: reproducible per case, different across cases."""
+    """A NumPy generator seeded from the case id: reproducible per case, different across cases (a dry run's
+    draws large operands as constants: ``dry_run.StandInRng``)."""
     import numpy
 
     from gpuperf.wiring.fixtures import case_id_of
 
-    return numpy.random.default_rng(zlib.crc32(case_id_of(request.node.nodeid).encode()))
+    generator = numpy.random.default_rng(zlib.crc32(case_id_of(request.node.nodeid).encode()))
+    if request.config.stash[OPTIONS].dry_run:
+        return request.config.stash[POOL].stand_in_rng(generator)  # type: ignore[attr-defined]  # dry_run.DryPool
+    return generator
 
 
 @pytest.fixture
