@@ -159,9 +159,10 @@ def test_a_dry_run_draws_large_operands_as_one_value_with_their_shape_and_dtype(
     from gpuperf.suite.accuracy import random_operand
     from gpuperf.wiring.dry_run import STAND_IN_DRAW, StandInRng
 
-    stand_in, real = StandInRng(numpy.random.default_rng(7)), numpy.random.default_rng(7)
+    stand_in = StandInRng(numpy.random.default_rng(7))
     operand = random_operand(stand_in, (2048, 2048))
     assert operand.shape == (2048, 2048) and operand.dtype == numpy.float32 and not (operand == 0).any()
     assert len(numpy.unique(operand)) == 1 and operand.flags.writeable
-    assert numpy.array_equal(stand_in.uniform(-1, 1, size=(3, 5)), real.uniform(-1, 1, size=(3, 5)))  # small: real
+    small, real = StandInRng(numpy.random.default_rng(7)), numpy.random.default_rng(7)
+    assert numpy.array_equal(small.uniform(-1, 1, size=(3, 5)), real.uniform(-1, 1, size=(3, 5)))  # small: real
     assert stand_in.random(size=STAND_IN_DRAW, dtype=numpy.float32).dtype == numpy.float32
