@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import sys
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -176,6 +177,9 @@ class DryPool:
                              cupy=str(header.get("cupy", "")), sm_clock_max_mhz=clocks.get("sm_max_mhz"),
                              mem_clock_mhz=clocks.get("mem_mhz"))
             self.contexts[index] = DryContext(index=index, info=info, peaks=None)
+            stand_in = sys.modules.get("cupy")
+            if getattr(stand_in, "__gpuperf_dry_run__", False):  # cupy.cuda.Device().compute_capability, as CuPy's
+                stand_in.cuda.Device.compute_capability = f"{info.cc[0]}{info.cc[1]}"  # type: ignore[union-attr]
         return self.contexts[index]
 
     def describe(self, index: int, isolated: bool = False) -> dict[str, Any]:
@@ -215,8 +219,6 @@ class DryPool:
 def install_stand_ins() -> Callable[[], None]:
     """Make ``import cupy`` give the host stand-in (and PyTorch's CUDA tensors meta ones, where it is imported
     already), before the test modules are imported; returns what undoes it, at the session's end."""
-    import sys
-
     from gpuperf.wiring import host_cupy
 
     previous = sys.modules.get("cupy")

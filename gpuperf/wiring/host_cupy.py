@@ -64,7 +64,7 @@ class _Stream:
 
 
 class _Device(_Stream):
-    """``cupy.cuda.Device``: a context manager; ``compute_capability`` is the stood-in GPU's when the session set it."""
+    """``cupy.cuda.Device``: a context manager; ``compute_capability`` is the stood-in GPU's (``DryPool.context``)."""
 
     compute_capability = "90"
     id = 0
