@@ -7,7 +7,8 @@ would reach the GPU are stand-ins that launch nothing: ``RawKernel``, ``RawModul
 A test's shapes and dtypes therefore meet NumPy's own checks, so a shape that does not chain still fails.
 
 ``meta_torch()`` enters a torch function mode (where PyTorch is imported) under which a tensor asked for on a
-CUDA device is made on ``meta``: shapes, dtypes and their checks without memory or a driver.
+CUDA device is made on ``meta``: shapes, dtypes and their checks without memory or a driver; ``torch.cuda``'s
+streams, events and graphs are stand-ins that do nothing (a graph's capture runs its body on meta tensors).
 
 PYTEST_DONT_REWRITE
 """
@@ -62,6 +63,9 @@ class _Stream:
     def use(self) -> _Stream:
         return self
 
+    def wait_stream(self, *args: Any) -> None:
+        return None
+
 
 class _Device(_Stream):
     """``cupy.cuda.Device``: a context manager; ``compute_capability`` is the stood-in GPU's (``DryPool.context``)."""
@@ -114,12 +118,27 @@ def meta_torch() -> None:
     mode = MetaForCuda()
     mode.__enter__()
     torch.__gpuperf_meta__ = mode
+    _replaced.update({name: getattr(torch.cuda, name) for name in _TORCH_CUDA_STAND_INS})
+    stream = _Stream()
+    for name, stand_in in {"Stream": _Stream, "Event": _Stream, "CUDAGraph": _Launches, "graph": _Stream,
+                           "stream": lambda *args, **kwargs: stream, "current_stream": lambda *args: stream,
+                           "synchronize": lambda *args: None}.items():
+        setattr(torch.cuda, name, stand_in)
+
+
+#: What a dry run's PyTorch gets in ``torch.cuda`` (streams, events and graphs that do nothing: a graph's capture
+#: runs its body on meta tensors, its replay launches nothing) and the originals, given back by ``leave_meta_torch``.
+_TORCH_CUDA_STAND_INS = ("Stream", "Event", "CUDAGraph", "graph", "stream", "current_stream", "synchronize")
+_replaced: dict[str, Any] = {}
 
 
 def leave_meta_torch() -> None:
-    """Leave the mode ``meta_torch`` entered, if it did."""
+    """Leave the mode ``meta_torch`` entered, if it did, and give ``torch.cuda`` its own names back."""
     torch: Any = sys.modules.get("torch")
     mode = getattr(torch, "__gpuperf_meta__", None) if torch is not None else None
     if mode:
         mode.__exit__(None, None, None)
         torch.__gpuperf_meta__ = None
+        for name, original in _replaced.items():
+            setattr(torch.cuda, name, original)
+        _replaced.clear()
