@@ -111,6 +111,11 @@ def _import_cupy() -> Any:
     return cupy
 
 
+#: Why there is no GPU where the driver's library cannot be loaded (CUDA's runtime would say "driver version is
+#: insufficient", which misleads).
+NO_DRIVER = "no NVIDIA driver is installed (libcuda.so.1 cannot be loaded): this machine has no NVIDIA GPU or driver"
+
+
 def driver_installed() -> bool:
     """Whether the NVIDIA driver's CUDA library can be loaded at all."""
     try:
@@ -137,8 +142,7 @@ def device_count() -> int:
         count = cupy.cuda.runtime.getDeviceCount()
     except Exception as exc:  # CUDARuntimeError, or a missing libcudart / driver
         if not driver_installed():  # the runtime then says "driver version is insufficient", which misleads
-            raise NoGpuError("no NVIDIA driver is installed (libcuda.so.1 cannot be loaded): this machine has no "
-                             "NVIDIA GPU or driver") from exc
+            raise NoGpuError(NO_DRIVER) from exc
         raise NoGpuError(f"no CUDA device is usable ({exc}): this machine has no NVIDIA GPU or driver") from exc
     if count < 1:
         raise NoGpuError("the CUDA runtime reports no devices")
@@ -150,7 +154,12 @@ def list_devices() -> list[tuple[int, str]]:
     cupy = _import_cupy()
     devices = []
     for index in range(device_count()):
-        name = cupy.cuda.runtime.getDeviceProperties(index)["name"]
+        try:
+            name = cupy.cuda.runtime.getDeviceProperties(index)["name"]
+        except Exception as exc:  # CUDARuntimeError: a device counted but not usable, or no driver behind the count
+            if not driver_installed():
+                raise NoGpuError(NO_DRIVER) from exc
+            raise NoGpuError(f"GPU {index} cannot be queried ({exc}): check it with nvidia-smi") from exc
         devices.append((index, name.decode() if isinstance(name, bytes) else str(name)))
     return devices
 
