@@ -15,18 +15,27 @@ from urllib.parse import unquote, urlparse
 UNKNOWN_SOURCE = "<your clone of the gpuperf repository>"
 
 
-def install_command(extra: str) -> str:
+def install_command(extra: str = "") -> str:
     """``pip install -e '/path/to/clone[extra]'`` for an editable install, ``pip install '/path[extra]'`` for one
-    from a folder, else the README's words with a placeholder for the clone."""
+    from a folder, else the README's words with a placeholder for the clone (no ``[…]`` without an extra)."""
     try:
         direct = json.loads(metadata.distribution("gpuperf").read_text("direct_url.json") or "{}")
     except (metadata.PackageNotFoundError, ValueError):
         direct = {}
     url = urlparse(str(direct.get("url", "")))
     if url.scheme != "file" or not url.path or url.path.endswith(".whl"):
-        return f"pip install '{UNKNOWN_SOURCE}[{extra}]'"
+        return f"pip install '{UNKNOWN_SOURCE}{_extras(extra)}'"
     editable = "-e " if (direct.get("dir_info") or {}).get("editable") else ""
-    return f"pip install {editable}'{unquote(url.path)}[{extra}]'"
+    return f"pip install {editable}'{unquote(url.path)}{_extras(extra)}'"
+
+
+def _extras(extra: str) -> str:
+    return f"[{extra}]" if extra else ""
+
+
+def upgrade_command() -> str:
+    """How to bring this gpuperf up to date: its clone pulled, then installed again."""
+    return f"git pull in its clone, then {install_command()}"
 
 
 def cuda_extra_command() -> str:
