@@ -103,7 +103,7 @@ def test_the_unplanted_project_passes_the_dry_run_in_gate_mode(project: pytest.P
     result.assert_outcomes(passed=2, skipped=3)
     result.stdout.fnmatch_lines(["gpuperf: DRY RUN (--dry-run): no GPU used, your kernels are not launched*",
                                  "*test_own_sgemm_perf[[]2048x2048x2048-cold[]]*DRY_RUN*dry run: not launched*",
-                                 "*GPU 0 (fake-gpu): 2 of 2 baselined cases measured*",
+                                 "*GPU 0 (fake-gpu): 2 of 2 baselined cases checked without a GPU (dry run)*",
                                  "*dry run: this test does not measure*"])
     assert not (project.path / "results").exists()  # no results files, no history
     assert {path.name: path.read_bytes() for path in (project.path / "baselines").iterdir()} == baselines

@@ -45,6 +45,7 @@ class GpuAccount:
     measured: int
     not_measured: tuple[Unmeasured, ...] = ()
     unavailable: str = ""  # why this GPU has no account (no device, no baseline file)
+    dry: bool = False  # a dry run's: its cases were checked without a GPU, none measured
 
     @property
     def complete(self) -> bool:
@@ -54,7 +55,8 @@ class GpuAccount:
         name = f"GPU {self.gpu_index}" + (f" ({self.gpu_slug})" if self.gpu_slug else "")
         if self.unavailable:
             return f"{name}: no baselined case could be measured: {self.unavailable}"
-        return f"{name}: {self.measured} of {self.baselined} baselined cases measured"
+        done = "checked without a GPU (dry run)" if self.dry else "measured"
+        return f"{name}: {self.measured} of {self.baselined} baselined cases {done}"
 
 
 def owned_keys(case_id: str, baseline: BaselineFile) -> list[str]:
@@ -69,7 +71,8 @@ def _reason(record: Record | None, selected: SelectedCase) -> str:
 
 
 def account(selected: Sequence[SelectedCase], records: Sequence[Record], slugs: Mapping[int, str],
-            baselines: Mapping[str, BaselineFile | None], unavailable: Mapping[int, str]) -> list[GpuAccount]:
+            baselines: Mapping[str, BaselineFile | None], unavailable: Mapping[int, str],
+            dry: bool = False) -> list[GpuAccount]:
     """One account per GPU that selected cases ran on.
 
     ``slugs`` maps a GPU index to its model's slug (from the start-up device query); ``unavailable`` says why
@@ -102,7 +105,8 @@ def account(selected: Sequence[SelectedCase], records: Sequence[Record], slugs: 
                 else:
                     missing.append(Unmeasured(key, _reason(found, case)))
         baselined = measured + len(missing)
-        accounts.append(GpuAccount(index, slug, baselined, measured, tuple(sorted(missing, key=lambda u: u.key))))
+        accounts.append(GpuAccount(index, slug, baselined, measured, tuple(sorted(missing, key=lambda u: u.key)),
+                                   dry=dry))
     return accounts
 
 
