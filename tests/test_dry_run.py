@@ -166,3 +166,26 @@ def test_a_dry_run_draws_large_operands_as_one_value_with_their_shape_and_dtype(
     small, real = StandInRng(numpy.random.default_rng(7)), numpy.random.default_rng(7)
     assert numpy.array_equal(small.uniform(-1, 1, size=(3, 5)), real.uniform(-1, 1, size=(3, 5)))  # small: real
     assert stand_in.random(size=STAND_IN_DRAW, dtype=numpy.float32).dtype == numpy.float32
+
+
+def test_the_cupy_stand_in_gives_host_arrays_and_kernels_that_launch_nothing() -> None:
+    import numpy
+
+    from gpuperf.wiring import host_cupy
+
+    cupy = host_cupy.module()
+    c = cupy.full((4, 3), cupy.nan, dtype=cupy.float32)
+    assert isinstance(c, numpy.ndarray) and c.dtype == numpy.float32 and numpy.isnan(c).all()
+    assert cupy.asnumpy(cupy.asarray([1, 2])).tolist() == [1, 2]
+    with pytest.raises(ValueError):  # NumPy's own checks stand: a shape that does not chain fails
+        cupy.matmul(cupy.ones((2, 3)), cupy.ones((2, 3)))
+    kernel = cupy.RawKernel("extern \"C\" __global__ void k() {}", "k")
+    kernel.compile()
+    assert kernel((1,), (1,), (c,)) is None and numpy.isnan(c).all()  # launched nothing
+    to_bits = cupy.ElementwiseKernel("float32 x", "uint16 y", "y = 0;", "to_bits")
+    bits = to_bits(c)
+    assert bits.shape == (4, 3) and bits.dtype == numpy.uint16  # its output's shape and dtype, as CuPy gives
+    fill = cupy.ElementwiseKernel("uint64 seed", "T y", "y = 1;", "fill")
+    assert fill(numpy.uint64(1), c) is c
+    with cupy.cuda.Stream(non_blocking=True) as stream:
+        stream.synchronize()

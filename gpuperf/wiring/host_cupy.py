@@ -2,8 +2,9 @@
 
 ``module()`` is what ``import cupy`` gives during a dry run: every name NumPy has is NumPy's (``cupy.full``,
 ``cupy.asarray``, ``cupy.float32``, ``cupy.random``), ``cupy.asnumpy`` is ``numpy.asarray``, and the names that
-would reach the GPU are stand-ins that launch nothing: ``RawKernel``, ``RawModule``, ``ElementwiseKernel``,
-``ReductionKernel`` (compiled by nobody, called for nothing) and ``cupy.cuda`` (streams, events, the device).
+would reach the GPU are stand-ins that launch nothing: ``RawKernel``, ``RawModule`` (compiled by nobody, called for
+nothing), ``ElementwiseKernel`` and ``ReductionKernel`` (their outputs' shapes and dtypes, no values) and
+``cupy.cuda`` (streams, events, the device).
 A test's shapes and dtypes therefore meet NumPy's own checks, so a shape that does not chain still fails.
 
 ``meta_torch()`` enters a torch function mode (where PyTorch is imported) under which a tensor asked for on a
@@ -74,6 +75,32 @@ class _Device(_Stream):
     id = 0
 
 
+class _Elementwise(_Launches):
+    """``ElementwiseKernel(in_params, out_params, …)``: computes nothing, but gives what CuPy gives, the outputs (those
+    passed after the inputs, else new ones of the broadcast shape and the declared type, the first input's for a
+    type variable), so a test that goes on with them meets their shapes and dtypes."""
+
+    def __init__(self, in_params: str = "", out_params: str = "", *args: Any, **kwargs: Any) -> None:
+        super().__init__(in_params, out_params, *args, **kwargs)
+        self.inputs = [param for param in in_params.split(",") if param.strip()]
+        self.outputs = [param.split()[0] for param in out_params.split(",") if param.strip()]
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        given = list(args[len(self.inputs):])
+        arrays = [numpy.asarray(arg) for arg in args[:len(self.inputs)]]
+        shape = numpy.broadcast_shapes(*(array.shape for array in arrays)) if arrays else ()
+        outputs = given or [numpy.empty(shape, dtype=_dtype(kind, arrays)) for kind in self.outputs]
+        return outputs[0] if len(outputs) == 1 else tuple(outputs)
+
+
+def _dtype(kind: str, inputs: list[Any]) -> Any:
+    """A declared type (``uint16``), or a type variable's: the first array input's."""
+    try:
+        return numpy.dtype(kind)
+    except TypeError:
+        return next((array.dtype for array in inputs if array.ndim), numpy.float32)
+
+
 def _cuda() -> types.SimpleNamespace:
     stream = _Stream()
     return types.SimpleNamespace(Stream=_Stream, Event=_Stream, Device=_Device, get_current_stream=lambda: stream,
@@ -86,7 +113,7 @@ def module() -> types.ModuleType:
     stand_in = types.ModuleType("cupy", "gpuperf --dry-run: NumPy behind CuPy's array functions; nothing launches")
     stand_in.__dict__.update(
         asnumpy=lambda array, *args, **kwargs: numpy.asarray(array), get_array_module=lambda *args: numpy,
-        RawKernel=_Launches, RawModule=_Launches, ElementwiseKernel=_Launches, ReductionKernel=_Launches,
+        RawKernel=_Launches, RawModule=_Launches, ElementwiseKernel=_Elementwise, ReductionKernel=_Elementwise,
         fuse=lambda *args, **kwargs: (args[0] if args and callable(args[0]) else (lambda fn: fn)),
         cuda=_cuda(), __gpuperf_dry_run__=True)
     setattr(stand_in, "__getattr__", lambda name: getattr(numpy, name))  # PEP 562: what NumPy has, it has
