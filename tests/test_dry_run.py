@@ -189,3 +189,23 @@ def test_the_cupy_stand_in_gives_host_arrays_and_kernels_that_launch_nothing() -
     assert fill(numpy.uint64(1), c) is c
     with cupy.cuda.Stream(non_blocking=True) as stream:
         stream.synchronize()
+
+
+@pytest.mark.long
+def test_the_framework_example_runs_dry_where_pytorch_is_installed(pytester: pytest.Pytester,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """examples/framework-kernels on a CPU: PyTorch's CUDA tensors made on meta, torch.cuda's streams and graphs
+    stand-ins, a torch.compile'd op and Triton's launches behind measure never called; every perf test reaches its
+    baseline entry (the example's H200 baseline), the correctness tests skip with the reason."""
+    pytest.importorskip("torch", reason="PyTorch is not installed: the example's tests skip without it")
+    example = EXAMPLE.parent / "framework-kernels"
+    for path in example.rglob("*"):
+        if path.is_file() and "__pycache__" not in path.parts:
+            target = pytester.path / path.relative_to(example)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(path, target)
+    monkeypatch.delenv("CI", raising=False)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--dry-run", "--gate")
+    assert result.ret == 0, result.stdout.str()
+    result.stdout.fnmatch_lines(["gpuperf: DRY RUN (--dry-run)*", "*GPU 0 (nvidia-h200): 9 of 9 baselined cases "
+                                 "checked without a GPU (dry run)*"])
