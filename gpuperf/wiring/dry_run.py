@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gpuperf.measure.measurement import Measurement
+from gpuperf.measure.measurement import Measurement, check_call
 from gpuperf.measure.metrics import Work
 from gpuperf.measure.peaks import DevicePeaks
 from gpuperf.store.results import DRY_METHOD as DRY_METHOD
@@ -48,17 +48,11 @@ NOT_A_PERF_TEST = ("dry run: this test does not measure (it launches its kernels
 
 
 class DryTimer:
-    """``Timer.measure``'s signature and its checks of its arguments, with nothing launched."""
+    """``Timer.measure``'s signature and its checks of its arguments (``measurement.check_call``), nothing launched."""
 
     def measure(self, fn: Callable[..., Any], work: Work, operands: Sequence[Any] = (), flush: str = Flush.COLD,
                 label: str = "", prefer_method: str = "", band: Any = None, repeat: bool = False) -> Measurement:
-        if flush not in Flush.MODES:
-            raise ValueError(f"flush must be one of {Flush.MODES}, got {flush!r}")
-        if not callable(fn):
-            raise TypeError(f"'{type(fn).__name__}' object is not callable")
-        if not isinstance(work, Work):
-            raise TypeError(f"work must be a gpuperf.measure.metrics.Work (from gemm_work(...) and the other "
-                            f"helpers), got {type(work).__name__}")
+        check_call(fn, work, flush)
         tuple(operands)  # an operand list that is not a sequence fails here as it would on the GPU
         return Measurement(samples_s=(math.nan,), work=work, flush=flush, method=DRY_METHOD, label=label)
 
