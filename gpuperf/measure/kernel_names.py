@@ -65,8 +65,8 @@ _BUILTIN_TYPE = re.compile(r"^(?:unsigned |signed )?(?:bool|char|short|int|long|
 #: ``DefaultGemmWithVisitor<…>::SelectBase``): named by the class it belongs to.
 _MEMBER_HELPERS = frozenset({"SelectBase", "type"})
 #: Scopes that name no function of their own: go one scope up for the name.
-_ANONYMOUS = re.compile(r"^(?:\(anonymous namespace\)|\{lambda\(.*\)#\d+\}|\{unnamed type#\d+\}|operator\(\)|"
-                        r"\{closure#?\d*\}|\{lambda#\d+\})$", re.DOTALL)
+_ANONYMOUS = re.compile(r"^(?:\(anonymous namespace\)|\{lambda\(.*\)#\d+\}|\{unnamed type#\d+\}|operator ?\(\)|"
+                        r"\{closure#?\d*\}|\{lambda#\d+\}|\[lambda\(.*\) \(instance \d+\)\])$", re.DOTALL)
 #: A ``static __global__`` kernel of a relocatable-device-code build: ``__nv_static_<n>__<tu>_<hash>__Z…``, the
 #: ``<n>`` characters after ``__nv_static_<n>_`` naming its translation unit.
 _NV_STATIC = re.compile(r"__nv_static_(\d{1,4})_")
