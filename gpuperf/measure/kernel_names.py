@@ -305,16 +305,16 @@ class _Mangled:
 
     def number(self) -> int:
         """A ``<number>`` of at most 6 digits (no name is a megabyte long: more is no mangling)."""
+        negative = self.peek() == "n"
+        self.at += negative
         start = self.at
-        if self.peek() == "n":
-            self.at += 1
         while self.peek().isdigit() and self.peek().isascii():
             self.at += 1
             if self.at - start > 6:
                 raise _Unreadable
         if self.at == start:
             raise _Unreadable
-        return int(self.text[start:self.at].replace("n", "-"))
+        return -int(self.text[start:self.at]) if negative else int(self.text[start:self.at])
 
     def seq_id(self) -> int:
         """``<seq-id> _`` (base 36), or ``_`` alone (-1: the first)."""
@@ -341,7 +341,7 @@ class _Mangled:
             if self.peek() in ("T", "G"):  # special names (vtables, guard variables): no kernel
                 raise _Unreadable
             self.name(self.root)
-        except (_Unreadable, RecursionError):
+        except (_Unreadable, RecursionError, ValueError, IndexError):  # what was read so far stands
             pass
         return self.root
 
