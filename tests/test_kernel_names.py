@@ -223,7 +223,8 @@ ADVERSARIAL = {
     "parentheses": _repeat("void f", "(", ""), "operators": _repeat("void a::", "operator<", "(int)"),
     "extern-c": _repeat("", "a", ""), "spaces": _repeat("void", " a", "(int)"),
     "scopes": _repeat("void", " a::", "f(int)"),
-    "rdc-prefix": _repeat("__nv_static_9999_", "_", "_Z1fv"),
+    "rdc-prefix": _repeat("__nv_static_9999_", "_", "_Z1fv"), "mangled-scopes": _repeat("_ZN", "1a", "E"),
+    "operator-scopes": _repeat("_ZN", "cl", "E"), "constructor-scopes": _repeat("_ZN1a", "C1", "E"),
 }
 #: CPU seconds one reading may take: five times the 50 ms target, so a loaded machine does not fail it; the work is
 #: bounded by READ_LENGTH, so a reading that grows with its input exceeds it at a megabyte (the old reader took 27 s

@@ -33,6 +33,9 @@ FAMILIES: dict[str, Callable[[int], str]] = {
     "spaces": _repeat("void", " a", "(int)"),
     "scopes": _repeat("void", " a::", "f(int)"),
     "a relocatable-device-code static prefix": _repeat("__nv_static_9999_", "_", "_Z1fv"),
+    "scopes, mangled": _repeat("_ZN", "1a", "E"),
+    "operator scopes, mangled": _repeat("_ZN", "cl", "E"),
+    "constructor scopes, mangled": _repeat("_ZN1a", "C1", "E"),
 }
 
 
