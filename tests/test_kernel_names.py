@@ -19,7 +19,6 @@ import gzip
 import re
 import time
 from collections import Counter, defaultdict
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -29,6 +28,7 @@ from hypothesis import strategies as st
 from gpuperf.measure.kernel_names import (READ_LENGTH, SPELLED_LENGTH, UNNAMED_KERNEL, clear_caches, demangle,
                                           short_name, spelled_name, symbol_digest)
 from gpuperf.measure.kernel_records import Kernel, KernelActivity, call_kernels, describe_change
+from tools.bench_kernel_names import FAMILIES
 
 CORPUS = Path(__file__).parent / "data" / "kernel-symbols.tsv.gz"
 TRACES = Path(__file__).parent / "data" / "kernel-names-traces.tsv.gz"
@@ -209,23 +209,6 @@ def test_a_long_difference_is_cut_and_a_kernel_without_template_arguments_spells
 # --- hostile names: bounded time, never an exception --------------------------------------------------------
 
 
-def _repeat(head: str, unit: str, tail: str) -> Callable[[int], str]:
-    return lambda size: head + unit * max(1, (size - len(head) - len(tail)) // len(unit)) + tail
-
-
-#: The families tools/bench_kernel_names.py times (libstdc++'s exponential case first).
-ADVERSARIAL = {
-    "references": _repeat("_Z1fI", "R", "iEvv"), "nested": _repeat("_ZN1a1bI", "N1cI", "iEvv"),
-    "substitutions": _repeat("_ZN1a1bIN1cE", "S0_", "EEvv"), "digits": _repeat("_Z", "1", ""),
-    "template-parameters": _repeat("_Z1fI", "T_", "EEv"), "expressions": _repeat("_Z1fIX", "plLi1E", "EEvv"),
-    "surrogates": _repeat("_Z", "\ud800", ""), "const-runs": _repeat("void f(int)", " const", "x"),
-    "ampersand-runs": _repeat("void f(int)", "&", "x"), "brackets": _repeat("void f", "<a", "(int)"),
-    "parentheses": _repeat("void f", "(", ""), "operators": _repeat("void a::", "operator<", "(int)"),
-    "extern-c": _repeat("", "a", ""), "spaces": _repeat("void", " a", "(int)"),
-    "scopes": _repeat("void", " a::", "f(int)"),
-    "rdc-prefix": _repeat("__nv_static_9999_", "_", "_Z1fv"), "mangled-scopes": _repeat("_ZN", "1a", "E"),
-    "operator-scopes": _repeat("_ZN", "cl", "E"), "constructor-scopes": _repeat("_ZN1a", "C1", "E"),
-}
 #: CPU seconds one reading may take: five times the 50 ms target, so a loaded machine does not fail it; the work is
 #: bounded by READ_LENGTH, so a reading that grows with its input exceeds it at a megabyte (the old reader took 27 s
 #: on 83 characters and 0.7-3.1 s on a megabyte).
@@ -244,10 +227,12 @@ def _cpu_seconds(symbol: str) -> float:
     return best
 
 
-@pytest.mark.parametrize("family", ADVERSARIAL)
+@pytest.mark.parametrize("family", FAMILIES)
 @pytest.mark.parametrize("size", [1000, pytest.param(1_000_000, marks=pytest.mark.long)])
 def test_an_adversarial_name_is_read_in_bounded_time(family: str, size: int) -> None:
-    assert _cpu_seconds(ADVERSARIAL[family](size)) <= CPU_LIMIT_S
+    """tools/bench_kernel_names.py's families (libstdc++'s exponential case, quadratic runs, digit and nesting
+    limits), at 1 KB and 1 MB."""
+    assert _cpu_seconds(FAMILIES[family](size)) <= CPU_LIMIT_S
 
 
 def test_the_names_that_hung_or_raised_get_a_short_name() -> None:
