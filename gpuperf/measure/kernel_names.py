@@ -40,9 +40,11 @@ from gpuperf.measure.symbol_parts import Part, read_declaration, read_mangled, r
 UNNAMED_KERNEL = "<unnamed kernel>"
 #: Length of ``symbol_digest`` (hex digits), as the suite's code digests.
 SYMBOL_DIGEST_LENGTH = 12
-#: How much of a symbol is read for its name: about four times the longest symbol of the libraries' 4,581 kernels
-#: (tests/data/kernel-symbols.tsv.gz), so a hostile megabyte costs what 8 KiB does.
-READ_LENGTH = 8192
+#: How much of a symbol is read for its name: almost twice the longest symbol of the libraries' 4,581 kernels
+#: (2,221 characters, tests/data/kernel-symbols.tsv.gz); the traces' longest names (to 5,160 characters,
+#: tests/data/kernel-names-traces.tsv.gz) hold their name and what a wrapper wraps at the front. A hostile megabyte
+#: costs what 4 KiB does.
+READ_LENGTH = 4096
 #: The longest ``spelled_name``: enough for the template arguments that tell two kernels apart.
 SPELLED_LENGTH = 240
 #: The longest short name: the longest ``extern "C"`` kernel name in the public traces of the names' corpus

@@ -3,7 +3,7 @@
 …>(int, …)``, as libstdc++, kineto, nsys or ncu write it).
 
 Both readers take one pass from the left, each step consuming input and nesting bounded, so the time is linear in
-the text they are given (``kernel_names`` gives them its first 8 KiB); a text cut short or outside the grammar keeps
+the text they are given (``kernel_names`` gives them its first 4 KiB); a text cut short or outside the grammar keeps
 the scopes read before that point. Substitutions and template parameters of a mangling are kept as references, never
 expanded into text beyond ``RENDERED_LENGTH`` characters: no demangler's worst case (libstdc++'s is exponential in
 the symbol's length) is met. The parameter types of the kernel itself are left unread.
@@ -90,6 +90,8 @@ _LIST_OPERATORS = frozenset({"cl", "tl", "il", "nw", "na", "sP"})
 _LITERAL_SUFFIXES = {"int": "", "unsigned int": "u", "long": "l", "unsigned long": "ul", "long long": "ll",
                      "unsigned long long": "ull"}
 _MAX_DEPTH = 200
+#: ``<number>``: ``n`` for a negative one, then ASCII digits (seven read: six is the most a name may have).
+_NUMBER = re.compile(r"(n?)([0-9]{1,7})")
 
 
 class _Mangled:
@@ -110,8 +112,9 @@ class _Mangled:
     # -- input
 
     def peek(self, offset: int = 0) -> str:
+        """The character ``offset`` ahead, ``""`` past the end (a slice: no bounds to check)."""
         index = self.at + offset
-        return self.text[index] if index < len(self.text) else ""
+        return self.text[index:index + 1]
 
     def take(self, expected: str = "") -> str:
         char = self.peek()
@@ -122,16 +125,11 @@ class _Mangled:
 
     def number(self) -> int:
         """A ``<number>`` of at most 6 digits (no name is a megabyte long: more is no mangling)."""
-        negative = self.peek() == "n"
-        self.at += negative
-        start = self.at
-        while self.peek().isdigit() and self.peek().isascii():
-            self.at += 1
-            if self.at - start > 6:
-                raise _Unreadable
-        if self.at == start:
+        match = _NUMBER.match(self.text, self.at)
+        if not match or len(match.group(2)) > 6:
             raise _Unreadable
-        return -int(self.text[start:self.at]) if negative else int(self.text[start:self.at])
+        self.at = match.end()
+        return -int(match.group(2)) if match.group(1) else int(match.group(2))
 
     def seq_id(self) -> int:
         """``<seq-id> _`` (base 36), or ``_`` alone (-1: the first)."""
@@ -284,10 +282,11 @@ class _Mangled:
         return part
 
     def constructor_name(self) -> str:
+        """The name of the class just named (a constructor's or destructor's, which the mangling leaves out)."""
         entry = self.substitutions[-1] if self.substitutions else ("", None)
         part = entry[0][entry[1] - 1] if isinstance(entry[0], list) and isinstance(entry[1], int) else entry[1]
-        if isinstance(part, Part):  # the class just named
-            return part.text
+        if isinstance(part, Part) and len(part.text) <= RENDERED_LENGTH:
+            return part.text.lstrip("~")  # a destructor's own scope names no class
         return "{constructor}"
 
     def operator_name(self) -> str:
@@ -611,6 +610,7 @@ _OPERATOR_TEXT = {"nw": " new", "na": " new[]", "dl": " delete", "da": " delete[
 
 _OPENING = {"<": ">", "(": ")", "{": "}", "[": "]"}
 _OPERATOR = re.compile(r"operator(?:<<=|>>=|<=>|<<|>>|<=|>=|->\*|->|<|>|\[\]|\(\)(?=\s*\())")
+_IDENTIFIER = re.compile(r"\w+")
 _QUALIFIER_AFTER_PARAMETERS = re.compile(r" ?(?:const\b|volatile\b|noexcept\b|&&|&)")
 
 
@@ -626,6 +626,7 @@ def _declaration_parts(text: str, depth: int = 0) -> list[Part]:
     arguments: list[str] = []
     argument_start = scope_start = index = 0
     stack: list[str] = []
+    open_groups = {">": 0, ")": 0, "}": 0, "]": 0}  # how many of each closer the stack awaits: no scan of it
     blank = True  # nothing of the scope read yet at the top level
     length = len(text)
     while index < length:
@@ -636,6 +637,11 @@ def _declaration_parts(text: str, depth: int = 0) -> list[Part]:
             if match:
                 index, blank = match.end(), False
                 continue
+        if char.isalnum() or char == "_":  # an identifier, read as one step
+            match = _IDENTIFIER.match(text, index)
+            index = match.end() if match else index + 1
+            blank = blank and bool(stack)
+            continue
         if char in _OPENING:
             if not stack and char == "(" and not blank:
                 tail = _after_qualifiers(text, _closing(text, index))
@@ -647,15 +653,19 @@ def _declaration_parts(text: str, depth: int = 0) -> list[Part]:
                 name = name or text[scope_start:index].strip()
                 argument_start = index + 1
             stack.append(_OPENING[char])
+            open_groups[stack[-1]] += 1
             blank = False
         elif stack:
             if char == stack[-1]:
-                stack.pop()
+                open_groups[stack.pop()] -= 1
                 if not stack and char == ">":
                     arguments.append(text[argument_start:index].strip())
-            elif char in ")}]" and char in stack:  # closed across an unclosed ``<``: close both
-                while stack.pop() != char:
-                    pass
+            elif char in ")}]" and open_groups[char]:  # closed across an unclosed ``<``: close both
+                while True:
+                    closer = stack.pop()
+                    open_groups[closer] -= 1
+                    if closer == char:
+                        break
             elif char == "," and len(stack) == 1 and stack[0] == ">":
                 arguments.append(text[argument_start:index].strip())
                 argument_start = index + 1
