@@ -19,6 +19,8 @@ from pathlib import Path
 
 import pytest
 
+from test_plugin import CONFTEST, GEMV_S
+
 REPO = Path(__file__).resolve().parents[1]
 PAGE = REPO / "docs" / "hostile-input.md"
 BASELINE = REPO / "baselines" / "nvidia-h200.yaml"
@@ -146,6 +148,47 @@ def _renamed(data: dict) -> None:  # type: ignore[type-arg]
 
 def _two_gpus(data: dict) -> None:  # type: ignore[type-arg]
     data["records"] = [dict(record, gpu_index=index) for record in data["records"] for index in (0, 1)]
+
+
+#: A session of the suite's fake GPU (test_plugin's conftest) whose one test's call launched a kernel of a hostile
+#: symbol, as the tracer reports it; the conftest prints the kernel the session's results.json recorded.
+KERNEL_SESSION = [sys.executable, "-m", "pytest", "test_names.py", "-p", "no:cacheprovider", "-q", "--results-dir",
+                  "results"]
+_RECORDED_KERNEL = '''
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session):
+    import glob
+    for path in glob.glob("results/*/results.json"):
+        kernel = json.loads(Path(path).read_text())["records"][0]["kernels"][0]
+        name = kernel["name"] if len(kernel["name"]) <= 60 else kernel["name"][:59] + "…"
+        print(f"\\nrecorded kernel: {name} (length {len(kernel['name'])}), spelled "
+              f"{kernel.get('spelled', '')[:40] or 'as its name'}")
+'''
+_KERNEL_TEST = '''
+from dataclasses import replace
+
+import pytest
+
+from gpuperf.measure.kernel_records import KernelActivity, call_kernels
+from gpuperf.measure.metrics import gemv_work
+
+
+@pytest.mark.perf
+def test_kernel_name(measure, perf):
+    measured = measure(lambda: "gemv", gemv_work(16384, 16384, "fp32"))
+    kernels = call_kernels([[KernelActivity(SYMBOL, 0, 200_000, grid=(16384, 1, 1), block=(32, 4, 1))]])
+    perf.check(replace(measured, kernels=kernels))
+'''
+
+
+def _kernel_session(symbol: str) -> Callable[[Path], None]:
+    """The project of ``KERNEL_SESSION``, its kernel's symbol given as a Python expression."""
+    def make(d: Path) -> None:
+        (d / "conftest.py").write_text(CONFTEST + _RECORDED_KERNEL)
+        (d / "timings.json").write_text(json.dumps({"gemv": GEMV_S}))
+        (d / "test_names.py").write_text(f"SYMBOL = {symbol}\n" + _KERNEL_TEST)
+    return make
 
 
 def _mathtext(data: dict) -> None:  # type: ignore[type-arg]
@@ -421,6 +464,17 @@ HOSTILE = [
     Hostile("kernel names that are malformed matplotlib mathtext (a dollar-sign formula cut short)",
             _edited("mt.json", _mathtext),
             ["plot", "mt.json", "--out", "plots"], 0, "roofline"),
+    Hostile("a traced kernel whose symbol libstdc++'s demangler takes 27 s on (_Z1fI, 74 R, iEvv: x2.8 per two more)",
+            _kernel_session('"_Z1fI" + "R" * 74 + "iEvv"'), KERNEL_SESSION, 0, "recorded kernel"),
+    Hostile("a traced kernel whose mangled length is past Python's 4,300-digit limit (_Z and 4,301 digits)",
+            _kernel_session('"_Z" + "1" * 4301'), KERNEL_SESSION, 0, "recorded kernel"),
+    Hostile("a traced kernel whose symbol holds an unpaired surrogate (no UTF-8 encoding)",
+            _kernel_session('"_Z\\ud800"'), KERNEL_SESSION, 0, "recorded kernel"),
+    Hostile("a traced kernel of a 1 MB symbol (250,000 nested template arguments)",
+            _kernel_session('"_ZN1a1bI" + "N1cI" * 250_000 + "iEvv"'), KERNEL_SESSION, 0, "recorded kernel"),
+    Hostile("a traced kernel named by a 100 KB declaration with a run of const and & inside its parameters",
+            _kernel_session('"void k<int>(int" + " const&" * 14_000 + ", float)"'), KERNEL_SESSION, 0,
+            "recorded kernel"),
     Hostile("ab --threshold 0 (a usage error: not 2, which is ab's missing evidence)", lambda d: None,
             ["ab", "--base", "HEAD", "--threshold", "0"], 4),
     Hostile("ab --rounds-max 0", lambda d: None, ["ab", "--base", "HEAD", "--rounds-max", "0"], 4),
@@ -485,7 +539,9 @@ def render(rows: list[tuple[Hostile, int, str]]) -> str:
              "(controls, bidi marks, surrogates, backticks, formula prefixes, a megabyte) through every writer.", "",
              "| input | command | exit | what it gets |", "| --- | --- | --- | --- |"]
     for case, code, message in rows:
-        shown = " ".join(part.replace(str(REPO) + "/", "") for part in case.command)
+        session = case.command[:3] == [sys.executable, "-m", "pytest"]  # a pytest session, shown as one
+        shown = " ".join(part.replace(str(REPO) + "/", "") for part in (["pytest", *case.command[3:]] if session
+                                                                        else case.command))
         if id(case.command) in LOADERS:
             shown = f"pytest perf_tests (collecting cases/{LOADERS[id(case.command)]}.yaml)"
         lines.append(f"| {_cell(case.what)} | `{_cell(shown)}` | {code} | {_cell(message)} |")
