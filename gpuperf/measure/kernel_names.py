@@ -13,8 +13,8 @@ without its template arguments — except a generic wrapper's (``Kernel2<…>``,
 by what it wraps (looking through an architecture guard such as FlashAttention 3's ``enable_sm90_or_later<…>``), or
 by its namespace (``gemvx::kernel``).
 
-Both forms are read into scopes by ``symbol_parts`` in one pass, in time linear in the text, and only the first
-``READ_LENGTH`` characters: a kernel's name stands at the front of its symbol, and no demangler's worst case
+Both forms are read into scopes (``symbol_parts``) by ``mangled_names`` or ``demangled_names`` in one pass, in time
+linear in the text, and only the first ``READ_LENGTH`` characters: a kernel's name stands at the front of its symbol, and no demangler's worst case
 (libstdc++'s is exponential in the symbol's length) is met. Any text gets a short name, never an exception; a record
 with no name at all is ``UNNAMED_KERNEL``.
 
@@ -34,7 +34,9 @@ import hashlib
 import re
 from typing import Any
 
-from gpuperf.measure.symbol_parts import Part, read_declaration, read_mangled, rendered
+from gpuperf.measure.demangled_names import read_declaration
+from gpuperf.measure.mangled_names import read_mangled
+from gpuperf.measure.symbol_parts import Part, rendered
 
 #: The short name of a kernel record that carries no name at all (a tracer that lost it): stable, never empty.
 UNNAMED_KERNEL = "<unnamed kernel>"
