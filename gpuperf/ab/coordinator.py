@@ -52,6 +52,7 @@ from gpuperf.output.results import STEP_SUMMARY_ENV, write_summary_markdown
 from gpuperf.store.atomic import write_atomically
 from gpuperf.store.history_target import mask_args
 from gpuperf.verdict.gate import valid_figure
+from gpuperf.wiring.selection_guard import refusal
 
 EXIT_SAME, EXIT_SLOWER, EXIT_MISSING, EXIT_FAILED = 0, 1, 2, 3
 #: A malformed command line or an option refused before either side starts: not 2, which is missing evidence here
@@ -380,6 +381,9 @@ def _confirm(schedule: Schedule, trees: dict[str, Tree], selection: list[str], o
 
 
 def run(args: argparse.Namespace) -> int:
+    refused = refusal("ab", args.selection)  # before anything runs: a writing option would write past ab
+    if refused:
+        raise UsageError(refused)
     repo = top_level(_resolved(args.repo, "--repo"))
     base = resolve_commit(repo, args.base, "--base")
     head = resolve_commit(repo, args.head, "--head") if args.head else git(repo, "rev-parse", "HEAD")
