@@ -48,6 +48,7 @@ from gpuperf.ab.schedule import BASE, HEAD, SIDES, Case, Schedule
 from gpuperf.gitrepo import GitError, git, is_dirty, resolve_commit, top_level, worktree
 from gpuperf.measure.device import SIBLINGS_ENV
 from gpuperf.measure.kernel_records import describe_change
+from gpuperf.processes import end_group
 from gpuperf.output.results import STEP_SUMMARY_ENV, write_summary_markdown
 from gpuperf.store.atomic import write_atomically
 from gpuperf.store.history_target import mask_args
@@ -143,10 +144,10 @@ class Coordinator:
                 log = results / "pytest.log"
                 handle: IO[bytes] = stack.enter_context(log.open("wb"))
                 process = subprocess.Popen(side_command(selection, results), cwd=tree.path, stdout=handle,
-                                           stderr=subprocess.STDOUT,
+                                           stderr=subprocess.STDOUT, start_new_session=True,
                                            env=_side_env(side, address, siblings, self.schedule.threshold,
                                                          self.side_env.get(side, {})))
-                stack.callback(self._stop, process)
+                stack.callback(self._ended, process)
                 self.sides[side] = SideProcess(tree, process, log, results)
             write_atomically(siblings, "".join(f"{s.process.pid}\n" for s in self.sides.values()))
             while not self.schedule.finished:
@@ -220,6 +221,13 @@ class Coordinator:
             except subprocess.TimeoutExpired:
                 code = "unknown (still running)"
             self.schedule.lose(name, f"exited with code {code} before finishing (see {side.log})")
+
+    @staticmethod
+    def _ended(process: subprocess.Popen[bytes]) -> None:
+        """A side still running when the run stops early (an error, Ctrl-C, SIGTERM) is ended with its whole
+        process group (it runs in a session of its own, so Ctrl-C reaches it only through here)."""
+        if process.poll() is None:
+            end_group(process)
 
     @staticmethod
     def _stop(process: subprocess.Popen[bytes], grace_s: float = 5) -> None:
