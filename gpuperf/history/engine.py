@@ -61,8 +61,13 @@ def _sqlite_engine(url: sa.URL, create: bool, read_only: bool) -> sa.Engine:
         except OSError as exc:
             raise HistoryError(f"history {database}: its folder cannot be created ({exc.strerror or exc}); "
                                "choose a writable path with --history, or --history none") from exc
+    if database and database != ":memory:" and not read_only:
+        _require_writable(Path(database))
     if read_only and database and database != ":memory:":  # SQLite's own guard: no write reaches the file
-        url = url.set(database=f"file:{quote(str(Path(database).resolve()))}", query={"mode": "ro", "uri": "true"})
+        query = {"mode": "ro", "uri": "true"}
+        if _cannot_share(Path(database)):
+            query["immutable"] = "1"
+        url = url.set(database=f"file:{quote(str(Path(database).resolve()))}", query=query)
     engine = sa.create_engine(url, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_S})
     if not read_only and database and database != ":memory:":
         _hold(Path(database))
@@ -87,6 +92,27 @@ def _sqlite_engine(url: sa.URL, create: bool, read_only: bool) -> sa.Engine:
         connection.exec_driver_sql("BEGIN" if reading else "BEGIN IMMEDIATE")
 
     return engine
+
+
+def _cannot_share(path: Path) -> bool:
+    """Whether a reader of the SQLite file ``path`` must open it as immutable: its folder is not writable here (a
+    history the user may read but not write, a read-only mount), so SQLite cannot make the shared-memory file a WAL
+    database's readers need, and no WAL file is beside it (all it holds is in the file: nothing is missed)."""
+    folder = path.resolve().parent
+    return not os.access(folder, os.W_OK) and not Path(f"{path}-wal").exists()
+
+
+def _require_writable(path: Path) -> None:
+    """A history this process is to write: an existing file it can read but not write (or in a folder it cannot
+    write, where SQLite keeps its journal) is refused with the fix, not SQLite's "unable to open database file"."""
+    if not path.exists():
+        return
+    folder = path.resolve().parent
+    if not os.access(path, os.W_OK) or not os.access(folder, os.W_OK):
+        which = "the file" if not os.access(path, os.W_OK) else f"its folder {folder}"
+        raise HistoryError(f"history {path}: can be read but not written here ({which} is read-only); the reading "
+                           "commands (history show, changes, page) work on it as it is; to add runs, make it "
+                           "writable or pass --history a copy in a writable folder")
 
 
 #: This process's shared ``flock`` on each SQLite file it writes, by (device, inode): held to the process's end, and
