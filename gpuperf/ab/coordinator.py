@@ -49,9 +49,10 @@ from gpuperf.gitrepo import GitError, git, is_dirty, resolve_commit, top_level, 
 from gpuperf.measure.device import SIBLINGS_ENV
 from gpuperf.measure.kernel_records import describe_change
 from gpuperf.processes import end_group
-from gpuperf.output.results import STEP_SUMMARY_ENV, write_summary_markdown
+from gpuperf.output.results import STEP_SUMMARY_ENV, append_step_summary
 from gpuperf.store.atomic import write_atomically
 from gpuperf.store.history_target import mask_args
+from gpuperf.untrusted import terminal
 from gpuperf.verdict.gate import valid_figure
 from gpuperf.wiring.selection_guard import refusal
 
@@ -430,8 +431,8 @@ def run(args: argparse.Namespace) -> int:
     write_atomically(out / "ab.json", ab_json_text(header, rows))
     summary = summary_markdown(rows, f"A/B: {head[:12]} against {base[:12]}", line)
     write_atomically(out / "summary.md", summary)
-    if os.environ.get(STEP_SUMMARY_ENV):
-        write_summary_markdown(summary, out)
+    step = os.environ.get(STEP_SUMMARY_ENV, "").strip()
+    problem = append_step_summary(summary, Path(step), out / "summary.md") if step else ""
     print(terminal_table(rows))
     for side, tests in unmeasured.items():
         if tests:
@@ -439,6 +440,8 @@ def run(args: argparse.Namespace) -> int:
                   f"their check): see {out / side / 'pytest.log'}")
     if appended and not appended.startswith("error: "):
         print(appended)
+    if problem:
+        print(terminal(f"gpuperf ab: job summary not appended: {problem}", None))
     print(f"gpuperf ab: {line} ({out / 'ab.json'})")
     return code
 

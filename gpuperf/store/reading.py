@@ -84,7 +84,8 @@ class DuplicateKeyError(InputError):
 # --- bytes and text ------------------------------------------------------------------------------------
 
 
-def _kind(mode: int) -> str:
+def file_kind(mode: int) -> str:
+    """What a file that is not a regular file is (``a folder``, ``a FIFO (named pipe)``, …), by its mode."""
     kinds = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character "
              "device (such as /dev/zero)"), (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
     return next((name for test, name in kinds if test(mode)), "not a regular file")
@@ -118,7 +119,7 @@ def read_bytes(path: Path, max_bytes: int, what: str) -> bytes:
     try:
         status = os.fstat(descriptor)
         if not stat.S_ISREG(status.st_mode):
-            raise InputError(f"{path}: is {_kind(status.st_mode)}, not {what}; pass a regular file")
+            raise InputError(f"{path}: is {file_kind(status.st_mode)}, not {what}; pass a regular file")
         chunks: list[bytes] = []
         size, want = 0, status.st_size + 1  # its size and a byte more, to see it end; one growing is read on
         while size <= max_bytes:
