@@ -4,20 +4,21 @@ running or registered behind: no pool worker of ``history ingest``, no git workt
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from gpuperf.cli import main
-from test_ab import _commit, _env, _git
+from test_ab import _env, _git
 from test_ab import repo  # noqa: F401  (the fixture: a repository of fake-GPU suites)
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -76,25 +77,19 @@ def _runs(folder: Path, count: int) -> Path:
 def test_an_interrupt_inside_any_command_is_one_line_and_exit_2(command: list[str], tmp_path: Path,
                                                                  monkeypatch: pytest.MonkeyPatch,
                                                                  capsys: pytest.CaptureFixture[str]) -> None:
-    """Wherever the interrupt lands inside a command, ``main`` ends it with its one line."""
+    """An interrupt inside any command (its function, as parsed) ends in ``main``'s one line."""
     monkeypatch.chdir(tmp_path)
+    parse = argparse.ArgumentParser.parse_args
 
-    def interrupted(*_args: object, **_kwargs: object) -> None:
+    def interrupted(*_args: object) -> int:
         raise KeyboardInterrupt
 
-    import gpuperf.commands.common as common
-    import gpuperf.gitrepo as gitrepo
-    import gpuperf.store.results as results
+    def parsed(self: argparse.ArgumentParser, *args: Any, **kwargs: Any) -> argparse.Namespace:
+        namespace = parse(self, *args, **kwargs)
+        namespace.func = interrupted
+        return namespace
 
-    monkeypatch.setattr(results, "load_run", interrupted)
-    monkeypatch.setattr(gitrepo, "top_level", interrupted)
-    monkeypatch.setattr(gitrepo, "resolve_commit", interrupted)
-    monkeypatch.setattr(common, "require_extra", interrupted)
-    from gpuperf.history import database
-
-    monkeypatch.setattr(database.History, "__init__", interrupted)
-    monkeypatch.setattr("gpuperf.history.bisect.git", interrupted)
-    monkeypatch.setattr("gpuperf.ab.coordinator.top_level", interrupted)
+    monkeypatch.setattr(argparse.ArgumentParser, "parse_args", parsed)
     assert main(command) == 2
     err = capsys.readouterr().err
     assert err == f"{INTERRUPTED}Ctrl-C): the command stopped and ended what it had started (worktrees, processes); " \
