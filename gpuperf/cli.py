@@ -102,7 +102,7 @@ def _tolerant_streams() -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     _tolerant_streams()
     args = build_parser(sys.argv[1:] if argv is None else argv).parse_args(argv)
-    from gpuperf.processes import Terminated, interruptible
+    from gpuperf.store.processes import Terminated, interruptible
 
     try:
         with interruptible():

@@ -48,7 +48,7 @@ from gpuperf.ab.schedule import BASE, HEAD, SIDES, Case, Schedule
 from gpuperf.gitrepo import GitError, git, is_dirty, resolve_commit, top_level, worktree
 from gpuperf.measure.device import SIBLINGS_ENV
 from gpuperf.measure.kernel_records import describe_change
-from gpuperf.processes import end_group
+from gpuperf.store.processes import end_group
 from gpuperf.output.results import STEP_SUMMARY_ENV, append_step_summary
 from gpuperf.store.atomic import write_atomically
 from gpuperf.store.history_target import mask_args

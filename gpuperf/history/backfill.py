@@ -27,7 +27,7 @@ from typing import Any
 from gpuperf.history import rows as history_rows
 from gpuperf.history.rows import HistoryInputError
 from gpuperf.history.schema import encode_document
-from gpuperf.processes import end_pool, quiet_worker
+from gpuperf.store.processes import end_pool, quiet_worker
 
 #: A run as the database takes it: its ``runs`` row, its compressed document, its records' columns
 #: (``rows.records_columns``).

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuperf.gitrepo import GitError, git, resolve_commit, worktree
-from gpuperf.processes import run_group
+from gpuperf.store.processes import run_group
 from gpuperf.history.database import History, describe, resolve_target
 from gpuperf.history.guard import check_appendable
 from gpuperf.history.rows import KIND_BISECT, PROVENANCE, HistoryInputError, Provenance, read_results_document

@@ -31,7 +31,7 @@ import numpy as np
 import numpy.typing as npt
 
 from gpuperf.trend.data import Annotation, CaseSeries, SeriesPoint, TrendData
-from gpuperf.processes import end_pool, quiet_worker
+from gpuperf.store.processes import end_pool, quiet_worker
 from gpuperf.store.atomic import write_atomically
 from gpuperf.vocabulary import Status
 
