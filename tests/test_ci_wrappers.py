@@ -55,6 +55,17 @@ def test_gate_sh_refuses_a_writing_option(tmp_path: Path, args: list[str], name:
 
 
 @pytest.mark.long
+def test_update_baselines_sh_refuses_a_results_dir_of_its_own(tmp_path: Path) -> None:
+    env = {**os.environ, "GPUPERF_RESULTS": str(tmp_path / "results"), "PYTHON": sys.executable,
+           "PYTHONPATH": str(REPO)}
+    done = subprocess.run(["bash", str(REPO / "ci" / "update-baselines.sh"), "--results-dir=x"], capture_output=True,
+                          text=True, env=env, timeout=120, check=False)
+    assert done.returncode == 4 and done.stderr.startswith("ci/update-baselines.sh: --results-dir in the pytest "
+                                                           "selection would move"), done.stderr
+    assert not (tmp_path / "results").exists()
+
+
+@pytest.mark.long
 def test_gate_sh_fails_when_pytest_exited_0_without_results(tmp_path: Path) -> None:
     """A test that calls ``os._exit(0)``: pytest exits 0 at once, the session never writes results; the gate
     fails. (The GPU check is stood in for: this machine has none; pytest and its test are real.)"""
