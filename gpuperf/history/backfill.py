@@ -27,7 +27,7 @@ from typing import Any
 from gpuperf.history import rows as history_rows
 from gpuperf.history.rows import HistoryInputError
 from gpuperf.history.schema import encode_document
-from gpuperf.store.processes import end_pool, quiet_worker
+from gpuperf.store.processes import end_pool, forking, quiet_worker
 
 #: A run as the database takes it: its ``runs`` row, its compressed document, its records' columns
 #: (``rows.records_columns``).
@@ -104,7 +104,8 @@ def _prepared(files: Sequence[Path], workers: int | None, present: frozenset[str
             # a bounded window of chunks in flight: what the workers read ahead of the writing is held in memory
             window: deque[Future[list[Read]]] = deque()
             for start in range(0, len(names), _CHUNK):
-                window.append(pool.submit(_read_chunk, names[start:start + _CHUNK]))
+                with forking():  # the first submits fork the workers
+                    window.append(pool.submit(_read_chunk, names[start:start + _CHUNK]))
                 if len(window) >= _WINDOW_CHUNKS * workers:
                     yield from window.popleft().result()
             while window:

@@ -82,12 +82,32 @@ def run_group(argv: Sequence[str] | str, timeout: float | None = None, **kwargs:
     return subprocess.CompletedProcess(argv, process.returncode, out, err)
 
 
+#: The signals ``interruptible`` turns into exceptions.
+_STOPPING = {signal.SIGINT, signal.SIGTERM}
+
+
+@contextmanager
+def forking() -> Iterator[None]:
+    """Hold Ctrl-C and SIGTERM back while a pool forks its workers (``ProcessPoolExecutor.submit`` forks them):
+    an exception raised inside the fork's own handlers (``logging``'s lock, released after the fork) would be
+    printed as ignored, with a traceback, and lost. The signal is handled as the block ends."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    before = signal.pthread_sigmask(signal.SIG_BLOCK, _STOPPING)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, before)
+
+
 def quiet_worker() -> None:
     """In a worker of a process pool (its initializer): Ctrl-C, which reaches the whole process group, is the
-    parent's to handle (it ends the workers, ``end_pool``), and a SIGTERM handler inherited through fork is put
-    back to the default."""
+    parent's to handle (it ends the workers, ``end_pool``), a SIGTERM handler inherited through fork is put back to
+    the default, and the signals ``forking`` held back in the parent are let through again."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOPPING)
 
 
 def end_pool(pool: Any) -> None:
