@@ -33,7 +33,7 @@ from gpuperf.history.rows import KIND_BISECT, PROVENANCE, HistoryInputError, Pro
 from gpuperf.verdict import gate, gate_config
 from gpuperf.verdict.check import entry_from_record
 from gpuperf.store.records import Record
-from gpuperf.vocabulary import Status
+from gpuperf.vocabulary import Status, case_of_key
 
 MEASURE_ENV = "GPUPERF_BISECT_MEASURE"
 RESULTS_ENV = "GPUPERF_BISECT_RESULTS"
@@ -90,8 +90,8 @@ def measure(tree: Path, case: str, scratch: Path, command: str | None,
 
 def keyword(case: str) -> str:
     """The ``pytest -k`` of a case: its test name and parameters (``-k`` matches names, not file paths), without
-    a ratio's ``#name``."""
-    return case.split("#", 1)[0].rsplit("::", 1)[-1]
+    a ratio's ``#name`` or a later check's ``@2`` (``vocabulary.case_of_key``: the test that owns the entry)."""
+    return case_of_key(case).rsplit("::", 1)[-1]
 
 
 def case_record(document: dict[str, Any], case: str) -> tuple[Record | None, str]:
