@@ -96,3 +96,20 @@ def test_two_identical_ingests_at_once_leave_one_whole_history(tmp_path: Path) -
     assert [process.returncode for process in both] == [0, 0], outs
     assert _run_count(target) == 2 and target.stat().st_size > 0
     assert json.dumps(outs).count("Traceback") == 0
+
+
+def test_a_process_writing_many_histories_keeps_no_descriptor_of_each(tmp_path: Path) -> None:
+    """The shared lock of a written file is released with the last engine writing it: a test session, or a job
+    writing hundreds of histories, does not run out of descriptors."""
+    import gc
+
+    def descriptors() -> int:
+        return len(os.listdir("/proc/self/fd"))
+
+    gc.collect()
+    before = descriptors()
+    for index in range(40):
+        with History(sqlite_url(tmp_path / f"h{index}.sqlite")):
+            pass
+    gc.collect()
+    assert descriptors() <= before + 2

@@ -20,7 +20,9 @@ from __future__ import annotations
 
 import fcntl
 import os
+import itertools
 import sqlite3
+import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -70,7 +72,7 @@ def _sqlite_engine(url: sa.URL, create: bool, read_only: bool) -> sa.Engine:
         url = url.set(database=f"file:{quote(str(Path(database).resolve()))}", query=query)
     engine = sa.create_engine(url, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_S})
     if not read_only and database and database != ":memory:":
-        _hold(Path(database))
+        _held_while(engine, Path(database))
 
     @sa.event.listens_for(engine, "connect")
     def _configure(dbapi_connection: Any, _record: Any) -> None:
@@ -115,13 +117,40 @@ def _require_writable(path: Path) -> None:
                            "writable or pass --history a copy in a writable folder")
 
 
-#: This process's shared ``flock`` on each SQLite file it writes, by (device, inode): held to the process's end, and
-#: never closed while a connection may be open, since closing any descriptor of a file drops the process's POSIX
-#: locks on it, SQLite's own among them.
+#: This process's shared ``flock`` on each SQLite file it writes, by (device, inode): held while an engine that
+#: writes it exists (``_ENGINES``), and never closed while one may have a connection open, since closing any
+#: descriptor of a file drops the process's POSIX locks on it, SQLite's own among them.
 _HELD: dict[tuple[int, int], int] = {}
+#: The engines of this process that write each file held (a number each, so that an engine of a file since
+#: removed never releases another file that took its inode).
+_ENGINES: dict[tuple[int, int], set[int]] = {}
+_ENGINE_NUMBERS = itertools.count()
 
 
-def _hold(path: Path) -> None:
+def _held_while(engine: sa.Engine, path: Path) -> None:
+    """Hold ``path`` (``_hold``) for as long as ``engine`` exists: released when the last engine writing it is
+    gone (its connections closed with it), so a process that writes many histories keeps no descriptor of each."""
+    key = _hold(path)
+    if key is None:
+        return
+    number = next(_ENGINE_NUMBERS)
+    _ENGINES.setdefault(key, set()).add(number)
+    weakref.finalize(engine, _released, key, number)
+
+
+def _released(key: tuple[int, int], number: int) -> None:
+    engines = _ENGINES.get(key)
+    if engines is None or number not in engines:  # the file was removed, its lock with it (``_removed_if_unused``)
+        return
+    engines.discard(number)
+    if not engines:
+        del _ENGINES[key]
+        descriptor = _HELD.pop(key, None)
+        if descriptor is not None:
+            os.close(descriptor)
+
+
+def _hold(path: Path) -> tuple[int, int] | None:
     """A shared ``flock`` on the file ``path`` names now (made if it is not there), held by this process: a file
     removed while this waited for the lock is opened again, so the lock is never held on a file gone. A file this
     process cannot open for writing gets no lock: SQLite's own error says why it cannot be written."""
@@ -129,20 +158,20 @@ def _hold(path: Path) -> None:
         try:
             there = os.stat(path)
             if (there.st_dev, there.st_ino) in _HELD:
-                return
+                return there.st_dev, there.st_ino
         except FileNotFoundError:
             pass
         try:
             descriptor = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
         except OSError:
-            return
+            return None
         status = os.fstat(descriptor)
         key = (status.st_dev, status.st_ino)
         fcntl.flock(descriptor, fcntl.LOCK_SH)
         try:
             if os.stat(path).st_ino == status.st_ino:
                 _HELD[key] = descriptor
-                return
+                return key
         except FileNotFoundError:
             pass
         os.close(descriptor)
@@ -236,6 +265,7 @@ def _removed_if_unused(path: Path, created: int) -> bool:
     for name in (path, *(Path(f"{path}{suffix}") for suffix in ("-wal", "-shm", "-journal"))):
         name.unlink(missing_ok=True)
     os.close(_HELD.pop(key))
+    _ENGINES.pop(key, None)  # an engine still to be collected finds nothing to release
     return True
 
 
