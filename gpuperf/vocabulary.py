@@ -67,6 +67,7 @@ class Status:
     NOT_COMPARABLE = "NOT_COMPARABLE"  # measured, but not as its baseline was (another metric or method)
     UPDATED = "UPDATED"  # --update-baselines recorded it
     NOT_RECORDED = "NOT_RECORDED"  # --update-baselines measured it, but did not record it (the note says why)
+    DRY_RUN = "DRY_RUN"  # --dry-run: the test and its checks ran without a GPU, its entry was found; no figure
 
     FAILING = frozenset({REGRESSED, ANOMALY, ERROR})
     #: Figures that say more about the machine or the measurement than about the kernel: a history's series

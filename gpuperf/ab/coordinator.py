@@ -41,12 +41,12 @@ from pathlib import Path
 from typing import IO, Any
 
 import gpuperf
-from gpuperf.ab.messages import HELLO, ONLY_ENV, SIDE_ENV, SOCKET_ENV, THRESHOLD_ENV
+from gpuperf.ab.messages import HELLO, NO_GPU_CHECK_ENV, ONLY_ENV, SIDE_ENV, SOCKET_ENV, THRESHOLD_ENV
 from gpuperf.ab.paired import CaseVerdict, Verdict
 from gpuperf.ab.report import AbRow, ab_json_text, summary_markdown, terminal_table
 from gpuperf.ab.schedule import BASE, HEAD, SIDES, Case, Schedule
 from gpuperf.gitrepo import GitError, git, is_dirty, resolve_commit, top_level, worktree
-from gpuperf.measure.device import SIBLINGS_ENV
+from gpuperf.measure.device import SIBLINGS_ENV, usable_gpu_problem
 from gpuperf.measure.kernel_records import describe_change
 from gpuperf.store.processes import end_group
 from gpuperf.output.results import STEP_SUMMARY_ENV, append_step_summary
@@ -401,6 +401,11 @@ def run(args: argparse.Namespace) -> int:
     stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
     out = _resolved(args.out or Path.cwd() / "results" / f"ab-{stamp}", "--out")
     refuse_used_out(out)
+    problem = "" if os.environ.get(NO_GPU_CHECK_ENV) else usable_gpu_problem(repo)
+    if problem:
+        print(f"gpuperf: error: no usable GPU, so neither side was started: {problem}; run the A/B gate on a GPU "
+              "runner", file=sys.stderr)
+        return EXIT_FAILED
     out.mkdir(parents=True, exist_ok=True)
     schedule = Schedule(threshold=args.threshold, rounds_max=args.rounds_max)
     started = time.monotonic()

@@ -57,8 +57,9 @@ def require_extra(extra: str, modules: tuple[str, ...], purpose: str) -> None:
     ImportError half way through (``purpose``: what needs the packages, e.g. ``python -m gpuperf plot``)."""
     missing = [module for module in modules if importlib.util.find_spec(module) is None]
     if missing:
-        raise CliError(f"{purpose} needs {' and '.join(missing)}, not installed here: "
-                       f"pip install 'gpuperf[{extra}]'")
+        from gpuperf.install.command import install_command
+
+        raise CliError(f"{purpose} needs {' and '.join(missing)}, not installed here: {install_command(extra)}")
 
 
 def other_gpu_line(a: Figures, b: Figures, allowed: bool) -> str:
@@ -71,6 +72,16 @@ def other_gpu_line(a: Figures, b: Figures, allowed: bool) -> str:
         raise CliError(f"{models}: figures of two GPU models differ by the hardware, not by a change; compare "
                        "runs of one model, or pass --allow-other-gpu to compare them anyway")
     return f"GPU models differ ({models}; --allow-other-gpu): the deltas include the hardware's difference"
+
+
+def other_board_line(a: Figures, b: Figures) -> str:
+    """The header line of a comparison of two boards of one model, ``""`` for one board (or one that is not known):
+    two H200s differ by a few per cent on some cases (docs/fleet.md), which a delta then includes."""
+    if not a.gpu_uuid or not b.gpu_uuid or a.gpu_uuid == b.gpu_uuid or a.gpu_slug != b.gpu_slug:
+        return ""
+    return (f"A and B ran on different GPUs (A {a.gpu_uuid[:12]}, B {b.gpu_uuid[:12]}, both {a.gpu_slug}): each "
+            "delta includes how the two boards differ; to judge a change, compare runs of one GPU (python -m gpuperf "
+            "ab) or judge B against a baseline recorded from a fleet (docs/fleet.md)")
 
 
 def known_error(exc: Exception) -> bool:

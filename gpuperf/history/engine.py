@@ -193,8 +193,10 @@ def create_engine(url: str, create: bool = True, read_only: bool = False) -> sa.
     try:
         return sa.create_engine(parsed, pool_pre_ping=True, **options)
     except ImportError as exc:
+        from gpuperf.install.command import install_command
+
         raise HistoryError(f"history {describe(url)}: the PostgreSQL driver is missing ({exc}): "
-                           "pip install 'gpuperf[postgres]'") from exc
+                           f"{install_command('postgres')}") from exc
 
 
 def sqlite_file(url: str) -> Path | None:

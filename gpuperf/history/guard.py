@@ -17,6 +17,7 @@ import sqlalchemy as sa
 from sqlalchemy.exc import SQLAlchemyError
 
 from gpuperf.history.engine import create_engine, describe, sqlite_file
+from gpuperf.install.command import upgrade_command
 from gpuperf.history.schema import SCHEMA_VERSION, SchemaError, recorded_version
 from gpuperf.store.history_target import HistoryError, mask_text
 
@@ -129,7 +130,7 @@ def require_current(version: int, where: str) -> None:
                            "perf_tests appends to, or build one with python -m gpuperf history ingest results/")
     if version > SCHEMA_VERSION:
         raise SchemaError(f"{where}: the history database has schema version {version}, newer than the "
-                          f"{SCHEMA_VERSION} this gpuperf knows; upgrade gpuperf (pip install -U gpuperf), or "
+                          f"{SCHEMA_VERSION} this gpuperf knows; upgrade gpuperf ({upgrade_command()}), or "
                           "point --history (or $GPUPERF_HISTORY) at another database")
     if version < SCHEMA_VERSION:
         raise HistoryError(f"history {where}: has schema version {version}, older than this gpuperf's "

@@ -179,6 +179,12 @@ class Figures:
         return str(self.baseline.header.get("gpu", "")) if self.baseline is not None else ""
 
     @property
+    def gpu_uuid(self) -> str:
+        """The board a run was measured on (NVML's ``GPU-…`` UUID), ``""`` for a baseline or a run that does not say."""
+        uuid = self.run.extra.get("uuid") if self.run is not None else None
+        return uuid if isinstance(uuid, str) else ""
+
+    @property
     def gpu_slug(self) -> str:
         """The GPU model the figures were measured on (``nvidia-h200``), ``""`` when the file does not say."""
         if self.run is not None:

@@ -18,8 +18,8 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from typing import Any, ContextManager, Protocol
 
-from gpuperf.verdict.check import (CaseIdentity, band_for, case_record, context_for, ratio_record, round_band_for,
-                                   unmeasurable_record)
+from gpuperf.verdict.check import (CaseIdentity, band_for, case_record, context_for, dry_ratio_record, dry_record,
+                                   ratio_record, round_band_for, unmeasurable_record)
 from gpuperf.verdict.gate import Context, failure_line, outcome, with_profile_hint
 from gpuperf.measure.device import GpuContext, NoGpuError, list_devices, query_device
 from gpuperf.measure.measurement import Measurement, UnmeasurableCall
@@ -178,6 +178,21 @@ class GpuPool:
                 self.handles[ctx.index] = cublas.create()
         return self.handles[ctx.index]
 
+    @contextlib.contextmanager
+    def bound_cublas_handle(self, ctx: GpuContext, stream: Any) -> Iterator[int]:
+        """The ``cublas_handle`` fixture: the device's handle bound to ``stream``, its math mode restored after."""
+        from cupy_backends.cuda.libs import cublas
+
+        handle = self.cublas_handle(ctx)
+        mode = cublas.getMathMode(handle)
+        cublas.setStream(handle, stream.ptr)
+        try:
+            yield handle
+        finally:
+            stream.synchronize()
+            cublas.setMathMode(handle, mode)
+            cublas.setStream(handle, 0)
+
 
 class MeasureSource(Protocol):
     def __call__(self, fn: Callable[..., Any], work: Work, operands: Sequence[Any] = (), flush: str | None = None,
@@ -267,6 +282,7 @@ class Perf:
     facts: dict[str, Any] = field(default_factory=dict)  # ``attach``: data every row carries in ``extra``
     exporter: Callable[[Measurement, Record], None] | None = None  # e.g. pytest-benchmark's JSON
     version_changes: tuple[str, ...] = ()  # since the baseline was recorded: named in every regression note
+    dry: bool = False  # --dry-run: the measurements are stand-ins (``dry_run.py``), checked without a figure
     _unnoted: list[Record] = field(default_factory=list)  # the records before notes were applied
     _checks: dict[str, int] = field(default_factory=dict)  # how many checks each key has had
 
@@ -304,6 +320,8 @@ class Perf:
     def _checked(self, case: CaseIdentity, measurement: Measurement) -> Record:
         entry = self.state.entry(case.gpu, case.case_id)
         gate, context = self.state.options.gate, self._context(case)
+        if self.dry:
+            return dry_record(case, measurement, entry, context, self.peaks)
         record = case_record(case, measurement, self.peaks, entry, gate, context)
         return self.state.turns.settle(self.case.case_id, record, lambda relocate: case_record(
             case, self.measure.again(measurement, relocate=relocate), self.peaks, entry, gate, context))
@@ -326,6 +344,9 @@ class Perf:
                        name: str) -> Record:
         entry = self.state.entry(self.case.gpu, ratio_case.case_id)
         gate, context = self.state.options.gate, self._context(self.case)
+        if self.dry:
+            return replace(dry_ratio_record(self.case, numerator, denominator, name, entry, context),
+                           case_id=ratio_case.case_id)
         record = replace(ratio_record(self.case, numerator, denominator, name, entry, gate, context, self.peaks),
                          case_id=ratio_case.case_id)
         return self.state.turns.settle(self.case.case_id, record, lambda relocate: replace(ratio_record(

@@ -158,6 +158,10 @@ PYTEST_OPTIONS: tuple[Option, ...] = (
     Option(("--history",),
            help="where each run is appended: a SQLite file path, sqlite:///PATH, postgresql://… or none (default "
                 "$GPUPERF_HISTORY, else <rootdir>/results/history.sqlite)"),
+    Option(("--dry-run",), action="store_true",
+           help="run the selected perf tests without a GPU, for a CPU CI: case tables, the calls to measure, perf "
+                "and the work helpers, the baseline entries and the gate's accounting are checked as on the GPU; "
+                "no kernel is launched, no figure measured, nothing written (tests that do not measure are skipped)"),
     Option(("--run-slow",), action="store_true", help="include cases marked slow"),
     Option(("--min-samples",), type=AtMost(positive_int, MOST_SAMPLES, "a case's figure is precise long before "
                                                                        "that, and more samples would outlast "
@@ -215,6 +219,10 @@ def session_options(get: Callable[[str], Any], ini: Callable[[str], Any], root: 
     modes = (Flush.HOT,) if get("no_flush") else (get("flush_modes") or (Flush.COLD,))
     gate_mode = bool(get("gate")) or gate_mode_from_env(ci)
     results = get("results_dir")
+    dry_run = bool(get("dry_run"))
+    if dry_run and get("update_baselines"):
+        raise ValueError("--dry-run measures nothing, so it cannot record baselines: drop --update-baselines (or "
+                         "--dry-run, on a GPU)")
     rule = StoppingRule(min_samples=max(3, get("min_samples")), min_time_s=get("min_time"),
                         noise_target=get("noise_target"), timeout_s=get("case_timeout"),
                         band_fraction=get("band_fraction"), max_gpu_s=get("max_gpu_time"))
@@ -225,8 +233,9 @@ def session_options(get: Callable[[str], Any], ini: Callable[[str], Any], root: 
         baseline_dir=Path(get("baseline_dir") or root / ini("gpuperf_baselines")), flush_modes=modes,
         gpus=get("gpu"), warmup_calls=get("warmup"), warmup_time_s=get("warmup_time"),
         min_sample_s=get("min_sample_time"),
-        results_dir=None if results == "none" else Path(results or root / "results"),
+        results_dir=None if results == "none" or dry_run else Path(results or root / "results"),
         fail_on_version_change=get("fail_on_version_change"), gate_mode=gate_mode, allow_stale=get("allow_stale"),
+        dry_run=dry_run,
     )
 
 

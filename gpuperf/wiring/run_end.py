@@ -201,7 +201,8 @@ class RunEnd:
             baselines = {slug: state.baseline_for(slug) for slug in set(slugs.values())}
         except BaselineError:
             return  # the run already stopped on it, naming the file and the fix
-        state.accounts = account(list(state.selected.values()), state.records, slugs, baselines, state.unavailable)
+        state.accounts = account(list(state.selected.values()), state.records, slugs, baselines, state.unavailable,
+                                 dry=state.options.dry_run)
         state.stale = sorted({key for baseline in baselines.values() if baseline is not None
                               for key in stale_entries(baseline, collected,
                                                        lambda path: (self.config.rootpath / path).exists())})
