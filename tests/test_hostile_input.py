@@ -19,6 +19,8 @@ from pathlib import Path
 
 import pytest
 
+from gpuperf.ab.messages import NO_GPU_CHECK_ENV
+
 REPO = Path(__file__).resolve().parents[1]
 PAGE = REPO / "docs" / "hostile-input.md"
 BASELINE = REPO / "baselines" / "nvidia-h200.yaml"
@@ -562,6 +564,7 @@ def run_hostile(case: Hostile, directory: Path) -> tuple[int, str, float]:
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     env = {key: value for key, value in os.environ.items()
            if not key.startswith("GIT_") and key not in ("CI", "GITHUB_STEP_SUMMARY", "GPUPERF_HISTORY")}
+    env[NO_GPU_CHECK_ENV] = "1"  # ab's rows: the scratch tree's conftest stands in the GPU, as in test_ab.py
     done = subprocess.run(argv, cwd=directory, capture_output=True, text=True, timeout=60, preexec_fn=_limited,
                           env={**env, "PYTHONPATH": str(REPO)}, check=False)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
