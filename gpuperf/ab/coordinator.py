@@ -48,10 +48,13 @@ from gpuperf.ab.schedule import BASE, HEAD, SIDES, Case, Schedule
 from gpuperf.gitrepo import GitError, git, is_dirty, resolve_commit, top_level, worktree
 from gpuperf.measure.device import SIBLINGS_ENV, usable_gpu_problem
 from gpuperf.measure.kernel_records import describe_change
-from gpuperf.output.results import STEP_SUMMARY_ENV, write_summary_markdown
+from gpuperf.store.processes import end_group
+from gpuperf.output.results import STEP_SUMMARY_ENV, append_step_summary
 from gpuperf.store.atomic import write_atomically
 from gpuperf.store.history_target import mask_args
+from gpuperf.untrusted import terminal
 from gpuperf.verdict.gate import valid_figure
+from gpuperf.wiring.selection_guard import refusal
 
 EXIT_SAME, EXIT_SLOWER, EXIT_MISSING, EXIT_FAILED = 0, 1, 2, 3
 #: A malformed command line or an option refused before either side starts: not 2, which is missing evidence here
@@ -142,10 +145,10 @@ class Coordinator:
                 log = results / "pytest.log"
                 handle: IO[bytes] = stack.enter_context(log.open("wb"))
                 process = subprocess.Popen(side_command(selection, results), cwd=tree.path, stdout=handle,
-                                           stderr=subprocess.STDOUT,
+                                           stderr=subprocess.STDOUT, start_new_session=True,
                                            env=_side_env(side, address, siblings, self.schedule.threshold,
                                                          self.side_env.get(side, {})))
-                stack.callback(self._stop, process)
+                stack.callback(self._ended, process)
                 self.sides[side] = SideProcess(tree, process, log, results)
             write_atomically(siblings, "".join(f"{s.process.pid}\n" for s in self.sides.values()))
             while not self.schedule.finished:
@@ -219,6 +222,13 @@ class Coordinator:
             except subprocess.TimeoutExpired:
                 code = "unknown (still running)"
             self.schedule.lose(name, f"exited with code {code} before finishing (see {side.log})")
+
+    @staticmethod
+    def _ended(process: subprocess.Popen[bytes]) -> None:
+        """A side still running when the run stops early (an error, Ctrl-C, SIGTERM) is ended with its whole
+        process group (it runs in a session of its own, so Ctrl-C reaches it only through here)."""
+        if process.poll() is None:
+            end_group(process)
 
     @staticmethod
     def _stop(process: subprocess.Popen[bytes], grace_s: float = 5) -> None:
@@ -380,6 +390,9 @@ def _confirm(schedule: Schedule, trees: dict[str, Tree], selection: list[str], o
 
 
 def run(args: argparse.Namespace) -> int:
+    refused = refusal("ab", args.selection)  # before anything runs: a writing option would write past ab
+    if refused:
+        raise UsageError(refused)
     repo = top_level(_resolved(args.repo, "--repo"))
     base = resolve_commit(repo, args.base, "--base")
     head = resolve_commit(repo, args.head, "--head") if args.head else git(repo, "rev-parse", "HEAD")
@@ -423,8 +436,8 @@ def run(args: argparse.Namespace) -> int:
     write_atomically(out / "ab.json", ab_json_text(header, rows))
     summary = summary_markdown(rows, f"A/B: {head[:12]} against {base[:12]}", line)
     write_atomically(out / "summary.md", summary)
-    if os.environ.get(STEP_SUMMARY_ENV):
-        write_summary_markdown(summary, out)
+    step = os.environ.get(STEP_SUMMARY_ENV, "").strip()
+    problem = append_step_summary(summary, Path(step), out / "summary.md") if step else ""
     print(terminal_table(rows))
     for side, tests in unmeasured.items():
         if tests:
@@ -432,6 +445,8 @@ def run(args: argparse.Namespace) -> int:
                   f"their check): see {out / side / 'pytest.log'}")
     if appended and not appended.startswith("error: "):
         print(appended)
+    if problem:
+        print(terminal(f"gpuperf ab: job summary not appended: {problem}", None))
     print(f"gpuperf ab: {line} ({out / 'ab.json'})")
     return code
 
