@@ -43,7 +43,8 @@ from typing import IO, Any
 import gpuperf
 from gpuperf.ab.messages import HELLO, NO_GPU_CHECK_ENV, ONLY_ENV, SIDE_ENV, SOCKET_ENV, THRESHOLD_ENV
 from gpuperf.ab.paired import CaseVerdict, Verdict
-from gpuperf.ab.report import AbRow, ab_json_text, summary_markdown, terminal_table
+from gpuperf.ab.report import (EXIT_FAILED, AbRow, ab_json_text, exit_code, summary_markdown, terminal_table,
+                               verdict_line)
 from gpuperf.ab.schedule import BASE, HEAD, SIDES, Case, Schedule
 from gpuperf.gitrepo import GitError, git, is_dirty, resolve_commit, top_level, worktree
 from gpuperf.measure.device import SIBLINGS_ENV, usable_gpu_problem
@@ -56,7 +57,6 @@ from gpuperf.untrusted import terminal
 from gpuperf.verdict.gate import valid_figure
 from gpuperf.wiring.selection_guard import refusal
 
-EXIT_SAME, EXIT_SLOWER, EXIT_MISSING, EXIT_FAILED = 0, 1, 2, 3
 #: A malformed command line or an option refused before either side starts: not 2, which is missing evidence here
 #: (a CI step that passes 2 through must not read a typo as a verdict); pytest's own usage code.
 EXIT_USAGE = 4
@@ -256,25 +256,6 @@ def case_row(case: Case, verdict: CaseVerdict) -> AbRow:
                  delta_pct=verdict.delta_pct, low_pct=verdict.low_pct, high_pct=verdict.high_pct,
                  rounds=verdict.rounds, basis=verdict.basis, kernels=change, base_kernels=_kernel_names(base),
                  head_kernels=_kernel_names(head), note=verdict.note)
-
-
-def exit_code(rows: list[AbRow], lost: list[str]) -> int:
-    if lost:
-        return EXIT_FAILED
-    if any(row.status == Verdict.SLOWER for row in rows):
-        return EXIT_SLOWER
-    if not rows or any(row.status in Verdict.FAILING for row in rows):
-        return EXIT_MISSING
-    return EXIT_SAME
-
-
-def verdict_line(rows: list[AbRow], lost: list[str], code: int) -> str:
-    counts = {status: sum(row.status == status for row in rows) for status in Verdict.ORDER}
-    told = ", ".join(f"{count} {status}" for status, count in counts.items() if count) or "no case measured"
-    meaning = {EXIT_SAME: "no case slower", EXIT_SLOWER: "a case is slower",
-               EXIT_MISSING: "evidence missing: a case not measured on both sides, or too noisy to judge",
-               EXIT_FAILED: "the run could not be completed: " + "; ".join(lost)}[code]
-    return f"{told} — exit {code}: {meaning}"
 
 
 def _results_file(side_out: Path) -> str | None:
