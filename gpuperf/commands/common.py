@@ -9,10 +9,11 @@ PYTEST_DONT_REWRITE
 from __future__ import annotations
 
 import argparse
-import errno
 import importlib.util
 import sys
 from typing import TYPE_CHECKING, Any, NoReturn
+
+from gpuperf.store.os_errors import describe_os_problem
 
 if TYPE_CHECKING:  # a command that compares has it loaded; the others need not import it
     from gpuperf.output.results import Figures
@@ -90,23 +91,5 @@ def known_error(exc: Exception) -> bool:
 
 
 def describe_os_error(exc: OSError) -> str:
-    """One line for a file-system error: the path, the cause and the fix."""
-    path = exc.filename if exc.filename is not None else "?"
-    cause = exc.strerror or type(exc).__name__
-    if str(path).endswith(".lock"):
-        target = str(path).removesuffix(".lock")
-        fix = (f"gpuperf locks {target} by creating this file beside it: make the folder writable, or work on a "
-               "copy in a writable folder")
-    elif isinstance(exc, PermissionError) or exc.errno == errno.EROFS:
-        fix = "make it (and its folder) readable and writable for this user, or work on a copy elsewhere"
-    elif isinstance(exc, IsADirectoryError):
-        fix = "it is a folder: pass a file"
-    elif isinstance(exc, (FileExistsError, NotADirectoryError)):
-        fix = "a file stands where a folder is needed: pass another path, or move that file away"
-    elif isinstance(exc, FileNotFoundError):
-        fix = "check the path (and that its folder exists)"
-    elif exc.errno == errno.ENOSPC:
-        fix = "free some space on that file system and run it again"
-    else:
-        fix = "check the path and its permissions"
-    return f"{path}: {cause}: {fix}"
+    """One line for a file-system error: the path, the cause and the fix (``store.os_errors``)."""
+    return describe_os_problem(exc)

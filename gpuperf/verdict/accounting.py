@@ -19,6 +19,7 @@ from typing import Any
 from gpuperf.store.baseline import BaselineFile
 from gpuperf.verdict.gate import DRY_VERDICTS
 from gpuperf.store.records import Record
+from gpuperf.vocabulary import case_of_key
 
 
 @dataclass(frozen=True)
@@ -60,8 +61,9 @@ class GpuAccount:
 
 
 def owned_keys(case_id: str, baseline: BaselineFile) -> list[str]:
-    """The entries a test owns: its own and its ratio entries (``<case id>#<name>``)."""
-    return sorted(key for key in baseline.entries if key == case_id or key.startswith(case_id + "#"))
+    """The entries a test owns: its own and its ratio entries (``<case id>#<name>``), and those of its later checks
+    (``<case id>@2``, ``vocabulary.check_key``)."""
+    return sorted(key for key in baseline.entries if case_of_key(key) == case_id)
 
 
 def _reason(record: Record | None, selected: SelectedCase) -> str:
@@ -137,7 +139,7 @@ def stale_entries(baseline: BaselineFile, collected: CollectedTests,
     Files skipped at collection (say, no CuPy) or collected in part tell nothing and are left out."""
     stale = []
     for key, entry in baseline.entries.items():
-        case_id = key.split("#", 1)[0]
+        case_id = case_of_key(key)
         path = case_id.split("::", 1)[0]
         if not file_exists(path):
             stale.append(key)

@@ -28,6 +28,7 @@ class RunEnd:
         self.config = config
         self.state = config.stash[STATE]
         self.results_dir: Path | None = None
+        self.step_summary_problem = ""  # why $GITHUB_STEP_SUMMARY was not appended to (the results were written)
         self.results_text: str | None = None
         self.failures: list[str] = []  # why gate mode fails the run
         self.update_failures: list[str] = []  # why --update-baselines wrote nothing
@@ -151,6 +152,7 @@ class RunEnd:
         def write() -> None:  # what its own reader would refuse is not written
             files = results.write_run(directory, run, state.records, history=summary_history)
             self.results_dir, self.results_text = files.directory, files.results_text
+            self.step_summary_problem = files.step_summary_problem
 
         failure = self._contained(containment.Stage.RESULTS, containment.results_probe(run), write, (ResultsError,))
         if failure:
@@ -227,6 +229,8 @@ class RunEnd:
             lines += held_lines(path, [change for change in changes if change.held])
         if self.results_dir is not None:
             lines.append(f"gpuperf: results in {self.results_dir}")
+        if self.step_summary_problem:
+            lines.append(f"gpuperf: job summary not appended: {self.step_summary_problem}")
         lines += self.history_lines
         lines += [f"gpuperf: RESULTS NOT WRITTEN: {reason}" for reason in self.results_failures]
         lines += [f"gpuperf: HISTORY NOT APPENDED: {reason}" for reason in self.history_failures]
