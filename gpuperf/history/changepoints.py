@@ -297,10 +297,12 @@ def _recent(x: np.ndarray, relative: np.ndarray, kept: list[int], settings: Sett
             spreads: Sequence[float] | None) -> ChangePoint | None:
     """A slowdown in the last runs, against the segment since the last change point before them: the t-test
     where that segment is long enough, else the gate's rule. A change point segmentation found among the last
-    ``tail_history`` runs is not a bound of the t-test's segment: with only a few runs after a step it is often
-    placed a run or two early, and would leave the test too few runs."""
-    before_tail = [index for index in kept if index <= len(x) - settings.tail_runs - settings.tail_history]
-    start = max(before_tail, default=0)
+    ``tail_runs + min_segment`` runs is not a bound of the t-test's segment: with only a few runs after a step it
+    is often placed a run or two early, and would leave the test too few runs (``change_points`` keeps whichever
+    of the two places the step better). One found before them is: a segment that straddled it would mix the two
+    levels, and the step it reports already would be reported again as recent, one change alarmed twice."""
+    settled = [index for index in kept if index < len(x) - settings.tail_runs - settings.min_segment]
+    start = max(settled, default=0)
     found = recent_slowdown(relative, start, settings)
     if found is not None:
         level = float(np.median(x))

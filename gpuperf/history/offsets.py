@@ -1,0 +1,149 @@
+"""How each host of a GPU model reads each case: a robust two-factor (run level × host) fit. Pure, NumPy only.
+
+Hosts of one model differ for some cases by more than runs on one host move (the committed fleet: 4 of 13 H200s
+read memory-bound cases 1-3 % high, compute-bound cases agree within ±0.3 %, one host reads 1-token projections
+−2.9 %), and a CI fleet lands its runs on random hosts. Splitting a case into a series per host then leaves
+series of a few runs each, where a step is found late and placed loosely; pooling them unadjusted makes every
+change of host look like a change. So each host's **offset** is estimated from its own runs and removed, and the
+case is judged as one series.
+
+The fit works on logarithms, one case at a time: the run level is a running median over ``window`` runs of the
+figures with the hosts' offsets removed (a median follows a step without smearing it, so a change that reaches
+every host is not mistaken for a host's offset), and a host's offset is the median of its runs' residuals from
+that level; the two are refined in turn (``ITERATIONS``). The offsets are then taken relative to the run-weighted
+median host, so the series keeps the level of the hosts that read alike. A host with fewer than
+``MIN_HOST_RUNS`` runs of a case has too few for a median of its own: it takes its **class** offset, the median of
+its offsets over the cases of the same class (``class_of``: clock-bound or memory-bound, which is where the hosts'
+offsets differ), measured on every case it ran.
+
+PYTEST_DONT_REWRITE
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+#: Runs of a case a host needs for an offset of its own; with fewer it takes its class's (``class_offsets``).
+MIN_HOST_RUNS = 5
+#: Runs the running median of the level spans: enough to hold the level through a host's offset and the noise,
+#: few enough that a step's edge stays within a run or two of where it is.
+WINDOW = 9
+#: Rounds of level, then offsets: the first level is pulled by the hosts' offsets, the second hardly is.
+ITERATIONS = 3
+
+
+@dataclass(frozen=True)
+class HostOffsets:
+    """One case's hosts as the fit reads them: each host's relative offset (``+0.021``: it reads 2.1 % high),
+    its runs of the case, and whether the offset is its class's (too few runs of its own)."""
+
+    offsets: np.ndarray  # per host number (0 for a host without runs of the case)
+    runs: np.ndarray
+    from_class: np.ndarray
+
+    def per_point(self, hosts: np.ndarray) -> np.ndarray:
+        """Each point's host's relative offset."""
+        result: np.ndarray = self.offsets[hosts]
+        return result
+
+
+def running_median(values: np.ndarray, window: int = WINDOW) -> np.ndarray:
+    """The median of the ``window`` values centred on each (the first and last repeated at the ends)."""
+    if len(values) <= 2:
+        return np.full(len(values), np.median(values)) if len(values) else values.copy()
+    half = min(window // 2, len(values) - 1)
+    padded = np.pad(values, half, mode="edge")
+    result: np.ndarray = np.median(np.lib.stride_tricks.sliding_window_view(padded, 2 * half + 1), axis=1)
+    return result
+
+
+def group_medians(values: np.ndarray, groups: np.ndarray, count: int) -> tuple[np.ndarray, np.ndarray]:
+    """Each group's median of ``values`` (NaN for an empty group) and its size."""
+    sizes = np.bincount(groups, minlength=count)
+    order = np.lexsort((values, groups))
+    ranked = values[order]
+    first = np.cumsum(sizes) - sizes
+    present = sizes > 0
+    medians = np.full(count, np.nan)
+    low = ranked[(first + (sizes - 1) // 2)[present]]
+    high = ranked[(first + sizes // 2)[present]]
+    medians[present] = (low + high) / 2
+    return medians, sizes
+
+
+def case_offsets(values: np.ndarray, hosts: np.ndarray, count: int) -> tuple[np.ndarray, np.ndarray]:
+    """One case's hosts' offsets on the log scale (NaN for a host without runs) and their runs, from its figures in
+    run order and each one's host number (``< count``)."""
+    logs = np.log(values)
+    offsets = np.zeros(count)
+    sizes = np.bincount(hosts, minlength=count)
+    if np.count_nonzero(sizes) < 2:
+        return np.where(sizes > 0, 0.0, np.nan), sizes
+    for _ in range(ITERATIONS):
+        level = running_median(logs - offsets[hosts])
+        offsets, sizes = group_medians(logs - level, hosts, count)
+        offsets = offsets - np.median(offsets[hosts])  # relative to the run-weighted median host
+        offsets = np.nan_to_num(offsets)
+    return np.where(sizes > 0, offsets, np.nan), sizes
+
+
+def fit(series: Mapping[Hashable, tuple[np.ndarray, np.ndarray]], count: int,
+        class_of: Mapping[Hashable, Hashable] | None = None) -> dict[Hashable, HostOffsets]:
+    """Every case's ``HostOffsets`` (relative), from ``(figures in run order, host numbers)`` per case of one GPU
+    model: a host's own offset where it has ``MIN_HOST_RUNS`` runs of the case, else its class's."""
+    logged = {key: case_offsets(values, hosts, count) for key, (values, hosts) in series.items()}
+    classes = {key: (class_of or {}).get(key) for key in series}
+    by_class: dict[Hashable, list[np.ndarray]] = {}
+    for key, (offsets, _) in logged.items():
+        by_class.setdefault(classes[key], []).append(offsets)
+    with np.errstate(all="ignore"):
+        class_offsets = {name: _nan_median(np.vstack(rows)) for name, rows in by_class.items()}
+    fitted = {}
+    for key, (offsets, sizes) in logged.items():
+        own = (sizes >= MIN_HOST_RUNS) | (np.count_nonzero(sizes) < 2)  # one host: the series' own level
+        pooled = np.nan_to_num(class_offsets[classes[key]])
+        chosen = np.where(own, np.nan_to_num(offsets), np.where(sizes > 0, pooled, 0.0))
+        fitted[key] = HostOffsets(offsets=np.expm1(chosen), runs=sizes, from_class=(sizes > 0) & ~own)
+    return fitted
+
+
+def _nan_median(rows: np.ndarray) -> np.ndarray:
+    """The median of each column over its non-NaN values (NaN where it has none), without NumPy's warning."""
+    present = ~np.isnan(rows)
+    medians = np.full(rows.shape[1], np.nan)
+    for column in np.flatnonzero(present.any(axis=0)):
+        medians[column] = np.median(rows[present[:, column], column])
+    return medians
+
+
+@dataclass(frozen=True)
+class HostReading:
+    """A host that reads some cases differently from its model's other hosts by ``min_size`` or more."""
+
+    gpu_slug: str
+    host: str
+    cases: int  # cases it reads so
+    of: int  # cases it ran
+    low: float  # the lowest and highest of those offsets
+    high: float
+    example: str  # the case it reads furthest off
+
+
+def hosts_reading_differently(rows: Sequence[tuple[str, str, str, float, int]], min_size: float) -> list[HostReading]:
+    """From ``(gpu_slug, host, case, offset, runs)`` per host and case (offsets of hosts with runs of their
+    own), each host whose offset reaches ``min_size`` on some case."""
+    by_host: dict[tuple[str, str], list[tuple[str, float]]] = {}
+    for slug, host, case, offset, runs in rows:
+        if runs >= MIN_HOST_RUNS:
+            by_host.setdefault((slug, host), []).append((case, offset))
+    told = []
+    for (slug, host), offsets in by_host.items():
+        off = [(case, offset) for case, offset in offsets if abs(offset) >= min_size]
+        if off:
+            figures = [offset for _, offset in off]
+            told.append(HostReading(slug, host, len(off), len(offsets), min(figures), max(figures),
+                                    max(off, key=lambda item: abs(item[1]))[0]))
+    return sorted(told, key=lambda reading: (reading.gpu_slug, reading.host))
