@@ -51,58 +51,60 @@ class HostOffsets:
 
 
 def running_median(values: np.ndarray, window: int = WINDOW) -> np.ndarray:
-    """The median of the ``window`` values centred on each (the first and last repeated at the ends)."""
-    if len(values) <= 2:
-        return np.full(len(values), np.median(values)) if len(values) else values.copy()
-    half = min(window // 2, len(values) - 1)
-    padded = np.pad(values, half, mode="edge")
-    result: np.ndarray = np.median(np.lib.stride_tricks.sliding_window_view(padded, 2 * half + 1), axis=1)
+    """The median of the ``window`` values centred on each, along the last axis (the first and last repeated at
+    the ends)."""
+    length = values.shape[-1]
+    if length <= 2:
+        level: np.ndarray = np.broadcast_to(np.median(values, axis=-1, keepdims=True), values.shape).copy()
+        return level
+    half = min(window // 2, length - 1)
+    padded = np.pad(values, [(0, 0)] * (values.ndim - 1) + [(half, half)], mode="edge")
+    result: np.ndarray = np.median(np.lib.stride_tricks.sliding_window_view(padded, 2 * half + 1, axis=-1), axis=-1)
     return result
 
 
-def group_medians(values: np.ndarray, groups: np.ndarray, count: int) -> tuple[np.ndarray, np.ndarray]:
-    """Each group's median of ``values`` (NaN for an empty group) and its size."""
-    sizes = np.bincount(groups, minlength=count)
-    order = np.lexsort((values, groups))
-    ranked = values[order]
-    first = np.cumsum(sizes) - sizes
-    present = sizes > 0
-    medians = np.full(count, np.nan)
-    low = ranked[(first + (sizes - 1) // 2)[present]]
-    high = ranked[(first + sizes // 2)[present]]
-    medians[present] = (low + high) / 2
-    return medians, sizes
-
-
 def case_offsets(values: np.ndarray, hosts: np.ndarray, count: int) -> tuple[np.ndarray, np.ndarray]:
-    """One case's hosts' offsets on the log scale (NaN for a host without runs) and their runs, from its figures in
-    run order and each one's host number (``< count``)."""
+    """The hosts' offsets on the log scale (NaN for a host without runs), one row per case, and their runs, from
+    cases' figures in run order (``values``: case × run, every case run on the same runs) and each run's host
+    number (``< count``)."""
     logs = np.log(values)
-    offsets = np.zeros(count)
     sizes = np.bincount(hosts, minlength=count)
-    if np.count_nonzero(sizes) < 2:
-        return np.where(sizes > 0, 0.0, np.nan), sizes
+    present = np.flatnonzero(sizes)
+    offsets = np.zeros((len(values), count))
+    if len(present) < 2:
+        return np.where(sizes > 0, offsets, np.nan), sizes
+    by_host = np.argsort(hosts, kind="stable")
+    first = np.cumsum(sizes) - sizes
     for _ in range(ITERATIONS):
-        level = running_median(logs - offsets[hosts])
-        offsets, sizes = group_medians(logs - level, hosts, count)
-        offsets = offsets - np.median(offsets[hosts])  # relative to the run-weighted median host
-        offsets = np.nan_to_num(offsets)
+        residuals = logs - running_median(logs - offsets[:, hosts])
+        ranked = residuals[:, by_host]
+        for host in present.tolist():
+            offsets[:, host] = np.median(ranked[:, first[host]:first[host] + sizes[host]], axis=1)
+        offsets -= np.median(offsets[:, hosts], axis=1, keepdims=True)  # relative to the run-weighted median host
     return np.where(sizes > 0, offsets, np.nan), sizes
 
 
 def fit(series: Mapping[Hashable, tuple[np.ndarray, np.ndarray]], count: int,
         class_of: Mapping[Hashable, Hashable] | None = None) -> dict[Hashable, HostOffsets]:
     """Every case's ``HostOffsets`` (relative), from ``(figures in run order, host numbers)`` per case of one GPU
-    model: a host's own offset where it has ``MIN_HOST_RUNS`` runs of the case, else its class's."""
-    logged = {key: case_offsets(values, hosts, count) for key, (values, hosts) in series.items()}
+    model: a host's own offset where it has ``MIN_HOST_RUNS`` runs of the case, else its class's. Cases run on
+    the same hosts in the same order (as a fleet's cases mostly are) are fitted together, as rows of one array."""
+    together: dict[bytes, list[Hashable]] = {}
+    for key, (_, hosts) in series.items():
+        together.setdefault(hosts.astype(np.int64).tobytes(), []).append(key)
+    logged: dict[Hashable, tuple[np.ndarray, np.ndarray]] = {}
+    for keys in together.values():
+        hosts = series[keys[0]][1]
+        offsets, sizes = case_offsets(np.vstack([series[key][0] for key in keys]), hosts, count)
+        logged.update({key: (offsets[row], sizes) for row, key in enumerate(keys)})
     classes = {key: (class_of or {}).get(key) for key in series}
     by_class: dict[Hashable, list[np.ndarray]] = {}
     for key, (offsets, _) in logged.items():
         by_class.setdefault(classes[key], []).append(offsets)
-    with np.errstate(all="ignore"):
-        class_offsets = {name: _nan_median(np.vstack(rows)) for name, rows in by_class.items()}
+    class_offsets = {name: _nan_median(np.vstack(rows)) for name, rows in by_class.items()}
     fitted = {}
-    for key, (offsets, sizes) in logged.items():
+    for key in series:
+        offsets, sizes = logged[key]
         own = (sizes >= MIN_HOST_RUNS) | (np.count_nonzero(sizes) < 2)  # one host: the series' own level
         pooled = np.nan_to_num(class_offsets[classes[key]])
         chosen = np.where(own, np.nan_to_num(offsets), np.where(sizes > 0, pooled, 0.0))
