@@ -243,7 +243,7 @@ def cmd_changes(args: argparse.Namespace) -> int:
             grouped, runs, spreads_of=lambda key, pks: history.spreads(key.case_id, key.method, pks))
         changes = history_changes.with_kernels(changes, history.kernels_at(history_changes.around_pks(changes)))
         changes = history_changes.with_time_figures(
-            changes, grouped, lambda key: history.time_figures(key.case_id, key.method))
+            changes, grouped, lambda key, pks: history.time_figures(key.case_id, key.method, pks))
     for host in host_offsets.hosts_reading_differently(history_changes.offset_rows(grouped), DEFAULT_MIN_SIZE):
         print(terminal(f"HOST {_short_host(host.host)} on {host.gpu_slug} reads {host.cases} of its "
                        f"{host.of} cases {100 * host.low:+.1f} … {100 * host.high:+.1f} % against the "

@@ -76,11 +76,10 @@ DEFAULT_LAST_RUN_ALPHA = 3e-5
 #: of 2 % noise, which one run in some forty crosses by chance, and the last runs' t-test, exact for Gaussian noise
 #: at any σ, finds few 3 % steps there anyway (the bound: 44 % at 2 %). A series whose segment before its last runs
 #: varies by ``noisy_series`` or more (relative standard deviation) has its last runs tested at ``noisy_share`` of
-#: the false-alarm rates; a young series whose runs before its last vary by ``young_noisy`` or more (a few runs'
-#: deviation reads low) is named a slowdown by the gate's rule only when two slow runs or more show it.
+#: the false-alarm rates, and a young series whose runs before its last vary so is named a slowdown by the gate's
+#: rule only when two slow runs or more show it.
 DEFAULT_NOISY_SERIES = 0.015
 DEFAULT_NOISY_SHARE = 0.5
-DEFAULT_YOUNG_NOISY = 0.01
 #: How much worse (in squared errors, in units of the noise's variance) a place for a change point may fit than
 #: the best one and still be among the places it could have been (``placement``). Calibrated by simulation
 #: (``tools/history_generate.py``, docs/history.md): a step of 2 noise σ or more lies within the places admitted
@@ -120,7 +119,6 @@ class Settings:
     last_run_alpha: float = DEFAULT_LAST_RUN_ALPHA
     noisy_series: float = DEFAULT_NOISY_SERIES
     noisy_share: float = DEFAULT_NOISY_SHARE
-    young_noisy: float = DEFAULT_YOUNG_NOISY
 
     def alpha_for(self, runs: int) -> float:
         """The significance a segment of ``runs`` runs is tested at."""
@@ -257,13 +255,13 @@ def gate_slowdown(x: np.ndarray, spreads: np.ndarray, start: int, settings: Sett
     them ``REGRESSED`` by ``gate.compare`` against an entry made from the 2 to ``tail_history - 1`` runs before
     them (since ``start``), as a baseline recorded from several runs holds them: their median figure, their median
     sample spread (``spreads``, the records' relative IQR) and their relative range. A noisy series (the runs
-    before them varying by ``young_noisy`` or more) needs two slow runs or more: its last alone is not enough."""
+    before them varying by ``noisy_series`` or more) needs two slow runs or more: its last alone is not enough."""
     n = len(x)
     for j in range(settings.tail_runs, 0, -1):
         prior, tail = x[start:n - j], x[n - j:]
         if not 2 <= len(prior) < settings.tail_history:
             continue
-        if j == 1 and float(np.std(prior, ddof=1) / np.mean(prior)) >= settings.young_noisy:
+        if j == 1 and float(np.std(prior, ddof=1) / np.mean(prior)) >= settings.noisy_series:
             continue  # a noisy young series: its last run alone is not enough
         entry = Entry(metric="", value=float(np.median(prior)), unit="", spread=float(np.median(spreads[start:n - j])),
                       runs=len(prior), run_spread=_relative_range(prior))

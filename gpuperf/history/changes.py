@@ -310,12 +310,16 @@ def around_pks(changes: Sequence[Change]) -> list[int]:
     return sorted({pk for change in changes for pk in (change.around or change.window)})
 
 
+#: Runs of each segment (the nearest to the change point) whose measured figures ``with_time_figures`` averages:
+#: what the runs around a change show, read without reading every run of a long series.
+TIME_RUNS = 50
+
+
 def with_time_figures(changes: Sequence[Change], grouped: Mapping[SeriesKey, Points],
-                      time_of: Callable[[SeriesKey], Mapping[int, float | None]]) -> list[Change]:
+                      time_of: Callable[[SeriesKey, Sequence[int]], Mapping[int, float | None]]) -> list[Change]:
     """Where a change's series is judged at max clock, the measured (time-based) figure's means over the same two
-    segments beside it (``time_of(key)``: the series' measured figures by run pk, read once a series)."""
-    annotated = []
-    read: dict[SeriesKey, Mapping[int, float | None]] = {}
+    segments beside it, each its ``TIME_RUNS`` runs nearest the change (``time_of(key, run pks)``, read once a
+    series)."""
     starts_of: dict[SeriesKey, list[int]] = {}
     positions: dict[SeriesKey, dict[int, int]] = {}
     for change in changes:
@@ -323,21 +327,27 @@ def with_time_figures(changes: Sequence[Change], grouped: Mapping[SeriesKey, Poi
         if points.at_max_clock.any():
             position = positions.setdefault(change.key, {pk: index for index, pk in enumerate(points.pks.tolist())})
             starts_of.setdefault(change.key, []).append(position[change.after.pk])
-    for change in changes:
-        points = grouped[change.key]
-        if change.key not in starts_of:
+    spans: dict[int, tuple[list[int], list[int]]] = {}  # by the change's place in ``changes``
+    for number, change in enumerate(changes):
+        if change.key in starts_of:
+            pks = grouped[change.key].pks.tolist()
+            index = positions[change.key][change.after.pk]
+            starts = sorted(starts_of[change.key])
+            low = max([start for start in starts if start < index], default=0)
+            high = min([start for start in starts if start > index], default=len(pks))
+            spans[number] = (pks[max(low, index - TIME_RUNS):index], pks[index:min(high, index + TIME_RUNS)])
+    wanted: dict[SeriesKey, set[int]] = {}
+    for number, (left, right) in spans.items():
+        wanted.setdefault(changes[number].key, set()).update(left, right)
+    read = {key: time_of(key, sorted(pks)) for key, pks in wanted.items()}
+    annotated = []
+    for number, change in enumerate(changes):
+        if number not in spans:
             annotated.append(change)
             continue
-        pks = points.pks.tolist()
-        index = positions[change.key][change.after.pk]
-        starts = sorted(starts_of[change.key])
-        low = max([start for start in starts if start < index], default=0)
-        high = min([start for start in starts if start > index], default=len(pks))
-        if change.key not in read:
-            read[change.key] = time_of(change.key)
         figures = read[change.key]
-        before = [figure for pk in pks[low:index] if (figure := figures.get(pk)) is not None]
-        after = [figure for pk in pks[index:high] if (figure := figures.get(pk)) is not None]
+        before = [figure for pk in spans[number][0] if (figure := figures.get(pk)) is not None]
+        after = [figure for pk in spans[number][1] if (figure := figures.get(pk)) is not None]
         annotated.append(replace(change, time_before=float(np.mean(before)) if before else None,
                                  time_after=float(np.mean(after)) if after else None))
     return annotated

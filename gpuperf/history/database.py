@@ -246,9 +246,15 @@ class History:
         """The measured figure (time-based: ``value``) of ``case`` by ``method`` in each of those runs (every run
         when ``None``), shown beside the figure at max clock a case is judged on; read through the series index."""
         query = sa.select(RECORDS.c.run_pk, RECORDS.c.value).where(RECORDS.c.series_pk.in_(_series_number(case, method)))
-        wanted = None if run_pks is None else set(run_pks)
+        found: dict[int, float | None] = {}
         with self.reading() as connection:
-            return {int(pk): value for pk, value in fetch(connection, query) if wanted is None or pk in wanted}
+            if run_pks is None:
+                return {int(pk): value for pk, value in fetch(connection, query)}
+            wanted = sorted(set(run_pks))
+            for start in range(0, len(wanted), _KEYS_AT_ONCE):  # through the series index, run by run
+                found.update((int(pk), value) for pk, value in fetch(
+                    connection, query.where(RECORDS.c.run_pk.in_(wanted[start:start + _KEYS_AT_ONCE]))))
+        return found
 
     def series_columns(self) -> history_series.Columns:
         """The judged figures as columns for ``changes.series_from_columns``: ``(case_id, method,

@@ -7,9 +7,9 @@ series of a few runs each, where a step is found late and placed loosely; poolin
 change of host look like a change. So each host's **offset** is estimated from its own runs and removed, and the
 case is judged as one series.
 
-The fit works on logarithms, one case at a time: the run level is a running median over ``window`` runs of the
-figures with the hosts' offsets removed (a median follows a step without smearing it, so a change that reaches
-every host is not mistaken for a host's offset), and a host's offset is the median of its runs' residuals from
+The fit works on logarithms, case by case: the run level is the median of each block of ``WINDOW`` consecutive
+runs of the figures with the hosts' offsets removed (a median follows a step: only the block holding it reads a
+level between the two, so a change that reaches every host is not mistaken for a host's offset), and a host's offset is the median of its runs' residuals from
 that level; the two are refined in turn (``ITERATIONS``). The offsets are then taken relative to the run-weighted
 median host, so the series keeps the level of the hosts that read alike. A host with fewer than
 ``MIN_HOST_RUNS`` runs of a case has too few for a median of its own: it takes its **class** offset, the median of
@@ -28,8 +28,8 @@ import numpy as np
 
 #: Runs of a case a host needs for an offset of its own; with fewer it takes its class's (``class_offsets``).
 MIN_HOST_RUNS = 5
-#: Runs the running median of the level spans: enough to hold the level through a host's offset and the noise,
-#: few enough that a step's edge stays within a run or two of where it is.
+#: Runs a block of the level spans: enough for its median to hold the level through a host's offset and the noise,
+#: few enough that a step leaves few runs' residuals in a block between two levels.
 WINDOW = 9
 #: Rounds of level, then offsets: the first level is pulled by the hosts' offsets, the second hardly is.
 ITERATIONS = 3
@@ -50,17 +50,21 @@ class HostOffsets:
         return result
 
 
-def running_median(values: np.ndarray, window: int = WINDOW) -> np.ndarray:
-    """The median of the ``window`` values centred on each, along the last axis (the first and last repeated at
-    the ends)."""
+def block_median(values: np.ndarray, block: int = WINDOW) -> np.ndarray:
+    """Each value's block's median, along the last axis: the runs cut into blocks of ``block`` runs (the last block
+    takes the runs left over, with the block before it when they are fewer than half a block). A median follows a
+    step: only the block that holds it reads a level between the two."""
     length = values.shape[-1]
-    if length <= 2:
-        level: np.ndarray = np.broadcast_to(np.median(values, axis=-1, keepdims=True), values.shape).copy()
-        return level
-    half = min(window // 2, length - 1)
-    padded = np.pad(values, [(0, 0)] * (values.ndim - 1) + [(half, half)], mode="edge")
-    result: np.ndarray = np.median(np.lib.stride_tricks.sliding_window_view(padded, 2 * half + 1, axis=-1), axis=-1)
-    return result
+    whole = max(length // block, 1)
+    if whole > 1 and length - whole * block < block // 2:
+        whole -= 1  # a short tail joins the block before it
+    cut = whole * block if whole > 1 else 0
+    level = np.empty_like(values)
+    if cut:
+        heads = values[..., :cut].reshape(*values.shape[:-1], whole, block)
+        level[..., :cut] = np.repeat(np.median(heads, axis=-1), block, axis=-1)
+    level[..., cut:] = np.median(values[..., cut:], axis=-1, keepdims=True)
+    return level
 
 
 def case_offsets(values: np.ndarray, hosts: np.ndarray, count: int) -> tuple[np.ndarray, np.ndarray]:
@@ -76,7 +80,7 @@ def case_offsets(values: np.ndarray, hosts: np.ndarray, count: int) -> tuple[np.
     by_host = np.argsort(hosts, kind="stable")
     first = np.cumsum(sizes) - sizes
     for _ in range(ITERATIONS):
-        residuals = logs - running_median(logs - offsets[:, hosts])
+        residuals = logs - block_median(logs - offsets[:, hosts])
         ranked = residuals[:, by_host]
         for host in present.tolist():
             offsets[:, host] = np.median(ranked[:, first[host]:first[host] + sizes[host]], axis=1)
