@@ -280,8 +280,9 @@ def add_history_commands(commands: Any) -> None:
     _filters(show)
     show.set_defaults(func=cmd_show)
     changes = sub.add_parser(
-        "changes", parents=[target], help="change points per case, GPU model and host; exit 1 on a recent slowdown",
-        description="Per series (a case, its method, a GPU model and host, in run order) the change points "
+        "changes", parents=[target], help="change points per case and GPU model over its hosts; exit 1 on a recent slowdown",
+        description="Per series (a case, its method and a GPU model, in run order over its hosts, each host's "
+                    "offset for the case removed; hosts that read differently are named as such) the change points "
                     "of the figure the gate judges (at max clock where a run is judged on cycles, the measured "
                     "figure beside it; binary segmentation with a t-test, docs/history.md), with their size, the "
                     "runs and the commit range that bracket them and every version, kernel or basis change among "
