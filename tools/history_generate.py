@@ -393,8 +393,8 @@ def fleet_step(hosts: list[FleetHost], cases: list[str], rng: np.random.Generato
                runs: int = STEP_AT, after: int = 10) -> tuple[int, int, int, int]:
     """``trials`` fleet histories with a 3 % step on every case at run ``runs``, checked after each of the
     ``after`` runs that follow it: per case and trial, whether a slowdown placed at the step (within one) was
-    reported by the third run after it, and whether every slowdown reported on those nights lies there (one
-    alarm per step). Returns (found, one alarm, placed off the step, case-trials)."""
+    reported by the third run after it, and whether, so found, every slowdown reported on those nights lies there
+    (one alarm per step). Returns (found, found with one alarm, with a slowdown placed off the step, case-trials)."""
     classes = fleet_classes(hosts, cases)
     found = single = off = 0
     for _ in range(trials):
@@ -405,8 +405,9 @@ def fleet_step(hosts: list[FleetHost], cases: list[str], rng: np.random.Generato
                 if change.slowdown:
                     places[change.key.case_id].append((seen, change.point.index))
         for case in cases:
-            found += any(seen <= RUNS_AFTER and abs(index - runs) <= 1 for seen, index in places[case])
-            single += bool(places[case]) and all(abs(index - runs) <= 1 for _, index in places[case])
+            hit = any(seen <= RUNS_AFTER and abs(index - runs) <= 1 for seen, index in places[case])
+            found += hit
+            single += hit and all(abs(index - runs) <= 1 for _, index in places[case])
             off += any(abs(index - runs) > 1 for _, index in places[case])
     return found, single, off, trials * len(cases)
 
