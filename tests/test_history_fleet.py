@@ -80,3 +80,23 @@ def test_a_fleet_history_through_ingest_and_the_cli(database_url: str, tmp_path:
     assert later["exit"] == 0 and later["recent"] == []  # one alarm per step: not again 10 runs later
     assert not any(line.startswith("SLOWDOWN") and " host " in line and "all hosts" not in line
                    for line in later["lines"])
+
+
+def test_the_page_s_change_points_say_when_they_fall_on_a_change_of_host(tmp_path: Path) -> None:
+    from gpuperf.history.database import History, sqlite_url
+    from gpuperf.trend.source import history_change_points
+    from history_support import document
+
+    rng = np.random.default_rng(6)
+    hosts = ["GPU-aaaa0001", "GPU-bbbb0002"] * 20
+    hosts[29:31] = ["GPU-aaaa0001", "GPU-bbbb0002"]  # the step falls between the two hosts
+    offsets = {"GPU-aaaa0001": 0.0, "GPU-bbbb0002": 0.03}
+    with History(sqlite_url(tmp_path / "h.sqlite")) as history:
+        for number, host in enumerate(hosts):
+            value = 50.0 * (0.95 if number >= 30 else 1.0) * (1 + offsets[host]) * (1 + 0.002 * rng.standard_normal())
+            assert history.append(document(f"2027-01-01T{number // 2:02d}:{30 * (number % 2):02d}:00+00:00",
+                                           {"case": value}, host=host), "run")
+        found = history_change_points(history)
+    ((key, (point,)),) = found.items()
+    assert key[1] == "case" and point.relative == pytest.approx(-0.05, abs=0.006)
+    assert point.host_change.startswith("GPU-aaaa0001 (") and " → GPU-bbbb0002 (" in point.host_change
