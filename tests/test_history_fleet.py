@@ -49,10 +49,10 @@ def test_a_step_on_every_case_is_found_by_its_third_run_on_random_hosts(
 
 
 @pytest.mark.long
-@pytest.mark.parametrize("noise", [0.003, 0.01])
-def test_a_step_on_every_case_of_the_full_fleet(noise: float, fleet: tuple[list[FleetHost], list[str]]) -> None:
+def test_a_step_on_every_case_of_the_full_fleet(fleet: tuple[list[FleetHost], list[str]]) -> None:
+    """The committed gate runs' 0.3 % noise (tools/history_generate.py --fleet measures the noisier levels)."""
     hosts, cases = fleet
-    found, single, off, total = fleet_step(hosts, cases, np.random.default_rng(2), noise, 1)
+    found, single, off, total = fleet_step(hosts, cases, np.random.default_rng(2), 0.003, 1)
     assert found >= 0.95 * total and single >= 0.95 * found and off <= 0.01 * total
 
 
