@@ -31,6 +31,8 @@ MIN_HOST_RUNS = 5
 #: Runs a block of the level spans: enough for its median to hold the level through a host's offset and the noise,
 #: few enough that a step leaves few runs' residuals in a block between two levels.
 WINDOW = 9
+#: Standard errors by which a host's own offset for a case must stand clear of its class's to be taken.
+CLEAR = 3.0
 #: Rounds of level, then offsets: the first level is pulled by the hosts' offsets, the second hardly is.
 ITERATIONS = 3
 
@@ -67,16 +69,18 @@ def block_median(values: np.ndarray, block: int = WINDOW) -> np.ndarray:
     return level
 
 
-def case_offsets(values: np.ndarray, hosts: np.ndarray, count: int) -> tuple[np.ndarray, np.ndarray]:
-    """The hosts' offsets on the log scale (NaN for a host without runs), one row per case, and their runs, from
-    cases' figures in run order (``values``: case × run, every case run on the same runs) and each run's host
-    number (``< count``)."""
+def case_offsets(values: np.ndarray, hosts: np.ndarray,
+                 count: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The hosts' offsets on the log scale (NaN for a host without runs), one row per case, their runs, and each
+    case's noise (the residuals' robust standard deviation, 1.4826 × their median absolute deviation), from cases'
+    figures in run order (``values``: case × run, every case run on the same runs) and each run's host number
+    (``< count``)."""
     logs = np.log(values)
     sizes = np.bincount(hosts, minlength=count)
     present = np.flatnonzero(sizes)
     offsets = np.zeros((len(values), count))
     if len(present) < 2:
-        return np.where(sizes > 0, offsets, np.nan), sizes
+        return np.where(sizes > 0, offsets, np.nan), sizes, np.zeros(len(values))
     by_host = np.argsort(hosts, kind="stable")
     first = np.cumsum(sizes) - sizes
     for _ in range(ITERATIONS):
@@ -85,7 +89,8 @@ def case_offsets(values: np.ndarray, hosts: np.ndarray, count: int) -> tuple[np.
         for host in present.tolist():
             offsets[:, host] = np.median(ranked[:, first[host]:first[host] + sizes[host]], axis=1)
         offsets -= np.median(offsets[:, hosts], axis=1, keepdims=True)  # relative to the run-weighted median host
-    return np.where(sizes > 0, offsets, np.nan), sizes
+    spread = np.abs(residuals - np.median(residuals, axis=1, keepdims=True) - offsets[:, hosts])
+    return np.where(sizes > 0, offsets, np.nan), sizes, 1.4826 * np.median(spread, axis=1)
 
 
 def fit(series: Mapping[Hashable, tuple[np.ndarray, np.ndarray]], count: int,
@@ -96,21 +101,25 @@ def fit(series: Mapping[Hashable, tuple[np.ndarray, np.ndarray]], count: int,
     together: dict[bytes, list[Hashable]] = {}
     for key, (_, hosts) in series.items():
         together.setdefault(hosts.astype(np.int64).tobytes(), []).append(key)
-    logged: dict[Hashable, tuple[np.ndarray, np.ndarray]] = {}
+    logged: dict[Hashable, tuple[np.ndarray, np.ndarray, float]] = {}
     for keys in together.values():
         hosts = series[keys[0]][1]
-        offsets, sizes = case_offsets(np.vstack([series[key][0] for key in keys]), hosts, count)
-        logged.update({key: (offsets[row], sizes) for row, key in enumerate(keys)})
+        offsets, sizes, noises = case_offsets(np.vstack([series[key][0] for key in keys]), hosts, count)
+        logged.update({key: (offsets[row], sizes, float(noises[row])) for row, key in enumerate(keys)})
     classes = {key: (class_of or {}).get(key) for key in series}
     by_class: dict[Hashable, list[np.ndarray]] = {}
-    for key, (offsets, _) in logged.items():
+    for key, (offsets, _, _) in logged.items():
         by_class.setdefault(classes[key], []).append(offsets)
     class_offsets = {name: _nan_median(np.vstack(rows)) for name, rows in by_class.items()}
     fitted = {}
     for key in series:
-        offsets, sizes = logged[key]
-        own = (sizes >= MIN_HOST_RUNS) | (np.count_nonzero(sizes) < 2)  # one host: the series' own level
+        offsets, sizes, case_noise = logged[key]
         pooled = np.nan_to_num(class_offsets[classes[key]])
+        # a median of n runs errs by 1.2533 σ / √n: an offset that stands no clearer of its class's than CLEAR of
+        # those is the noise of its few runs, and removing it would add that noise to the series
+        error = 1.2533 * case_noise / np.sqrt(np.maximum(sizes, 1))
+        clear = np.abs(np.nan_to_num(offsets) - pooled) >= CLEAR * error
+        own = ((sizes >= MIN_HOST_RUNS) & clear) | (np.count_nonzero(sizes) < 2)  # one host: the series' own level
         chosen = np.where(own, np.nan_to_num(offsets), np.where(sizes > 0, pooled, 0.0))
         fitted[key] = HostOffsets(offsets=np.expm1(chosen), runs=sizes, from_class=(sizes > 0) & ~own)
     return fitted
