@@ -12,9 +12,10 @@ runs of the figures with the hosts' offsets removed (a median follows a step: on
 level between the two, so a change that reaches every host is not mistaken for a host's offset), and a host's offset is the median of its runs' residuals from
 that level; the two are refined in turn (``ITERATIONS``). The offsets are then taken relative to the run-weighted
 median host, so the series keeps the level of the hosts that read alike. A host with fewer than
-``MIN_HOST_RUNS`` runs of a case has too few for a median of its own: it takes its **class** offset, the median of
-its offsets over the cases of the same class (``class_of``: clock-bound or memory-bound, which is where the hosts'
-offsets differ), measured on every case it ran.
+``MIN_HOST_RUNS`` runs of a case has too few for a median of its own, and one whose own offset stands less than
+``CLEAR`` standard errors clear of its class's is telling its runs' noise: it takes its **class** offset, the median
+of its offsets over the cases of the same class (``class_of``: clock-bound or memory-bound), measured on every case
+it ran.
 
 PYTEST_DONT_REWRITE
 """
@@ -96,7 +97,8 @@ def case_offsets(values: np.ndarray, hosts: np.ndarray,
 def fit(series: Mapping[Hashable, tuple[np.ndarray, np.ndarray]], count: int,
         class_of: Mapping[Hashable, Hashable] | None = None) -> dict[Hashable, HostOffsets]:
     """Every case's ``HostOffsets`` (relative), from ``(figures in run order, host numbers)`` per case of one GPU
-    model: a host's own offset where it has ``MIN_HOST_RUNS`` runs of the case, else its class's. Cases run on
+    model: a host's own offset where it has ``MIN_HOST_RUNS`` runs of the case and it stands ``CLEAR`` standard
+    errors clear of its class's, else its class's. Cases run on
     the same hosts in the same order (as a fleet's cases mostly are) are fitted together, as rows of one array."""
     together: dict[bytes, list[Hashable]] = {}
     for key, (_, hosts) in series.items():
