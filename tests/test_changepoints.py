@@ -161,6 +161,16 @@ def test_a_step_on_every_host_is_found_at_its_run_whatever_hosts_the_runs_land_o
         offsets[change.after.host] - offsets[change.before.host], abs=0.003)
 
 
+def test_a_noisy_case_s_hosts_take_their_class_offset_where_their_own_is_its_noise() -> None:
+    rng = np.random.default_rng(14)
+    runs = {pk: _run(pk, host=f"GPU-{rng.integers(4)}") for pk in range(1, 81)}
+    rows = [(case, "m", pk, 50.0 * (1 + noise * rng.standard_normal()), "PASS")
+            for case, noise in (("noisy", 0.02), ("quiet", 0.001)) for pk in runs]
+    grouped = series(rows, runs)
+    noisy = grouped[SeriesKey("h200", ALL_HOSTS, "noisy", "m")].host_offsets.values()
+    assert all(told.from_class and abs(told.offset) < 0.003 for told in noisy)
+
+
 def test_a_host_with_few_runs_takes_its_class_offset() -> None:
     rng = np.random.default_rng(13)
     runs = {pk: _run(pk, host="GPU-new" if pk in (40, 45) else f"GPU-{pk % 3}") for pk in range(1, 50)}
