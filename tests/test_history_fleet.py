@@ -78,6 +78,8 @@ def test_a_fleet_history_through_ingest_and_the_cli(database_url: str, tmp_path:
     assert first["exit"] == 1 and len(first["placed"]) >= 0.95 * len(few)
     assert first["driver"] >= first["placed"] and first["kernel"] >= first["placed"]  # both named at each step
     assert later["exit"] == 0 and later["recent"] == []  # one alarm per step: not again 10 runs later
+    named = {line.split()[1] for line in first["lines"] if line.startswith("HOST ")}  # hosts, not changes
+    assert "GPU-3d2eeeeb" in named and len(named & {"GPU-0d7bcbaf", "GPU-312a1ad8", "GPU-691a02b1", "GPU-efba48f8"}) >= 3
     assert not any(line.startswith("SLOWDOWN") and " host " in line and "all hosts" not in line
                    for line in later["lines"])
 

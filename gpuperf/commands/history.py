@@ -245,8 +245,9 @@ def cmd_changes(args: argparse.Namespace) -> int:
         changes = history_changes.with_time_figures(
             changes, grouped, lambda key, pks: history.time_figures(key.case_id, key.method, pks))
     for host in host_offsets.hosts_reading_differently(history_changes.offset_rows(grouped), DEFAULT_MIN_SIZE):
-        print(terminal(f"HOST {_short_host(host.host)} on {host.gpu_slug} reads {host.cases} of its "
-                       f"{host.of} cases {100 * host.low:+.1f} … {100 * host.high:+.1f} % against the "
+        print(terminal(f"HOST {_short_host(host.host)} on {host.gpu_slug} reads {host.cases} cases "
+                       f"{100 * host.low:+.1f} … {100 * host.high:+.1f} % (of {host.of} with an offset of its own) "
+                       "against the "
                        f"model's other hosts (furthest: {host.example}): a host's offset, removed before change "
                        "points are judged, not a change", None))
     for change in changes:

@@ -143,7 +143,7 @@ class HostReading:
     gpu_slug: str
     host: str
     cases: int  # cases it reads so
-    of: int  # cases it ran
+    of: int  # cases it has an offset of its own for
     low: float  # the lowest and highest of those offsets
     high: float
     example: str  # the case it reads furthest off
