@@ -86,7 +86,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     url = target_of(args)
     paths = [Path(path) for path in args.paths]
     selected = selected_files(paths, args.exclude)
-    with removed_unless_kept(url) as kept:
+    with removed_unless_kept(url) as kept, damage_told(url):  # a damaged history is one line, as for a reader
         with History(url, create=True) as history:
             report = history.ingest(paths, exclude=args.exclude, selected=selected)
         kept[0] = bool(report.added)

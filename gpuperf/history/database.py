@@ -36,7 +36,7 @@ from gpuperf.history.schema import (AT_MAX_CLOCK, CYCLES, DOCUMENT_ENCODING, JUD
                                     decode_document, has_series_index, migrate, recorded_version)
 from gpuperf.store.history_target import HistoryError as HistoryError  # the history's error
 from gpuperf.store.history_target import mask_text
-from gpuperf.history.guard import require_readable
+from gpuperf.history.guard import damaged, missing_table, require_readable
 from gpuperf.store.history_target import resolve_target as resolve_target
 from gpuperf.store.history_target import sqlite_url as sqlite_url
 from gpuperf.store.history_target import to_url as to_url
@@ -73,6 +73,8 @@ class History:
                 self._require_history()
         except SQLAlchemyError as exc:
             self.engine.dispose()
+            if missing_table(exc):  # a table dropped by hand: damage, not an unreachable file or server
+                raise damaged(url, exc) from None
             raise HistoryError(f"history {self.where}: cannot be opened ({mask_text(_reason(exc), self.url)}); "
                                "check the path or the server, or pass --history none") from exc
         except (SchemaError, HistoryError):

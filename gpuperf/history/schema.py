@@ -23,6 +23,8 @@ import zlib
 
 import sqlalchemy as sa
 
+from gpuperf.install.command import upgrade_command
+
 #: The schema this code reads and writes.
 SCHEMA_VERSION = 6
 
@@ -322,7 +324,7 @@ def migrate(connection: sa.Connection, where: str) -> int:
     found = recorded_version(connection)
     if found > SCHEMA_VERSION:
         raise SchemaError(f"{where}: the history database has schema version {found}, newer than the "
-                          f"{SCHEMA_VERSION} this gpuperf knows; upgrade gpuperf (pip install -U gpuperf), or "
+                          f"{SCHEMA_VERSION} this gpuperf knows; upgrade gpuperf ({upgrade_command()}), or "
                           "point --history (or $GPUPERF_HISTORY) at another database")
     for version in range(found + 1, SCHEMA_VERSION + 1):
         MIGRATIONS[version - 1](connection)
