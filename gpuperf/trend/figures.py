@@ -27,6 +27,7 @@ from plotly.colors import qualitative
 from gpuperf.trend.data import DRAWN_DELTA, DRAWN_FIGURE, Annotation, CaseSeries, SeriesPoint, TrendData
 from gpuperf.trend.thumbnails import (ANNOTATION_COLOURS, CHANGE_POINT_COLOUR, EXPERIMENT_COLOUR, EXPERIMENTS,
                                       RECORDING_STATUSES)
+from gpuperf.untrusted import plotly_text
 from gpuperf.vocabulary import Status
 
 #: Enough distinct colours for a fleet; a larger fleet reuses them in order.
@@ -125,22 +126,30 @@ def _spread_trace(data: TrendData, series: CaseSeries) -> Trace | None:
 
 class Tooltips:
     """The tooltip of each point: the run's part (its number, date, host, commit, branch, CI job) made once per
-    run for every chart of a site, the point's own (figure, Δ, spread, status, kernels) per point."""
+    run for every chart of a site, the point's own (figure, Δ, spread, status, kernels) per point. Every field
+    comes from a results file: shown as text, never markup (``plotly_text``: a branch may be "fix<br>PASS")."""
 
     def __init__(self, data: TrendData) -> None:
         self.data = data
         self._runs: dict[str, tuple[str, str]] = {}
+        self._texts: dict[str, str] = {}
+
+    def _shown(self, text: str) -> str:
+        found = self._texts.get(text)
+        if found is None:
+            found = self._texts[text] = plotly_text(text)
+        return found
 
     def _run(self, run_id: str) -> tuple[str, str]:
         found = self._runs.get(run_id)
         if found is None:
-            run = self.data.run(run_id)
+            run, shown = self.data.run(run_id), plotly_text
             commit = (run.commit[:12] + (" (dirty)" if run.dirty else "")) if run.commit else "unknown"
-            experiment = f"<br>experiment: {run.experiment}" if run.experiment else ""
+            experiment = f"<br>experiment: {shown(run.experiment)}" if run.experiment else ""
             found = self._runs[run_id] = (
-                f"run {self.data.run_number(run_id)} · {run.started}<br>",
-                f"<br>host {run.host} ({run.host_class})<br>commit {commit} · branch {run.branch or '—'}"
-                f"<br>CI job {run.ci_job or '—'}{experiment}<br>kernels ")
+                f"run {self.data.run_number(run_id)} · {shown(run.started)}<br>",
+                f"<br>host {shown(run.host)} ({shown(run.host_class)})<br>commit {shown(commit)} · branch "
+                f"{shown(run.branch or '—')}<br>CI job {shown(run.ci_job or '—')}{experiment}<br>kernels ")
         return found
 
     def __call__(self, series: CaseSeries, point: SeriesPoint) -> str:
@@ -150,7 +159,8 @@ class Tooltips:
         if point.measured is not None:
             value += f" at max clock (measured {point.measured:.4g})"
         delta = "" if point.delta is None else f" · Δ {100 * point.delta:+.2f} % to its baseline"
-        return f"{head}{value} {series.unit}{spread}{delta} · {point.status}{tail}{' + '.join(point.kernels) or '—'}"
+        return (f"{head}{value} {self._shown(series.unit)}{spread}{delta} · {self._shown(point.status)}{tail}"
+                f"{self._shown(' + '.join(point.kernels) or '—')}")
 
 
 def _host_traces(data: TrendData, series: CaseSeries, colours: dict[str, str], tip: Tooltips) -> list[Trace]:
@@ -165,7 +175,7 @@ def _host_traces(data: TrendData, series: CaseSeries, colours: dict[str, str], t
         points = [point for point, _ in members]
         marker = ({"color": EXPERIMENT_COLOUR, "size": 7, "symbol": "circle-open"} if name == EXPERIMENTS else
                   {"color": colours[data.run(points[0].run_id).host], "size": 7})
-        traces.append(_scatter(_numbers(data, points), _values([y for _, y in members]), name=name,
+        traces.append(_scatter(_numbers(data, points), _values([y for _, y in members]), name=plotly_text(name),
                                legendgroup=name, mode="markers", marker=marker,
                                text=[tip(series, p) for p in points], hovertemplate="%{text}<extra></extra>"))
     return traces
@@ -217,8 +227,8 @@ def _markers(data: TrendData, series: CaseSeries,
         level = stacked.get(mark.run_id, 0)
         stacked[mark.run_id] = level + 1
         labels.append({"x": x, "y": 0.02 + 0.07 * level, "xref": "x", "yref": "paper", "xanchor": "left",
-                       "yanchor": "bottom", "showarrow": False, "text": _short(mark.text),
-                       "hovertext": mark.text, "font": {"color": colour, "size": 10},
+                       "yanchor": "bottom", "showarrow": False, "text": plotly_text(_short(mark.text)),
+                       "hovertext": plotly_text(mark.text), "font": {"color": colour, "size": 10},
                        "bgcolor": "rgba(255,255,255,0.8)"})
     return shapes, labels
 
@@ -246,7 +256,7 @@ def case_figure(data: TrendData, series: CaseSeries, colours: dict[str, str], ma
     layout = {"height": 520, "margin": {"l": 60, "r": 20, "t": 40, "b": 50}, "shapes": shapes,
               "annotations": labels, "xaxis": {"title": {"text": f"run ({series.gpu_model})"},
                                                "range": _x_range(data, series)},
-              "yaxis": {"title": {"text": series.drawn_basis}}, "legend": {"orientation": "h", "y": -0.15},
+              "yaxis": {"title": {"text": plotly_text(series.drawn_basis)}}, "legend": {"orientation": "h", "y": -0.15},
               "hovermode": "closest", "plot_bgcolor": "#fafafa"}
     text: str = pio.to_json({"data": traces, "layout": layout}, validate=False, pretty=False)
     return text
