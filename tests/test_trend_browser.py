@@ -345,15 +345,15 @@ def test_tooltips_and_annotations_show_text_from_data_as_text_never_as_markup(tm
     data = synthetic_trend(cases=2, runs=8, hosts=1)
     runs = tuple(dataclasses.replace(run, branch=FORGED_BRANCH, ci_job=LINKED_JOB) for run in data.runs)
     step = data.series[0]
-    points = tuple(dataclasses.replace(point, kernels=(BOLD_KERNEL,)) if index >= 5 else point
+    points = tuple(point._replace(kernels=(BOLD_KERNEL,)) if index >= 5 else point  # a point is a named tuple
                    for index, point in enumerate(step.points))
     data = dataclasses.replace(data, runs=runs, series=(dataclasses.replace(step, points=points), *data.series[1:]))
     write_site(data, tmp_path)
     page.open(tmp_path / case_page_name(data.series[0]))
     chart = page.page.locator(".case-chart")
-    host = runs[0].host
-    chart.evaluate("(node, host) => Plotly.Fx.hover(node, [{curveNumber: node.data.findIndex(t => t.name === host),"
-                   " pointNumber: 6}])", host)
+    kind = runs[0].host_class  # a trace per kind of host
+    chart.evaluate("(node, kind) => Plotly.Fx.hover(node, [{curveNumber: node.data.findIndex(t => t.name === kind),"
+                   " pointNumber: 6}])", kind)
     page.page.wait_for_selector(".hoverlayer .hovertext", timeout=5_000)
     hover = page.page.locator(".hoverlayer")
     text = hover.evaluate("node => node.textContent")
