@@ -205,7 +205,7 @@ def test_targets_resolve_from_the_option_the_environment_or_the_default(database
 def test_a_run_written_twice_through_the_drivers_cursor_is_refused_as_sqlalchemy_refuses_it(database_url: str) -> None:
     """The writer hands a run's rows to the driver's own cursor; a run id taken already (another process appended
     the run first) is still SQLAlchemy's IntegrityError, which the append answers by finding the run present."""
-    from gpuperf.history import database as history_module
+    from gpuperf.history import writes as history_writes
     from gpuperf.history.backfill import prepare
 
     run = document("2026-12-01T11:00:00+00:00", {CASE: 2.0})
@@ -213,7 +213,7 @@ def test_a_run_written_twice_through_the_drivers_cursor_is_refused_as_sqlalchemy
         assert history.append(run, "first")
         row, body, columns = prepare(run, "again", None)
         with pytest.raises(sa.exc.IntegrityError), history.engine.begin() as connection, \
-                history_module._driver_cursor(connection) as cursor:
+                history_writes.driver_cursor(connection) as cursor:
             history._insert(connection, cursor, row, body, columns)
         assert history.append(run, "again") is False
     assert _count(database_url, RUNS) == 1

@@ -12,11 +12,9 @@ PYTEST_DONT_REWRITE
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
 import functools
-from functools import lru_cache
-from itertools import repeat
 from pathlib import Path
 from typing import Any
 
@@ -30,13 +28,14 @@ from gpuperf.history.driver_rows import fetch, fetcher
 from gpuperf.history.engine import create_engine as create_engine
 from gpuperf.history.engine import describe as describe
 from gpuperf.history.backfill import IngestReport, Prepared, ingest_files, prepare, selected_files
-from gpuperf.history.rows import CASE_COLUMN, METHOD_COLUMN, RECORD_VALUE_COLUMNS, RunSummary, started_instant
-from gpuperf.history.schema import (AT_MAX_CLOCK, CYCLES, DOCUMENT_ENCODING, JUDGED_FIGURE, RECORDS, RUN_DOCUMENTS,
+from gpuperf.history.rows import RunSummary, started_instant
+from gpuperf.history.schema import (AT_MAX_CLOCK, CYCLES, JUDGED_FIGURE, RECORDS, RUN_DOCUMENTS,
                                     RUNS, SCHEMA_VERSION, SERIES, SERIES_INDEX, SchemaError, create_series_index,
                                     decode_document_bytes, has_series_index, migrate, recorded_version)
 from gpuperf.store.history_target import HistoryError as HistoryError  # the history's error
 from gpuperf.store.history_target import mask_text
 from gpuperf.history.guard import damaged, missing_table, require_readable
+from gpuperf.history.writes import KEYS_AT_ONCE, SeriesNumbers, driver_cursor, insert_run, preparing
 from gpuperf.store.history_target import resolve_target as resolve_target
 from gpuperf.store.history_target import sqlite_url as sqlite_url
 from gpuperf.store.history_target import to_url as to_url
@@ -48,8 +47,6 @@ INGEST_BATCH = 100
 BULK_RUNS = 1000
 #: PostgreSQL advisory lock key held while a database's schema is migrated.
 _MIGRATION_LOCK = 0x67707066
-#: Keys per ``IN (…)`` query: run documents decoded at a time, cases whose series numbers are looked up.
-_KEYS_AT_ONCE = 500
 
 
 #: The columns of a ``RunSummary``, in the order of its fields.
@@ -65,7 +62,7 @@ class History:
         self.url = url
         self.where = describe(url)
         self.engine = create_engine(url, create, read_only=not create)
-        self._series = _SeriesNumbers()  # series numbers known in the transaction under way
+        self._series = SeriesNumbers()  # series numbers known in the transaction under way
         try:
             if create:
                 self._migrate()
@@ -138,10 +135,10 @@ class History:
         prepared on a helper thread while the one before is written (runs prepared already need none)."""
         try:
             self._series.clear()
-            with self.engine.begin() as connection, _preparing(aside) as each:
+            with self.engine.begin() as connection, preparing(aside) as each:
                 present = {row[0] for row in connection.execute(sa.select(RUNS.c.run_id).where(RUNS.c.run_id.in_(ids)))}
                 wanted = [index for index, run in enumerate(ids) if run not in present and ids.index(run) == index]
-                with _driver_cursor(connection) as cursor:
+                with driver_cursor(connection) as cursor:
                     for run, body, columns in each(prepared, wanted):
                         self._insert(connection, cursor, run, body, columns)
             self._series.clear()
@@ -174,20 +171,7 @@ class History:
     def _insert(self, connection: sa.Connection, cursor: Any, run: dict[str, Any], body: bytes,
                 columns: list[list[Any]]) -> None:
         """One run's rows, written through the driver's ``cursor`` of ``connection``'s transaction."""
-        dialect = connection.dialect
-        statement, order, returning = _driver_insert(RUNS, dialect, tuple(run), returning=True)
-        cursor.execute(statement, _parameters(order, run))
-        pk = cursor.fetchone()[0] if returning else cursor.lastrowid
-        document = {"run_pk": pk, "encoding": DOCUMENT_ENCODING, "body": body}
-        statement, order, _ = _driver_insert(RUN_DOCUMENTS, dialect, tuple(document))
-        cursor.execute(statement, _parameters(order, document))
-        if columns[0]:
-            numbers = self._series.column(connection, columns[CASE_COLUMN], columns[METHOD_COLUMN])
-            statement, named = _records_insert(dialect)
-            rows: list[Any] = list(zip(repeat(pk), *columns, numbers))
-            if named:  # PostgreSQL's %(name)s; SQLite's "?" take the tuples as they are
-                rows = [dict(zip(RECORD_VALUE_COLUMNS, row)) for row in rows]
-            cursor.executemany(statement, rows)
+        insert_run(connection, cursor, self._series, run, body, columns)
 
     def ingest(self, paths: Sequence[Path], batch: int = INGEST_BATCH, exclude: Sequence[str] = (),
                workers: int | None = None, selected: tuple[list[Path], list[Path]] | None = None) -> IngestReport:
@@ -253,9 +237,9 @@ class History:
             if run_pks is None:
                 return {int(pk): value for pk, value in fetch(connection, query)}
             wanted = sorted(set(run_pks))
-            for start in range(0, len(wanted), _KEYS_AT_ONCE):  # through the series index, run by run
+            for start in range(0, len(wanted), KEYS_AT_ONCE):  # through the series index, run by run
                 found.update((int(pk), value) for pk, value in fetch(
-                    connection, query.where(RECORDS.c.run_pk.in_(wanted[start:start + _KEYS_AT_ONCE]))))
+                    connection, query.where(RECORDS.c.run_pk.in_(wanted[start:start + KEYS_AT_ONCE]))))
         return found
 
     def series_columns(self) -> history_series.Columns:
@@ -270,9 +254,9 @@ class History:
         found: dict[tuple[str, int], tuple[str, str | None]] = {}
         wanted = sorted(set(run_pks))
         with self.reading() as connection:
-            for start in range(0, len(wanted), _KEYS_AT_ONCE):
+            for start in range(0, len(wanted), KEYS_AT_ONCE):
                 query = sa.select(RECORDS.c.case_id, RECORDS.c.run_pk, RECORDS.c.kernels, RECORDS.c.kernel_identity
-                                  ).where(RECORDS.c.run_pk.in_(wanted[start:start + _KEYS_AT_ONCE]))
+                                  ).where(RECORDS.c.run_pk.in_(wanted[start:start + KEYS_AT_ONCE]))
                 found.update({(case, int(pk)): (kernels or "", identity)
                               for case, pk, kernels, identity in fetch(connection, query)})
         return found
@@ -336,114 +320,6 @@ def runs_query(columns: Sequence[Any], gpu: str | None = None, since: str | None
     return query
 
 
-class _SeriesNumbers:
-    """The ``series`` number of each ``(case_id, method)`` known in the transaction under way, those not yet in
-    ``series`` added as they are met (a concurrent writer's addition of the same key is taken, not repeated).
-    Cleared with each transaction: one that is rolled back takes its additions with it."""
-
-    def __init__(self) -> None:
-        self.known: dict[tuple[str, str], int] = {}
-        self._last: tuple[tuple[list[str], list[str | None]], list[int]] | None = None
-
-    def clear(self) -> None:
-        self.known.clear()
-        self._last = None
-
-    def column(self, connection: sa.Connection, case_ids: list[str], methods: list[str | None]) -> list[int]:
-        """Each record's series number, from its case and method. A run whose cases and methods are those of
-        the run before (a backfill's runs are) takes the same numbers, found by comparing the columns."""
-        if self._last is not None and self._last[0] == (case_ids, methods):
-            return self._last[1]
-        keys = list(zip(case_ids, [method or "" for method in methods]))
-        missing = set(keys) - self.known.keys()
-        if missing:
-            connection.execute(_insert_new_series(connection.dialect.name),
-                               [{"case_id": case, "method": method} for case, method in sorted(missing)])
-            cases = sorted({case for case, _ in missing})
-            for start in range(0, len(cases), _KEYS_AT_ONCE):
-                query = sa.select(SERIES.c.case_id, SERIES.c.method, SERIES.c.pk).where(
-                    SERIES.c.case_id.in_(cases[start:start + _KEYS_AT_ONCE]))
-                self.known.update({(case, method): pk for case, method, pk in connection.execute(query)})
-        numbers = [self.known[key] for key in keys]
-        self._last = ((case_ids, methods), numbers)
-        return numbers
-
-
-DriverInsert = tuple[str, "tuple[str, ...] | None", bool]
-
-
-@lru_cache(maxsize=16)
-def _driver_insert(table: sa.Table, dialect: sa.Dialect, keys: tuple[str, ...],
-                   returning: bool = False) -> DriverInsert:
-    """An INSERT of ``keys`` into ``table`` as the driver takes it, compiled once (through SQLAlchemy, a run's
-    rows cost more to hand over than to write): the statement, its parameters' order (``None``: named), and
-    whether it returns the new ``pk`` (asked for and the engine has RETURNING; else the cursor's ``lastrowid``
-    is it)."""
-    returning = returning and bool(dialect.insert_returning)
-    statement = sa.insert(table).returning(table.c.pk) if returning else sa.insert(table)
-    compiled = statement.compile(dialect=dialect, column_keys=list(keys))
-    return str(compiled), _order(compiled), returning
-
-
-@lru_cache(maxsize=4)
-def _records_insert(dialect: sa.Dialect) -> tuple[str, bool]:
-    """The records' INSERT, whose rows are handed over as they are made (``RECORD_VALUE_COLUMNS`` order), and
-    whether its parameters are named."""
-    statement, order, _ = _driver_insert(RECORDS, dialect, RECORD_VALUE_COLUMNS)
-    if order is not None and order != RECORD_VALUE_COLUMNS:
-        raise AssertionError(f"the records' INSERT binds {order}, not {RECORD_VALUE_COLUMNS}")
-    return statement, order is None
-
-
-@contextmanager
-def _driver_cursor(connection: sa.Connection) -> Iterator[Any]:
-    """The driver's own cursor on ``connection``'s transaction, for a run's rows: SQLAlchemy's making of an
-    execution context costs a sixth of the writer's time per run of a backfill, and the statements are the
-    driver's already (``_driver_insert``). A driver's error is raised as SQLAlchemy raises it (an
-    ``IntegrityError`` for a run another process appended first)."""
-    cursor = connection.connection.cursor()
-    base = connection.dialect.loaded_dbapi.Error
-    try:
-        yield cursor
-    except base as exc:
-        raise sa.exc.DBAPIError.instance(None, None, exc, base, dialect=connection.dialect) from exc
-    finally:
-        cursor.close()
-
-
-@contextmanager
-def _preparing(aside: bool) -> Iterator[Callable[[Callable[[int], Prepared], Sequence[int]], Iterable[Prepared]]]:
-    """A ``map`` of the runs to write: on a helper thread (``History.append_batch`` says why), or in this one."""
-    if not aside:
-        yield map
-        return
-    from concurrent.futures import ThreadPoolExecutor  # here: a suite's append need not import it at start-up
-
-    with ThreadPoolExecutor(max_workers=1) as helper:
-        yield helper.map
-
-
-def _order(compiled: sa.Compiled) -> tuple[str, ...] | None:
-    order = getattr(compiled, "positiontup", None)
-    return None if order is None else tuple(order)
-
-
-def _parameters(order: tuple[str, ...] | None, values: Mapping[str, Any]) -> Any:
-    """``values`` as the driver takes them: by name, or in the statement's order."""
-    return values if order is None else tuple(values[name] for name in order)
-
-
-def _insert_new_series(dialect: str) -> sa.Executable:
-    """``INSERT INTO series … ON CONFLICT DO NOTHING``, as SQLite and PostgreSQL each spell it."""
-    if dialect == "postgresql":
-        from sqlalchemy.dialects import postgresql
-
-        return postgresql.insert(SERIES).on_conflict_do_nothing()
-    from sqlalchemy.dialects import sqlite
-
-    return sqlite.insert(SERIES).on_conflict_do_nothing()
-
-
 def _fixed(prepared: Callable[[int], Prepared], index: int, _ignored: int) -> Prepared:
     return prepared(index)
 
@@ -459,8 +335,8 @@ def records_with_data(connection: sa.Connection, rows: Sequence[Mapping[str, Any
     text, from its run's document, as schema 3 kept it in a column of its own."""
     wanted = sorted({int(row["run_pk"]) for row in rows})
     documents: dict[int, dict[str, Any]] = {}
-    for start in range(0, len(wanted), _KEYS_AT_ONCE):
-        documents.update(run_documents(connection, wanted[start:start + _KEYS_AT_ONCE]))
+    for start in range(0, len(wanted), KEYS_AT_ONCE):
+        documents.update(run_documents(connection, wanted[start:start + KEYS_AT_ONCE]))
     out = []
     for row in rows:
         document = documents.get(int(row["run_pk"]))
