@@ -128,3 +128,32 @@ def test_hand_edits_that_break_a_fields_meaning_are_refused_by_every_reader_alik
     assert not (tmp_path / "site").exists()
     with pytest.raises(HistoryError, match="edited by hand"):
         load_trend(sqlite_url(damaged))
+
+
+@pytest.mark.parametrize("indexed", [True, False])
+def test_a_meaningless_record_is_found_through_the_partial_index_and_without_it(
+        indexed: bool, pristine: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The readers find an edited record through the records' partial index of such rows, which SQLite keeps
+    through the hand edit itself; a history without that index (written before it) is scanned instead. A
+    writer's opening adds the index to a history that lacks it."""
+    from gpuperf.history.schema import MEANING_INDEX, meaningless_records
+
+    damaged = _copy(pristine, tmp_path / "edited")
+    with sqlite3.connect(damaged) as connection:
+        if not indexed:
+            connection.execute(f"DROP INDEX {MEANING_INDEX}")
+        connection.execute("UPDATE records SET status = 'BOGUS' WHERE rowid = (SELECT max(rowid) FROM records)")
+        plan = " ".join(str(row[-1]) for row in connection.execute(
+            f"EXPLAIN QUERY PLAN SELECT pk FROM records WHERE {meaningless_records('sqlite')} LIMIT 1"))
+        held = connection.execute(f"SELECT count(*) FROM records WHERE {meaningless_records('sqlite')}").fetchone()
+    connection.close()
+    assert (MEANING_INDEX in plan) is indexed, plan
+    assert held == (1,)
+    assert main(["history", "changes", "--history", str(damaged)]) == 1
+    assert "status 'BOGUS' of" in capsys.readouterr().err
+    if not indexed:
+        History(sqlite_url(damaged)).close()  # a writer's opening builds the index, the edited row in it
+        with sqlite3.connect(damaged) as connection:
+            assert connection.execute(f"SELECT count(*) FROM records INDEXED BY {MEANING_INDEX} WHERE "
+                                      f"{meaningless_records('sqlite')}").fetchone() == (1,)
+        connection.close()

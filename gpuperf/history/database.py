@@ -31,6 +31,7 @@ from gpuperf.history.backfill import IngestReport, Prepared, ingest_files, prepa
 from gpuperf.history.rows import RunSummary, started_instant
 from gpuperf.history.schema import (AT_MAX_CLOCK, CYCLES, JUDGED_FIGURE, RECORDS, RUN_DOCUMENTS,
                                     RUNS, SCHEMA_VERSION, SERIES, SERIES_INDEX, SchemaError, create_series_index,
+                                    MEANING_INDEX, create_meaning_index, has_index,
                                     decode_document_bytes, has_series_index, migrate, recorded_version)
 from gpuperf.store.history_target import HistoryError as HistoryError  # the history's error
 from gpuperf.store.history_target import mask_text
@@ -99,13 +100,15 @@ class History:
 
     def _migrate(self) -> None:
         with self.reading() as connection:
-            if recorded_version(connection) == SCHEMA_VERSION and has_series_index(connection):
+            if recorded_version(connection) == SCHEMA_VERSION and has_series_index(connection) and \
+                    has_index(connection, MEANING_INDEX):
                 return
         with self.engine.begin() as connection:
             if connection.dialect.name == "postgresql":
                 connection.execute(sa.select(sa.func.pg_advisory_xact_lock(_MIGRATION_LOCK)))
             migrate(connection, self.where)
             create_series_index(connection)  # after a backfill that was interrupted
+            create_meaning_index(connection)  # a history written before the readers' check had it
 
     def append(self, document: dict[str, Any], source: str, text: str | None = None) -> bool:
         """Add a run and its records in one transaction; ``False`` when the run was already there. ``text`` is the

@@ -18,7 +18,8 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from gpuperf.history.engine import create_engine, describe, sqlite_file
 from gpuperf.install.command import upgrade_command
-from gpuperf.history.schema import SCHEMA_VERSION, SchemaError, recorded_version
+from gpuperf.history.schema import (BASES, SCHEMA_VERSION, STATUSES, SchemaError, meaningless_records,
+                                    recorded_version)
 from gpuperf.store.history_target import HistoryError, mask_text
 from gpuperf.vocabulary import Status
 
@@ -80,18 +81,13 @@ def require_readable(connection: sa.Connection, where: str, url: str) -> None:
 #: GLOB and a PostgreSQL regular expression.
 _INSTANT_GLOB = "[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]T[0-9][0-9]:[0-9][0-9]:[0-9][0-9].[0-9][0-9][0-9][0-9][0-9][0-9]+00:00"
 _INSTANT_REGEX = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{6}\+00:00$"
-#: What a record's figures and words may be: a figure is a number (SQLite stores any value in any column), a
-#: judged record's figure is positive (the gate turns any other into ERROR: ``gate.valid_figure``), a status is
-#: one of the vocabulary's, a basis one of ``gate.Basis``'s (written out: the store imports no verdict;
-#: ``tests/test_history_basis.py`` holds them equal).
-BASES = ("time", "cycles")
-
-
 def check_meaning(connection: sa.Connection) -> None:
     """Rows that decode but say what no run could (edited by hand: a run started ``'yesterday'``, a status
     ``'BOGUS'``, a figure of ``-1`` or ``'abc'``) make the history unreadable for every reader alike, with the
-    first such row named: a ``ValueError`` that ``damage_told`` tells. One scan of the runs and one of the
-    series index (a covering index: every record's status, basis and figures)."""
+    first such row named: a ``ValueError`` that ``damage_told`` tells. One scan of the runs, and the records'
+    partial index of such rows (``schema.MEANING_INDEX``: empty unless a row was edited so, it costs what it
+    holds; the query's condition is the index's, which is how the planner takes it) where the history has it,
+    else a scan of every record."""
     sqlite = connection.dialect.name == "sqlite"
     instant = "started_utc GLOB :instant" if sqlite else "started_utc ~ :instant"
     run = connection.execute(sa.text(f"SELECT run_id, source, started_utc FROM runs WHERE started_utc IS NOT NULL "
@@ -100,20 +96,14 @@ def check_meaning(connection: sa.Connection) -> None:
     if run is not None:
         raise ValueError(f"run {str(run[0])[:10]} (from {run[1]}) has started_utc {str(run[2])[:40]!r}, which is not "
                          "an instant in UTC")
-    statuses = sorted(value for name, value in vars(Status).items() if name.isupper() and isinstance(value, str))
-    numbers = " OR typeof(value) NOT IN ('real', 'integer', 'null') OR typeof(value_at_max_clock) NOT IN " \
-              "('real', 'integer', 'null')" if sqlite else ""
-    found = connection.execute(sa.text(
-        "SELECT pk, status, basis, value, value_at_max_clock FROM records WHERE status NOT IN :statuses "
-        "OR basis NOT IN :bases OR (status <> :error AND value <= 0) OR value_at_max_clock <= 0" + numbers
-        + " LIMIT 1").bindparams(sa.bindparam("statuses", expanding=True), sa.bindparam("bases", expanding=True)),
-        {"statuses": statuses, "bases": list(BASES), "error": Status.ERROR}).first()
+    found = connection.execute(sa.text(f"SELECT pk, status, basis, value, value_at_max_clock FROM records WHERE "
+                                       f"{meaningless_records(connection.dialect.name)} LIMIT 1")).first()
     if found is not None:
         case = connection.execute(sa.text("SELECT case_id, run_pk FROM records WHERE pk = :pk"),
                                   {"pk": found[0]}).first()
         _, status, basis, value, at_max = found
-        field, said, rule = (("status", status, f"not one of {', '.join(statuses)}")
-                             if status is not None and status not in statuses else
+        field, said, rule = (("status", status, f"not one of {', '.join(STATUSES)}")
+                             if status is not None and status not in STATUSES else
                              ("basis", basis, "neither time nor cycles") if basis is not None and basis not in BASES else
                              ("value", value, "not a positive number") if not _positive(value, status) else
                              ("value_at_max_clock", at_max, "not a positive number"))

@@ -24,6 +24,7 @@ import zlib
 import sqlalchemy as sa
 
 from gpuperf.install.command import upgrade_command
+from gpuperf.vocabulary import Status
 
 #: The schema this code reads and writes.
 SCHEMA_VERSION = 6
@@ -183,11 +184,44 @@ def create_series_index(connection: sa.Connection) -> None:
 
 def has_series_index(connection: sa.Connection) -> bool:
     """Whether the series index is there (a backfill drops it while it runs)."""
+    return has_index(connection, SERIES_INDEX)
+
+
+def has_index(connection: sa.Connection, name: str) -> bool:
     if connection.dialect.name == "sqlite":
         query = "SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = :name"
     else:
         query = "SELECT 1 FROM pg_indexes WHERE indexname = :name AND schemaname = current_schema()"
-    return connection.execute(sa.text(query), {"name": SERIES_INDEX}).first() is not None
+    return connection.execute(sa.text(query), {"name": name}).first() is not None
+
+
+#: The statuses a record may hold (``vocabulary.Status``) and the bases (``gate.Basis``, written out: this module
+#: imports no verdict; ``tests/test_history_basis.py`` holds them equal).
+STATUSES = tuple(sorted(value for name, value in vars(Status).items() if name.isupper() and isinstance(value, str)))
+BASES = ("time", "cycles")
+#: The partial index of the records that say what no run could (``meaningless_records``): empty in a history
+#: only gpuperf wrote, kept by the database through every write, a hand edit included, so that a reader finds
+#: such a record without a scan of every record (``guard.check_meaning``).
+MEANING_INDEX = "records_meaningless"
+
+
+def meaningless_records(dialect: str) -> str:
+    """The SQL condition of a record no run could have written: a status not the vocabulary's, a basis neither
+    time nor cycles, a judged figure not positive (the gate makes any other an ERROR: ``gate.valid_figure``), on
+    SQLite (which stores any value in any column) a figure that is no number. Literals only: the same text is
+    the partial index's condition and the readers' query's, which is how the query is answered from it."""
+    def listed(values: tuple[str, ...]) -> str:
+        return ", ".join(f"'{value}'" for value in values)
+
+    numbers = (" OR typeof(value) NOT IN ('real', 'integer', 'null') OR typeof(value_at_max_clock) NOT IN "
+               "('real', 'integer', 'null')") if dialect == "sqlite" else ""
+    return (f"status NOT IN ({listed(STATUSES)}) OR basis NOT IN ({listed(BASES)}) OR (status <> "
+            f"'{Status.ERROR}' AND value <= 0) OR value_at_max_clock <= 0{numbers}")
+
+
+def create_meaning_index(connection: sa.Connection) -> None:
+    connection.execute(sa.text(f"CREATE INDEX IF NOT EXISTS {MEANING_INDEX} ON records (pk) WHERE "
+                               f"{meaningless_records(connection.dialect.name)}"))
 
 
 def _index_series(connection: sa.Connection) -> None:
