@@ -6,7 +6,9 @@ command line names the whole folder and no ``-n``): the in-process end-to-end ru
 takes a second or more on the 2-core machine, such as an end-to-end run in fresh processes or the browser; the same
 checks at full size: big histories, the browser's timing, statistical calibration over many runs) are deselected
 unless ``-m`` names the marker; ``.ci/run`` runs them after the fast tier, with every property test again at the
-``long`` profile: ``python3 -m pytest tests -m "long or hypothesis" --hypothesis-profile=long``.
+``long`` profile, on two workers: ``python3 -m pytest tests -m "(long or hypothesis) and not serial"
+--hypothesis-profile=long -n 2``, then the few marked ``serial`` (a limit of wall-clock time, judged with no second
+worker beside them) on one process: ``python3 -m pytest tests -m "long and serial"``.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ import gpuperf.store.results  # noqa: F401
 import gpuperf.wiring.history_append  # noqa: F401
 
 LONG = "long"
+SERIAL = "serial"
 REPO = Path(__file__).resolve().parents[1]
 #: Workers of the README's command: its fast tier takes twice as long on one process (docs/ci.md).
 FAST_TIER_WORKERS = 2
@@ -86,6 +89,8 @@ def _child_sessions() -> Iterator[None]:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", f"{LONG}: the long tier (full-size scale, timing and calibration checks); "
                                        f"deselected unless -m names it")
+    config.addinivalue_line("markers", f"{SERIAL}: a long test judged on wall-clock time; .ci/run runs these on one "
+                                       f"process, after the rest of the long tier has run on two workers")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -197,6 +197,7 @@ def big_site(request: pytest.FixtureRequest,
     return out, time.perf_counter() - start, _cpu_seconds() - cpu, cases
 
 
+@pytest.mark.serial  # judged on wall-clock time: no second worker beside it
 def test_a_site_of_150_cases_by_1000_runs_builds_in_20_s_with_an_index_under_5_mb(
         big_site: tuple[Path, float, float, int]) -> None:
     out, seconds, cpu, cases = big_site
@@ -207,6 +208,7 @@ def test_a_site_of_150_cases_by_1000_runs_builds_in_20_s_with_an_index_under_5_m
     assert size < INDEX_LIMIT_BYTES
 
 
+@pytest.mark.serial  # judged on wall-clock time: no second worker beside it
 def test_a_site_of_150_cases_by_1000_runs_opens_in_2_s_in_a_fresh_browser(big_site: tuple[Path, float, float, int],
                                                                           browser: Any) -> None:
     """From navigation start (before ``goto``) until every chart of the first screen is drawn, in a fresh
