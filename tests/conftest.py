@@ -112,7 +112,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 
 @pytest.fixture(scope="session")
 def committed_site(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> Path:
-    """The trend site of the committed H200 runs, built once by the documented rebuild (tools/trend_screenshot.py,
+    """The trend site of the committed H200 runs, built once by the documented rebuild (tools/evidence/trend_screenshot.py,
     without its browser step): the CLI's checks read it, the browser's open it. Once per run: xdist's workers
     share the run's temporary folder, where the first to need the site builds it under a lock (4 s of CPU)."""
     shared = tmp_path_factory.getbasetemp()
@@ -123,7 +123,7 @@ def committed_site(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> 
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not done.exists():
             shutil.rmtree(work, ignore_errors=True)  # what a failed build left
-            result = subprocess.run([sys.executable, str(REPO / "tools" / "trend_screenshot.py"), "--no-screenshot",
+            result = subprocess.run([sys.executable, str(REPO / "tools" / "evidence" / "trend_screenshot.py"), "--no-screenshot",
                                      "--work", str(work)], cwd=REPO, capture_output=True, text=True, timeout=300)
             assert result.returncode == 0, result.stderr
             done.touch()

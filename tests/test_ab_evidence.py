@@ -35,7 +35,7 @@ def test_the_table_row_is_the_runs(label: str) -> None:
     assert gate_wall is not None
     aa, slow = _run("aa", gpu), _run("slow", gpu)
     assert aa["base"]["commit"] == aa["head"]["commit"] == slow["head"]["commit"]
-    assert slow["head_env"] == {"GPUPERF_SLOWDOWN": "0.02"} and "tools.slowdown" in slow["selection"]
+    assert slow["head_env"] == {"GPUPERF_SLOWDOWN": "0.02"} and "tools.slowdown" in slow["selection"]  # as it ran
     row = (f"| {label} | GPU-{gpu[:8]} | {_summary(aa)} | {_summary(slow)} | {aa['wall_s']} s "
            f"({gate_wall.group(1)} s) |")
     assert row in PAGE

@@ -228,13 +228,13 @@ SHIFTED_CHECKS = [(SHIFTED_RUN, REPO / "docs" / "fleet" / "gate" / "0e8d49c2-gat
 @pytest.mark.parametrize(("shifted_run", "unshifted_run"), SHIFTED_CHECKS, ids=lambda path: path.parent.name)
 def test_the_shifted_baseline_check_is_what_the_docs_say(shifted_run: Path, unshifted_run: Path,
                                                          tmp_path: Path) -> None:
-    """The shifted copy made again from the committed baseline (``tools/shifted_baseline.py write``) and each
+    """The shifted copy made again from the committed baseline (``tools/gpu_host/shifted_baseline.py write``) and each
     committed gate run against it judged (``judge --unshifted``, with the same host's unshifted gate): the counts and
     the kinds of miss docs/fleet.md's table gives for that GPU, which names every check committed."""
     import subprocess
     import sys
 
-    tool = [sys.executable, str(REPO / "tools" / "shifted_baseline.py")]
+    tool = [sys.executable, str(REPO / "tools" / "gpu_host" / "shifted_baseline.py")]
     made = subprocess.run([*tool, "write", str(BASELINE), str(tmp_path)], capture_output=True, text=True,
                           check=False, cwd=REPO)
     assert made.returncode == 0, made.stderr

@@ -247,7 +247,7 @@ def test_the_cpu_command_is_what_ci_runs() -> None:
 # --- generated pages --------------------------------------------------------------------------------------
 
 def _options_tool() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("options_reference", ROOT / "tools" / "options_reference.py")
+    spec = importlib.util.spec_from_file_location("options_reference", ROOT / "tools" / "generators" / "options_reference.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # its dataclass looks its module up there
@@ -258,7 +258,7 @@ def _options_tool() -> ModuleType:
 def test_the_options_reference_is_generated_from_the_real_options() -> None:
     tool = _options_tool()
     text = tool.page()
-    assert (ROOT / "docs" / "options.md").read_text() == text, "stale: run python tools/options_reference.py"
+    assert (ROOT / "docs" / "options.md").read_text() == text, "stale: run python tools/generators/options_reference.py"
     for option in ("--update-baselines", "--gate", "--no-flush", "--min-sample-time", "gpuperf_cases", "--version"):
         assert f"`{option}`" in text
     assert "### `python -m gpuperf baseline from-runs`" in text

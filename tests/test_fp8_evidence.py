@@ -23,7 +23,7 @@ PAGE = (ROOT / "docs" / "fp8.md").read_text(encoding="utf-8")
 
 
 def _compare(results: str, profile: str) -> str:
-    out = subprocess.run([sys.executable, str(ROOT / "tools" / "profiler_check.py"), "compare",
+    out = subprocess.run([sys.executable, str(ROOT / "tools" / "gpu_host" / "profiler_check.py"), "compare",
                           str(EVIDENCE / results), str(EVIDENCE / profile)], capture_output=True, text=True,
                          check=False, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert out.returncode in (0, 1), out.stderr  # 1: a case beyond the limit, which the page says

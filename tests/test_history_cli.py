@@ -109,7 +109,7 @@ def test_a_slowdown_in_the_third_run_is_named_by_the_gates_rule_with_both_commit
 @pytest.mark.long
 def test_the_committed_fleet_runs_show_no_change_point(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                                        monkeypatch: pytest.MonkeyPatch) -> None:
-    from tools.changepoint_compare import committed_fleet_files
+    from tools.generators.changepoint_compare import committed_fleet_files
 
     files = committed_fleet_files(ROOT)
     target = str(tmp_path / "fleet.sqlite")

@@ -407,7 +407,7 @@ def test_the_framework_evidence_is_what_the_committed_runs_say() -> None:
     import json
 
     evidence = ROOT / "docs" / "framework-kernels"
-    out = subprocess.run([sys.executable, str(ROOT / "tools" / "profiler_check.py"), "compare",
+    out = subprocess.run([sys.executable, str(ROOT / "tools" / "gpu_host" / "profiler_check.py"), "compare",
                           str(evidence / "gate-results.json"), str(evidence / "profile.json")],
                          capture_output=True, text=True, check=False, cwd=ROOT,
                          env={**os.environ, "PYTHONPATH": str(ROOT)})

@@ -1,5 +1,5 @@
 """Short names on a corpus no one here wrote: 4,581 kernel symbols that PyTorch's, cuBLAS's and cuDNN's CUDA
-libraries hold (gathered on an H200 by tools/kernel_symbols.py: ``cuobjdump -symbols`` of each library's sm_90
+libraries hold (gathered on an H200 by tools/gpu_host/kernel_symbols.py: ``cuobjdump -symbols`` of each library's sm_90
 cubins, the ``STO_ENTRY`` functions, as CUPTI names them), and on any text at all."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The A/B gate's sensitivity table (``ab/sensitivity.py``, ``tools/sensitivity_table.py``) from synthetic ab.json
+"""The A/B gate's sensitivity table (``ab/sensitivity.py``, ``tools/evidence/sensitivity_table.py``) from synthetic ab.json
 documents: per case, the planted effect and verdict at each plant, the smallest plant caught, and per plant how many
 of the cases whose effect reached it were caught."""
 
@@ -86,7 +86,7 @@ def test_the_tool_writes_the_page_s_section_and_refuses_bad_input_with_one_line(
         files.append(str(path))
     page = tmp_path / "ab.md"
     page.write_text(f"# A/B\n\n{START}\nPREVIOUS TABLE\n{END}\n\nafter\n", encoding="utf-8")
-    tool = [sys.executable, str(ROOT / "tools" / "sensitivity_table.py")]
+    tool = [sys.executable, str(ROOT / "tools" / "evidence" / "sensitivity_table.py")]
     done = subprocess.run([*tool, *files, "--page", str(page)], capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr
     text = page.read_text(encoding="utf-8")

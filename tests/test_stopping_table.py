@@ -1,4 +1,4 @@
-"""The stopping rule's docs table (``output/stopping_table.py``, ``tools/stopping_table.py``) from synthetic results
+"""The stopping rule's docs table (``output/stopping_table.py``, ``tools/evidence/stopping_table.py``) from synthetic results
 files: per family, samples, GPU time and the interval reached relative to the band, over runs of several GPUs."""
 
 from __future__ import annotations
@@ -80,7 +80,7 @@ def test_the_section_names_its_runs_and_gpus() -> None:
 
 
 def tool(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, str(ROOT / "tools" / "stopping_table.py"), *args], capture_output=True,
+    return subprocess.run([sys.executable, str(ROOT / "tools" / "evidence" / "stopping_table.py"), *args], capture_output=True,
                           text=True, check=False, cwd=ROOT)
 
 
@@ -106,7 +106,7 @@ def test_the_tool_prints_and_writes_the_section_of_a_page(tmp_path: Path) -> Non
 @pytest.mark.long
 def test_the_tool_refuses_bad_input_with_one_line(tmp_path: Path) -> None:
     missing = tool(str(tmp_path / "nothing.json"))
-    assert missing.returncode == 2 and missing.stderr.startswith("tools/stopping_table.py: ")
+    assert missing.returncode == 2 and missing.stderr.startswith("tools/evidence/stopping_table.py: ")
     assert len(missing.stderr.strip().splitlines()) == 1 and "Traceback" not in missing.stderr
     folder = tmp_path / "run"
     folder.mkdir()
@@ -135,7 +135,7 @@ def test_the_measuring_page_s_table_is_the_committed_recording_runs(tmp_path: Pa
     page = (ROOT / "docs" / "measuring.md").read_text(encoding="utf-8")
     copy = tmp_path / "measuring.md"
     copy.write_text(page, encoding="utf-8")
-    out = subprocess.run([sys.executable, "tools/stopping_table.py", *runs, "--page", str(copy)], cwd=ROOT,
+    out = subprocess.run([sys.executable, "tools/evidence/stopping_table.py", *runs, "--page", str(copy)], cwd=ROOT,
                          capture_output=True, text=True, check=False)
     assert out.returncode == 0, out.stderr
     assert copy.read_text(encoding="utf-8") == page

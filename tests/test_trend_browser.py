@@ -289,7 +289,7 @@ def test_a_step_in_a_real_history_is_marked_where_the_history_finds_it(history_s
 
 @pytest.mark.long  # the site of every committed run (see test_trend_cli's); the synthetic sites stay fast
 def test_the_committed_h200_runs_draw_every_host_and_the_re_recording_runs(committed_site: Path, page: Page) -> None:
-    """The documented rebuild (tools/trend_screenshot.py, without its own browser step), opened in Chromium:
+    """The documented rebuild (tools/evidence/trend_screenshot.py, without its own browser step), opened in Chromium:
     every small multiple draws, and the custom SGEMM's case page shows each of its hosts and the runs that
     re-recorded its baseline after its default kernel changed."""
     site = committed_site

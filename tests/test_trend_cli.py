@@ -84,7 +84,7 @@ def test_history_page_refuses_an_empty_selection(project: pytest.Pytester, capsy
 
 @pytest.mark.long  # builds the site of every committed run (10 s of CPU); the small synthetic sites stay fast
 def test_the_committed_h200_runs_make_a_site_of_every_case_and_host(committed_site: Path) -> None:
-    """The documented rebuild (tools/trend_screenshot.py) without its browser step: ingest, then history page."""
+    """The documented rebuild (tools/evidence/trend_screenshot.py) without its browser step: ingest, then history page."""
     index = (committed_site / "index.html").read_text(encoding="utf-8")
     documents = [json.loads(p.read_text()) for p in [*REPO.glob("docs/fleet/**/*.json"), REPO / "docs/h200/results.json"]]
     documents = [d for d in documents if isinstance(d, dict) and "run" in d and "records" in d]

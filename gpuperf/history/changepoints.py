@@ -13,10 +13,10 @@ show it, and weakly then. The last runs are therefore also tested on their own (
 long segment before them (since its last change point), with one-sided t-tests of a slowdown that estimate the
 noise from that segment: the mean of the last ``tail_runs`` runs at ``tail_alpha``, the most powerful test of a
 step that many runs old (with the noise known it is the Neyman-Pearson test whose power is the bound
-``tools/changepoint_bound.py`` computes), and the last run alone at the much smaller ``last_run_alpha``, so that a
+``tools/generators/changepoint_bound.py`` computes), and the last run alone at the much smaller ``last_run_alpha``, so that a
 large step is named the first night. Both run after every run, so their thresholds are false alarms per run;
 windows of consecutive nights overlap, and the rate of false change points (runs of consecutive alarms) they give
-is measured by simulation (``tools/changepoint_compare.py``, ``docs/history.md``) rather than assumed.
+is measured by simulation (``tools/generators/changepoint_compare.py``, ``docs/history.md``) rather than assumed.
 
 A young series, whose last runs follow fewer than ``tail_history`` runs, has too few runs for a t-test; there
 its last runs are judged by the gate's own rule (``gate_slowdown``): each of them against an entry made from the
@@ -74,7 +74,7 @@ DEFAULT_TAIL_ALPHA = 8e-4
 DEFAULT_LAST_RUN_ALPHA = 3e-5
 #: How much worse (in squared errors, in units of the noise's variance) a place for a change point may fit than
 #: the best one and still be among the places it could have been (``placement``). Calibrated by simulation
-#: (``tools/history_generate.py``, docs/history.md): a step of 2 noise σ or more lies within the places admitted
+#: (``tools/generators/history_generate.py``, docs/history.md): a step of 2 noise σ or more lies within the places admitted
 #: at 6 in ≥ 95 % of trials (93.6 % at 1.5 σ, a step the detector rarely finds).
 PLACEMENT_THRESHOLD = 6.0
 #: What ``PLACEMENT_THRESHOLD`` gives, as the report states it beside a change point's commit range (on 3 % steps
