@@ -25,7 +25,7 @@ RECORDING = sorted((REPO / "docs" / "fleet" / "recording").glob("*.json"))
 #: The merge gate whose run failed (docs/fleet.md): one batched GEMM came out unheld while the custom kernels'
 #: modules compiled in the background, NOT_COMPARABLE with its entry (``test_the_red_merge_gate_is_what_the_docs_say``).
 RED_MERGE_GATE = REPO / "docs" / "ab" / "merge-gate" / "691a02b1" / "gate.json"
-#: The gates of fresh GPUs that did not record the baseline: the validation runs, and the merge gates' (docs/ab.md).
+#: The gates of fresh GPUs that did not record the baseline: the validation runs, and the merge gates' (docs/ab-evidence.md).
 VALIDATION = sorted((REPO / "docs" / "fleet" / "gate").glob("*.json")) + \
     sorted(path for path in (REPO / "docs" / "ab" / "merge-gate").glob("*/gate.json") if path != RED_MERGE_GATE)
 PREVIOUS_VALIDATION = sorted((REPO / "docs" / "fleet" / "validation").glob("*.json"))

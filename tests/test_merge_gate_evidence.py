@@ -1,4 +1,4 @@
-"""docs/ab.md's merge-gate section and sensitivity table are what the committed runs of fresh H200s say
+"""docs/ab-evidence.md's merge-gate section and sensitivity table are what the committed runs of fresh H200s say
 (docs/ab/merge-gate/<gpu>/, as tools/gpu_host/merge_gate_device.sh left them): rebuilt by the tools the page names, and the
 tool's bad input is one line, exit 2."""
 
@@ -12,7 +12,7 @@ from pathlib import Path
 from gpuperf.ab.sensitivity import planted_run, sensitivity_section
 
 REPO = Path(__file__).resolve().parent.parent
-PAGE = REPO / "docs" / "ab.md"
+PAGE = REPO / "docs" / "ab-evidence.md"
 FOLDERS = sorted(path for path in (REPO / "docs" / "ab" / "merge-gate").iterdir() if path.is_dir())
 TOOL = [sys.executable, str(REPO / "tools" / "evidence" / "merge_gate_table.py")]
 
@@ -21,7 +21,7 @@ def test_the_merge_gate_section_is_the_committed_runs() -> None:
     assert len(FOLDERS) >= 1
     built = subprocess.run([*TOOL, *map(str, (f.relative_to(REPO) for f in FOLDERS))], capture_output=True,
                            text=True, cwd=REPO, check=True).stdout.strip()
-    assert built in PAGE.read_text(encoding="utf-8"), "stale: run python3 tools/evidence/merge_gate_table.py … --page docs/ab.md"
+    assert built in PAGE.read_text(encoding="utf-8"), "stale: run python3 tools/evidence/merge_gate_table.py … --page docs/ab-evidence.md"
 
 
 def _table_runs() -> list[Path]:
@@ -29,7 +29,7 @@ def _table_runs() -> list[Path]:
     import re
 
     named = re.search(r"From \d+ planted A/B runs: (.+)\.\n", PAGE.read_text(encoding="utf-8"))
-    assert named, "no sensitivity section: run python3 tools/evidence/sensitivity_table.py … --page docs/ab.md"
+    assert named, "no sensitivity section: run python3 tools/evidence/sensitivity_table.py … --page docs/ab-evidence.md"
     return [REPO / name.strip() for name in named.group(1).split(",")]
 
 
@@ -42,7 +42,7 @@ def test_the_sensitivity_table_is_the_committed_planted_runs_it_names() -> None:
     runs = [planted_run(json.loads(f.read_text()), str(f.relative_to(REPO))) for f in files]
     assert sorted(run.plant for run in runs) == [0.01, 0.02, 0.05]
     built = sensitivity_section(runs, [str(f.relative_to(REPO)) for f in files])
-    assert built in page, "stale: run python3 tools/evidence/sensitivity_table.py … --page docs/ab.md"
+    assert built in page, "stale: run python3 tools/evidence/sensitivity_table.py … --page docs/ab-evidence.md"
 
 
 def test_a_folder_without_the_runs_is_one_line_and_exit_2(tmp_path: Path) -> None:
@@ -53,7 +53,7 @@ def test_a_folder_without_the_runs_is_one_line_and_exit_2(tmp_path: Path) -> Non
 
 def test_the_other_gpus_planted_runs_caught_what_the_page_says() -> None:
     """Every planted run committed but those the table is made of: each caught every case its plant reached, and
-    docs/ab.md gives each GPU's shares."""
+    docs/ab-evidence.md gives each GPU's shares."""
     from gpuperf.ab.sensitivity import coverage
 
     page = " ".join(PAGE.read_text(encoding="utf-8").split())

@@ -1,4 +1,4 @@
-"""Render docs/ab.md's section on the merge gates measured on fresh H200s, from the folders
+"""Render docs/ab-evidence.md's section on the merge gates measured on fresh H200s, from the folders
 tools/gpu_host/merge_gate_device.sh filled (one a GPU, committed under docs/ab/merge-gate/<gpu>/): per GPU, the full default
 ``--gate`` (its pytest time, wall time and verdicts) and the A/A run of the same selection timed in the same call
 (its wall time, its ratio to the gate's, its verdicts), in the order they ran; then the cases that needed more
@@ -6,7 +6,7 @@ than the fewest rounds in any of those A/A runs, with the rounds each took: the 
 gives.
 
     python3 tools/evidence/merge_gate_table.py DIR...                      # print the Markdown section
-    python3 tools/evidence/merge_gate_table.py DIR... --page docs/ab.md    # rewrite the page's section
+    python3 tools/evidence/merge_gate_table.py DIR... --page docs/ab-evidence.md    # rewrite the page's section
 
 Exit 0 when done, 2 when an input or the page is wrong (the message names the fix).
 """
