@@ -123,8 +123,9 @@ def committed_site(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> 
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not done.exists():
             shutil.rmtree(work, ignore_errors=True)  # what a failed build left
-            result = subprocess.run([sys.executable, str(REPO / "tools" / "evidence" / "trend_screenshot.py"), "--no-screenshot",
-                                     "--work", str(work)], cwd=REPO, capture_output=True, text=True, timeout=300)
+            tool = REPO / "tools" / "evidence" / "trend_screenshot.py"
+            result = subprocess.run([sys.executable, str(tool), "--no-screenshot", "--work", str(work)], cwd=REPO,
+                                    capture_output=True, text=True, timeout=300)
             assert result.returncode == 0, result.stderr
             done.touch()
     return work / "site"

@@ -16,7 +16,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def _bench(out: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, str(ROOT / "tools" / "generators" / "history_bench.py"), "--runs", "70", "--cases", "3",
+    return subprocess.run([sys.executable, str(ROOT / "tools" / "generators" / "history_bench.py"), "--runs", "70",
+                           "--cases", "3",
                            "--out", str(out), *args], capture_output=True, text=True, timeout=600,
                           env={**os.environ, "PYTHONPATH": str(ROOT)})
 

@@ -17,8 +17,8 @@ import opinfo_sweep  # noqa: E402
 
 
 def _tool(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, str(ROOT / "tools" / "evidence" / "opinfo_sweep.py"), *args], capture_output=True,
-                          text=True, check=False, cwd=ROOT)
+    return subprocess.run([sys.executable, str(ROOT / "tools" / "evidence" / "opinfo_sweep.py"), *args],
+                          capture_output=True, text=True, check=False, cwd=ROOT)
 
 
 def test_the_report_is_written_again_from_the_committed_parts() -> None:
@@ -57,7 +57,8 @@ def test_kernels_of_anonymous_namespaces_are_named_and_their_figures_taken() -> 
 
 
 def test_the_ten_operators_agree_with_torch_profiler_within_two_per_cent() -> None:
-    done = subprocess.run([sys.executable, str(ROOT / "tools" / "gpu_host" / "profiler_check.py"), "compare", "--limit", "2",
+    done = subprocess.run([sys.executable, str(ROOT / "tools" / "gpu_host" / "profiler_check.py"), "compare",
+                           "--limit", "2",
                            str(EVIDENCE / "operators-results.json"), str(EVIDENCE / "operators-profile.json")],
                           capture_output=True, text=True, check=False, cwd=ROOT)
     assert done.returncode == 0, done.stdout + done.stderr

@@ -70,6 +70,7 @@ def test_the_compare_command_names_the_trace_s_flush_when_the_profile_records_it
                               text=True, check=False, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
         assert done.returncode == 0, done.stderr
         assert done.stdout.splitlines()[0].endswith(shown)
-    parser_help = subprocess.run([sys.executable, str(ROOT / "tools" / "gpu_host" / "profiler_check.py"), "trace", "--help"],
+    parser_help = subprocess.run([sys.executable, str(ROOT / "tools" / "gpu_host" / "profiler_check.py"), "trace",
+                                  "--help"],
                                  capture_output=True, text=True, check=True, cwd=ROOT).stdout
     assert "--flush-mib" in parser_help

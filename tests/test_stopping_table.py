@@ -80,8 +80,8 @@ def test_the_section_names_its_runs_and_gpus() -> None:
 
 
 def tool(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, str(ROOT / "tools" / "evidence" / "stopping_table.py"), *args], capture_output=True,
-                          text=True, check=False, cwd=ROOT)
+    return subprocess.run([sys.executable, str(ROOT / "tools" / "evidence" / "stopping_table.py"), *args],
+                          capture_output=True, text=True, check=False, cwd=ROOT)
 
 
 def test_the_tool_prints_and_writes_the_section_of_a_page(tmp_path: Path) -> None:

@@ -53,7 +53,8 @@ def _json(folder: Path, name: str) -> Any:
 def _number(pattern: str, text: str, where: str) -> float:
     found = re.search(pattern, text, flags=re.MULTILINE)
     if found is None:
-        raise EvidenceError(f"{where}: no line matching {pattern!r}: pass a folder tools/gpu_host/merge_gate_device.sh filled")
+        raise EvidenceError(f"{where}: no line matching {pattern!r}: pass a folder "
+                            "tools/gpu_host/merge_gate_device.sh filled")
     return float(found.group(1))
 
 
@@ -112,7 +113,8 @@ def section(folders: list[Path]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = page_section.parser("tools/evidence/merge_gate_table.py", __doc__)
-    parser.add_argument("folders", nargs="+", metavar="DIR", help="a GPU's folder tools/gpu_host/merge_gate_device.sh filled")
+    parser.add_argument("folders", nargs="+", metavar="DIR",
+                        help="a GPU's folder tools/gpu_host/merge_gate_device.sh filled")
     return page_section.run(parser, argv, lambda args: section([Path(f) for f in args.folders]), (START, END),
                             (EvidenceError,), lambda args: f"merge-gate section rewritten from {len(args.folders)} GPUs")
 

@@ -127,7 +127,8 @@ def main(argv: list[str] | None = None) -> int:
     text = page()
     if args.check:
         if PAGE.read_text() != text:
-            print(f"{PAGE.relative_to(ROOT)} is stale: run python tools/generators/options_reference.py", file=sys.stderr)
+            print(f"{PAGE.relative_to(ROOT)} is stale: run python tools/generators/options_reference.py",
+                  file=sys.stderr)
             return 1
         return 0
     PAGE.write_text(text)
