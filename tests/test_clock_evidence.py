@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -48,45 +47,15 @@ def uuid_of(results: Path) -> str:
 
 
 @pytest.mark.long
-def test_the_committed_baseline_is_reproduced_from_the_committed_runs(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """``baseline from-runs`` over the recording rewrites every entry unchanged: each from six runs on three GPUs,
-    each with its figure at max clock (cycles per call), its band's run spread what those runs measured."""
-    committed = load_baseline(BASELINE)
-    assert committed is not None
-    copy = tmp_path / "nvidia-h200.yaml"
-    shutil.copyfile(BASELINE, copy)
-    assert main(["baseline", "from-runs", str(copy), *map(str, RECORDING)]) == 0
-    out = capsys.readouterr().out
-    assert f"{len(committed.entries)} entries from {len(RECORDING)} runs on 3 GPUs" in out
-    rewritten = load_baseline(copy)
-    assert rewritten is not None and set(rewritten.entries) == set(committed.entries)
-    changed = [case for case, entry in rewritten.entries.items() if entry != committed.entries[case]]
-    assert changed == [], f"entries not reproduced by from-runs: {changed}"
-    assert {entry.runs for entry in committed.entries.values()} == {len(RECORDING)}
-    assert [case for case, entry in committed.entries.items() if entry.at_max_clock is None] == []
-    assert main(["baseline", "check", str(copy)]) == 0
-
-
-@pytest.mark.long
-def test_the_previous_baselines_validation_runs_judged_against_this_one_are_what_the_docs_say(
-        capsys: pytest.CaptureFixture[str]) -> None:
-    """docs/fleet.md: of the previous baseline's validation runs (older code, no FP8 cases), every one passes this
-    baseline but the one it names, with the one case and reading it gives."""
-    red = {}
-    for results in PREVIOUS_VALIDATION:
-        code = main(["compare", str(BASELINE), str(results)])
-        lines = capsys.readouterr().out.splitlines()
-        if code:
-            red[results.name] = [line for line in lines if " REGRESSED " in line]
+def test_the_previous_baselines_validation_runs_pass_the_fleet_baseline(capsys: pytest.CaptureFixture[str]) -> None:
+    """docs/fleet.md: the previous baseline's validation runs (older code, no FP8 cases, hosts that are not the
+    fleet's) all pass the fleet's baseline, as many as the page says."""
+    red = [results.name for results in PREVIOUS_VALIDATION if main(["compare", str(BASELINE), str(results)])]
+    capsys.readouterr()
     text = " ".join(FLEET_DOC.read_text(encoding="utf-8").split())
-    claim = re.search(r"judged against it, (\d+) of (\d+) pass; `([\w-]+\.json)` reads `([^`]+)` ([−-][\d.]+) %",
-                      text)
+    claim = re.search(r"judged against the fleet's baseline, (\d+) of (\d+) pass", text)
     assert claim, "docs/fleet.md gives no count of the previous validation runs judged against this baseline"
-    passed, total, name, case, delta = claim.groups()
-    assert (int(passed), int(total)) == (len(PREVIOUS_VALIDATION) - len(red), len(PREVIOUS_VALIDATION))
-    assert list(red) == [name] and len(red[name]) == 1
-    assert case in red[name][0] and f"{delta.replace('−', '-')}" in red[name][0]
+    assert red == [] and (int(claim[1]), int(claim[2])) == (len(PREVIOUS_VALIDATION), len(PREVIOUS_VALIDATION))
 
 
 #: The fast tier compares the first run alone (the fleet check below reads every run); the long tier each one.
@@ -275,17 +244,13 @@ ALARM_RUN = REPO / "docs" / "fleet" / "alarms" / "3d2eeeeb-gate.json"
 
 
 def test_the_fourth_gpu_s_false_alarms_are_what_the_docs_say(capsys: pytest.CaptureFixture[str]) -> None:
-    """docs/fleet.md: a fourth fresh GPU's gate was red on four named cases, with the readings it gives; its log
-    holds its time."""
+    """docs/fleet.md: a fourth fresh GPU's gate, red against the three-host baseline on four named cases, is green
+    against the fleet's, which it joined; the readings the page gives are its results file's; its log holds its
+    time."""
     code = main(["compare", str(BASELINE), str(ALARM_RUN)])
     lines = capsys.readouterr().out.splitlines()
-    red = [line for line in lines if " REGRESSED " in line]
-    assert code == 1 and len(red) == 4 and lines[-1].startswith("163 compared: 4 regressed")
+    assert code == 0 and lines[-1].startswith("163 compared: 163 pass"), lines[-1]
     text = " ".join(FLEET_DOC.read_text(encoding="utf-8").split())
-    for case, delta in (("gate_up-t1-bf16", "-8.3"), ("gate_up-t1-e4m3", "-8.8"), ("qkv-t1-e4m3", "-4.4"),
-                        ("tf32-nn-1024x1024x1024", "-8.5")):
-        assert any(case in line and f" {delta} " in line for line in red), case
-        assert f"`{case}` {delta.replace('-', '−')} %" in text, case
     records = {r["case_id"].split("[")[1]: r for r in json.loads(ALARM_RUN.read_text())["records"]}
     for case, micro in (("llama3-70b-gate_up-t1-bf16-cold]", "239.4"), ("llama3-70b-gate_up-t1-e4m3-cold]", "121.4")):
         assert f"{records[case]['median_s'] * 1e6:.1f}" == micro and micro in text

@@ -18,7 +18,6 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 EVIDENCE = ROOT / "docs" / "fp8"
-RECORDING = ROOT / "docs" / "fleet" / "recording"
 PAGE = (ROOT / "docs" / "fp8.md").read_text(encoding="utf-8")
 
 
@@ -79,17 +78,15 @@ def test_the_baselines_fp8_entries_are_the_committed_runs_medians(tmp_path: Path
     baseline = ROOT / "baselines" / "nvidia-h200.yaml"
     copy = tmp_path / "nvidia-h200.yaml"
     shutil.copy(baseline, copy)
-    runs = sorted(str(path) for path in RECORDING.glob("*.json"))
-    hosts = {json.loads(Path(run).read_text())["run"]["extra"]["uuid"] for run in runs}
-    assert len(runs) == 6 and len(hosts) == 3  # three GPUs, two runs each
-    out = subprocess.run([sys.executable, "-m", "gpuperf", "baseline", "from-runs", str(copy), *runs],
-                         capture_output=True, text=True, check=False, cwd=ROOT)
+    out = subprocess.run([sys.executable, "-m", "gpuperf", "baseline", "from-fleet", str(copy),
+                          "@baselines/nvidia-h200.runs"], capture_output=True, text=True, check=False, cwd=ROOT)
     assert out.returncode == 0, out.stdout + out.stderr
+    assert "163 entries from 23 runs on 16 GPUs" in out.stdout
     committed, again = (yaml.safe_load(path.read_text())["entries"] for path in (baseline, copy))
     fp8 = [case for case in committed if "test_fp8" in case]
     assert len(fp8) == 34  # 8 perf cases and one ratio, 24 projections, 1 heuristic
     for case in fp8:
-        for field in ("value", "run_spread", "runs", "at_max_clock"):
+        for field in ("value", "run_spread", "runs", "at_max_clock", "band", "resolution"):
             assert again[case][field] == committed[case][field], case
     figure = committed["perf_tests/test_fp8.py::test_fp8_perf[e4m3-8192x8192x8192-cold]"]["value"]
     ratio = committed["perf_tests/test_fp8.py::test_fp8_perf[e4m3-8192x8192x8192-cold]#fp8_over_bf16"]["value"]

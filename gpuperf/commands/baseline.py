@@ -15,14 +15,18 @@ from typing import Any
 from gpuperf.commands.common import EXIT_ERROR, EXIT_OK, FIGURES, CliError, other_gpu_line
 from gpuperf.commands.fleet import runs_from
 from gpuperf.output import diff, report
+from gpuperf.output.fleet_report import resolution_summary
 from gpuperf.untrusted import markdown_text, terminal
 from gpuperf.output.results import load_figures
 from gpuperf.store.baseline import (BaselineError, BaselineFile, Integrity, check_file_name, drop_entries,
                                     load_baseline, seal_baseline, update_baseline)
 from gpuperf.verdict.check import baseline_header
 from gpuperf.verdict.fleet import entries_from_runs, with_clock_figures
+from gpuperf.verdict.fleet_bands import TARGET_RED, classify, fleet_baseline
+from gpuperf.verdict.gate import GateConfig
+from gpuperf.verdict.gate_config import DEFAULT_MUST_CATCH
 from gpuperf.wiring.argtypes import non_negative_float
-from gpuperf.wiring.options import ALLOW_OTHER_GPU, RUNS
+from gpuperf.wiring.options import ALLOW_OTHER_GPU, MUST_CATCH, RUNS
 
 #: ``baseline diff``: changes beyond ±this many percent are counted in the summary line.
 DEFAULT_THRESHOLD_PCT = 5.0
@@ -69,7 +73,9 @@ def check_baseline_file(path: Path) -> tuple[bool, str]:
         return False, f"{path}: cannot be read ({exc.strerror or exc}); pass a baselines/<gpu-slug>.yaml file"
     if baseline is None:
         return False, f"{path}: no such baseline file; check the path (baselines/<gpu-slug>.yaml)"
-    return True, f"{path}: ok ({describe_sealed(baseline)})"
+    fleet = classify(baseline.entries, DEFAULT_MUST_CATCH, GateConfig().cap)
+    resolved = f"; {resolution_summary(fleet)}" if len(fleet.unknown) < fleet.entries else ""
+    return True, f"{path}: ok ({describe_sealed(baseline)}){resolved}"
 
 
 def cmd_baseline_check(args: argparse.Namespace) -> int:
@@ -132,11 +138,33 @@ def cmd_baseline_from_runs(args: argparse.Namespace) -> int:
 
 
 
+def cmd_baseline_from_fleet(args: argparse.Namespace) -> int:
+    runs = runs_from(args.runs)
+    path = Path(args.file)
+    config = GateConfig()
+    existing = load_baseline(path)
+    tolerances = {case: entry.tolerance for case, entry in (existing.entries if existing else {}).items()
+                  if entry.tolerance is not None}
+    made = fleet_baseline(runs, config, tolerances=tolerances)
+    if not made.entries:
+        raise CliError("no case was measured cleanly in any of the runs: nothing to record")
+    recorded = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    header = baseline_header(runs[-1].info, [r for run in runs for r in run.records.values()], recorded)
+    changes = update_baseline(path, header, made.entries)
+    hosts = len({run.host for run in runs})
+    print(f"{path}: {len(made.entries)} entries from {len(runs)} runs on {hosts} GPU{'s' if hosts != 1 else ''}, "
+          f"each band chosen by leaving one host out (a fresh host's full gate red "
+          f"{100 * made.bands.rate:.2f} % of the time at most {100 * TARGET_RED:g} %) (old → new):")
+    print(report.format_changes(changes))
+    print(resolution_summary(classify(made.entries, args.must_catch, config.cap)))
+    return EXIT_OK
+
+
 def add_baseline_commands(commands: Any) -> None:
     """``baseline`` and its subcommands, on the CLI's subparsers."""
     baseline = commands.add_parser("baseline", help="work with baseline files")
     sub = baseline.add_subparsers(dest="baseline_command", required=True, metavar="COMMAND")
-    for add in (_add_diff, _add_check, _add_seal, _add_drop, _add_from_runs):
+    for add in (_add_diff, _add_check, _add_seal, _add_drop, _add_from_runs, _add_from_fleet):
         add(sub)
 
 
@@ -205,3 +233,19 @@ def _add_from_runs(sub: Any) -> None:
                            help="keep the time figures of the entries FILE has and add to each its figure at max "
                                 "clock (cycles per call) from the runs; cases FILE lacks get whole entries")
     from_runs.set_defaults(func=cmd_baseline_from_runs)
+
+
+def _add_from_fleet(sub: Any) -> None:
+    from_fleet = sub.add_parser(
+        "from-fleet", help="record a fleet's baseline: the median of several hosts' runs, each entry's band chosen "
+                           "by leaving one host out, and its resolution",
+        description="RUN as for from-runs (@FILE for the runs a file lists, as baselines/<gpu>.runs does). Each "
+                    "entry holds the median of the runs (as from-runs), the number of hosts, its band (chosen from "
+                    "the hosts' spread by leaving one host out at a time, so that a full gate on a fresh host with "
+                    f"no change is red at most {100 * TARGET_RED:g} times in 100) and its resolution (the smallest "
+                    "slowdown it catches on every host). Written like --update-baselines: locked, atomic, sealed; "
+                    "hand-set tolerances are kept (and the bands start from them). docs/fleet.md says how.")
+    from_fleet.add_argument("file", metavar="FILE", help="the baselines/<gpu>.yaml to write")
+    RUNS.add_to(from_fleet.add_argument)
+    MUST_CATCH.add_to(from_fleet.add_argument)
+    from_fleet.set_defaults(func=cmd_baseline_from_fleet)

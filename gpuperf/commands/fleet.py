@@ -13,18 +13,43 @@ from typing import Any
 
 from gpuperf.commands.common import EXIT_OK, CliError
 from gpuperf.output import report
+from gpuperf.output.fleet_report import Missed, Ways, format_bands, resolution_summary
 from gpuperf.store.baseline import BaselineError, check_gpu, load_baseline
 from gpuperf.store.results import load_run, refuse_repeated_runs
 from gpuperf.verdict.false_alarms import false_alarms
 from gpuperf.verdict.fleet import Run, fleet_spread
+from gpuperf.verdict.fleet_bands import (adopting, cannot_catch, cause, classify, estimate, fleet_baseline,
+                                         level_gains)
 from gpuperf.verdict.gate import GateConfig
-from gpuperf.wiring.options import RUNS
+from gpuperf.wiring.options import MUST_CATCH, RUNS
+
+
+def expand_lists(specs: Sequence[str]) -> list[str]:
+    """The run arguments with each ``@FILE`` replaced by the runs that file lists, one a line (``#`` starts a
+    comment): a fleet's runs named in one place (``baselines/<gpu>.runs``), for ``baseline from-fleet`` and
+    ``fleet`` alike."""
+    expanded = []
+    for spec in specs:
+        if not spec.startswith("@"):
+            expanded.append(spec)
+            continue
+        try:
+            text = Path(spec[1:]).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise CliError(f"{spec[1:]}: cannot read the list of runs ({exc}); pass @FILE naming a text file of "
+                           "results paths, one a line") from None
+        listed = [line.split("#", 1)[0].strip() for line in text.splitlines()]
+        if not any(listed):
+            raise CliError(f"{spec[1:]}: lists no run; write one results path a line")
+        expanded += [line for line in listed if line]
+    return expanded
 
 
 def runs_from(specs: Sequence[str]) -> list[Run]:
-    """``[label=]path`` per run: the label names the host when the results file records no GPU UUID."""
+    """``[label=]path`` per run: the label names the host when the results file records no GPU UUID; ``@FILE``
+    for the runs a file lists (``expand_lists``)."""
     runs, given = [], []
-    for spec in specs:
+    for spec in expand_lists(specs):
         label, _, path = spec.rpartition("=") if "=" in spec else ("", "", spec)
         info, records = load_run(path)
         given.append((path, info, records))
@@ -46,6 +71,9 @@ def cmd_fleet(args: argparse.Namespace) -> int:
             except BaselineError as exc:
                 raise CliError(str(exc)) from None
         baseline = loaded.entries
+    if args.bands:
+        print(bands_section(runs, args.must_catch, markdown=args.markdown))
+        return EXIT_OK
     print(report.format_fleet(runs, fleet_spread(runs), markdown=args.markdown))
     cases, selection = false_alarms(runs, baseline, GateConfig())
     print()
@@ -54,8 +82,24 @@ def cmd_fleet(args: argparse.Namespace) -> int:
         against = " or against --baseline" if baseline is not None else ""
         raise CliError(f"nothing compared: no case has a clean figure in two of the {len(runs)} run(s){against}; "
                        "pass at least two runs of the same selection on one GPU model (or --baseline FILE)")
+    if baseline is not None:
+        print()
+        print(resolution_summary(classify(baseline, args.must_catch, GateConfig().cap)))
     return EXIT_OK
 
+
+def bands_section(runs: Sequence[Run], must_catch: float, markdown: bool = False) -> str:
+    """docs/fleet.md's generated section: the leave-one-host-out estimate both ways and what the baseline catches."""
+    config = GateConfig()
+    plain, levelled = fleet_baseline(runs, config), fleet_baseline(runs, config, level=True)
+    gains = level_gains(plain, levelled)
+    mixed = adopting(plain, levelled, gains, config)
+    missed = [Missed(case, found, plain.entries[case].hosts, cause(plain.fleets[case], plain.entries[case]))
+              for case, found in cannot_catch(plain.entries, must_catch)]
+    return format_bands(
+        (estimate(runs, config), estimate(runs, config, level=True)),
+        Ways(classify(plain.entries, must_catch, config.cap), classify(levelled.entries, must_catch, config.cap),
+             classify(mixed.entries, must_catch, config.cap), mixed.bands.rate), gains, missed, markdown=markdown)
 
 
 def add_fleet_command(commands: Any) -> None:
@@ -67,5 +111,11 @@ def add_fleet_command(commands: Any) -> None:
     RUNS.add_to(fleet.add_argument)
     fleet.add_argument("--markdown", action="store_true", help="a Markdown table (docs/fleet.md)")
     fleet.add_argument("--baseline", metavar="FILE",
-                       help="also judge every run against this baselines/<gpu>.yaml (the false-alarm rate there)")
+                       help="also judge every run against this baselines/<gpu>.yaml (the false-alarm rate there) and "
+                            "say what its entries catch on every host")
+    fleet.add_argument("--bands", action="store_true",
+                       help="instead: the leave-one-host-out estimate of a fresh host's red gates with the bands "
+                            "baseline from-fleet chooses from these runs, with and without each run's GEMV level, and "
+                            "the entries that cannot catch --must-catch (docs/fleet.md)")
+    MUST_CATCH.add_to(fleet.add_argument)
     fleet.set_defaults(func=cmd_fleet)

@@ -6,12 +6,14 @@ One file per GPU model, ``baselines/<slug>.yaml``::
     header: {gpu, slug, compute_capability, driver, cuda_runtime, cublas, cupy, recorded, clocks, peaks,
              integrity: {entries: <count>, sha256: <hex digest>}}
     entries:
-      <case id>: {metric, value, unit, spread, samples, flush, method, runs?, run_spread?,
+      <case id>: {metric, value, unit, spread, samples, flush, method, runs?, run_spread?, hosts?, band?, resolution?,
                   family?, kernel?, precision?, shape?, flops?, bytes?, kernels?, tolerance?}
 
 ``runs`` and ``run_spread`` are set on an entry recorded from several runs (``python -m gpuperf baseline
 from-runs``, ``fleet.py``): its value is then the median of the runs' figures and ``run_spread`` their
-relative range, which the gate takes as a floor of the band.
+relative range, which the gate takes as a floor of the band. ``hosts``, ``band`` and ``resolution`` are set on a
+fleet's entry (``baseline from-fleet``, ``verdict/fleet_bands.py``): the band chosen from the hosts' spread, which
+takes ``run_spread``'s place, and the smallest slowdown the entry catches on every one of those hosts.
 
 The descriptive fields (family, kernel, precision, shape, flops, bytes, kernels) are written by
 ``--update-baselines`` from the record, so plots and tables made from a baseline read what a case is
@@ -89,8 +91,10 @@ def _as_stored(entry: Entry) -> Entry:
     clock_free = entry.at_max_clock
     if clock_free is not None:
         clock_free = ClockFree(**clock_free_fields(clock_free.to_yaml()))
-    return replace(entry, value=round_figure(entry.value), spread=round_figure(entry.spread), run_spread=round_figure(entry.run_spread),
-                   at_max_clock=clock_free)
+    return replace(entry, value=round_figure(entry.value), spread=round_figure(entry.spread),
+                   run_spread=round_figure(entry.run_spread), at_max_clock=clock_free,
+                   band=None if entry.band is None else round_figure(entry.band),
+                   resolution=None if entry.resolution is None else round_figure(entry.resolution))
 
 
 def _measured_fields(case: str, entry: Entry) -> list[Any]:
@@ -361,6 +365,9 @@ class Change:
     case_id: str
     old: Entry | None
     new: Entry
+    #: Not written: ``old`` is a fleet's entry (``hosts`` > 1) and ``new`` was measured on one host, whose spread
+    #: must not narrow the fleet's band; ``new`` is what the write would have been.
+    held: bool = False
 
 
 def _check_versions_cover(path: Path, current: BaselineFile, header: Mapping[str, Any],
@@ -374,26 +381,36 @@ def _check_versions_cover(path: Path, current: BaselineFile, header: Mapping[str
         raise BaselineError(f"{path}: recorded under other versions ({'; '.join(changed)}); re-recording "
                             f"{len(updates)} of its {len(current.entries)} entries would leave {len(left)} (e.g. "
                             f"{left[0]!r}) under a header naming versions they were not measured with: re-record "
-                            "every entry (pytest perf_tests --update-baselines, no -k; or baseline from-runs), or "
-                            "drop the others first (python -m gpuperf baseline drop)")
+                            "every entry (pytest perf_tests --update-baselines, no -k; or baseline from-runs; a "
+                            "fleet's entries with baseline from-fleet), or drop the others first (python -m gpuperf "
+                            "baseline drop)")
 
 
-def update_baseline(path: Path, header: Mapping[str, Any], updates: Mapping[str, Entry]) -> list[Change]:
+def update_baseline(path: Path, header: Mapping[str, Any], updates: Mapping[str, Entry],
+                    keep_fleet: bool = False) -> list[Change]:
     """Merge ``updates`` into the file at ``path`` (created if absent) under a lock, atomically.
 
     Only the given cases change; every other entry is kept as it is on disk *now* (re-read under the lock),
-    so concurrent writers each land their own cases. A per-entry tolerance set by hand is preserved.
+    so concurrent writers each land their own cases. A per-entry tolerance set by hand is preserved. With
+    ``keep_fleet`` (one host's ``--update-baselines``), a fleet's entry (``hosts`` > 1) is kept and its would-be
+    replacement returned as a held ``Change``: one host's run never narrows a band chosen from many hosts.
     """
     path = Path(path)
     check_file_name(path, header)
     path.parent.mkdir(parents=True, exist_ok=True)
     with locked(path):
         current = load_baseline(path)
+        entries = dict(current.entries) if current else {}
+        held = [Change(case, entries[case], new, held=True) for case, new in sorted(updates.items())
+                if keep_fleet and case in entries and entries[case].hosts > 1]
+        updates = {case: new for case, new in updates.items() if case not in {change.case_id for change in held}}
         if current is not None:
             check_gpu(current, str(header["slug"]))
+        if not updates:
+            return held
+        if current is not None:
             _check_versions_cover(path, current, header, updates)
-        entries = dict(current.entries) if current else {}
-        changes = []
+        changes = list(held)
         for case_id in sorted(updates):
             new = updates[case_id]
             old = entries.get(case_id)

@@ -23,10 +23,13 @@ ENTRY_REQUIRED = ("metric", "value", "unit")
 ENTRY_DESCRIPTION = ("family", "kernel", "precision", "shape", "flops", "bytes", "kernels")
 #: How many runs an entry's value is the median of, and their relative range (absent: one run).
 ENTRY_RUNS = ("runs", "run_spread")
+#: A fleet's entry (``baseline from-fleet``, ``verdict/fleet_bands.py``): how many hosts it rests on, the band chosen
+#: from their spread by leaving one host out at a time, and the smallest slowdown it catches on every one of them.
+ENTRY_FLEET = ("hosts", "band", "resolution")
 #: The figure with the host's power state taken out (``ClockFree``).
 AT_MAX_CLOCK = "at_max_clock"
-AT_MAX_CLOCK_KEYS = ("value", "spread", "run_spread", "cycles", "clock_mhz")
-ENTRY_OPTIONAL = ("spread", "samples", "flush", "method", *ENTRY_RUNS, *ENTRY_DESCRIPTION, AT_MAX_CLOCK,
+AT_MAX_CLOCK_KEYS = ("value", "spread", "run_spread", "cycles", "clock_mhz", "band")
+ENTRY_OPTIONAL = ("spread", "samples", "flush", "method", *ENTRY_RUNS, *ENTRY_FLEET, *ENTRY_DESCRIPTION, AT_MAX_CLOCK,
                   "tolerance")
 #: The sizes a shape may name (``metrics.Work.shape``).
 SHAPE_SIZES = ("batch", "m", "n", "k")
@@ -59,13 +62,15 @@ class ClockFree:
     """An entry's figure with the host's power state taken out: the metric its cycles per call give at the
     GPU's maximum SM clock (``value``), their samples' relative IQR (``spread``) and, recorded from several
     runs, their relative range (``run_spread``); the median cycles per call and the mean SM clock (MHz) the
-    calls ran at when recorded (a ratio entry has no cycles of its own)."""
+    calls ran at when recorded (a ratio entry has no cycles of its own); a fleet's entry's band for this figure
+    (``Entry.band``)."""
 
     value: float
     spread: float = 0.0
     run_spread: float = 0.0
     cycles: float | None = None
     clock_mhz: float | None = None
+    band: float | None = None
 
     def to_yaml(self) -> dict[str, Any]:
         data: dict[str, Any] = {"value": round_figure(self.value), "spread": round_figure(self.spread)}
@@ -75,6 +80,8 @@ class ClockFree:
             data["cycles"] = round_figure(self.cycles)
         if self.clock_mhz is not None:
             data["clock_mhz"] = round_figure(self.clock_mhz)
+        if self.band is not None:
+            data["band"] = round_figure(self.band)
         return data
 
 
@@ -98,6 +105,12 @@ class Entry:
     run_spread: float = 0.0  # their relative range, (max − min) / median
     at_max_clock: ClockFree | None = None
     tolerance: float | None = None
+    #: A fleet's entry: the hosts its runs came from, its band (the floor the gate judges it with in place of
+    #: ``run_spread``, and not cut by the cap: it was measured) and its resolution (the smallest slowdown it catches
+    #: on every one of those hosts), both fractions. ``None``: an entry of one host, judged as before.
+    hosts: int = 0
+    band: float | None = None
+    resolution: float | None = None
 
     def to_yaml(self) -> dict[str, Any]:
         data: dict[str, Any] = {"metric": self.metric, "value": round_figure(self.value), "unit": self.unit,
@@ -111,8 +124,15 @@ class Entry:
         return data
 
     def fleet(self) -> dict[str, Any]:
-        """``runs`` and ``run_spread`` as the file holds them, for an entry recorded from several runs."""
-        return {"runs": self.runs, "run_spread": round_figure(self.run_spread)} if self.runs > 1 else {}
+        """``runs`` and ``run_spread`` as the file holds them, for an entry recorded from several runs, and a fleet's
+        entry's ``hosts``, ``band`` and ``resolution``."""
+        data: dict[str, Any] = {"runs": self.runs, "run_spread": round_figure(self.run_spread)} if self.runs > 1 else {}
+        if self.hosts:
+            data["hosts"] = self.hosts
+        for key, value in (("band", self.band), ("resolution", self.resolution)):
+            if value is not None:
+                data[key] = round_figure(value)
+        return data
 
     def clock_free(self) -> dict[str, Any]:
         """``at_max_clock`` as the file holds it, when the entry has one."""
@@ -176,11 +196,12 @@ def parse_entry(path: Path, case: str, raw: Any) -> Entry:
     return Entry(metric=raw["metric"], value=float(value), unit=raw["unit"], spread=float(spread),
                  samples=samples, flush=str(raw.get("flush", "")), method=str(raw.get("method", "")),
                  tolerance=None if tolerance is None else float(tolerance), **_runs(where, path, raw),
+                 **_fleet(where, path, raw),
                  **_description(where, path, raw), at_max_clock=_at_max_clock(where, path, raw))
 
 
 def clock_free_fields(raw: Mapping[str, Any]) -> dict[str, Any]:
-    return {key: (None if raw.get(key) is None else float(raw[key])) if key in ("cycles", "clock_mhz")
+    return {key: (None if raw.get(key) is None else float(raw[key])) if key in ("cycles", "clock_mhz", "band")
             else float(raw.get(key, 0.0)) for key in AT_MAX_CLOCK_KEYS}
 
 
@@ -198,8 +219,8 @@ def _at_max_clock(where: str, path: Path, raw: Mapping[str, Any]) -> ClockFree |
         problem = "holds a figure that is not a finite number"
     elif block["value"] <= 0 or any(block.get(k, 1) <= 0 for k in ("cycles", "clock_mhz")):
         problem = "value, cycles and clock_mhz must be positive"
-    elif not all(0 <= block.get(k, 0) < 1 for k in ("spread", "run_spread")):
-        problem = "spread and run_spread must be fractions in [0, 1)"
+    elif not all(0 <= block.get(k, 0) < 1 for k in ("spread", "run_spread")) or not 0 < block.get("band", 0.5) < 1:
+        problem = "spread and run_spread must be fractions in [0, 1), band one in (0, 1)"
     if problem:
         raise BaselineError(f"{where}: {AT_MAX_CLOCK} {problem} (keys: {', '.join(AT_MAX_CLOCK_KEYS)}), got "
                             f"{block!r}; {restore_hint(path)}")
@@ -216,6 +237,25 @@ def _runs(where: str, path: Path, raw: Mapping[str, Any]) -> dict[str, Any]:
         raise BaselineError(f"{where}: runs must be an integer above 1 with run_spread a fraction in [0, 1), got "
                             f"runs {runs!r}, run_spread {run_spread!r}; {restore_hint(path)}")
     return {"runs": runs, "run_spread": float(run_spread)}
+
+
+def _fleet(where: str, path: Path, raw: Mapping[str, Any]) -> dict[str, Any]:
+    """``hosts`` (a positive integer), ``band`` and ``resolution`` (fractions in (0, 1) and [0, 1)): a fleet's entry."""
+    fields: dict[str, Any] = {}
+    hosts = raw.get("hosts", 1)
+    if isinstance(hosts, bool) or not isinstance(hosts, int) or hosts < 1:
+        raise BaselineError(f"{where}: hosts must be a positive integer (how many hosts the entry rests on), got "
+                            f"{hosts!r}; {restore_hint(path)}")
+    if "hosts" in raw:
+        fields["hosts"] = hosts
+    for key, low_open in (("band", True), ("resolution", False)):
+        if key in raw:
+            value = raw[key]
+            if not _is_number(value) or not math.isfinite(value) or not (0 < value < 1 if low_open else 0 <= value < 1):
+                raise BaselineError(f"{where}: {key} must be a fraction in {'(0' if low_open else '[0'}, 1) (0.05 = "
+                                    f"5 %), got {value!r}; {restore_hint(path)}")
+            fields[key] = float(value)
+    return fields
 
 
 def _description(where: str, path: Path, raw: Mapping[str, Any]) -> dict[str, Any]:

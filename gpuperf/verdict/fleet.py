@@ -112,6 +112,18 @@ def _majority_kernels_runs(records: Sequence[Record]) -> list[Record]:
     return [record for record in records if _kernel_signature(record) == common]
 
 
+def majority_records(runs: Sequence[Run], case: str, method: str) -> list[tuple[int, str, Record]]:
+    """(run index, host, record) of each run's clean record of ``case`` taken by ``method``, of the runs that
+    launched the kernels most of those did: the records an entry of the case is made from."""
+    found = [(index, run.host, record) for index, run in enumerate(runs)
+             if (record := run.records.get(case)) is not None and record.method == method
+             and usable(record, run.peaks)]
+    if not found:
+        return []
+    chosen = {id(record) for record in _majority_kernels_runs([record for _, _, record in found])}
+    return [item for item in found if id(item[2]) in chosen]
+
+
 def _median_kernels(records: Sequence[Record]) -> tuple[Kernel, ...]:
     """The kernels of runs that launched the same ones, each with the median of its runs' durations."""
     if not records or not records[0].kernels:

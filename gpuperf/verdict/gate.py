@@ -71,14 +71,23 @@ def entry_cap(entry: Entry, config: GateConfig) -> float:
 
 def needed_tolerance(entry: Entry, config: GateConfig) -> float:
     """The band an entry asks for before the cap: its tolerance, widened by its recorded sample spread and,
-    for an entry recorded from several runs, by how far those runs' figures ranged (``fleet.py``)."""
-    return max(base_tolerance(entry, config), config.noise_k * entry.spread, entry.run_spread)
+    for an entry recorded from several runs, by how far those runs' figures ranged (``fleet.py``); for a fleet's
+    entry, by the band chosen from its hosts' spread instead (``fleet_bands.py``), which that range only bounds."""
+    floor = entry.band if entry.band is not None else entry.run_spread
+    return max(base_tolerance(entry, config), config.noise_k * entry.spread, floor)
+
+
+def band_cap(entry: Entry, config: GateConfig) -> float:
+    """The cap of the band: ``entry_cap``, or a fleet's entry's band where that is wider. The band was chosen from
+    the hosts' measured spread so that a fresh host is red at most one gate in a hundred; cutting it to the cap
+    would make that host's readings false alarms. What such an entry cannot catch is stated (its resolution)."""
+    return max(entry_cap(entry, config), entry.band or 0.0)
 
 
 def effective_tolerance(entry: Entry, config: GateConfig) -> float:
-    """``min(max(tolerance, k × recorded spread, recorded run spread), cap)``; the spread of the run being
-    judged never enters."""
-    return min(needed_tolerance(entry, config), entry_cap(entry, config))
+    """``min(max(tolerance, k × recorded spread, recorded run spread or fleet band), cap)``; the spread of the run
+    being judged never enters."""
+    return min(needed_tolerance(entry, config), band_cap(entry, config))
 
 
 def too_noisy(spread: float | None, config: GateConfig, cap: float | None = None) -> bool:
@@ -116,7 +125,8 @@ def clock_free_entry(entry: Entry) -> Entry:
     if entry.at_max_clock is None:
         raise ValueError("the entry has no figure at max clock")
     free = entry.at_max_clock
-    return replace(entry, value=free.value, spread=free.spread, run_spread=free.run_spread)
+    return replace(entry, value=free.value, spread=free.spread, run_spread=free.run_spread,
+                   band=free.band if entry.band is not None else None)
 
 
 def clock_drop(clock_mhz: float | None, max_clock_mhz: float | None) -> float:
@@ -288,7 +298,7 @@ def _decide(record: Record, entry: Entry | None, config: GateConfig, context: Co
             "pass or fail by chance (another process, throttling?)", note))
     versions = f"versions changed since the baseline: {', '.join(context.version_changes)}" \
         if context.version_changes else ""
-    clock = _clock_note(record, entry, result, basis, kernels)
+    clock = _join(_clock_note(record, entry, result, basis, kernels), resolution_note(entry, config))
     if result.status == Status.REGRESSED:
         return replace(base, status=Status.REGRESSED, note=_join(
             f"{100 * -result.delta:.1f} % below baseline{' at max clock' if basis == Basis.CYCLES else ''} "
@@ -298,6 +308,14 @@ def _decide(record: Record, entry: Entry | None, config: GateConfig, context: Co
             f"improved {100 * result.delta:.1f} %{' at max clock' if basis == Basis.CYCLES else ''} — update "
             f"the baseline: {context.record_command}", clock, kernels, versions, note))
     return replace(base, status=Status.PASS, note=_join(clock, note))
+
+
+def resolution_note(entry: Entry, config: GateConfig) -> str:
+    """A fleet's entry that cannot catch the stated slowdown (``--must-catch``) on every host says so in its note."""
+    if entry.resolution is None or entry.resolution <= config.must_catch:
+        return ""
+    return (f"resolution {100 * entry.resolution:.1f} % (a smaller slowdown than that is not caught on every host: "
+            "the A/B gate's)")
 
 
 def _clock_note(record: Record, entry: Entry, result: Comparison, basis: str, kernels: str) -> str:

@@ -15,6 +15,9 @@ from dataclasses import dataclass
 #: 3 % gate raised a false alarm; 4 % does not, and still fails a real 5 % slowdown.
 DEFAULT_TOLERANCE = 0.04
 DEFAULT_NOISE_K = 2.0
+#: The slowdown a gate run is expected to catch on every host: a run says at its start which entries of its
+#: baseline cannot (``Entry.resolution``, ``--must-catch``).
+DEFAULT_MUST_CATCH = 0.05
 #: The cap on the effective tolerance, as a multiple of the tolerance, when ``--max-tolerance`` is not given.
 DEFAULT_CAP_FACTOR = 2.0
 
@@ -25,12 +28,15 @@ class GateConfig:
     noise_k: float = DEFAULT_NOISE_K
     max_tolerance: float | None = None  # None: DEFAULT_CAP_FACTOR × tolerance
     strict: bool = False
+    must_catch: float = DEFAULT_MUST_CATCH  # the slowdown whose misses the run and the notes name
 
     def __post_init__(self) -> None:
         if not 0 <= self.tolerance < 1:
             raise ValueError(f"tolerance must be a fraction in [0, 1) (0.03 = 3 %), got {self.tolerance}")
         if self.noise_k < 0:
             raise ValueError(f"noise k must be ≥ 0, got {self.noise_k}")
+        if not 0 <= self.must_catch < 1:
+            raise ValueError(f"must catch must be a fraction in [0, 1) (0.05 = 5 %), got {self.must_catch}")
         if self.max_tolerance is not None and not self.tolerance <= self.max_tolerance < 1:
             raise ValueError(f"max tolerance must be a fraction in [tolerance, 1) (tolerance {self.tolerance}), "
                              f"got {self.max_tolerance}")

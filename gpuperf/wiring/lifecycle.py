@@ -135,11 +135,13 @@ class SessionHooks:
 
     def _start(self, indices: Sequence[int]) -> None:
         from gpuperf.output import report
+        from gpuperf.output.fleet_report import resolution_banner
 
         self.started = True
         state = self.state
         writer = self.config.pluginmanager.get_plugin("terminalreporter")
         changed = []
+        announced: set[Path] = set()
         for index, described in _describe_devices(self.config, indices).items():
             if isinstance(described, str):
                 state.unavailable[index] = described
@@ -154,6 +156,9 @@ class SessionHooks:
             if changes and baseline is not None:
                 changed.append(f"GPU {index} ({run.gpu_slug})")
                 lines += report.version_banner(baseline.path, changes)
+            if baseline is not None and not state.options.update and baseline.path not in announced:
+                announced.add(baseline.path)  # once a run, however many GPUs of the model it measures
+                lines += resolution_banner(baseline.path, baseline.entries, state.options.gate.must_catch)
             if writer is not None:
                 for line in lines:
                     writer.write_line(line)

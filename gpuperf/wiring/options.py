@@ -21,7 +21,7 @@ from typing import Any
 from gpuperf.measure.measurement import DEFAULT_MIN_SAMPLE_S, DEFAULT_WARMUP_CALLS, DEFAULT_WARMUP_TIME_S
 from gpuperf.measure.stats import StoppingRule
 from gpuperf.suite.cases_dir import DEFAULT_CASES_DIR
-from gpuperf.verdict.gate_config import DEFAULT_NOISE_K, DEFAULT_TOLERANCE, GateConfig, Policy, gate_mode_from_env
+from gpuperf.verdict.gate_config import DEFAULT_MUST_CATCH, DEFAULT_NOISE_K, DEFAULT_TOLERANCE, GateConfig, Policy, gate_mode_from_env
 from gpuperf.vocabulary import Flush
 from gpuperf.wiring.argtypes import (existing_folder, flush_modes, fraction, gpu_selection, iso_date,
                                      non_negative_float, positive_float, positive_fraction, positive_int)
@@ -104,7 +104,11 @@ NOISE_K = Option(("--noise-k",), type=non_negative_float, default=DEFAULT_NOISE_
 MAX_TOLERANCE = Option(("--max-tolerance",), type=fraction,
                        help="cap on the effective tolerance, whatever the recorded noise (default twice "
                             "--tolerance)")
-GATE_OPTIONS = (TOLERANCE, NOISE_K, MAX_TOLERANCE)
+MUST_CATCH = Option(("--must-catch",), type=fraction, default=DEFAULT_MUST_CATCH,
+                    help="the slowdown the gate must catch on every host, as a fraction (default {default}): a run "
+                         "says at its start which baseline entries cannot (their resolution is larger), and their "
+                         "notes say it")
+GATE_OPTIONS = (TOLERANCE, NOISE_K, MAX_TOLERANCE, MUST_CATCH)
 
 
 def gate_config(values: Mapping[str, Any] | Callable[[str], Any], strict: bool = False) -> GateConfig:
@@ -219,7 +223,8 @@ def session_options(get: Callable[[str], Any], ini: Callable[[str], Any], root: 
 ALLOW_OTHER_GPU = Option(("--allow-other-gpu",), action="store_true",
                          help="compare figures of two GPU models (refused otherwise: the deltas would measure the "
                               "hardware); the header then says so")
-RUNS = Option(("runs",), nargs="+", metavar="RUN", help="[LABEL=]results.json or results directory")
+RUNS = Option(("runs",), nargs="+", metavar="RUN",
+              help="[LABEL=]results.json or results directory; @FILE for the runs FILE lists, one a line")
 HISTORY_TARGET_HELP = ("a SQLite file, sqlite:///PATH or postgresql://… (default $GPUPERF_HISTORY, else "
                        "results/history.sqlite)")
 HISTORY_TARGET = Option(("--history",), metavar="TARGET", help=HISTORY_TARGET_HELP)

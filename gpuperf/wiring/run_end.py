@@ -114,7 +114,8 @@ class RunEnd:
 
             def write() -> None:  # a bad record is never written: the file is re-made without it
                 header = baseline_header(state.run_infos[gpu_slug], state.records, recorded)
-                state.changes[str(path)] = update_baseline(path, header, state.updates().get(gpu_slug, {}))
+                state.changes[str(path)] = update_baseline(path, header, state.updates().get(gpu_slug, {}),
+                                                           keep_fleet=True)
 
             failure = self._contained(containment.Stage.BASELINE, probe, write, (BaselineError,))
             if failure:
@@ -214,11 +215,15 @@ class RunEnd:
                 or self.failures or self.case_errors):
             return []  # before the report's modules load: a session without perf tests never needs them
         from gpuperf.output import report
+        from gpuperf.output.fleet_report import held_lines
 
         lines: list[str] = [*self.table_lines, *self.case_errors]
         lines += report.accounting_lines(state.accounts, state.stale, state.options.gate_mode)
         for path, changes in state.changes.items():
-            lines += [f"gpuperf: updated {path} (old → new):", report.format_changes(changes)]
+            written = [change for change in changes if not change.held]
+            if written:
+                lines += [f"gpuperf: updated {path} (old → new):", report.format_changes(written)]
+            lines += held_lines(path, [change for change in changes if change.held])
         if self.results_dir is not None:
             lines.append(f"gpuperf: results in {self.results_dir}")
         lines += self.history_lines
