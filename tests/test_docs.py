@@ -25,8 +25,8 @@ pytest_plugins = ["pytester"]
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), *sorted((ROOT / "examples").glob("*/README.md"))]
 #: The lab records: how the figures were found, each run's tables. Their links are checked; the rest is a user page's.
-LAB_RECORDS = {"ab-evidence.md", "measuring-evidence.md", "clock.md", "custom-kernels.md", "framework-kernels.md",
-               "opinfo-sweep.md", "fp8.md", "results-h200.md"}
+LAB_RECORDS = {"ab-evidence.md", "measuring-evidence.md", "fleet-evidence.md", "clock.md", "custom-kernels.md",
+               "framework-kernels.md", "opinfo-sweep.md", "fp8.md", "results-h200.md"}
 #: The pages a user reads: every path, option and CPU command they show is checked.
 USER_PAGES = [page for page in PAGES if page.name not in LAB_RECORDS]
 #: A fenced block: its language, the rest of its info string (```` ```sh gpu ````), its text.

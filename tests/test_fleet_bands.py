@@ -1,5 +1,5 @@
 """The fleet's baseline (``baseline from-fleet``, ``verdict/fleet_bands.py``): the committed file is what the command
-writes from the committed runs, every one of them green against it; docs/fleet.md's leave-one-host-out section is
+writes from the committed runs, every one of them green against it; docs/fleet-evidence.md's leave-one-host-out section is
 what ``fleet --bands`` prints; the schema, the gate's band, the start-of-run resolution line and one host's
 ``--update-baselines`` keeping a fleet's entry."""
 
@@ -25,7 +25,7 @@ from gpuperf.verdict.student_t import t_quantile
 REPO = Path(__file__).resolve().parents[1]
 BASELINE = REPO / "baselines" / "nvidia-h200.yaml"
 RUNS = REPO / "baselines" / "nvidia-h200.runs"
-FLEET_DOC = REPO / "docs" / "fleet.md"
+FLEET_DOC = REPO / "docs" / "fleet-evidence.md"
 HEADER = {"gpu": "NVIDIA H200", "slug": "nvidia-h200", "driver": "580.159.04"}
 
 

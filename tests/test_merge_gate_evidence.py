@@ -73,7 +73,7 @@ def test_the_other_gpus_planted_runs_caught_what_the_page_says() -> None:
 def test_the_fleet_page_quotes_each_merge_gate_s_pytest_time_from_its_durations() -> None:
     import re
 
-    fleet = " ".join((REPO / "docs" / "fleet.md").read_text(encoding="utf-8").split())
+    fleet = " ".join((REPO / "docs" / "fleet-evidence.md").read_text(encoding="utf-8").split())
     for folder in FOLDERS:
         durations = (folder / "durations.txt").read_text(encoding="utf-8") + (folder / "merge-gate.log").read_text()
         found = re.search(r"^89\d passed(?:, \d+ \w+)* in ([\d.]+)s", durations, flags=re.MULTILINE)
