@@ -112,9 +112,10 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 
 @pytest.fixture(scope="session")
 def committed_site(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> Path:
-    """The trend site of the committed H200 runs, built once by the documented rebuild (tools/evidence/trend_screenshot.py,
-    without its browser step): the CLI's checks read it, the browser's open it. Once per run: xdist's workers
-    share the run's temporary folder, where the first to need the site builds it under a lock (4 s of CPU)."""
+    """The trend site of the committed H200 runs, built once by the documented rebuild
+    (tools/evidence/trend_screenshot.py, without its browser step): the CLI's checks read it, the browser's open it.
+    Once per run: xdist's workers share the run's temporary folder, where the first to need the site builds it under a
+    lock (4 s of CPU)."""
     shared = tmp_path_factory.getbasetemp()
     if worker_id != "master":
         shared = shared.parent  # the run's, above each worker's own

@@ -1,4 +1,5 @@
-"""The change-point target's power bound (tools/generators/changepoint_bound.py) against scipy and a seeded simulation."""
+"""The change-point target's power bound (tools/generators/changepoint_bound.py) against scipy and a seeded
+simulation."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The builds selection end to end on the CPU: a ``builds`` case stays out of the default selection, runs with
-``-m builds``, carries its build's facts into results.json, and ``tools/evidence/custom_builds.py`` renders that file into
-a page; and docs/custom-kernels.md's build tables are the committed builds run, rendered.
+``-m builds``, carries its build's facts into results.json, and ``tools/evidence/custom_builds.py`` renders that file
+into a page; and docs/custom-kernels.md's build tables are the committed builds run, rendered.
 
 The suite's measuring loop is replaced by test_plugin's synthetic timer (seconds per call from ``timings.json``),
 so the figures are known and the rendered ratios can be checked exactly.

@@ -1,5 +1,5 @@
-"""tools/generators/history_generate.py, at a small scale: each case's noise as the validation runs show it, the two figures of
-a power-capped case, and a driver change named end to end through `history ingest` and `history changes`."""
+"""tools/generators/history_generate.py, at a small scale: each case's noise as the validation runs show it, the two
+figures of a power-capped case, and a driver change named end to end through `history ingest` and `history changes`."""
 
 from __future__ import annotations
 

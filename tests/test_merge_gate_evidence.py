@@ -34,8 +34,8 @@ def _table_runs() -> list[Path]:
 
 
 def test_the_sensitivity_table_is_the_committed_planted_runs_it_names() -> None:
-    """The section is what tools/evidence/sensitivity_table.py makes of the committed ab.json files its first line names, one
-    run per plant (1 %, 2 % and 5 %), each under docs/ab/merge-gate/<gpu>/."""
+    """The section is what tools/evidence/sensitivity_table.py makes of the committed ab.json files its first line
+    names, one run per plant (1 %, 2 % and 5 %), each under docs/ab/merge-gate/<gpu>/."""
     page = PAGE.read_text(encoding="utf-8")
     files = _table_runs()
     assert all(f.parent.parent == REPO / "docs" / "ab" / "merge-gate" and f.is_file() for f in files), files

@@ -1,6 +1,6 @@
-"""The A/B gate's sensitivity table (``ab/sensitivity.py``, ``tools/evidence/sensitivity_table.py``) from synthetic ab.json
-documents: per case, the planted effect and verdict at each plant, the smallest plant caught, and per plant how many
-of the cases whose effect reached it were caught."""
+"""The A/B gate's sensitivity table (``ab/sensitivity.py``, ``tools/evidence/sensitivity_table.py``) from synthetic
+ab.json documents: per case, the planted effect and verdict at each plant, the smallest plant caught, and per plant how
+many of the cases whose effect reached it were caught."""
 
 from __future__ import annotations
 

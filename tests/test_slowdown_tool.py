@@ -1,5 +1,5 @@
-"""tools/gpu_host/slowdown.py: the reduction grows by the fraction asked, the output (and so the grid) does not; end to end
-through pytest with stand-ins for the CuPy-backed ``kernels`` modules."""
+"""tools/gpu_host/slowdown.py: the reduction grows by the fraction asked, the output (and so the grid) does not; end to
+end through pytest with stand-ins for the CuPy-backed ``kernels`` modules."""
 
 from __future__ import annotations
 

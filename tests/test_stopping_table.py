@@ -1,5 +1,6 @@
-"""The stopping rule's docs table (``output/stopping_table.py``, ``tools/evidence/stopping_table.py``) from synthetic results
-files: per family, samples, GPU time and the interval reached relative to the band, over runs of several GPUs."""
+"""The stopping rule's docs table (``output/stopping_table.py``, ``tools/evidence/stopping_table.py``) from synthetic
+results files: per family, samples, GPU time and the interval reached relative to the band, over runs of several
+GPUs."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Render docs/ab-evidence.md's section on the merge gates measured on fresh H200s, from the folders
-tools/gpu_host/merge_gate_device.sh filled (one a GPU, committed under docs/ab/merge-gate/<gpu>/): per GPU, the full default
-``--gate`` (its pytest time, wall time and verdicts) and the A/A run of the same selection timed in the same call
-(its wall time, its ratio to the gate's, its verdicts), in the order they ran; then the cases that needed more
+tools/gpu_host/merge_gate_device.sh filled (one a GPU, committed under docs/ab/merge-gate/<gpu>/): per GPU, the full
+default ``--gate`` (its pytest time, wall time and verdicts) and the A/A run of the same selection timed in the same
+call (its wall time, its ratio to the gate's, its verdicts), in the order they ran; then the cases that needed more
 than the fewest rounds in any of those A/A runs, with the rounds each took: the per-case budget the round limit
 gives.
 

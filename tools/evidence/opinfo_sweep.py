@@ -1,10 +1,10 @@
 """The report of the OpInfo sweep: PyTorch's own operator database measured through the installed plugin.
 
-``tools/gpu_host/opinfo_project/`` is a user's project: one test per OpInfo operator (``test_opinfo.py``) and ten operators
-at gated sizes (``test_operators.py``). ``tools/gpu_host/opinfo_device.sh`` runs the sweep on the GPU with ``--junitxml`` and
-``--results-dir`` and packs each part of it (``junit.xml``, ``results.json``, ``rc``: the session's exit code, 124
-when its time limit stopped it with SIGINT and the rest ran in a second part) into a ``.tar.gz``; this tool reads the
-parts and writes the Markdown report:
+``tools/gpu_host/opinfo_project/`` is a user's project: one test per OpInfo operator (``test_opinfo.py``) and ten
+operators at gated sizes (``test_operators.py``). ``tools/gpu_host/opinfo_device.sh`` runs the sweep on the GPU with
+``--junitxml`` and ``--results-dir`` and packs each part of it (``junit.xml``, ``results.json``, ``rc``: the session's
+exit code, 124 when its time limit stopped it with SIGINT and the rest ran in a second part) into a ``.tar.gz``; this
+tool reads the parts and writes the Markdown report:
 
     python3 tools/evidence/opinfo_sweep.py report docs/opinfo/sweep-1.tar.gz docs/opinfo/sweep-2.tar.gz \
         --context docs/opinfo/gpu.txt > docs/opinfo-sweep.md

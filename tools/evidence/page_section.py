@@ -1,6 +1,6 @@
-"""What the tools that write a page's generated section share (tools/evidence/stopping_table.py, tools/evidence/custom_builds.py,
-tools/evidence/sensitivity_table.py): a ``--page`` option, the section printed or written between the page's markers
-(atomically), and bad input as one line naming the fix, exit 2."""
+"""What the tools that write a page's generated section share (tools/evidence/stopping_table.py,
+tools/evidence/custom_builds.py, tools/evidence/sensitivity_table.py): a ``--page`` option, the section printed or
+written between the page's markers (atomically), and bad input as one line naming the fix, exit 2."""
 
 from __future__ import annotations
 

@@ -5,9 +5,9 @@ smallest caught) from the ab.json of planted A/B runs.
     python3 tools/evidence/sensitivity_table.py AB_JSON... --page docs/ab-evidence.md    # rewrite the page's section
 
 Each AB_JSON is the ab.json of a ``python -m gpuperf ab`` run with ``--head-env GPUPERF_SLOWDOWN=F -- … -p
-tools.gpu_host.slowdown`` (tools/gpu_host/ab_sensitivity_device.sh makes them on one GPU), one run per plant. The section lies between
-``gpuperf.ab.sensitivity``'s START and END markers. Exit 0 when done, 2 when the input or the page is wrong (the
-message names the fix).
+tools.gpu_host.slowdown`` (tools/gpu_host/ab_sensitivity_device.sh makes them on one GPU), one run per plant. The
+section lies between ``gpuperf.ab.sensitivity``'s START and END markers. Exit 0 when done, 2 when the input or the page
+is wrong (the message names the fix).
 """
 
 from __future__ import annotations

@@ -14,8 +14,8 @@ Measured, per noise level (Gaussian, standard deviation 0.5, 1 and 2 % of the le
 
 - ``found by the 3rd run``: a 3 % slowdown after 30 (or 100) stationary runs, checked after each of the 3 runs
   that follow it, placed at most one run early, with a 95 % confidence interval (Clopper-Pearson), and placed at
-  the step or after it; the bounds of ``tools/generators/changepoint_bound.py`` for false change points (3 nights' false-alarm
-  rates together, 3/1,000) beside it: the t-test with 30 or 100 runs before, and the level and σ known.
+  the step or after it; the bounds of ``tools/generators/changepoint_bound.py`` for false change points (3 nights'
+  false-alarm rates together, 3/1,000) beside it: the t-test with 30 or 100 runs before, and the level and σ known.
 - ``found, 15 after``: the series continued 15 runs, the step placed within 3 runs after it.
 - ``false / 1,000 runs``: change points in stationary series of 100 runs checked after every run (a run of
   consecutive alarms counted once), with a 95 % confidence interval (Poisson, exact), and looking at each whole
@@ -46,7 +46,8 @@ Detector = Callable[[np.ndarray], list[int]]
 MIN_SEGMENT = changepoints.DEFAULT_MIN_SEGMENT
 RUNS_AFTER = 3
 NOISES = (0.005, 0.01, 0.015, 0.02)
-#: The false-alarm rate the bounds allow a detector on the 3 nights after the step (tools/generators/changepoint_bound.py).
+#: The false-alarm rate the bounds allow a detector on the 3 nights after the step
+#: (tools/generators/changepoint_bound.py).
 UNION = RUNS_AFTER * FALSE_RATE
 
 

@@ -3,7 +3,8 @@
 Two steps, each a process of its own on the same GPU, back to back:
 
 1. the project's suite runs as usual (``python3 -m pytest … --results-dir DIR``) and writes ``results.json``;
-2. ``python3 tools/gpu_host/profiler_check.py trace --out PROFILE.json -- <the same pytest arguments>`` runs the same tests
+2. ``python3 tools/gpu_host/profiler_check.py trace --out PROFILE.json -- <the same pytest arguments>`` runs the same
+tests
    (all of them, so the process has the same history when a perf test starts: ``torch.compile``'s autotuner, for
    one, picks a kernel configuration at the first call it sees), but each ``measure(fn, work, operands)`` is
    answered by torch.profiler instead of the suite: the call is warmed up for ``--warmup`` seconds, then traced for
@@ -19,8 +20,8 @@ Two steps, each a process of its own on the same GPU, back to back:
    tracer are not used in this process at all (kineto and the suite's tracer would share CUPTI's one set of
    activity callbacks).
 
-``python3 tools/gpu_host/profiler_check.py compare RESULTS.json PROFILE.json`` prints the Markdown table of both figures per
-case and their difference, and exits 1 when one differs by more than ``--limit`` per cent. The states are matched by
+``python3 tools/gpu_host/profiler_check.py compare RESULTS.json PROFILE.json`` prints the Markdown table of both figures
+per case and their difference, and exits 1 when one differs by more than ``--limit`` per cent. The states are matched by
 the method (cold, the L2 flushed before each call, the same operands, the same tests before) and, for a case whose
 time follows the SM clock (``clock_bound`` in the results) when either run was below the maximum clock, by
 comparing cycles instead of time: the suite's cycles per call against the profiler's median of span × clock. A
