@@ -9,7 +9,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tools.generators.changepoint_bound import change_point_bound, noise_limit, power_bound, simulated_power, t_test_bound
+from tools.generators.changepoint_bound import (change_point_bound, noise_limit, power_bound, simulated_power,
+                                               t_test_bound)
 
 
 @pytest.fixture(scope="module")

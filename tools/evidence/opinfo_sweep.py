@@ -150,12 +150,14 @@ def report(parts: Sequence[Part], context: str, trace: str = "") -> str:
     lines = ["# The OpInfo sweep: every PyTorch operator measured or refused", "",
              "PyTorch's operator database (`op_db`), one test per operator with a CUDA sample in a floating dtype",
              "(float32 first), its largest sample measured through `measure` and `perf.check` as a user's test would,",
-             "with no stream code (`tools/gpu_host/opinfo_project/`, on the installed plugin). The samples are OpInfo's own,",
+             "with no stream code (`tools/gpu_host/opinfo_project/`, on the installed plugin). The samples are "
+             "OpInfo's own,",
              f"small by design ({sizes}; {calls}): the sweep shows reach (what is measured and what",
              "is refused, and why), the ten operators below show accuracy. Written by",
              "`python3 tools/evidence/opinfo_sweep.py report docs/opinfo/sweep-1.tar.gz docs/opinfo/sweep-2.tar.gz "
              "--context docs/opinfo/gpu.txt --trace docs/opinfo/operators-compare.md`",
-             "from the files `tools/gpu_host/opinfo_device.sh sweep` and `trace` (with `OPINFO_AFTER`) brought back; a test",
+             "from the files `tools/gpu_host/opinfo_device.sh sweep` and `trace` (with `OPINFO_AFTER`) brought back; "
+             "a test",
              "writes it again from them.", ""]
     if context:
         lines += ["```", context.strip(), "```", ""]
@@ -178,9 +180,11 @@ def report(parts: Sequence[Part], context: str, trace: str = "") -> str:
         lines.append("")
     if trace:
         lines += ["## Ten operators at gated sizes against torch.profiler", "",
-                  "`tools/gpu_host/opinfo_project/perf_tests/test_operators.py`: one operator of each kind at a size a user "
+                  "`tools/gpu_host/opinfo_project/perf_tests/test_operators.py`: one operator of each kind at a size "
+                  "a user "
                   "gates, right",
-                  "against float64, measured, then traced by `tools/gpu_host/profiler_check.py` in a process of its own "
+                  "against float64, measured, then traced by `tools/gpu_host/profiler_check.py` in a process of its "
+                  "own "
                   "(`docs/opinfo/`:",
                   "`operators-results.json`, `operators-profile.json`); `layer_norm` and `softmax` are kernels of "
                   "anonymous namespaces.", "", trace.strip(), ""]
