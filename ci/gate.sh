@@ -13,13 +13,17 @@
 #
 # Exit code: pytest's (0 pass, 1 a case regressed / failed or a baselined case was not measured, 2 interrupted,
 # 3 internal error, 4 usage, 5 nothing collected), or 1 when the runner has no usable GPU: with no GPU every case would be skipped
-# and the gate would pass without measuring anything.
+# and the gate would pass without measuring anything, or 1 when pytest exited 0 without gpuperf writing results (a
+# test ended the process early). A writing option among the arguments (--update-baselines, --results-dir,
+# --junitxml) is refused, exit 4.
 set -euo pipefail
 export LC_ALL=C  # one collation for sort and comm
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 python=${PYTHON:-python3}
 results_root=${GPUPERF_RESULTS:-results}
+# a writing option among the arguments (--update-baselines, --results-dir, --junitxml) is refused, exit 4
+"$python" -m gpuperf.wiring.selection_guard ci/gate.sh --history -- "$@" || exit $?
 mkdir -p "$results_root"
 
 if ! "$python" -m gpuperf device; then
@@ -43,6 +47,10 @@ if [[ -n "$run_dir" && -f "$run_dir/summary.md" ]]; then
   echo "ci/gate.sh: results in $run_dir (summary: $run_dir/summary.md)"
 else
   message="pytest exited with status $status before gpuperf wrote any results; see the job log"
+  if [[ $status -eq 0 ]]; then  # a test that ended the process early (os._exit(0)): no evidence, no pass
+    message="pytest exited 0 but gpuperf wrote no results (a test ended the process before the session's end, e.g. os._exit(0)): the gate fails without evidence; see the job log"
+    status=1
+  fi
   echo "ci/gate.sh: $message" >&2
   if [[ -n "${GITHUB_STEP_SUMMARY:-}" ]]; then
     printf '## gpuperf gate\n\n%s.\n' "$message" >>"$GITHUB_STEP_SUMMARY"

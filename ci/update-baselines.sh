@@ -16,6 +16,8 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 python=${PYTHON:-python3}
 results_root=${GPUPERF_RESULTS:-results}
 diff_md="$results_root/baseline-diff.md"
+# a writing option among the arguments that this script sets itself (--results-dir, --junitxml) is refused, exit 4
+"$python" -m gpuperf.wiring.selection_guard ci/update-baselines.sh --update-baselines --history -- "$@" || exit $?
 mkdir -p "$results_root"
 
 if ! "$python" -m gpuperf device; then

@@ -7,7 +7,8 @@ Argument parsing and thin commands: each reads its inputs, calls the pure module
 ``table``, ``gate``) and prints. Each command prints what it did; an error prints one line naming the cause
 and the fix and exits 1 (2 for a malformed command line, as argparse does); so does a file-system error
 (a path that cannot be read or written: ``describe_os_error``), and output cut short by a closed pipe
-(``... | head -1``) ends the command quietly with 1. ``compare`` also exits 1 when a case fails as it would
+(``... | head -1``) ends the command quietly with 1. Ctrl-C or SIGTERM stops a command with one line and exit 2, after
+its clean-up ran (``processes.interruptible``). ``compare`` also exits 1 when a case fails as it would
 fail its test in the gate.
 
 PYTEST_DONT_REWRITE
@@ -26,6 +27,9 @@ from typing import Any
 import gpuperf
 from gpuperf.commands.common import ERRORS as ERRORS  # re-exported: the front door prints them
 from gpuperf.commands.common import EXIT_ERROR, CommandParser, describe_os_error, known_error
+
+#: The exit code of a command stopped by Ctrl-C or SIGTERM (as pytest's for an interrupted session).
+EXIT_INTERRUPTED = 2
 
 #: An error line is cut to this many characters: it names a file, a record and a field, never a whole value.
 ERROR_WIDTH = 2000
@@ -98,8 +102,16 @@ def _tolerant_streams() -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     _tolerant_streams()
     args = build_parser(sys.argv[1:] if argv is None else argv).parse_args(argv)
+    from gpuperf.store.processes import Terminated, interruptible
+
     try:
-        return int(args.func(args))
+        with interruptible():
+            return int(args.func(args))
+    except KeyboardInterrupt as exc:
+        cause = "SIGTERM" if isinstance(exc, Terminated) else "Ctrl-C"
+        print(f"gpuperf: error: interrupted ({cause}): the command stopped and ended what it had started (worktrees, "
+              "processes); run it again", file=sys.stderr)
+        return EXIT_INTERRUPTED
     except BrokenPipeError:
         return _quiet_broken_pipe()
     except Exception as exc:

@@ -15,6 +15,8 @@ untrusted. Each writer passes it through the function of its format, here, and n
 - ``csv_text``: the escapes, then OWASP's rule against formula injection: a cell that starts with ``=``,
   ``+``, ``-``, ``@``, a tab or a carriage return gets a leading ``'``. Only text fields take it: a number
   stays a number (``-3.5`` in a numeric column is a figure, not a formula);
+- ``plotly_text``: a plotly label, legend name or tooltip, which plotly renders as its own subset of HTML (``<br>``,
+  ``<b>``, ``<a href>``): the escapes, then ``&``, ``<`` and ``>`` as the entities plotly shows as those characters;
 - HTML is written by Jinja with autoescape (the trend site), and JSON by its encoders.
 
 Pure, standard library only.
@@ -95,3 +97,14 @@ def csv_text(text: str) -> str:
     as a formula (``FORMULA_PREFIXES``, OWASP). Not for numbers: a figure stays a figure."""
     safe = escaped(text)
     return "'" + safe if safe.startswith(FORMULA_PREFIXES) or str(text).startswith(FORMULA_PREFIXES) else safe
+
+
+#: The entities plotly decodes in a label's text after it has split off its tags (``svg_text_utils``).
+_PLOTLY = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
+
+
+def plotly_text(text: str) -> str:
+    """``text`` as a plotly label, legend name or tooltip shows it, character for character: escaped (``escaped``),
+    then ``&``, ``<`` and ``>`` as entities, so no tag of plotly's HTML subset (a line break, bold, a link) comes of
+    it. The suite's own markup goes around the result, never into it."""
+    return "".join(_PLOTLY.get(char, char) for char in escaped(text))

@@ -67,6 +67,7 @@ class Status:
     NOT_COMPARABLE = "NOT_COMPARABLE"  # measured, but not as its baseline was (another metric or method)
     UPDATED = "UPDATED"  # --update-baselines recorded it
     NOT_RECORDED = "NOT_RECORDED"  # --update-baselines measured it, but did not record it (the note says why)
+    DRY_RUN = "DRY_RUN"  # --dry-run: the test and its checks ran without a GPU, its entry was found; no figure
 
     FAILING = frozenset({REGRESSED, ANOMALY, ERROR})
     #: Figures that say more about the machine or the measurement than about the kernel: a history's series
@@ -115,3 +116,21 @@ MARKERS: dict[str, str] = {
 }
 #: Markers whose cases run only when ``-m`` names them: never part of the default selection.
 OPT_IN_MARKERS: tuple[str, ...] = ("trigger", "builds")
+
+
+#: A test's checks after its first are keyed ``<key>@2``, ``@3``, … (``check_key``): in the baseline, the gate, the
+#: results, the history and an A/B run alike.
+CHECK_SEPARATOR = "@"
+
+
+def check_key(key: str, occurrence: int) -> str:
+    """The key of a test's ``occurrence``-th check (from 1) of ``key`` (its case id, or ``<case id>#<ratio>``)."""
+    return key if occurrence == 1 else f"{key}{CHECK_SEPARATOR}{occurrence}"
+
+
+def case_of_key(key: str) -> str:
+    """The case id (the test) that owns the entry ``key``: without its ``#<ratio>`` and its ``@<n>``."""
+    head, separator, occurrence = key.rpartition(CHECK_SEPARATOR)
+    if separator and occurrence.isdigit() and not occurrence.startswith("0"):
+        key = head
+    return key.split("#", 1)[0]

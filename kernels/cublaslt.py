@@ -26,6 +26,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from gpuperf.measure.device import driver_installed
 from kernels import blas_args
 
 INSTALL = "pip install -e '.[cublaslt]' (or: pip install 'nvmath-python[cu13]')"
@@ -65,9 +66,11 @@ def available() -> str | None:
     try:
         lt.get_version()
     except Exception as exc:  # noqa: BLE001 — nvmath raises its own loader errors
+        if not driver_installed():  # nvmath then says "CUDA driver is not found": no package would fix it
+            return (f"no NVIDIA driver is installed (libcuda.so.1 cannot be loaded; nvmath-python: {exc}): cuBLASLt "
+                    "runs on an NVIDIA GPU with its driver")
         return (f"nvmath-python is installed but cuBLASLt is not usable ({type(exc).__name__}: {exc}): it needs "
-                "the CUDA driver and libcublasLt.so.13 — install the CUDA 13 cuBLAS wheels "
-                "(pip install 'nvmath-python[cu13]') or set CUDA_PATH to the CUDA 13 toolkit")
+                f"libcublasLt.so.13, which the cublaslt extra brings as a wheel: {INSTALL}")
     return None
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -25,6 +26,7 @@ from hypothesis import strategies as st
 
 from gitrepos import commit, git
 from test_plugin import FAKE_DEVICE
+from gpuperf.ab.messages import NO_GPU_CHECK_ENV
 from gpuperf.ab.schedule import BASE, HEAD, Schedule
 from gpuperf.history.database import History, sqlite_url
 from gpuperf.store.records import Record
@@ -119,7 +121,7 @@ def _git(repo: Path, *args: str) -> str:
 def _env() -> dict[str, str]:
     env = {key: value for key, value in os.environ.items()
            if not key.startswith("GIT_") and key not in ("CI", "GITHUB_STEP_SUMMARY", "GPUPERF_HISTORY")}
-    return {**env, "PYTHONPATH": str(ROOT)}
+    return {**env, "PYTHONPATH": str(ROOT), NO_GPU_CHECK_ENV: "1"}  # the sides' conftest stands in the GPU
 
 
 def _commit(repo: Path, message: str, **files: str | None) -> str:
@@ -259,6 +261,19 @@ def test_a_bad_revision_is_one_line_and_exit_3(repo: tuple[Path, dict[str, str]]
     done = _ab(path, tmp_path / "out", "--base", "no-such-rev")
     assert done.returncode == 3 and done.stderr.count("\n") == 1
     assert "'no-such-rev' is not a commit" in done.stderr and "--base" in done.stderr
+
+
+@pytest.mark.skipif(shutil.which("nvidia-smi") is not None, reason="a GPU machine has a GPU to find")
+def test_no_usable_gpu_is_one_line_and_exit_3_before_either_side_starts(repo: tuple[Path, dict[str, str]],
+                                                                         tmp_path: Path) -> None:
+    path, commits = repo
+    env = {key: value for key, value in _env().items() if key != NO_GPU_CHECK_ENV}
+    done = subprocess.run([sys.executable, "-m", "gpuperf", "ab", "--repo", str(path), "--out", str(tmp_path / "out"),
+                           "--base", commits["base"]], capture_output=True, text=True, cwd=ROOT, env=env, timeout=120)
+    assert done.returncode == 3 and done.stderr.count("\n") == 1 and done.stdout == ""
+    assert done.stderr.startswith("gpuperf: error: no usable GPU, so neither side was started: ")
+    assert "run the A/B gate on a GPU runner" in done.stderr
+    assert not (tmp_path / "out").exists()  # nothing started, nothing written
 
 
 def test_an_out_folder_that_cannot_be_made_is_one_line_and_exit_3(repo: tuple[Path, dict[str, str]],

@@ -30,10 +30,10 @@ from gpuperf.store.baseline import (
     entries_digest,
     load_baseline,
     parse_baseline,
-    seal_baseline,
     update_baseline,
     version_changes,
 )
+from gpuperf.store.baseline_maintenance import seal_baseline
 
 HEADER: dict[str, Any] = {
     "gpu": "NVIDIA H200", "slug": "nvidia-h200", "compute_capability": "9.0", "driver": "580.159.04",

@@ -156,7 +156,8 @@ def test_the_case_is_picked_from_its_results_and_named_to_pytest() -> None:
     from gpuperf.history.bisect import case_record, keyword
 
     case = "perf_tests/test_custom.py::test_custom_perf[tiled-4096x4096x4096-cold]"
-    assert keyword(case) == "test_custom_perf[tiled-4096x4096x4096-cold]" == keyword(case + "#vs_cublas")
+    assert keyword(case) == "test_custom_perf[tiled-4096x4096x4096-cold]" == keyword(case + "#vs_cublas") \
+        == keyword(case + "@2")  # a later check of the same test: its test is what -k selects
     base = {"family": "custom", "params": {}, "metric": "TFLOPS", "unit": "TFLOPS", "status": "PASS"}
     doc = {"records": [{**base, "case_id": case, "nodeid": case, "value": 20.0},
                        {**base, "case_id": case + "#vs_cublas", "nodeid": case, "value": 0.4}]}

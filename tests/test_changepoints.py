@@ -124,21 +124,82 @@ def _run(pk: int, host: str = "GPU-a", driver: str = "580") -> RunSummary:
                       cuda_runtime="13.2", cublas="13.1.0", cupy="14.2.0")
 
 
-def test_series_are_split_by_host_and_method_and_leave_out_unjudged_figures() -> None:
+def test_series_pool_hosts_per_method_and_leave_out_unjudged_figures() -> None:
     runs = {pk: _run(pk, host="GPU-a" if pk % 2 else "GPU-b") for pk in range(1, 9)}
     rows = [("case", "cupti-cold", pk, 50.0 + pk, "PASS") for pk in runs]
     rows += [("case", "cupti-cold", 3, 1.0, "UNRELIABLE"), ("case", "cold-flush", 5, 40.0, "PASS"),
              ("case", "cupti-cold", 99, 50.0, "PASS")]  # a run filtered out by --gpu/--since
     grouped = series(rows, runs)
-    assert grouped[SeriesKey("h200", "GPU-a", "case", "cupti-cold")] == [(1, 51.0), (3, 53.0), (5, 55.0), (7, 57.0)]
-    assert grouped[SeriesKey("h200", "GPU-b", "case", "cupti-cold")] == [(2, 52.0), (4, 54.0), (6, 56.0), (8, 58.0)]
-    assert grouped[SeriesKey("h200", "GPU-a", "case", "cold-flush")] == [(5, 40.0)]
+    assert grouped[SeriesKey("h200", ALL_HOSTS, "case", "cupti-cold")] == [(pk, 50.0 + pk) for pk in range(1, 9)]
+    assert grouped[SeriesKey("h200", "GPU-a", "case", "cold-flush")] == [(5, 40.0)]  # one host: named
 
 
-def test_hosts_that_agree_make_one_series() -> None:
-    runs = {pk: _run(pk, host="GPU-a" if pk % 2 else "GPU-b") for pk in range(1, 9)}
-    grouped = series([("case", "m", pk, 50.0 + 0.1 * (pk % 3), "PASS") for pk in runs], runs)
-    assert list(grouped) == [SeriesKey("h200", ALL_HOSTS, "case", "m")] and len(grouped[list(grouped)[0]]) == 8
+def test_a_host_that_reads_differently_is_an_offset_not_a_change() -> None:
+    rng = np.random.default_rng(11)
+    runs = {pk: _run(pk, host=f"GPU-{rng.integers(4)}") for pk in range(1, 61)}
+    high = {"GPU-0": 0.025, "GPU-3": -0.03}
+    values = {pk: 50.0 * (1 + high.get(run.host, 0.0)) * (1 + 0.002 * rng.standard_normal()) for pk, run in runs.items()}
+    grouped = series([("case", "m", pk, value, "PASS") for pk, value in values.items()], runs)
+    (points,) = grouped.values()
+    assert points.host_offsets["GPU-0"].offset == pytest.approx(0.025, abs=0.002)
+    assert points.host_offsets["GPU-3"].offset == pytest.approx(-0.03, abs=0.002)
+    assert abs(points.host_offsets["GPU-1"].offset) < 0.002 and find_changes(grouped, runs) == []
+    relative = [figures / np.median(figures) for figures in (points.values, points.judged)]
+    assert np.std(relative[0]) > 0.015 and np.std(relative[1]) < 0.003  # the hosts' offsets removed, noise left
+
+
+def test_a_step_on_every_host_is_found_at_its_run_whatever_hosts_the_runs_land_on() -> None:
+    rng = np.random.default_rng(12)
+    runs = {pk: _run(pk, host=f"GPU-{rng.integers(6)}") for pk in range(1, 104)}
+    offsets = {f"GPU-{number}": value for number, value in enumerate([0.0, 0.02, 0.03, -0.029, 0.0, 0.011])}
+    rows = [("case", "m", pk, 50.0 * (0.97 if pk > 100 else 1.0) * (1 + offsets[run.host])
+             * (1 + 0.003 * rng.standard_normal()), "PASS") for pk, run in runs.items()]
+    (change,) = find_changes(series(rows, runs), runs)
+    assert change.after.pk == 101 and change.slowdown and change.point.relative == pytest.approx(-0.03, abs=0.005)
+    assert change.host_changed  # the runs either side landed on two hosts of different offsets
+    assert change.after_offset - change.before_offset == pytest.approx(
+        offsets[change.after.host] - offsets[change.before.host], abs=0.003)
+
+
+def test_a_noisy_case_s_hosts_take_their_class_offset_where_their_own_is_its_noise() -> None:
+    rng = np.random.default_rng(14)
+    runs = {pk: _run(pk, host=f"GPU-{rng.integers(4)}") for pk in range(1, 81)}
+    rows = [(case, "m", pk, 50.0 * (1 + noise * rng.standard_normal()), "PASS")
+            for case, noise in (("noisy", 0.02), ("quiet", 0.001)) for pk in runs]
+    grouped = series(rows, runs)
+    noisy = grouped[SeriesKey("h200", ALL_HOSTS, "noisy", "m")].host_offsets.values()
+    assert all(told.from_class and abs(told.offset) < 0.003 for told in noisy)
+
+
+def test_a_host_with_few_runs_takes_its_class_offset() -> None:
+    rng = np.random.default_rng(13)
+    runs = {pk: _run(pk, host="GPU-new" if pk in (40, 45) else f"GPU-{pk % 3}") for pk in range(1, 50)}
+    rows, classes = [], {}
+    for number in range(20):
+        case, memory_bound = f"case-{number}", number % 2 == 0
+        classes[case, "m"] = memory_bound
+        rows += [(case, "m", pk, 10.0 * (1.02 if run.host == "GPU-new" and memory_bound else 1.0)
+                  * (1 + 0.002 * rng.standard_normal()), "PASS") for pk, run in runs.items()]
+    grouped = series(rows, runs, classes)
+    memory = grouped[SeriesKey("h200", ALL_HOSTS, "case-0", "m")].host_offsets["GPU-new"]
+    compute = grouped[SeriesKey("h200", ALL_HOSTS, "case-1", "m")].host_offsets["GPU-new"]
+    assert memory.from_class and memory.runs == 2 and memory.offset == pytest.approx(0.02, abs=0.002)
+    assert compute.from_class and abs(compute.offset) < 0.002
+
+
+def test_a_change_point_already_reported_is_not_reported_again_as_recent() -> None:
+    for seed in range(50):
+        noise = np.random.default_rng(seed).standard_normal(47)
+        points = change_points(np.r_[np.ones(40), np.full(7, 0.96)] * (1 + 0.003 * noise))
+        assert [(point.index, point.recent) for point in points] == [(40, False)]
+
+
+def test_one_alarm_per_step_night_after_night() -> None:
+    for seed in range(30):
+        noise = np.random.default_rng(seed).standard_normal(60)
+        values = np.r_[np.ones(40), np.full(20, 0.96)] * (1 + 0.003 * noise)
+        indices = {point.index for night in range(41, 61) for point in change_points(values[:night])}
+        assert indices <= {39, 40, 41} and 40 in indices
 
 
 @pytest.mark.long

@@ -14,6 +14,8 @@ from typing import Any
 
 import pytest
 
+from gpuperf.install.command import cuda_extra_command
+
 
 from gpuperf.output import diff, results
 from gpuperf.store.baseline import Entry, dump_baseline, load_baseline
@@ -393,7 +395,7 @@ def test_device_without_cupy_names_the_cause_and_the_fix(monkeypatch: pytest.Mon
     monkeypatch.setitem(sys.modules, "cupy", None)  # the real query: import cupy fails as it does without CuPy
     assert main(["device"]) == 1
     err = capsys.readouterr().err
-    assert "CuPy is not importable" in err and "pip install -e '.[cuda13]'" in err
+    assert "CuPy is not importable" in err and cuda_extra_command() in err
 
 
 def test_device_without_a_gpu_reports_the_device_error(monkeypatch: pytest.MonkeyPatch,
@@ -581,3 +583,17 @@ def test_the_suggested_from_runs_command_quotes_b_s_path(runs: tuple[Path, Path]
     main(["compare", str(runs[0]), "b c;x.json"])
     (improved,) = [line for line in capsys.readouterr().out.splitlines() if "IMPROVED" in line]
     assert "baseline from-runs baselines/synthetic-gpu.yaml 'b c;x.json' (if B" in improved
+
+
+def test_compare_says_when_a_and_b_ran_on_different_boards(capsys: pytest.CaptureFixture[str]) -> None:
+    """Two passing gate runs of two H200s (the committed merge-gate evidence) differ by the boards: the header says
+    so before the table; the same board's run against itself says nothing of the kind."""
+    runs = REPO / "docs" / "ab" / "merge-gate"
+    a, b = str(runs / "0d7bcbaf" / "gate.json"), str(runs / "407f2e2d" / "gate.json")
+    main(["compare", a, b])
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[1].startswith("A and B ran on different GPUs (A GPU-0d7bcbaf, B GPU-407f2e2d, both nvidia-h200): "
+                               "each delta includes how the two boards differ")
+    assert lines[2].startswith("case ")  # before the table
+    main(["compare", a, a])
+    assert "different GPUs" not in capsys.readouterr().out

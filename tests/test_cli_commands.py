@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from gpuperf.install.command import install_command
+
 from gpuperf.cli import COMMANDS, ERRORS, build_parser
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -73,11 +75,11 @@ def test_the_help_lists_every_command() -> None:
 @pytest.mark.long
 @pytest.mark.parametrize(("missing", "argv", "message"), [
     ("matplotlib", ["plot", "baselines/nvidia-h200.yaml"],
-     "python -m gpuperf plot needs matplotlib, not installed here: pip install 'gpuperf[plot]'"),
+     "python -m gpuperf plot needs matplotlib, not installed here: " + install_command("plot")),
     ("matplotlib", ["history", "--history", "{tmp}/h.sqlite", "page"],
-     "python -m gpuperf history page needs matplotlib, not installed here: pip install 'gpuperf[page]'"),
+     "python -m gpuperf history page needs matplotlib, not installed here: " + install_command("page")),
     ("plotly,jinja2", ["history", "--history", "{tmp}/h.sqlite", "page"],
-     "python -m gpuperf history page needs plotly and jinja2, not installed here: pip install 'gpuperf[page]'"),
+     "python -m gpuperf history page needs plotly and jinja2, not installed here: " + install_command("page")),
 ])
 def test_a_command_whose_extra_is_missing_names_its_install_command(missing: str, argv: list[str], message: str,
                                                                     tmp_path: Path) -> None:

@@ -10,6 +10,8 @@ from typing import Any
 
 import pytest
 
+from gpuperf.install.command import cuda_extra_command
+
 from gpuperf.measure import cupti_trace
 from gpuperf.measure.kernel_records import KernelActivity
 
@@ -64,7 +66,7 @@ def test_without_cupti_python_the_run_says_why_and_how_to_fix_it(monkeypatch: py
     monkeypatch.setitem(sys.modules, "cupti", None)  # import cupti raises ImportError
     tracer, reason = cupti_trace.open_tracer.__wrapped__()
     assert tracer is None
-    assert "cupti-python is not installed" in reason and "pip install -e '.[cuda13]'" in reason
+    assert "cupti-python is not installed" in reason and cuda_extra_command() in reason
 
 
 def test_a_cupti_that_refuses_to_trace_is_a_reason_not_a_crash(fake_cupti: FakeCupti) -> None:

@@ -237,3 +237,24 @@ def test_without_a_driver_the_reason_says_so_not_driver_version_insufficient(mon
     monkeypatch.setattr(device, "driver_installed", lambda: True)
     with pytest.raises(device.NoGpuError, match="driver version is insufficient"):
         device.device_count()
+
+
+def test_a_device_counted_but_not_queryable_is_no_gpu_not_an_internal_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    """CuPy installed, no driver, and a count that says 1 (a stand-in, or a runtime that counts without a driver):
+    the device's properties fail, and the start-up check reads that as no GPU, with the cause."""
+    from gpuperf.measure import device
+
+    def no_properties(index: int) -> dict[str, str]:
+        raise RuntimeError("cudaErrorInsufficientDriver: CUDA driver version is insufficient for CUDA runtime version")
+
+    fake = types.SimpleNamespace(cuda=types.SimpleNamespace(runtime=types.SimpleNamespace(
+        getDeviceProperties=no_properties)))
+    monkeypatch.setattr(device, "_import_cupy", lambda: fake)
+    monkeypatch.setattr(device, "device_count", lambda: 1)
+    monkeypatch.setattr(device, "driver_installed", lambda: False)
+    with pytest.raises(device.NoGpuError) as info:
+        device.list_devices()
+    assert str(info.value) == device.NO_DRIVER
+    monkeypatch.setattr(device, "driver_installed", lambda: True)
+    with pytest.raises(device.NoGpuError, match="GPU 0 cannot be queried .*driver version is insufficient.*nvidia-smi"):
+        device.list_devices()

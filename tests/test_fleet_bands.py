@@ -18,7 +18,8 @@ from gpuperf.output.fleet_report import resolution_banner
 from gpuperf.output.readme import section_markers
 from gpuperf.store.baseline import BaselineError, Entry, dump_baseline, load_baseline, parse_baseline, update_baseline
 from gpuperf.verdict.false_alarms import judge
-from gpuperf.verdict.fleet_bands import TARGET_RED, CaseFleet, Spread, banded_baseline, binomial_upper, classify
+from gpuperf.verdict.fleet_bands import TARGET_RED, CaseFleet, Spread, banded_baseline, binomial_upper
+from gpuperf.verdict.fleet_resolution import classify
 from gpuperf.verdict.gate import GateConfig, effective_tolerance
 from gpuperf.verdict.student_t import t_quantile
 

@@ -122,7 +122,7 @@ def test_a_version_3_database_keeps_every_figure_of_every_record_in_its_runs_doc
         bodies = connection.execute(sa.select(RUN_DOCUMENTS.c.run_pk, RUN_DOCUMENTS.c.body)
                                     .order_by(RUN_DOCUMENTS.c.run_pk)).all()
     engine.dispose()
-    assert version == SCHEMA_VERSION == 5 and "data" not in columns and "position" in columns and "basis" in columns
+    assert version == SCHEMA_VERSION == 6 and "data" not in columns and "position" in columns and "basis" in columns
     assert list(kept.values()) == [docs[0]["records"][1], docs[1]["records"][1]]  # every key, the future one too
     assert [json.loads(decode_document(body))["records"] for _, body in bodies[:2]] == [doc["records"] for doc in docs]
 

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 from pathlib import Path
 
@@ -107,8 +108,11 @@ def test_a_slowdown_in_the_third_run_is_named_by_the_gates_rule_with_both_commit
 
 
 @pytest.mark.long
-def test_the_committed_fleet_runs_show_no_change_point(tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_committed_fleet_runs_make_one_series_per_case(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """The committed runs of 34 H200s (a few runs each, over the suite's own development) make one series per case
+    and method, hosts pooled with their offsets removed; a change point at a change of host says so, with both
+    hosts' offsets, and the exit code is the nightly check's over what is printed."""
     from tools.generators.changepoint_compare import committed_fleet_files
 
     files = committed_fleet_files(ROOT)
@@ -119,9 +123,19 @@ def test_the_committed_fleet_runs_show_no_change_point(tmp_path: Path, capsys: p
                  "docs/fleet", "docs/h200"]) == 0
     ingested = capsys.readouterr().out
     assert f"{len(files) - 1} runs added, 1 already present, 0 files refused" in ingested and len(files) >= 40
-    assert main(["history", "changes", "--history", target]) == 0
-    out = capsys.readouterr().out
-    assert " 0 change points in " in out and not any(line.startswith(("SLOWDOWN", "speed-up")) for line in out.splitlines())
+    code = main(["history", "changes", "--history", target])
+    lines = capsys.readouterr().out.splitlines()
+    with History(sqlite_url(Path(target)), create=False) as history:
+        pairs = len(history.series_columns()[0])
+    summary = re.fullmatch(r"gpuperf: (\d+) change points in (\d+) series over (\d+) runs; (\d+) slowdowns? .*",
+                           lines[-1])
+    assert summary is not None and int(summary[2]) == pairs and int(summary[3]) == len(files) - 1  # one file twice
+    found = [line for line in lines if line.startswith(("SLOWDOWN", "speed-up"))]
+    assert len(found) == int(summary[1]) and all(" host all hosts: " in line for line in found)
+    moved = [line for line in found if "host changed: " in line]
+    assert moved and all(re.search(r"host changed: \S+ \([+-]\d+\.\d %\) → \S+ \([+-]\d+\.\d %\), offsets removed",
+                                   line) for line in moved)
+    assert code == (1 if int(summary[4]) else 0)
 
 
 def test_ingest_names_a_refused_file_and_bad_arguments_are_refused(tmp_path: Path,

@@ -3,6 +3,7 @@ record by record, written out plainly here, whatever the records hold and whiche
 
 from __future__ import annotations
 
+import json
 import math
 from itertools import repeat
 from typing import Any
@@ -14,8 +15,9 @@ from gpuperf.history.rows import RECORD_COLUMNS, RECORD_VALUE_COLUMNS, records_c
 
 VALUES = st.sampled_from([None, 0, 1, -3, 2.5, -0.0, 1e300, float("inf"), float("nan"), True, False, "x", "",
                           [1980, 1965], [1980], [], [1.5, "a"], {"a": 1}]) | st.floats() | st.integers(-10**6, 10**6)
-KERNELS = st.none() | st.lists(st.dictionaries(st.sampled_from(["name", "grid"]), st.text(max_size=3) | st.integers(),
-                                                max_size=2) | st.integers(), max_size=3) \
+KERNELS = st.none() | st.lists(st.dictionaries(st.sampled_from(["name", "grid", "symbol", "code", "config"]),
+                                                st.text(max_size=3) | st.integers(), max_size=3) | st.integers(),
+                               max_size=3) \
     | st.text(max_size=3) | st.dictionaries(st.just("name"), st.text(max_size=3), max_size=1)
 RECORDS = st.fixed_dictionaries({"case_id": st.text(min_size=1, max_size=5) | st.integers()},
                                 optional={**{key: VALUES for key in RECORD_COLUMNS.values() if key != "case_id"},
@@ -47,8 +49,15 @@ def _reference(record: dict[str, Any], position: int) -> tuple[Any, ...]:
 
     kernels = record.get("kernels") or []
     names = " + ".join(str(kernel.get("name", "?")) for kernel in kernels if isinstance(kernel, dict))
+    # what the gate tells kernels apart by, where any kernel has more than a name
+    listed = [kernel for kernel in kernels if isinstance(kernel, dict)] if isinstance(kernels, list) else []
+    identity = None
+    if any(kernel.get(key) for kernel in listed for key in ("symbol", "code", "config")):
+        identity = json.dumps([[str(kernel.get("name", "?")), *(str(kernel.get(key) or "") for key in
+                                                               ("symbol", "code", "config"))] for kernel in listed],
+                              separators=(",", ":"), ensure_ascii=False)
     by_column: dict[str, Any] = {
-        "case_id": str(record["case_id"]), "kernels": names, "position": position,
+        "case_id": str(record["case_id"]), "kernels": names, "kernel_identity": identity, "position": position,
         **{column: _number(record.get(key)) for column, key in RECORD_COLUMNS.items()
            if column in ("value", "spread", "cycles_per_call", "sm_clock_mhz", "value_at_max_clock", "cycles_spread")},
         **{column: text(key) for column, key in RECORD_COLUMNS.items()
@@ -94,4 +103,4 @@ def test_a_run_of_records_holding_every_key_takes_the_same_rows() -> None:
                for index in range(50)]
     assert all(_same(row, _reference(record, position))
                for position, (row, record) in enumerate(zip(records_values(records), records)))
-    assert records_values(records)[3][13] == 1975.0
+    assert records_values(records)[3][RECORD_VALUE_COLUMNS.index("sm_clock_mhz")] == 1975.0

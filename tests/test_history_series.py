@@ -29,11 +29,9 @@ from gpuperf.vocabulary import Status
 Row = tuple[Any, ...]  # (case_id, method, run_pk, figure, status[, at max clock])
 
 
-def per_record(rows: Iterable[Row], runs: Mapping[int, RunSummary],
-               host_split: float = DEFAULT_MIN_SIZE) -> dict[SeriesKey, list[tuple[int, float]]]:
-    """The series, one record at a time: per case and method (sorted), per GPU model and then host in the order
-    the runs first show them, the judged figures in run order; hosts pooled unless their medians are
-    ``host_split`` or more apart."""
+def per_record(rows: Iterable[Row], runs: Mapping[int, RunSummary]) -> dict[SeriesKey, list[tuple[int, float]]]:
+    """The series, one record at a time: per case and method (sorted), per GPU model in the order the runs first
+    show them, the judged figures in run order, every host pooled (named where there is one)."""
     position = {pk: index for index, pk in enumerate(runs)}
     slugs = list(dict.fromkeys(run.gpu_slug for run in runs.values()))
     hosts = list(dict.fromkeys(run.host for run in runs.values()))
@@ -46,15 +44,9 @@ def per_record(rows: Iterable[Row], runs: Mapping[int, RunSummary],
         in_order = sorted(figures[case, method], key=lambda point: position[point[0]])
         for slug in slugs:
             mine = [point for point in in_order if runs[point[0]].gpu_slug == slug]
-            by_host = {host: [point for point in mine if runs[point[0]].host == host] for host in hosts}
-            by_host = {host: points for host, points in by_host.items() if points}
-            medians = [statistics.median(value for _, value in points) for points in by_host.values()]
-            if len(by_host) == 1:
-                cut[SeriesKey(slug, next(iter(by_host)), case, method)] = mine
-            elif len(by_host) > 1 and max(medians) / min(medians) - 1 < host_split:
-                cut[SeriesKey(slug, ALL_HOSTS, case, method)] = mine
-            else:
-                cut.update({SeriesKey(slug, host, case, method): points for host, points in by_host.items()})
+            present = {runs[pk].host for pk, _ in mine}
+            if present:
+                cut[SeriesKey(slug, next(iter(present)) if len(present) == 1 else ALL_HOSTS, case, method)] = mine
     return cut
 
 
@@ -91,14 +83,15 @@ def test_columns_cut_the_series_as_the_per_record_way_does(seed: int) -> None:
     rng = random.Random(seed)
     hosts = [f"GPU-{index:04d}" for index in range(rng.randint(1, 5))]
     runs = _runs(rng, rng.randint(1, 60), hosts, ["nvidia-h200", "nvidia-a100"][:rng.randint(1, 2)])
-    offsets = {host: rng.choice([0.0, 0.0, 0.004, 0.03, -0.1]) for host in hosts}  # some hosts split, some not
+    offsets = {host: rng.choice([0.0, 0.0, 0.004, 0.03, -0.1]) for host in hosts}  # hosts that read differently
     rows = _rows(rng, runs, offsets)
     expected = per_record(rows, runs)
     cut = series(rows, runs)
     assert list(cut) == list(expected)  # the same series in the same order (changes of one run keep it)
     assert all(isinstance(points, Points) and list(points) == expected[key] for key, points in cut.items())
     assert find_changes(cut, runs) == find_changes({key: Points(np.array([pk for pk, _ in points], dtype=np.int64),
-                                                                np.array([value for _, value in points]))
+                                                                np.array([value for _, value in points]),
+                                                                offsets=cut[key].offsets)
                                                     for key, points in expected.items()}, runs)
 
 
@@ -141,8 +134,11 @@ def test_the_history_s_columns_hold_every_judged_figure_of_each_series(database_
     assert len(runs) == 30 and all(run.git_dirty is None or isinstance(run.git_dirty, bool) for run in runs.values())
     assert list(columns) == list(expected) and {key: list(points) for key, points in columns.items()} == expected
     pooled = [pk for key, points in columns.items() if key.host == ALL_HOSTS for pk, _ in points]
-    assert "GPU-0002" in {key.host for key in columns} and pooled  # the 10 % faster host apart, the others pooled
-    assert {runs[pk].host for pk in pooled} == {"GPU-0000", "GPU-0001"}
+    assert {key.host for key in columns} == {ALL_HOSTS}  # the 10 % faster host pooled, its offset removed
+    assert {runs[pk].host for pk in pooled} == {"GPU-0000", "GPU-0001", "GPU-0002"}
+    assert all(points.host_offsets["GPU-0002"].offset - points.host_offsets["GPU-0000"].offset == pytest.approx(
+        0.1, abs=0.03) for points in columns.values() if "GPU-0002" in points.host_offsets
+        and not points.host_offsets["GPU-0002"].from_class)
     assert sum(len(points) for points in columns.values()) == sum(
         1 for doc, _, _ in documents for record in doc["records"] if record["status"] not in Status.UNJUDGED)
     assert len(recent) == 6 and {key: list(points) for key, points in since.items()} == per_record(rows, recent)

@@ -17,15 +17,20 @@ import pytest
 from gpuperf.store.history_target import HistoryError, mask_args, mask_url, to_url
 from tests.gitrepos import commit, git
 from tests.history_support import ROOT, document, write
+from test_history_cli import project  # noqa: F401  (the fixture: a git project with the fake-timed plugin)
 
+pytest_plugins = ["pytester"]
 CASE = "perf_tests/test_gemm.py::test_gemm_perf[fp32-512x512x512-cold]"
 SECRET = "hunter2secret"
+#: A password holding ``@`` then ``?`` (issue 54): no part of it is printed, recorded, or taken for the host.
+AT_QUERY = f"postgresql://u:{SECRET[:5]}@t?{SECRET[5:]}@127.0.0.1:1/db"
 
 
 def _gpuperf(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {key: value for key, value in os.environ.items() if key not in ("GPUPERF_HISTORY", "CI")}
     return subprocess.run([sys.executable, "-m", "gpuperf", *args], cwd=cwd, capture_output=True, text=True,
-                          env={**env, "PYTHONPATH": str(ROOT)}, timeout=120, check=False)
+                          env={**env, "PYTHONPATH": str(ROOT), "GPUPERF_AB_NO_GPU_CHECK": "1"}, timeout=120,
+                          check=False)  # ab's sides stand the GPU in (their conftest), not this machine
 
 
 def _files(folder: Path) -> dict[str, str]:
@@ -39,6 +44,7 @@ def _files(folder: Path) -> dict[str, str]:
     (f"postgresql://u:{SECRET[:4]}@{SECRET[4:]}@h:5432/db", "postgresql://u:***@h:5432/db"),
     (f"postgresql://u@h/db?sslmode=require&password={SECRET}", "postgresql://u@h/db?sslmode=require&password=***"),
     (f"postgresql://u:{SECRET}@[::1/db", "postgresql://u:***@[::1/db"),
+    (AT_QUERY, "postgresql://u:***@127.0.0.1:1/db"),
     ("sqlite:////tmp/h.sqlite", "sqlite:////tmp/h.sqlite"),
     ("results/history.sqlite", "results/history.sqlite"),
 ])
@@ -50,6 +56,10 @@ def test_a_url_is_shown_without_its_password(url: str, shown: str) -> None:
 def test_a_password_holding_an_at_is_encoded_not_taken_for_the_host() -> None:
     assert to_url(f"postgresql://u:ab@cd@db.example:5432/x", ROOT) == "postgresql+psycopg://u:ab%40cd@db.example:5432/x"
     assert to_url("postgresql://u:ab%40cd@h/x", ROOT) == "postgresql+psycopg://u:ab%40cd@h/x"  # not encoded twice
+    assert to_url("postgresql://u:s3cr@t?pass@db.example:5432/gp", ROOT) == \
+        "postgresql+psycopg://u:s3cr%40t%3Fpass@db.example:5432/gp"
+    assert to_url("postgresql://u:s3cr@t/x@db/gp?sslmode=require", ROOT) == \
+        "postgresql+psycopg://u:s3cr%40t%2Fx@db/gp?sslmode=require"
     for malformed in (f"postgresql://u:{SECRET}@h:port/x", f"postgresql://u:{SECRET}@[::1/x",
                       f"postgresql://u:{SECRET}@h:0/x"):
         with pytest.raises(HistoryError, match="write postgresql://USER:PASSWORD@HOST") as raised:
@@ -64,6 +74,7 @@ def test_a_password_holding_an_at_is_encoded_not_taken_for_the_host() -> None:
     f"postgresql://u:{SECRET}@127.0.0.1:notaport/db",
     f"postgresql://u:{SECRET}@[::1/db",
     f"http://u:{SECRET}@x/db",
+    AT_QUERY,
 ])
 @pytest.mark.parametrize("command", [  # every URL through show here; through the other two in the long tier
     ["history", "show", "gemm"], ["history", "changes"],
@@ -73,6 +84,9 @@ def test_history_commands_print_no_password(url: str, command: list[str], tmp_pa
     assert done.returncode == 1 and done.stderr.count("\n") == 1, done.stderr
     assert done.stderr.startswith("gpuperf: error: history ") and "Traceback" not in done.stderr
     assert SECRET not in done.stdout + done.stderr and SECRET[5:] not in done.stderr
+    assert SECRET[:5] not in done.stdout + done.stderr, done.stderr
+    if url == AT_QUERY:  # the host named is the one after the password, not a part of it
+        assert "://u:***@127.0.0.1:1/db: cannot be opened" in done.stderr, done.stderr
     assert list(tmp_path.iterdir()) == []
 
 
@@ -161,6 +175,7 @@ def _repo(tmp_path: Path) -> tuple[Path, str]:
     ("sqlite://", "an in-memory SQLite database"),
     ("http://x", "unknown database kind 'http'"),
     (f"postgresql://u:{SECRET}@127.0.0.1:1/db", "cannot be opened"),
+    (AT_QUERY, "cannot be opened"),
     ("other.db", "holds tables of another program"),
     ("taken/h.sqlite", "not a writable folder"),
 ])
@@ -174,7 +189,8 @@ def test_ab_refuses_a_history_it_could_not_append_to_before_either_side_starts(t
     done = _gpuperf(tmp_path, "ab", "--repo", str(repo), "--base", base, "--out", str(tmp_path / "out"),
                     "--history", target)
     assert done.returncode == 3 and done.stderr.count("\n") == 1, done.stdout + done.stderr
-    assert said in done.stderr and SECRET not in done.stderr, done.stderr
+    assert said in done.stderr and SECRET not in done.stderr and SECRET[:5] not in done.stderr, done.stderr
+    assert SECRET[5:] not in done.stderr, done.stderr
     assert not (tmp_path / "out").exists() and done.stdout == ""
 
 
@@ -185,3 +201,31 @@ def test_a_sessions_recorded_arguments_hold_no_password() -> None:
     recorded = recorded_options(Options(), ["perf_tests", "--history", f"postgresql://u:{SECRET}@h/db?password=x1y2z3"])
     assert SECRET not in json.dumps(recorded) and "x1y2z3" not in json.dumps(recorded)
     assert recorded["args"][-1] == "postgresql://u:***@h/db?password=***"
+    recorded = recorded_options(Options(), ["perf_tests", f"--history={AT_QUERY}"])
+    assert SECRET[:5] not in json.dumps(recorded) and SECRET[5:] not in json.dumps(recorded)
+    assert recorded["args"][-1] == "--history=postgresql://u:***@127.0.0.1:1/db"
+
+
+@pytest.mark.long
+def test_bisect_prints_no_part_of_a_password_holding_at_then_query(tmp_path: Path) -> None:
+    repo, base = _repo(tmp_path)
+    done = _gpuperf(tmp_path, "bisect", "--repo", str(repo), "--good", base, "--bad", base, "-k", "gemm",
+                    "--out", str(tmp_path / "out"), "--history", AT_QUERY)
+    assert done.returncode not in (0, 5) and "Traceback" not in done.stderr, done.stderr
+    assert SECRET[:5] not in done.stdout + done.stderr and SECRET[5:] not in done.stdout + done.stderr, done.stderr
+    assert "://u:***@127.0.0.1:1/db" in done.stderr, done.stderr
+
+
+@pytest.mark.long
+def test_a_pytest_session_prints_no_part_of_a_password_holding_at_then_query(
+        project: pytest.Pytester) -> None:  # noqa: F811
+    """The session runs, says the history could not be appended to (naming the real host), and records its
+    arguments in results.json and results.csv masked."""
+    result = project.runpytest_subprocess("-p", "no:cacheprovider", "--missing-baseline=pass", "--history", AT_QUERY)
+    output = "\n".join(result.outlines + result.errlines)
+    assert "Traceback" not in output and "HISTORY NOT APPENDED: history postgresql+psycopg://u:***@127.0.0.1:1/db: " \
+        "cannot be opened" in output, output
+    written = [path.read_text() for path in sorted((project.path / "results").glob("*/results.*"))]
+    assert len(written) >= 2 and "--history" in written[0]
+    for text in (output, *written):
+        assert SECRET[:5] not in text and SECRET[5:] not in text and "t?r2" not in text, text

@@ -19,6 +19,9 @@ from pathlib import Path
 
 import pytest
 
+from gpuperf.ab.messages import NO_GPU_CHECK_ENV
+from test_plugin import CONFTEST, GEMV_S
+
 REPO = Path(__file__).resolve().parents[1]
 PAGE = REPO / "docs" / "hostile-input.md"
 BASELINE = REPO / "baselines" / "nvidia-h200.yaml"
@@ -146,6 +149,47 @@ def _renamed(data: dict) -> None:  # type: ignore[type-arg]
 
 def _two_gpus(data: dict) -> None:  # type: ignore[type-arg]
     data["records"] = [dict(record, gpu_index=index) for record in data["records"] for index in (0, 1)]
+
+
+#: A session of the suite's fake GPU (test_plugin's conftest) whose one test's call launched a kernel of a hostile
+#: symbol, as the tracer reports it; the conftest prints the kernel the session's results.json recorded.
+KERNEL_SESSION = [sys.executable, "-m", "pytest", "test_names.py", "-p", "no:cacheprovider", "-q", "--results-dir",
+                  "results"]
+_RECORDED_KERNEL = '''
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session):
+    import glob
+    for path in glob.glob("results/*/results.json"):
+        kernel = json.loads(Path(path).read_text())["records"][0]["kernels"][0]
+        name = kernel["name"] if len(kernel["name"]) <= 60 else kernel["name"][:59] + "…"
+        print(f"\\nrecorded kernel: {name} (length {len(kernel['name'])}), spelled "
+              f"{kernel.get('spelled', '')[:40] or 'as its name'}")
+'''
+_KERNEL_TEST = '''
+from dataclasses import replace
+
+import pytest
+
+from gpuperf.measure.kernel_records import KernelActivity, call_kernels
+from gpuperf.measure.metrics import gemv_work
+
+
+@pytest.mark.perf
+def test_kernel_name(measure, perf):
+    measured = measure(lambda: "gemv", gemv_work(16384, 16384, "fp32"))
+    kernels = call_kernels([[KernelActivity(SYMBOL, 0, 200_000, grid=(16384, 1, 1), block=(32, 4, 1))]])
+    perf.check(replace(measured, kernels=kernels))
+'''
+
+
+def _kernel_session(symbol: str) -> Callable[[Path], None]:
+    """The project of ``KERNEL_SESSION``, its kernel's symbol given as a Python expression."""
+    def make(d: Path) -> None:
+        (d / "conftest.py").write_text(CONFTEST + _RECORDED_KERNEL)
+        (d / "timings.json").write_text(json.dumps({"gemv": GEMV_S}))
+        (d / "test_names.py").write_text(f"SYMBOL = {symbol}\n" + _KERNEL_TEST)
+    return make
 
 
 def _mathtext(data: dict) -> None:  # type: ignore[type-arg]
@@ -282,6 +326,42 @@ def _loader(family: str) -> list[str]:
 LOAD_GEMM = _loader("gemm")
 LOAD_OWN = _loader("attention")
 LOADERS = {id(LOAD_GEMM): "gemm", id(LOAD_OWN): "attention"}
+
+
+# --- the makers of issue 54's rows -------------------------------------------------------------------------------
+
+
+def _every_figure(value: float) -> Callable[[dict], None]:  # type: ignore[type-arg]
+    def edit(data: dict) -> None:  # type: ignore[type-arg]
+        for record in data["records"]:
+            if record["value"] is not None:
+                record["value"] = value
+    return edit
+
+
+def _history_edited(*statements: str) -> Callable[[Path], None]:
+    """A history of the committed run, then ``statements`` run on it by hand (a table dropped, a version as text)."""
+    def make(d: Path) -> None:
+        import sqlite3
+
+        with sqlite3.connect(_history_of_run(d)) as connection:
+            for statement in statements:
+                connection.execute(statement)
+        connection.close()
+    return make
+
+
+def _large_run_bad_at_its_end(d: Path) -> None:
+    """A 30 MiB results file (a record's ``extra`` of 1.25 million small objects) whose last figure is text."""
+    data = _run_data()
+    data["records"][0]["extra"] = {"x": [[i, {"k": i}] for i in range(1_250_000)]}
+    data["records"][-1]["value"] = "46"
+    (d / "large.json").write_text(json.dumps(data))
+
+
+def _pytest(*options: str) -> list[str]:
+    """pytest with the plugin (its entry point) and ``options``, in the row's scratch folder."""
+    return [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *options]
 
 
 @dataclass(frozen=True)
@@ -421,6 +501,17 @@ HOSTILE = [
     Hostile("kernel names that are malformed matplotlib mathtext (a dollar-sign formula cut short)",
             _edited("mt.json", _mathtext),
             ["plot", "mt.json", "--out", "plots"], 0, "roofline"),
+    Hostile("a traced kernel whose symbol libstdc++'s demangler takes 27 s on (_Z1fI, 74 R, iEvv: x2.8 per two more)",
+            _kernel_session('"_Z1fI" + "R" * 74 + "iEvv"'), KERNEL_SESSION, 0, "recorded kernel"),
+    Hostile("a traced kernel whose mangled length is past Python's 4,300-digit limit (_Z and 4,301 digits)",
+            _kernel_session('"_Z" + "1" * 4301'), KERNEL_SESSION, 0, "recorded kernel"),
+    Hostile("a traced kernel whose symbol holds an unpaired surrogate (no UTF-8 encoding)",
+            _kernel_session('"_Z\\ud800"'), KERNEL_SESSION, 0, "recorded kernel"),
+    Hostile("a traced kernel of a 1 MB symbol (250,000 nested template arguments)",
+            _kernel_session('"_ZN1a1bI" + "N1cI" * 250_000 + "iEvv"'), KERNEL_SESSION, 0, "recorded kernel"),
+    Hostile("a traced kernel named by a 100 KB declaration with a run of const and & inside its parameters",
+            _kernel_session('"void k<int>(int" + " const&" * 14_000 + ", float)"'), KERNEL_SESSION, 0,
+            "recorded kernel"),
     Hostile("ab --threshold 0 (a usage error: not 2, which is ab's missing evidence)", lambda d: None,
             ["ab", "--base", "HEAD", "--threshold", "0"], 4),
     Hostile("ab --rounds-max 0", lambda d: None, ["ab", "--base", "HEAD", "--rounds-max", "0"], 4),
@@ -433,7 +524,86 @@ HOSTILE = [
     Hostile("ab --out under a folder whose pytest.ini deselects every test, in a tree with no ini of its own",
             _ini_above_out, ["ab", "--base", "HEAD", "--out", "project/out", "--", "perf_tests", "-k", "gemm"], 0,
             "gpuperf ab: 1 SAME"),
+    # --- issue 54: a figure that underflows or overflows, a history edited by hand, a password holding @ then ?,
+    # --- a writing option in ab's selection, sampling options past their bound, an impossible figure published,
+    # --- a large results file refused late
+    Hostile("a figure of 5e-324 (the smallest float) given to fleet", _edited("tiny.json", _set_record(value=5e-324)),
+            ["fleet", str(RUN), "tiny.json"], 0, "smallest slowdown caught"),
+    Hostile("every figure 1e308 in a run given to fleet with a real one", _edited("big.json", _every_figure(1e308)),
+            ["fleet", str(RUN), "big.json"], 0, "smallest slowdown caught"),
+    Hostile("history ingest into a history whose schema_version holds 'abc'",
+            _history_edited("UPDATE schema_version SET version = 'abc'"),
+            ["history", "ingest", str(OTHER_RUN), "--history", "h.sqlite"], 1),
+    Hostile("history ingest into a history whose runs table was dropped", _history_edited("DROP TABLE runs"),
+            ["history", "ingest", str(OTHER_RUN), "--history", "h.sqlite"], 1),
+    Hostile("history changes on a history whose records table was dropped", _history_edited("DROP TABLE records"),
+            ["history", "changes", "--history", "sqlite:///h.sqlite"], 1),
+    Hostile("a PostgreSQL password holding @ then ? (no part of it shown, nor taken for the host)", lambda d: None,
+            ["history", "changes", "--history", "postgresql://u:s3cr@t?pass@127.0.0.1:1/gp"], 1),
+    Hostile("ab with --update-baselines in its selection (it would rewrite the caller's baseline)", lambda d: None,
+            ["ab", "--base", "HEAD", "--", "perf_tests", "--update-baselines"], 4),
+    Hostile("pytest --min-sample-time 1e308 (an OverflowError in every case)", lambda d: None,
+            _pytest("--min-sample-time", "1e308"), 4),
+    Hostile("pytest --warmup-time 1e308", lambda d: None, _pytest("--warmup-time", "1e308"), 4),
+    Hostile("pytest --warmup 1000000000000 (a hang)", lambda d: None, _pytest("--warmup", "1000000000000"), 4),
+    Hostile("pytest --min-samples 1000000000000 (a hang)", lambda d: None, _pytest("--min-samples", "1000000000000"),
+            4),
+    Hostile("readme given a figure above the GPU's peak, status PASS", lambda d: (
+        _edited("peak.json", _above_peak)(d), _text("R.md", "# results\n")(d)) and None,
+        ["readme", "peak.json", "--page", "R.md"], 1),
+    Hostile("a 30 MiB results file whose last figure is text (refused within the limit)", _large_run_bad_at_its_end,
+            ["history", "ingest", "large.json", "--history", "h.sqlite"], 1, "refused"),
 ]
+
+
+#: Hostile conditions that no single command in a scratch folder shows (a second writer, a signal, a browser, a
+#: server, a mount): each row names the test that runs it end to end, and what it gets.
+CONDITIONS = [
+    ("a test that calls perf.check twice (a large and a small GEMM)", "tests/test_several_checks.py",
+     "test_each_check_is_keyed_by_its_own_identity_and_a_slower_second_check_fails_the_gate",
+     "each check keyed by its own identity (`<case id>`, `<case id>@2`) in the baseline, the gate, the results and "
+     "the history: the slower GEMM is REGRESSED against its own entry, the gate fails"),
+    ("an ingest that adds nothing racing one that adds runs to the same new history", "tests/test_history_race.py",
+     "test_an_empty_ingest_racing_a_real_one_never_removes_its_runs",
+     "only the file this process made is removed, only while no other writer has it open and it holds no run"),
+    ("Ctrl-C or SIGTERM to history ingest, fleet, history page, bisect or ab", "tests/test_interrupts.py",
+     "test_ab_stopped_removes_its_worktree_and_ends_both_sides",
+     "exit 2, `gpuperf: error: interrupted (…)` in one line; no pool worker, git worktree or measuring process left"),
+    ("a measuring command of bisect that never ends", "tests/test_interrupts.py",
+     "test_bisect_measure_timeout_stops_the_command_and_what_it_started",
+     "stopped with all it started after `--measure-timeout`; the commit cannot be measured"),
+    ("a branch `fix<br>4000-GB/s-PASS<br><b>approved-by-lead</b>`, a CI job `<a href=…>`, markup in a kernel name",
+     "tests/test_trend_browser.py", "test_tooltips_and_annotations_show_text_from_data_as_text_never_as_markup",
+     "shown as text in the trend page's tooltips and kernel-change annotations (Chromium): no forged line, bold or "
+     "link"),
+    ("ci/gate.sh over a test that calls os._exit(0)", "tests/test_ci_wrappers.py",
+     "test_gate_sh_fails_when_pytest_exited_0_without_results",
+     "exit 1: pytest exited 0 but gpuperf wrote no results; the gate fails without evidence"),
+    ("ci/gate.sh with --update-baselines, --results-dir or --junitxml", "tests/test_ci_wrappers.py",
+     "test_gate_sh_refuses_a_writing_option", "exit 4 before anything runs, one line naming the option and why"),
+    ("a history the user may read but not write", "tests/test_history_read_only.py",
+     "test_reading_commands_read_a_history_they_cannot_write",
+     "show, changes and page read it as it is; ingest says it can be read but not written here, with the fix"),
+    ("$GITHUB_STEP_SUMMARY naming a folder, a FIFO nobody reads, /dev/full or a missing folder",
+     "tests/test_step_summary_target.py", "test_a_session_says_why_the_job_summary_was_not_appended_and_passes",
+     "the results are written; one line says why the job summary was not appended and where it is"),
+    ("results written to a full disk", "tests/test_step_summary_target.py",
+     "test_results_on_a_full_disk_are_refused_with_the_file_and_the_cause",
+     "RESULTS NOT WRITTEN naming the file and that the disk is full, never a gpuperf defect"),
+    ("a PostgreSQL history with schema_version 'abc', or its runs or records table dropped",
+     "tests/test_history_tables_gone.py", "test_a_history_edited_by_hand_is_one_line_for_ingest_and_readers",
+     "ingest, changes and show: one line, the history damaged or edited by hand, exit 1"),
+    ("a password holding @ then ? through bisect and a pytest session's output and results files",
+     "tests/test_history_targets.py", "test_a_pytest_session_prints_no_part_of_a_password_holding_at_then_query",
+     "masked everywhere (`u:***@127.0.0.1:1/db`); the host is the one after the password"),
+]
+
+
+def render_conditions() -> list[str]:
+    return ["", "## Conditions no single command shows", "",
+            "Each is run end to end by the test it names (a second writer, a signal, Chromium, PostgreSQL, a "
+            "mount).", "", "| condition | test | what it gets |", "| --- | --- | --- |",
+            *(f"| {_cell(what)} | `{path}::{name}` | {_cell(gets)} |" for what, path, name, gets in CONDITIONS)]
 
 
 def _limited() -> None:
@@ -447,6 +617,7 @@ def run_hostile(case: Hostile, directory: Path) -> tuple[int, str, float]:
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     env = {key: value for key, value in os.environ.items()
            if not key.startswith("GIT_") and key not in ("CI", "GITHUB_STEP_SUMMARY", "GPUPERF_HISTORY")}
+    env[NO_GPU_CHECK_ENV] = "1"  # ab's rows: the scratch tree's conftest stands in the GPU, as in test_ab.py
     done = subprocess.run(argv, cwd=directory, capture_output=True, text=True, timeout=60, preexec_fn=_limited,
                           env={**env, "PYTHONPATH": str(REPO)}, check=False)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -459,6 +630,8 @@ def run_hostile(case: Hostile, directory: Path) -> tuple[int, str, float]:
         shown = done.stderr
         if shown.startswith("usage:"):  # argparse's usage lines, then its error line: the error line is the answer
             shown = shown.strip().splitlines()[-1]
+        elif shown.startswith("ERROR: usage:"):  # pytest's: the line naming the argument, without the program
+            shown = next(line for line in shown.splitlines() if ": error: " in line).partition(": ")[2]
     else:
         shown = next((line for line in done.stdout.splitlines() if "GPU models" in line), "")
     here = str(directory.resolve()) + "/"  # a path a command prints absolute (ab's --out), shown as given
@@ -485,11 +658,16 @@ def render(rows: list[tuple[Hostile, int, str]]) -> str:
              "(controls, bidi marks, surrogates, backticks, formula prefixes, a megabyte) through every writer.", "",
              "| input | command | exit | what it gets |", "| --- | --- | --- | --- |"]
     for case, code, message in rows:
-        shown = " ".join(part.replace(str(REPO) + "/", "") for part in case.command)
+        session = case.command[1:3] == ["-m", "pytest"]  # a pytest session, shown as one
+        rest = case.command[3:]
+        if session and rest[:2] == ["-p", "no:cacheprovider"]:
+            rest = rest[2:]
+        shown = " ".join(part.replace(str(REPO) + "/", "") for part in (["pytest", *rest] if session
+                                                                        else case.command))
         if id(case.command) in LOADERS:
             shown = f"pytest perf_tests (collecting cases/{LOADERS[id(case.command)]}.yaml)"
         lines.append(f"| {_cell(case.what)} | `{_cell(shown)}` | {code} | {_cell(message)} |")
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines + render_conditions()) + "\n"
 
 
 def generate(scratch: Path) -> tuple[str, list[tuple[str, float]]]:
@@ -523,7 +701,7 @@ def test_the_first_hostile_input_of_each_command_gets_what_the_page_says(tmp_pat
         directory = tmp_path / f"case{index}"
         directory.mkdir()
         code, message, seconds = run_hostile(HOSTILE[index], directory)
-        row = render([(HOSTILE[index], code, message)]).splitlines()[-1]
+        row = render([(HOSTILE[index], code, message)]).splitlines()[6]  # the row, after the title and header
         assert "Traceback" not in row and row == lines[index], (row, lines[index])
         assert seconds <= MAX_SECONDS, (HOSTILE[index].what, seconds)
 
@@ -539,6 +717,12 @@ def test_every_hostile_input_gets_what_the_page_says(tmp_path: Path) -> None:
     slow = [(what, seconds) for what, seconds in cpu if seconds > MAX_SECONDS]
     assert not slow, slow
     assert PAGE.read_text() == page, "docs/hostile-input.md is out of date: python3 tests/test_hostile_input.py"
+
+
+def test_each_condition_names_a_test_that_exists_and_the_page_lists_them() -> None:
+    for _, path, name, _ in CONDITIONS:
+        assert f"def {name}(" in (REPO / path).read_text(), (path, name)
+    assert PAGE.read_text().endswith("\n".join(render_conditions()) + "\n")
 
 
 def test_a_broken_pipe_exits_quietly() -> None:

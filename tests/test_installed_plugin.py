@@ -344,8 +344,10 @@ def test_the_example_skips_its_gpu_tests_with_a_reason_on_the_cpu(example: pytes
     result = example.runpytest("-p", "no:cacheprovider")
     result.assert_outcomes(skipped=5)
     assert result.ret == pytest.ExitCode.OK
-    result.stdout.fnmatch_lines(["SKIPPED [[]3[]] perf_tests/test_own_sgemm.py:*: no GPU: CuPy is not importable*",
-                                 "SKIPPED [[]2[]] perf_tests/test_own_sgemm.py:*: no GPU: CuPy is not importable*"])
+    # the gpu extra installed (a developer's laptop): CuPy imports and finds no driver; without it, no CuPy
+    why = "no NVIDIA driver is installed" if importlib.util.find_spec("cupy") else "CuPy is not importable"
+    # one line per reason (gpuperf folds pytest's lines of one reason at several places into one)
+    result.stdout.fnmatch_lines([f"SKIPPED [[]5[]] perf_tests/test_own_sgemm.py: no GPU: {why}*"])
     assert not (example.path / "results").exists()  # nothing was measured, so no results directory
 
 
@@ -378,8 +380,8 @@ def test_the_framework_example_collects_and_skips_each_test_naming_the_missing_p
     result = framework_example.runpytest("-p", "no:cacheprovider")
     result.assert_outcomes(skipped=sum(FRAMEWORK_TESTS.values()))
     assert result.ret == pytest.ExitCode.OK
-    for module in FRAMEWORK_TESTS:
-        result.stdout.fnmatch_lines([f"SKIPPED [[]*[]] perf_tests/{module}:*: PyTorch is not installed: pip install torch"])
+    result.stdout.fnmatch_lines([f"SKIPPED [[]{sum(FRAMEWORK_TESTS.values())}[]] *perf_tests: PyTorch is not "
+                                 "installed: pip install torch"])  # one line for the reason, whichever file
     misuse = framework_example.runpytest("-p", "no:cacheprovider", "misuse")
     misuse.assert_outcomes(skipped=2)
     assert not (framework_example.path / "results").exists()

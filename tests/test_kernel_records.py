@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
 
-from gpuperf.measure.kernel_records import (FLUSH_KERNEL, HOLD_KERNEL, Kernel, KernelActivity, call_kernels,
+from gpuperf.measure.kernel_records import (FLUSH_KERNEL, HOLD_KERNEL, Kernel, KernelActivity, call_kernels, demangle,
                                             describe_change, ncu_command, note_code, short_name, span_s, split_calls)
 from gpuperf.measure.stream_check import stray_kernels
+from test_kernel_names import FA3
 
 CUTLASS = "_ZN7cutlass7Kernel2I42cutlass_80_simt_sgemm_128x32_8x5_nn_align1EEvNT_6ParamsE"
 GEMVX = "_ZN8internal5gemvx6kernelIfLi7EEEvPT_i"
@@ -159,10 +161,18 @@ def test_a_malformed_kernel_is_refused_naming_the_field(data: dict[str, object],
         Kernel.from_dict(data)
 
 
+def test_a_wrapper_s_pattern_finds_what_it_wraps_in_the_demangled_name() -> None:
+    """ncu matches the demangled name, where namespaces and guards stand between a wrapper and what it wraps."""
+    pattern = kernel(short_name(FA3)).pattern
+    assert pattern == "device_kernel<.*FlashAttnFwdSm90" and re.search(pattern, FA3)
+    assert re.search(kernel("Kernel2<cutlass_80_simt_sgemm_128x32_8x5_nn_align1>").pattern, demangle(CUTLASS))
+    assert kernel("gemvx::kernel").pattern == "gemvx::kernel"
+
+
 def test_the_profiling_command_targets_the_call_s_longest_kernel() -> None:
     kernels = [kernel("Kernel2<cutlass_80_simt_sgemm>", median_us=40.0), kernel("splitKreduce_kernel", median_us=2.0)]
     command = ncu_command(kernels, "perf_tests/test_gemm.py::test_gemm_perf[fp32-nn-4096x4096x4096]")
-    assert command.startswith("ncu --kernel-name-base demangled --kernel-name 'regex:Kernel2<cutlass_80_simt_sgemm' "
+    assert command.startswith("ncu --kernel-name-base demangled --kernel-name 'regex:Kernel2<.*cutlass_80_simt_sgemm' "
                               "--launch-skip 1 --launch-count 1 --set full ")
     assert command.endswith("'perf_tests/test_gemm.py::test_gemm_perf[fp32-nn-4096x4096x4096]' -p no:cacheprovider")
     assert ncu_command([], "x") == ""
@@ -208,7 +218,8 @@ def test_two_symbols_that_share_a_short_name_are_two_kernels() -> None:
     recorded, measured = call_kernels(calls), call_kernels(other)
     assert recorded[0].symbol != measured[0].symbol
     change = describe_change(recorded, measured)
-    assert change.startswith("kernel changed: vectorized_elementwise_kernel symbol ") and "another symbol" in change
+    assert change.startswith("kernel changed: vectorized_elementwise_kernel …gelu_kernel_impl… → "
+                             "…add_kernel_impl… (same short name, another symbol ")
     assert describe_change(recorded, call_kernels(calls)) == "same kernels"
     assert Kernel.from_dict(recorded[0].to_dict()) == recorded[0]
 

@@ -109,6 +109,8 @@ def tflops_entry(value: float, **kw: Any) -> Entry:
 
 
 BASE = {NODE: tflops_entry(50.0)}
+#: The entries of a test that checks three figures: each check keyed by its own identity (``<case id>@2``, …).
+THREE = {NODE: tflops_entry(50.0), f"{NODE}@2": tflops_entry(50.0), f"{NODE}@3": tflops_entry(50.0)}
 
 
 # -- regressions are confirmed by one re-measurement ------------------------------------------------------
@@ -228,7 +230,7 @@ def test_unreliable_follows_its_policy_and_is_not_re_measured(tmp_path: Path, po
 
 
 def test_a_regression_fails_even_next_to_an_unreliable_case(tmp_path: Path) -> None:
-    perf = make_perf(tmp_path, BASE, ScriptedSource(at(40.0)), on_unreliable="skip")
+    perf = make_perf(tmp_path, THREE, ScriptedSource(at(40.0)), on_unreliable="skip")
     perf.check(at(30.0, unreliable_reason="hw_slowdown"))
     perf.check(at(40.0))
     verdict, message = perf.outcome()
@@ -251,14 +253,25 @@ def test_above_peak_fails_without_re_measuring(tmp_path: Path) -> None:
 
 
 def test_every_failing_check_of_a_test_is_reported(tmp_path: Path) -> None:
-    perf = make_perf(tmp_path, BASE, ScriptedSource(at(40.0)))
+    perf = make_perf(tmp_path, THREE, ScriptedSource(at(40.0)))
     perf.check(at(80.0))
     perf.check(at(40.0))
     perf.check(at(50.0))
     verdict, message = perf.outcome()
     assert verdict == "fail"
-    assert [line.split()[0] for line in message.splitlines()] == ["ANOMALY", "REGRESSED"]
-    assert len(perf.records) == 3
+    assert [line.split()[:2] for line in message.splitlines()] == [["ANOMALY", f"{NODE}:"], ["REGRESSED", f"{NODE}@2:"]]
+    assert [record.case_id for record in perf.records] == [NODE, f"{NODE}@2", f"{NODE}@3"]
+
+
+def test_each_check_is_judged_against_its_own_entry_never_another_checks(tmp_path: Path) -> None:
+    """A large and a small GEMM in one test: the second figure (25) is judged against its own entry (50), not the
+    first's (10), so it regresses instead of reading as an improvement; a check with no entry of its own has no
+    baseline, whatever the first check's entry."""
+    entries = {NODE: tflops_entry(10.0), f"{NODE}@2": tflops_entry(50.0)}
+    perf = make_perf(tmp_path, entries, ScriptedSource(at(25.0)))
+    first, second, third = perf.check(at(10.0)), perf.check(at(25.0)), perf.check(at(10.0))
+    assert (first.status, second.status, third.status) == (Status.PASS, Status.REGRESSED, Status.NO_BASELINE)
+    assert second.case_id == f"{NODE}@2" and second.delta_pct == pytest.approx(-50.0)
 
 
 def test_update_mode_records_and_is_collected(tmp_path: Path) -> None:
@@ -278,7 +291,7 @@ def test_update_mode_records_and_is_collected(tmp_path: Path) -> None:
 
 
 def test_notes_are_appended_to_rows_before_and_after(tmp_path: Path) -> None:
-    perf = make_perf(tmp_path, BASE)
+    perf = make_perf(tmp_path, THREE)
     perf.check(at(50.0))
     perf.note("split-k 4")
     perf.check(at(49.0))

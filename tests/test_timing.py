@@ -365,6 +365,20 @@ def test_bad_flush_mode_is_rejected() -> None:
         timer.measure(kernel(device, 1e-3), WORK, flush="warm")
 
 
+def test_a_call_that_is_no_call_or_a_work_that_is_no_work_is_refused_before_anything_runs() -> None:
+    """The same refusals as a dry run's (``measurement.check_call``), so its message is the GPU run's."""
+    from gpuperf.wiring.dry_run import DryTimer
+
+    device = SimDevice()
+    timer, _, _ = make_timer(device)
+    for measure in (timer.measure, DryTimer().measure):
+        with pytest.raises(TypeError, match="measure's work must be a gpuperf.measure.metrics.Work .*got float"):
+            measure(kernel(device, 1e-3), 2.0)
+        with pytest.raises(TypeError, match="measure's fn must be callable .*got str"):
+            measure("sgemm", WORK)
+    assert "call" not in device.log  # refused before a call was enqueued
+
+
 def test_a_held_batch_never_exceeds_the_launch_queue_budget() -> None:
     device = SimDevice()
     timer, _, _ = make_timer(device, max_held_calls=100)

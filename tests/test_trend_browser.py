@@ -308,3 +308,45 @@ def test_the_committed_h200_runs_draw_every_host_and_the_re_recording_runs(commi
     assert any(x >= 37 for x in recording) and any(x < 37 for x in recording)
     assert page.page.locator(".case-chart .legendtext", has_text="baseline recording run").count() == 1
     assert page.errors == []
+
+
+#: Text from a results file that plotly would render as markup: a valid git branch that forges tooltip lines in
+#: bold, a CI job that is a link, a kernel name that is bold (issue 54).
+FORGED_BRANCH = "fix<br>4000-GB/s-PASS<br><b>approved-by-lead</b>"
+LINKED_JOB = '<a href="https://evil.example/">rerun</a>'
+BOLD_KERNEL = "<b>sm90_fast</b>&amp;"
+
+
+@pytest.mark.long
+def test_tooltips_and_annotations_show_text_from_data_as_text_never_as_markup(tmp_path: Path, page: Page) -> None:
+    import dataclasses
+
+    data = synthetic_trend(cases=2, runs=8, hosts=1)
+    runs = tuple(dataclasses.replace(run, branch=FORGED_BRANCH, ci_job=LINKED_JOB) for run in data.runs)
+    step = data.series[0]
+    points = tuple(dataclasses.replace(point, kernels=(BOLD_KERNEL,)) if index >= 5 else point
+                   for index, point in enumerate(step.points))
+    data = dataclasses.replace(data, runs=runs, series=(dataclasses.replace(step, points=points), *data.series[1:]))
+    write_site(data, tmp_path)
+    page.open(tmp_path / case_page_name(data.series[0]))
+    chart = page.page.locator(".case-chart")
+    host = runs[0].host
+    chart.evaluate("(node, host) => Plotly.Fx.hover(node, [{curveNumber: node.data.findIndex(t => t.name === host),"
+                   " pointNumber: 6}])", host)
+    page.page.wait_for_selector(".hoverlayer .hovertext", timeout=5_000)
+    hover = page.page.locator(".hoverlayer")
+    text = hover.evaluate("node => node.textContent")
+    assert f"branch {FORGED_BRANCH}" in text and f"CI job {LINKED_JOB}" in text and BOLD_KERNEL in text, text
+    # no element came of the data: no link, no bold run, and the tooltip's lines are the suite's own six
+    assert hover.locator("a").count() == 0
+    assert hover.evaluate("node => [...node.querySelectorAll('tspan')].filter(t => "
+                          "/bold/.test(t.getAttribute('style') || '')).length") == 0
+    lines = hover.evaluate("node => node.querySelectorAll('.hovertext tspan.line').length")
+    assert lines == 6, lines
+    # the kernel-change annotation, label and hover text alike
+    labels = chart.locator(".annotation-text").evaluate_all("nodes => nodes.map(n => n.textContent)")
+    assert any(label.startswith("kernel ") and "→ <b>sm90_fa" in label for label in labels), labels
+    assert chart.locator(".annotation a, .annotation-text tspan[style*='bold']").count() == 0
+    hovertexts = chart.evaluate("node => node.layout.annotations.map(a => a.hovertext || '')")
+    assert any(text.endswith("→ &lt;b&gt;sm90_fast&lt;/b&gt;&amp;amp;") for text in hovertexts), hovertexts
+    assert page.errors == []

@@ -294,3 +294,16 @@ def test_a_sessions_hostile_case_id_reaches_its_files_safe(pytester: pytest.Pyte
     _csv_sound(csv_text)
     assert "'=cmd|' /C calc'!A0" in csv_text  # the branch, as text
     _no_controls(result.stdout.str())
+
+
+@settings(max_examples=60)
+@given(HOSTILE)
+@example("fix<br>4000-GB/s-PASS<br><b>approved-by-lead</b>")
+@example('<a href="https://evil.example/">x</a>&lt;')
+def test_plotly_text_holds_no_tag_and_reads_back_as_the_escaped_text(text: str) -> None:
+    """Plotly splits a label at its tags, then decodes ``&amp;``, ``&lt;`` and ``&gt;`` in the text between: a label
+    with no ``<`` or ``>`` has no tag, and decoded it is the text itself (escaped)."""
+    shown = untrusted.plotly_text(text)
+    assert "<" not in shown and ">" not in shown and not untrusted.UNSAFE.search(shown)
+    decoded = shown.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
+    assert decoded == untrusted.escaped(text)

@@ -41,19 +41,22 @@ from pathlib import Path
 from typing import IO, Any
 
 import gpuperf
-from gpuperf.ab.messages import HELLO, ONLY_ENV, SIDE_ENV, SOCKET_ENV, THRESHOLD_ENV
+from gpuperf.ab.messages import HELLO, NO_GPU_CHECK_ENV, ONLY_ENV, SIDE_ENV, SOCKET_ENV, THRESHOLD_ENV
 from gpuperf.ab.paired import CaseVerdict, Verdict
-from gpuperf.ab.report import AbRow, ab_json_text, summary_markdown, terminal_table
+from gpuperf.ab.report import (EXIT_FAILED, AbRow, ab_json_text, exit_code, summary_markdown, terminal_table,
+                               verdict_line)
 from gpuperf.ab.schedule import BASE, HEAD, SIDES, Case, Schedule
 from gpuperf.gitrepo import GitError, git, is_dirty, resolve_commit, top_level, worktree
-from gpuperf.measure.device import SIBLINGS_ENV
+from gpuperf.measure.device import SIBLINGS_ENV, usable_gpu_problem
 from gpuperf.measure.kernel_records import describe_change
-from gpuperf.output.results import STEP_SUMMARY_ENV, write_summary_markdown
+from gpuperf.store.processes import end_group
+from gpuperf.output.results import STEP_SUMMARY_ENV, append_step_summary
 from gpuperf.store.atomic import write_atomically
 from gpuperf.store.history_target import mask_args
+from gpuperf.untrusted import terminal
 from gpuperf.verdict.gate import valid_figure
+from gpuperf.wiring.selection_guard import refusal
 
-EXIT_SAME, EXIT_SLOWER, EXIT_MISSING, EXIT_FAILED = 0, 1, 2, 3
 #: A malformed command line or an option refused before either side starts: not 2, which is missing evidence here
 #: (a CI step that passes 2 through must not read a typo as a verdict); pytest's own usage code.
 EXIT_USAGE = 4
@@ -142,10 +145,10 @@ class Coordinator:
                 log = results / "pytest.log"
                 handle: IO[bytes] = stack.enter_context(log.open("wb"))
                 process = subprocess.Popen(side_command(selection, results), cwd=tree.path, stdout=handle,
-                                           stderr=subprocess.STDOUT,
+                                           stderr=subprocess.STDOUT, start_new_session=True,
                                            env=_side_env(side, address, siblings, self.schedule.threshold,
                                                          self.side_env.get(side, {})))
-                stack.callback(self._stop, process)
+                stack.callback(self._ended, process)
                 self.sides[side] = SideProcess(tree, process, log, results)
             write_atomically(siblings, "".join(f"{s.process.pid}\n" for s in self.sides.values()))
             while not self.schedule.finished:
@@ -221,6 +224,13 @@ class Coordinator:
             self.schedule.lose(name, f"exited with code {code} before finishing (see {side.log})")
 
     @staticmethod
+    def _ended(process: subprocess.Popen[bytes]) -> None:
+        """A side still running when the run stops early (an error, Ctrl-C, SIGTERM) is ended with its whole
+        process group (it runs in a session of its own, so Ctrl-C reaches it only through here)."""
+        if process.poll() is None:
+            end_group(process)
+
+    @staticmethod
     def _stop(process: subprocess.Popen[bytes], grace_s: float = 5) -> None:
         try:
             process.wait(timeout=grace_s)
@@ -246,25 +256,6 @@ def case_row(case: Case, verdict: CaseVerdict) -> AbRow:
                  delta_pct=verdict.delta_pct, low_pct=verdict.low_pct, high_pct=verdict.high_pct,
                  rounds=verdict.rounds, basis=verdict.basis, kernels=change, base_kernels=_kernel_names(base),
                  head_kernels=_kernel_names(head), note=verdict.note)
-
-
-def exit_code(rows: list[AbRow], lost: list[str]) -> int:
-    if lost:
-        return EXIT_FAILED
-    if any(row.status == Verdict.SLOWER for row in rows):
-        return EXIT_SLOWER
-    if not rows or any(row.status in Verdict.FAILING for row in rows):
-        return EXIT_MISSING
-    return EXIT_SAME
-
-
-def verdict_line(rows: list[AbRow], lost: list[str], code: int) -> str:
-    counts = {status: sum(row.status == status for row in rows) for status in Verdict.ORDER}
-    told = ", ".join(f"{count} {status}" for status, count in counts.items() if count) or "no case measured"
-    meaning = {EXIT_SAME: "no case slower", EXIT_SLOWER: "a case is slower",
-               EXIT_MISSING: "evidence missing: a case not measured on both sides, or too noisy to judge",
-               EXIT_FAILED: "the run could not be completed: " + "; ".join(lost)}[code]
-    return f"{told} — exit {code}: {meaning}"
 
 
 def _results_file(side_out: Path) -> str | None:
@@ -380,6 +371,9 @@ def _confirm(schedule: Schedule, trees: dict[str, Tree], selection: list[str], o
 
 
 def run(args: argparse.Namespace) -> int:
+    refused = refusal("ab", args.selection)  # before anything runs: a writing option would write past ab
+    if refused:
+        raise UsageError(refused)
     repo = top_level(_resolved(args.repo, "--repo"))
     base = resolve_commit(repo, args.base, "--base")
     head = resolve_commit(repo, args.head, "--head") if args.head else git(repo, "rev-parse", "HEAD")
@@ -388,6 +382,11 @@ def run(args: argparse.Namespace) -> int:
     stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
     out = _resolved(args.out or Path.cwd() / "results" / f"ab-{stamp}", "--out")
     refuse_used_out(out)
+    problem = "" if os.environ.get(NO_GPU_CHECK_ENV) else usable_gpu_problem(repo)
+    if problem:
+        print(f"gpuperf: error: no usable GPU, so neither side was started: {problem}; run the A/B gate on a GPU "
+              "runner", file=sys.stderr)
+        return EXIT_FAILED
     out.mkdir(parents=True, exist_ok=True)
     schedule = Schedule(threshold=args.threshold, rounds_max=args.rounds_max)
     started = time.monotonic()
@@ -418,8 +417,8 @@ def run(args: argparse.Namespace) -> int:
     write_atomically(out / "ab.json", ab_json_text(header, rows))
     summary = summary_markdown(rows, f"A/B: {head[:12]} against {base[:12]}", line)
     write_atomically(out / "summary.md", summary)
-    if os.environ.get(STEP_SUMMARY_ENV):
-        write_summary_markdown(summary, out)
+    step = os.environ.get(STEP_SUMMARY_ENV, "").strip()
+    problem = append_step_summary(summary, Path(step), out / "summary.md") if step else ""
     print(terminal_table(rows))
     for side, tests in unmeasured.items():
         if tests:
@@ -427,6 +426,8 @@ def run(args: argparse.Namespace) -> int:
                   f"their check): see {out / side / 'pytest.log'}")
     if appended and not appended.startswith("error: "):
         print(appended)
+    if problem:
+        print(terminal(f"gpuperf ab: job summary not appended: {problem}", None))
     print(f"gpuperf ab: {line} ({out / 'ab.json'})")
     return code
 

@@ -20,3 +20,7 @@ ONLY_ENV = "GPUPERF_AB_ONLY"
 # Requests (side → coordinator) and answers (coordinator → side).
 HELLO, START, ROUND, END = "hello", "start", "round", "end"
 GO, AGAIN, DONE = "go", "again", "done"
+
+#: Set (to anything) where the sides stand a GPU in themselves (the harness's own tests: a conftest's synthetic GPU),
+#: so ``coordinator.run`` does not ask this machine for one before they start.
+NO_GPU_CHECK_ENV = "GPUPERF_AB_NO_GPU_CHECK"

@@ -19,6 +19,9 @@ from gpuperf.output import table
 from gpuperf.output.table import Column
 from gpuperf.untrusted import markdown_text, terminal
 
+#: ``ab``'s exit codes for a verdict: no case slower, a case slower, evidence missing, the run not completed.
+EXIT_SAME, EXIT_SLOWER, EXIT_MISSING, EXIT_FAILED = 0, 1, 2, 3
+
 #: ``ab.json``'s format version.
 AB_SCHEMA = 1
 
@@ -107,3 +110,22 @@ def summary_markdown(rows: Sequence[AbRow], heading: str, verdict_line: str) -> 
 
 def ab_json_text(header: dict[str, Any], rows: Sequence[AbRow]) -> str:
     return json.dumps({"schema": AB_SCHEMA, **header, "cases": [row.to_dict() for row in ordered(rows)]}, indent=2)
+
+
+def exit_code(rows: list[AbRow], lost: list[str]) -> int:
+    if lost:
+        return EXIT_FAILED
+    if any(row.status == Verdict.SLOWER for row in rows):
+        return EXIT_SLOWER
+    if not rows or any(row.status in Verdict.FAILING for row in rows):
+        return EXIT_MISSING
+    return EXIT_SAME
+
+
+def verdict_line(rows: list[AbRow], lost: list[str], code: int) -> str:
+    counts = {status: sum(row.status == status for row in rows) for status in Verdict.ORDER}
+    told = ", ".join(f"{count} {status}" for status, count in counts.items() if count) or "no case measured"
+    meaning = {EXIT_SAME: "no case slower", EXIT_SLOWER: "a case is slower",
+               EXIT_MISSING: "evidence missing: a case not measured on both sides, or too noisy to judge",
+               EXIT_FAILED: "the run could not be completed: " + "; ".join(lost)}[code]
+    return f"{told} — exit {code}: {meaning}"

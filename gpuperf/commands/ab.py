@@ -12,7 +12,8 @@ import sys
 from typing import Any
 
 from gpuperf.ab import coordinator
-from gpuperf.ab.coordinator import DEFAULT_TURN_TIMEOUT_S, EXIT_FAILED, EXIT_USAGE
+from gpuperf.ab.coordinator import DEFAULT_TURN_TIMEOUT_S, EXIT_USAGE
+from gpuperf.ab.report import EXIT_FAILED
 from gpuperf.ab.paired import DEFAULT_ROUNDS_MAX, DEFAULT_THRESHOLD, MIN_ROUNDS, check_threshold
 from gpuperf.commands.common import describe_os_error, known_error
 from gpuperf.gitrepo import GitError

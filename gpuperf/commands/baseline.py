@@ -18,11 +18,13 @@ from gpuperf.output import diff, report
 from gpuperf.output.fleet_report import resolution_summary
 from gpuperf.untrusted import markdown_text, terminal
 from gpuperf.output.results import load_figures
-from gpuperf.store.baseline import (BaselineError, BaselineFile, Integrity, check_file_name, drop_entries,
-                                    load_baseline, seal_baseline, update_baseline)
+from gpuperf.store.baseline import (BaselineError, BaselineFile, Integrity, check_file_name, load_baseline,
+                                    update_baseline)
+from gpuperf.store.baseline_maintenance import drop_entries, seal_baseline
 from gpuperf.verdict.check import baseline_header
 from gpuperf.verdict.fleet import entries_from_runs, with_clock_figures
-from gpuperf.verdict.fleet_bands import TARGET_RED, classify, fleet_baseline
+from gpuperf.verdict.fleet_bands import TARGET_RED, fleet_baseline
+from gpuperf.verdict.fleet_resolution import classify
 from gpuperf.verdict.gate import GateConfig
 from gpuperf.verdict.gate_config import DEFAULT_MUST_CATCH
 from gpuperf.wiring.argtypes import non_negative_float

@@ -11,7 +11,7 @@ from typing import Any
 from gpuperf.history import bisect
 from gpuperf.history.bisect import MEASURE_ENV, RESULTS_ENV, run_bisect
 from gpuperf.verdict import gate_config
-from gpuperf.wiring.argtypes import fraction
+from gpuperf.wiring.argtypes import fraction, positive_float
 
 
 def add_bisect_command(commands: Any) -> None:
@@ -31,4 +31,7 @@ def add_bisect_command(commands: Any) -> None:
     parser.add_argument("--measure-command", metavar="CMD",
                         help=f"a shell command measuring the case instead of pytest (also ${MEASURE_ENV}); it "
                              f"runs in the commit's worktree and writes a results.json under ${RESULTS_ENV}")
+    parser.add_argument("--measure-timeout", type=positive_float, default=bisect.MEASURE_TIMEOUT_S, metavar="S",
+                        help="wall seconds one measurement of a commit may take; past it, the measuring command and "
+                             f"all it started are stopped and the commit skipped (default {bisect.MEASURE_TIMEOUT_S})")
     parser.set_defaults(func=run_bisect)

@@ -9,10 +9,11 @@ PYTEST_DONT_REWRITE
 from __future__ import annotations
 
 import argparse
-import errno
 import importlib.util
 import sys
 from typing import TYPE_CHECKING, Any, NoReturn
+
+from gpuperf.store.os_errors import describe_os_problem
 
 if TYPE_CHECKING:  # a command that compares has it loaded; the others need not import it
     from gpuperf.output.results import Figures
@@ -56,8 +57,9 @@ def require_extra(extra: str, modules: tuple[str, ...], purpose: str) -> None:
     ImportError half way through (``purpose``: what needs the packages, e.g. ``python -m gpuperf plot``)."""
     missing = [module for module in modules if importlib.util.find_spec(module) is None]
     if missing:
-        raise CliError(f"{purpose} needs {' and '.join(missing)}, not installed here: "
-                       f"pip install 'gpuperf[{extra}]'")
+        from gpuperf.install.command import install_command
+
+        raise CliError(f"{purpose} needs {' and '.join(missing)}, not installed here: {install_command(extra)}")
 
 
 def other_gpu_line(a: Figures, b: Figures, allowed: bool) -> str:
@@ -72,6 +74,16 @@ def other_gpu_line(a: Figures, b: Figures, allowed: bool) -> str:
     return f"GPU models differ ({models}; --allow-other-gpu): the deltas include the hardware's difference"
 
 
+def other_board_line(a: Figures, b: Figures) -> str:
+    """The header line of a comparison of two boards of one model, ``""`` for one board (or one that is not known):
+    two H200s differ by a few per cent on some cases (docs/fleet.md), which a delta then includes."""
+    if not a.gpu_uuid or not b.gpu_uuid or a.gpu_uuid == b.gpu_uuid or a.gpu_slug != b.gpu_slug:
+        return ""
+    return (f"A and B ran on different GPUs (A {a.gpu_uuid[:12]}, B {b.gpu_uuid[:12]}, both {a.gpu_slug}): each "
+            "delta includes how the two boards differ; to judge a change, compare runs of one GPU (python -m gpuperf "
+            "ab) or judge B against a baseline recorded from a fleet (docs/fleet.md)")
+
+
 def known_error(exc: Exception) -> bool:
     """Whether ``exc`` is one of ``ERRORS``: its message names the cause and the fix, so it is printed as it is."""
     return isinstance(exc, tuple(getattr(sys.modules[module], name) for module, name in ERRORS
@@ -79,23 +91,5 @@ def known_error(exc: Exception) -> bool:
 
 
 def describe_os_error(exc: OSError) -> str:
-    """One line for a file-system error: the path, the cause and the fix."""
-    path = exc.filename if exc.filename is not None else "?"
-    cause = exc.strerror or type(exc).__name__
-    if str(path).endswith(".lock"):
-        target = str(path).removesuffix(".lock")
-        fix = (f"gpuperf locks {target} by creating this file beside it: make the folder writable, or work on a "
-               "copy in a writable folder")
-    elif isinstance(exc, PermissionError) or exc.errno == errno.EROFS:
-        fix = "make it (and its folder) readable and writable for this user, or work on a copy elsewhere"
-    elif isinstance(exc, IsADirectoryError):
-        fix = "it is a folder: pass a file"
-    elif isinstance(exc, (FileExistsError, NotADirectoryError)):
-        fix = "a file stands where a folder is needed: pass another path, or move that file away"
-    elif isinstance(exc, FileNotFoundError):
-        fix = "check the path (and that its folder exists)"
-    elif exc.errno == errno.ENOSPC:
-        fix = "free some space on that file system and run it again"
-    else:
-        fix = "check the path and its permissions"
-    return f"{path}: {cause}: {fix}"
+    """One line for a file-system error: the path, the cause and the fix (``store.os_errors``)."""
+    return describe_os_problem(exc)

@@ -10,7 +10,7 @@ import argparse
 import shlex
 from typing import Any
 
-from gpuperf.commands.common import EXIT_ERROR, EXIT_OK, FIGURES, CliError, other_gpu_line
+from gpuperf.commands.common import EXIT_ERROR, EXIT_OK, FIGURES, CliError, other_board_line, other_gpu_line
 from gpuperf.output import diff, report
 from gpuperf.untrusted import markdown_text, terminal
 from gpuperf.output.results import Figures, load_figures
@@ -27,7 +27,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     a, b = load_figures(args.a), load_figures(args.b)
     if a.run is not None and b.run is not None:
         refuse_repeated_runs([(args.a, a.run, list(a.records.values())), (args.b, b.run, list(b.records.values()))])
-    other_gpu = other_gpu_line(a, b, args.allow_other_gpu)
+    other_gpu = other_gpu_line(a, b, args.allow_other_gpu) or other_board_line(a, b)
     changed = version_changes(a.versions, b.versions)
     rows = diff.compare_runs(a.entries, b.records, config, changed, _record_command(a, args.b), b.peaks)
     a_name, b_name = args.names or (args.a, args.b)

@@ -18,8 +18,8 @@ from gpuperf.store.baseline import BaselineError, check_gpu, load_baseline
 from gpuperf.store.results import load_run, refuse_repeated_runs
 from gpuperf.verdict.false_alarms import false_alarms
 from gpuperf.verdict.fleet import Run, fleet_spread
-from gpuperf.verdict.fleet_bands import (adopting, cannot_catch, cause, classify, estimate, fleet_baseline,
-                                         level_gains)
+from gpuperf.verdict.fleet_bands import adopting, estimate, fleet_baseline
+from gpuperf.verdict.fleet_resolution import cannot_catch, cause, classify, level_gains
 from gpuperf.verdict.gate import GateConfig
 from gpuperf.wiring.options import MUST_CATCH, RUNS
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import os
 import functools
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -23,7 +23,8 @@ from gpuperf.history.database import History, HistoryError, resolve_target
 from gpuperf.history.guard import damage_told
 from gpuperf.history.engine import removed_unless_kept
 from gpuperf.history import changes as history_changes
-from gpuperf.history.changepoints import DEFAULT_TAIL_HISTORY, DEFAULT_TAIL_RUNS, PLACEMENT_CONFIDENCE
+from gpuperf.history import offsets as host_offsets
+from gpuperf.history.changepoints import DEFAULT_MIN_SIZE, DEFAULT_TAIL_HISTORY, DEFAULT_TAIL_RUNS, PLACEMENT_CONFIDENCE
 from gpuperf.verdict.gate import Basis
 from gpuperf.history.rows import RunSummary, started_instant
 from gpuperf.history.changes import Change
@@ -85,7 +86,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     url = target_of(args)
     paths = [Path(path) for path in args.paths]
     selected = selected_files(paths, args.exclude)
-    with removed_unless_kept(url) as kept:
+    with removed_unless_kept(url) as kept, damage_told(url):  # a damaged history is one line, as for a reader
         with History(url, create=True) as history:
             report = history.ingest(paths, exclude=args.exclude, selected=selected)
         kept[0] = bool(report.added)
@@ -128,24 +129,45 @@ def cmd_show(args: argparse.Namespace) -> int:
         units = history.record_data(case, rows[-1][2])
         times = {method: history.time_figures(case, method or "", [row[2] for row in rows])
                  for method in {row[1] for row in rows}}
+        offsets = _offsets_by_run(history_changes.series(rows, runs, history.series_classes()), runs)
     unit = terminal(str((units or {}).get("unit", "")))
     print(terminal(case, None))
-    header = ("run", "started (UTC)", "kind", "GPU", "host", "commit", "driver / CUDA / cuBLAS / CuPy", "method",
-              f"judged ({unit})" if unit else "judged", "basis", "measured", "status")
+    header = ("run", "started (UTC)", "kind", "GPU", "host", "host offset", "commit", "driver / CUDA / cuBLAS / CuPy",
+              "method", f"judged ({unit})" if unit else "judged", "basis", "measured", "status")
     lines: list[tuple[str, ...]] = [header]
     order = {pk: position for position, pk in enumerate(runs)}
+    previous: dict[tuple[str, str], str] = {}
     for _, method, run_pk, value, status, at_max_clock in sorted(rows, key=lambda row: order[row[2]]):
         run = runs[run_pk]
         measured = times[method].get(run_pk)
-        cells = (run.run_id[:10], utc_time(run.started), run.kind, run.gpu_slug, _short_host(run.host), run.commit,
+        series_of = (run.gpu_slug, method or "")
+        moved = series_of in previous and previous[series_of] != run.host  # a change of host at this point
+        previous[series_of] = run.host
+        cells = (run.run_id[:10], utc_time(run.started), run.kind, run.gpu_slug,
+                 ("→ " if moved else "") + _short_host(run.host), _offset_text(offsets.get((run_pk, method or ""))),
+                 run.commit,
                  run.versions, method, "—" if value is None else f"{value:.5g}", Basis.CYCLES if at_max_clock else
                  Basis.TIME, "—" if measured is None else f"{measured:.5g}", status)
         lines.append(tuple(terminal(cell) for cell in cells))  # every cell but the figures comes from a results file
     widths = [max(len(line[column]) for line in lines) for column in range(len(header))]
     for line in lines:
         print("  ".join(cell.ljust(width) for cell, width in zip(line, widths)).rstrip())
-    print(f"gpuperf: {len(rows)} runs of this case")
+    print(f"gpuperf: {len(rows)} runs of this case (→ host: another than the run before's; host offset: how it reads "
+          "this case against its GPU model's other hosts, removed before change points are judged)")
     return EXIT_OK
+
+
+def _offsets_by_run(grouped: Mapping[history_changes.SeriesKey, history_changes.Points],
+                    runs: Mapping[int, RunSummary]) -> dict[tuple[int, str], history_changes.HostOffset]:
+    """Each run's host's offset for the case, by run pk and method."""
+    return {(pk, key.method): points.host_offsets[runs[pk].host]
+            for key, points in grouped.items() for pk in points.pks.tolist()}
+
+
+def _offset_text(offset: history_changes.HostOffset | None) -> str:
+    if offset is None:
+        return "—"
+    return f"{100 * offset.offset:+.1f} %" + (" (class)" if offset.from_class else "")
 
 
 def utc_time(started: str) -> str:
@@ -181,7 +203,8 @@ def describe_change(change: Change, unit: str = "") -> str:
     if change.basis_changed:
         parts.append(f"basis changed: {change.basis_changed}")
     if change.host_changed:
-        parts.append(f"host changed: {_short_host(change.before.host)} → {_short_host(change.after.host)}")
+        parts.append(f"host changed: {_short_host(change.before.host)} ({100 * change.before_offset:+.1f} %) → "
+                     f"{_short_host(change.after.host)} ({100 * change.after_offset:+.1f} %), offsets removed")
     return "; ".join(parts)
 
 
@@ -211,16 +234,22 @@ def cmd_changes(args: argparse.Namespace) -> int:
             pks = _concat([pks[start:start + group[2]] for start, group in selected], pks)
             values = _concat([values[start:start + group[2]] for start, group in selected], values)
             bases = _concat([bases[start:start + group[2]] for start, group in selected], bases)
-        grouped = history_changes.series_from_columns(groups, pks, values, bases, runs)
+        grouped = history_changes.series_from_columns(groups, pks, values, bases, runs, history.series_classes())
         if not grouped:
             raise HistoryError(f"the runs selected from the history {history.where} hold no judged figure "
                                f"{'of a case containing ' + repr(args.case) + ' ' if args.case else ''}"
                                "(every record ERROR, UNRELIABLE or ANOMALY); widen --gpu/--since/--case")
         changes = history_changes.find_changes(
             grouped, runs, spreads_of=lambda key, pks: history.spreads(key.case_id, key.method, pks))
-        changes = history_changes.with_kernels(changes, history.kernels)
+        changes = history_changes.with_kernels(changes, history.kernels_at(history_changes.around_pks(changes)))
         changes = history_changes.with_time_figures(
             changes, grouped, lambda key, pks: history.time_figures(key.case_id, key.method, pks))
+    for host in host_offsets.hosts_reading_differently(history_changes.offset_rows(grouped), DEFAULT_MIN_SIZE):
+        print(terminal(f"HOST {_short_host(host.host)} on {host.gpu_slug} reads {host.cases} cases "
+                       f"{100 * host.low:+.1f} … {100 * host.high:+.1f} % (of {host.of} with an offset of its own) "
+                       "against the "
+                       f"model's other hosts (furthest: {host.example}): a host's offset, removed before change "
+                       "points are judged, not a change", None))
     for change in changes:
         key = change.key
         print(terminal(f"{'SLOWDOWN' if change.slowdown else 'speed-up'} {key.case_id} [{key.method}] on "
@@ -252,8 +281,9 @@ def add_history_commands(commands: Any) -> None:
     _filters(show)
     show.set_defaults(func=cmd_show)
     changes = sub.add_parser(
-        "changes", parents=[target], help="change points per case, GPU model and host; exit 1 on a recent slowdown",
-        description="Per series (a case, its method, a GPU model and host, in run order) the change points "
+        "changes", parents=[target], help="change points per case and GPU model over its hosts; exit 1 on a recent slowdown",
+        description="Per series (a case, its method and a GPU model, in run order over its hosts, each host's "
+                    "offset for the case removed; hosts that read differently are named as such) the change points "
                     "of the figure the gate judges (at max clock where a run is judged on cycles, the measured "
                     "figure beside it; binary segmentation with a t-test, docs/history.md), with their size, the "
                     "runs and the commit range that bracket them and every version, kernel or basis change among "

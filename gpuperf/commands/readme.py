@@ -24,6 +24,7 @@ def cmd_readme(args: argparse.Namespace) -> int:
     from gpuperf.store.results import load_run
 
     run, records = load_run(Path(args.results))
+    _refuse_impossible(Path(args.results), run, records)
     readme_path = Path(args.readme)
     try:
         text = read_text(readme_path, README_LIMIT, "a README", "pass --readme PATH")
@@ -44,6 +45,20 @@ def cmd_readme(args: argparse.Namespace) -> int:
     write_atomically(readme_path, page)
     print(f"{readme_path}: results section rewritten from {args.results} ({len(records)} cases)")
     return EXIT_OK
+
+
+def _refuse_impossible(path: Path, run: Any, records: Any) -> None:
+    """A figure that ``compare`` calls impossible (above the GPU's peak, ``check.figure_anomalies``), whatever
+    status its file gives it, is not published: the page would show a speed the GPU cannot reach."""
+    from gpuperf.verdict.check import figure_anomalies
+
+    peaks = run.extra.get("peaks") if isinstance(run.extra, dict) else None
+    for index, record in enumerate(records):
+        findings = figure_anomalies(record, peaks if isinstance(peaks, dict) else None)
+        if findings:
+            raise CliError(f"{path}: records[{index}] ({record.case_id}): {findings[0]}, though its status is "
+                           f"{record.status}: a figure the GPU cannot reach is not published; re-run the suite "
+                           "(pytest perf_tests) or restore the file")
 
 
 def _check_page(path: Path, page: str, section: str) -> None:

@@ -27,6 +27,7 @@ from typing import Any
 from gpuperf.history import rows as history_rows
 from gpuperf.history.rows import HistoryInputError
 from gpuperf.history.schema import encode_document
+from gpuperf.store.processes import end_pool, forking, quiet_worker
 
 #: A run as the database takes it: its ``runs`` row, its compressed document, its records' columns
 #: (``rows.records_columns``).
@@ -99,19 +100,25 @@ def _prepared(files: Sequence[Path], workers: int | None, present: frozenset[str
     context = multiprocessing.get_context("fork" if "fork" in methods else None)
     with ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_start_worker,
                              initargs=(present,)) as pool:
-        # a bounded window of chunks in flight: what the workers read ahead of the writing is held in memory
-        window: deque[Future[list[Read]]] = deque()
-        for start in range(0, len(names), _CHUNK):
-            window.append(pool.submit(_read_chunk, names[start:start + _CHUNK]))
-            if len(window) >= _WINDOW_CHUNKS * workers:
+        try:
+            # a bounded window of chunks in flight: what the workers read ahead of the writing is held in memory
+            window: deque[Future[list[Read]]] = deque()
+            for start in range(0, len(names), _CHUNK):
+                with forking():  # the first submits fork the workers
+                    window.append(pool.submit(_read_chunk, names[start:start + _CHUNK]))
+                if len(window) >= _WINDOW_CHUNKS * workers:
+                    yield from window.popleft().result()
+            while window:
                 yield from window.popleft().result()
-        while window:
-            yield from window.popleft().result()
+        except BaseException:  # Ctrl-C, SIGTERM (processes.interruptible), a failed write: no worker outlives it
+            end_pool(pool)
+            raise
 
 
 def _start_worker(present: frozenset[str]) -> None:
     global _present
     _present = present
+    quiet_worker()  # Ctrl-C and SIGTERM are the parent's to handle: it ends the workers
     gc.disable()
 
 

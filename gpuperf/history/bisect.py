@@ -26,17 +26,20 @@ from pathlib import Path
 from typing import Any
 
 from gpuperf.gitrepo import GitError, git, resolve_commit, worktree
+from gpuperf.store.processes import run_group
 from gpuperf.history.database import History, describe, resolve_target
 from gpuperf.history.guard import check_appendable
 from gpuperf.history.rows import KIND_BISECT, PROVENANCE, HistoryInputError, Provenance, read_results_document
 from gpuperf.verdict import gate, gate_config
 from gpuperf.verdict.check import entry_from_record
 from gpuperf.store.records import Record
-from gpuperf.vocabulary import Status
+from gpuperf.vocabulary import Status, case_of_key
 
 MEASURE_ENV = "GPUPERF_BISECT_MEASURE"
 RESULTS_ENV = "GPUPERF_BISECT_RESULTS"
 CASE_ENV = "GPUPERF_BISECT_CASE"
+#: The history URL, password and all, as the oracle gets it: in its environment, never in a file of the bisection.
+HISTORY_URL_ENV = "GPUPERF_BISECT_HISTORY"
 REFERENCE = "reference.json"
 STEPS = "steps.jsonl"
 SUMMARY = "bisect.json"
@@ -58,20 +61,22 @@ def _commit(repo: Path, rev: str, option: str) -> str:
 # --- measuring one commit --------------------------------------------------------------------------------
 
 
-def measure(tree: Path, case: str, scratch: Path, command: str | None) -> tuple[dict[str, Any] | None, str]:
-    """Measure ``case`` in ``tree``: ``(results document, "")`` or ``(None, why it could not be measured)``."""
+def measure(tree: Path, case: str, scratch: Path, command: str | None,
+            timeout_s: float = MEASURE_TIMEOUT_S) -> tuple[dict[str, Any] | None, str]:
+    """Measure ``case`` in ``tree``: ``(results document, "")`` or ``(None, why it could not be measured)``. The
+    measuring process and all it started are ended after ``timeout_s`` (``processes.run_group``)."""
     results = Path(tempfile.mkdtemp(prefix="measure-", dir=scratch))
-    env = {**os.environ, RESULTS_ENV: str(results), CASE_ENV: case, "GPUPERF_HISTORY": "none", "CI": ""}
+    env = {**{key: value for key, value in os.environ.items() if key != HISTORY_URL_ENV}, RESULTS_ENV: str(results),
+           CASE_ENV: case, "GPUPERF_HISTORY": "none", "CI": ""}
     if command:
         argv: list[str] | str = command
     else:
         argv = [sys.executable, "-m", "pytest", "perf_tests", "-k", keyword(case), "-q", "-p", "no:cacheprovider",
                 "--results-dir", str(results)]
     try:
-        done = subprocess.run(argv, cwd=tree, env=env, shell=bool(command), capture_output=True, text=True,
-                              timeout=MEASURE_TIMEOUT_S, check=False)
+        done = run_group(argv, timeout=timeout_s, cwd=tree, env=env, shell=bool(command), text=True)
     except subprocess.TimeoutExpired:
-        return None, f"the measurement ran past {MEASURE_TIMEOUT_S} s"
+        return None, f"the measurement ran past --measure-timeout {timeout_s:g} s (stopped)"
     (results / "measure.log").write_text(done.stdout + done.stderr, encoding="utf-8")
     found = sorted(results.rglob("results.json"))
     if not found:
@@ -85,8 +90,8 @@ def measure(tree: Path, case: str, scratch: Path, command: str | None) -> tuple[
 
 def keyword(case: str) -> str:
     """The ``pytest -k`` of a case: its test name and parameters (``-k`` matches names, not file paths), without
-    a ratio's ``#name``."""
-    return case.split("#", 1)[0].rsplit("::", 1)[-1]
+    a ratio's ``#name`` or a later check's ``@2`` (``vocabulary.case_of_key``: the test that owns the entry)."""
+    return case_of_key(case).rsplit("::", 1)[-1]
 
 
 def case_record(document: dict[str, Any], case: str) -> tuple[Record | None, str]:
@@ -120,18 +125,19 @@ def answer(status: str) -> int:
 # --- the oracle: one step of git bisect run ---------------------------------------------------------------
 
 
-def _record_step(work: Path, reference: dict[str, Any], document: dict[str, Any] | None, step: dict[str, Any]) -> None:
+def _record_step(work: Path, reference: dict[str, Any], document: dict[str, Any] | None, step: dict[str, Any],
+                 history: str | None) -> None:
     with (work / STEPS).open("a", encoding="utf-8") as handle:
         handle.write(json.dumps(step) + "\n")
-    if document is None or not reference.get("history"):
+    if document is None or not history:
         return
     provenance = Provenance(kind=KIND_BISECT, git_commit=step["commit"], git_dirty=False,
                             options={"bisect": {key: reference[key] for key in ("good", "bad", "case")},
                                      "verdict": step["status"]},
                             baseline_digest=None)
     run = {**document["run"], "extra": {**(document["run"].get("extra") or {}), PROVENANCE: provenance.to_dict()}}
-    with History(reference["history"]) as history:
-        history.append({**document, "run": run}, f"bisect step {step['commit'][:12]}")
+    with History(history) as appended:
+        appended.append({**document, "run": run}, f"bisect step {step['commit'][:12]}")
 
 
 def step(work: Path) -> int:
@@ -145,7 +151,8 @@ def step(work: Path) -> int:
     document: dict[str, Any] | None = None
     why = ""
     for _ in range(2):
-        document, why = measure(tree, reference["case"], work, reference.get("command"))
+        document, why = measure(tree, reference["case"], work, reference.get("command"),
+                                reference.get("measure_timeout_s", MEASURE_TIMEOUT_S))
         measured, why = case_record(document, reference["case"]) if document is not None else (None, why)
         if measured is None:
             break
@@ -158,7 +165,7 @@ def step(work: Path) -> int:
     _record_step(work, reference, document, {
         "commit": commit, "status": status, "answer": {GOOD: "good", BAD: "bad", SKIP: "skip"}[code],
         "value": verdict.value if verdict else None, "delta_pct": verdict.delta_pct if verdict else None,
-        "measurements": len(tries), "note": verdict.note if verdict else why})
+        "measurements": len(tries), "note": verdict.note if verdict else why}, os.environ.get(HISTORY_URL_ENV))
     print(f"gpuperf bisect: {commit[:12]}: {status} → {'good' if code == GOOD else 'bad' if code == BAD else 'skip'}"
           f"{'' if verdict else ': ' + why}")
     return code
@@ -167,10 +174,12 @@ def step(work: Path) -> int:
 # --- the driver ---------------------------------------------------------------------------------------------
 
 
-def _measure_endpoint(repo: Path, commit: str, work: Path, reference: dict[str, Any], role: str) -> Record:
+def _measure_endpoint(repo: Path, commit: str, work: Path, reference: dict[str, Any], role: str,
+                      history: str | None) -> Record:
     """Measure the good or the bad commit in a worktree of its own, recorded like a step."""
     with worktree(repo, commit, work / f"tree-{role}") as tree:
-        document, why = measure(tree, reference["case"], work, reference.get("command"))
+        document, why = measure(tree, reference["case"], work, reference.get("command"),
+                                reference["measure_timeout_s"])
     record, why = case_record(document, reference["case"]) if document is not None else (None, why)
     if record is None:
         raise BisectError(f"the {role} commit {commit[:12]} cannot be measured: {why}; see {work}/measure-*/"
@@ -179,7 +188,7 @@ def _measure_endpoint(repo: Path, commit: str, work: Path, reference: dict[str, 
         raise BisectError(f"the {role} commit {commit[:12]} measured {record.value!r}: not a figure to bisect on")
     _record_step(work, reference, document, {"commit": commit, "status": f"{role} endpoint", "answer": role,
                                              "value": record.value, "delta_pct": None, "measurements": 1,
-                                             "note": ""})
+                                             "note": ""}, history)
     return record
 
 
@@ -203,12 +212,12 @@ def _oracle(work: Path) -> list[str]:
     return [sys.executable, "-c", code]
 
 
-def _bisect(repo: Path, good: str, bad: str, work: Path) -> tuple[str | None, list[str], str]:
+def _bisect(repo: Path, good: str, bad: str, work: Path, history: str | None) -> tuple[str | None, list[str], str]:
     with worktree(repo, bad, work / "tree") as tree:
         try:
             git(tree, "bisect", "start", bad, good)
-            done = subprocess.run(["git", "-C", str(tree), "bisect", "run", *_oracle(work)], capture_output=True,
-                                  text=True, check=False)
+            done = run_group(["git", "-C", str(tree), "bisect", "run", *_oracle(work)], text=True,
+                             env={**os.environ, HISTORY_URL_ENV: history or ""})
             output = done.stdout + done.stderr
             (work / "bisect.log").write_text(output + "\n" + git(tree, "bisect", "log", check=False),
                                              encoding="utf-8")
@@ -233,18 +242,20 @@ def run_bisect(args: argparse.Namespace) -> int:
     if history is not None:  # before the first measurement: each step appends to it
         check_appendable(history)
     config = gate.GateConfig(tolerance=args.tolerance if args.tolerance is not None else gate_config.DEFAULT_TOLERANCE)
-    reference: dict[str, Any] = {"good": good, "bad": bad, "case": args.k, "history": history,
+    reference: dict[str, Any] = {"good": good, "bad": bad, "case": args.k,
+                                 "history": describe(history) if history else None,  # shown: the oracle gets the URL
                                  "command": args.measure_command or os.environ.get(MEASURE_ENV) or None,
+                                 "measure_timeout_s": args.measure_timeout,
                                  "gate": {"tolerance": config.tolerance, "noise_k": config.noise_k}}
-    good_record = _measure_endpoint(repo, good, work, reference, "good")
+    good_record = _measure_endpoint(repo, good, work, reference, "good", history)
     reference["record"] = good_record.to_dict()
-    bad_verdict = judge(good_record, _measure_endpoint(repo, bad, work, reference, "bad"), config)
+    bad_verdict = judge(good_record, _measure_endpoint(repo, bad, work, reference, "bad", history), config)
     if bad_verdict.status != Status.REGRESSED:
         raise BisectError(f"the bad commit {bad[:12]} is {bad_verdict.status} against the good one "
                           f"({good_record.value:.4g} → {bad_verdict.value:.4g} {good_record.unit}) by the gate's rule: "
                           "no regression to bisect; check -k and the commits")
     (work / REFERENCE).write_text(json.dumps(reference, indent=2), encoding="utf-8")
-    first, candidates, output = _bisect(repo, good, bad, work)
+    first, candidates, output = _bisect(repo, good, bad, work, history)
     steps = [json.loads(line) for line in (work / STEPS).read_text(encoding="utf-8").splitlines() if line]
     summary = {"case": args.k, "good": good, "bad": bad, "good_value": good_record.value, "unit": good_record.unit,
                "bad_value": bad_verdict.value, "first_bad": first, "candidates": candidates,

@@ -72,6 +72,14 @@ DEFAULT_TAIL_ALPHA = 8e-4
 #: The false-alarm rate per run of the test of the last run alone: a share small enough to cost the budget
 #: little (it needs a drop of four times the noise), there so that a large step is named the night it happens.
 DEFAULT_LAST_RUN_ALPHA = 3e-5
+#: Noisier series are asked more (docs/history.md, "Noisy series"): the gate's band (4 %) is two noise σ of a series
+#: of 2 % noise, which one run in some forty crosses by chance, and the last runs' t-test, exact for Gaussian noise
+#: at any σ, finds few 3 % steps there anyway (the bound: 44 % at 2 %). A series whose segment before its last runs
+#: varies by ``noisy_series`` or more (relative standard deviation) has its last runs tested at ``noisy_share`` of
+#: the false-alarm rates, and a young series whose runs before its last vary so is named a slowdown by the gate's
+#: rule only when two slow runs or more show it.
+DEFAULT_NOISY_SERIES = 0.015
+DEFAULT_NOISY_SHARE = 0.5
 #: How much worse (in squared errors, in units of the noise's variance) a place for a change point may fit than
 #: the best one and still be among the places it could have been (``placement``). Calibrated by simulation
 #: (``tools/generators/history_generate.py``, docs/history.md): a step of 2 noise σ or more lies within the places admitted
@@ -109,6 +117,8 @@ class Settings:
     tail_history: int = DEFAULT_TAIL_HISTORY
     tail_alpha: float = DEFAULT_TAIL_ALPHA
     last_run_alpha: float = DEFAULT_LAST_RUN_ALPHA
+    noisy_series: float = DEFAULT_NOISY_SERIES
+    noisy_share: float = DEFAULT_NOISY_SHARE
 
     def alpha_for(self, runs: int) -> float:
         """The significance a segment of ``runs`` runs is tested at."""
@@ -218,12 +228,15 @@ def _tail_test(x: np.ndarray, start: int, k: int, settings: Settings) -> tuple[f
 def recent_slowdown(x: np.ndarray, start: int, settings: Settings) -> ChangePoint | None:
     """A slowdown in the last runs of ``x`` against the segment before them (since ``start``): the mean of the
     last ``tail_runs`` runs with a one-sided p-value below ``tail_alpha``, or the last run alone below
-    ``last_run_alpha``, the drop at least ``min_size``. It is placed at the k of the last 1 … ``tail_runs``
+    ``last_run_alpha`` (both times ``noisy_share`` where that segment varies by ``noisy_series`` or more), the drop
+    at least ``min_size``. It is placed at the k of the last 1 … ``tail_runs``
     runs whose test is strongest; ``p_value`` is the detecting test's. ``x`` is relative to the series' level."""
     tests = {k: _tail_test(x, start, k, settings) for k in range(1, settings.tail_runs + 1)}
     sized = {k: test for k, test in tests.items() if test is not None and test[2] >= settings.min_size}
+    prior = x[start:len(x) - settings.tail_runs]
+    share = settings.noisy_share if len(prior) > 1 and float(np.std(prior, ddof=1)) >= settings.noisy_series else 1.0
     alarms = [sized[k][0] for k, alpha in ((settings.tail_runs, settings.tail_alpha), (1, settings.last_run_alpha))
-              if k in sized and sized[k][0] < alpha]
+              if k in sized and sized[k][0] < alpha * share]
     if not alarms:
         return None
     k = max(sized, key=lambda runs: sized[runs][1])
@@ -241,12 +254,15 @@ def gate_slowdown(x: np.ndarray, spreads: np.ndarray, start: int, settings: Sett
     """A slowdown in the last j runs (j = ``tail_runs`` … 1, the longest first) of a young series: every one of
     them ``REGRESSED`` by ``gate.compare`` against an entry made from the 2 to ``tail_history - 1`` runs before
     them (since ``start``), as a baseline recorded from several runs holds them: their median figure, their median
-    sample spread (``spreads``, the records' relative IQR) and their relative range."""
+    sample spread (``spreads``, the records' relative IQR) and their relative range. A noisy series (the runs
+    before them varying by ``noisy_series`` or more) needs two slow runs or more: its last alone is not enough."""
     n = len(x)
     for j in range(settings.tail_runs, 0, -1):
         prior, tail = x[start:n - j], x[n - j:]
         if not 2 <= len(prior) < settings.tail_history:
             continue
+        if j == 1 and float(np.std(prior, ddof=1) / np.mean(prior)) >= settings.noisy_series:
+            continue  # a noisy young series: its last run alone is not enough
         entry = Entry(metric="", value=float(np.median(prior)), unit="", spread=float(np.median(spreads[start:n - j])),
                       runs=len(prior), run_spread=_relative_range(prior))
         if all(compare(float(value), entry, config).status == Status.REGRESSED for value in tail):
@@ -297,10 +313,12 @@ def _recent(x: np.ndarray, relative: np.ndarray, kept: list[int], settings: Sett
             spreads: Sequence[float] | None) -> ChangePoint | None:
     """A slowdown in the last runs, against the segment since the last change point before them: the t-test
     where that segment is long enough, else the gate's rule. A change point segmentation found among the last
-    ``tail_history`` runs is not a bound of the t-test's segment: with only a few runs after a step it is often
-    placed a run or two early, and would leave the test too few runs."""
-    before_tail = [index for index in kept if index <= len(x) - settings.tail_runs - settings.tail_history]
-    start = max(before_tail, default=0)
+    ``tail_runs + min_segment`` runs is not a bound of the t-test's segment: with only a few runs after a step it
+    is often placed a run or two early, and would leave the test too few runs (``change_points`` keeps whichever
+    of the two places the step better). One found before them is: a segment that straddled it would mix the two
+    levels, and the step it reports already would be reported again as recent, one change alarmed twice."""
+    settled = [index for index in kept if index < len(x) - settings.tail_runs - settings.min_segment]
+    start = max(settled, default=0)
     found = recent_slowdown(relative, start, settings)
     if found is not None:
         level = float(np.median(x))

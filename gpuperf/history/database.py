@@ -26,7 +26,7 @@ from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
 from gpuperf.history import figures as history_series
 from gpuperf.history import rows as history_rows
-from gpuperf.history.driver_rows import fetch
+from gpuperf.history.driver_rows import fetch, fetcher
 from gpuperf.history.engine import create_engine as create_engine
 from gpuperf.history.engine import describe as describe
 from gpuperf.history.backfill import IngestReport, Prepared, ingest_files, prepare, selected_files
@@ -36,7 +36,7 @@ from gpuperf.history.schema import (AT_MAX_CLOCK, CYCLES, DOCUMENT_ENCODING, JUD
                                     decode_document, has_series_index, migrate, recorded_version)
 from gpuperf.store.history_target import HistoryError as HistoryError  # the history's error
 from gpuperf.store.history_target import mask_text
-from gpuperf.history.guard import require_readable
+from gpuperf.history.guard import damaged, missing_table, require_readable
 from gpuperf.store.history_target import resolve_target as resolve_target
 from gpuperf.store.history_target import sqlite_url as sqlite_url
 from gpuperf.store.history_target import to_url as to_url
@@ -73,6 +73,8 @@ class History:
                 self._require_history()
         except SQLAlchemyError as exc:
             self.engine.dispose()
+            if missing_table(exc):  # a table dropped by hand: damage, not an unreachable file or server
+                raise damaged(url, exc) from None
             raise HistoryError(f"history {self.where}: cannot be opened ({mask_text(_reason(exc), self.url)}); "
                                "check the path or the server, or pass --history none") from exc
         except (SchemaError, HistoryError):
@@ -242,14 +244,19 @@ class History:
             rows = [row for row in rows if row[2] in wanted]
         return [(row[0], row[1], row[2], row[3], row[4], bool(row[5])) for row in rows]
 
-    def time_figures(self, case: str, method: str, run_pks: Sequence[int]) -> dict[int, float | None]:
-        """The measured figure (time-based: ``value``) of ``case`` by ``method`` in each of those runs, shown beside
-        the figure at max clock a case is judged on."""
-        query = sa.select(RECORDS.c.run_pk, RECORDS.c.value).where(
-            RECORDS.c.case_id == case, sa.func.coalesce(RECORDS.c.method, "") == method,
-            RECORDS.c.run_pk.in_(list(run_pks)))
+    def time_figures(self, case: str, method: str, run_pks: Sequence[int] | None = None) -> dict[int, float | None]:
+        """The measured figure (time-based: ``value``) of ``case`` by ``method`` in each of those runs (every run
+        when ``None``), shown beside the figure at max clock a case is judged on; read through the series index."""
+        query = sa.select(RECORDS.c.run_pk, RECORDS.c.value).where(RECORDS.c.series_pk.in_(_series_number(case, method)))
+        found: dict[int, float | None] = {}
         with self.reading() as connection:
-            return {int(row.run_pk): row.value for row in connection.execute(query)}
+            if run_pks is None:
+                return {int(pk): value for pk, value in fetch(connection, query)}
+            wanted = sorted(set(run_pks))
+            for start in range(0, len(wanted), _KEYS_AT_ONCE):  # through the series index, run by run
+                found.update((int(pk), value) for pk, value in fetch(
+                    connection, query.where(RECORDS.c.run_pk.in_(wanted[start:start + _KEYS_AT_ONCE]))))
+        return found
 
     def series_columns(self) -> history_series.Columns:
         """The judged figures as columns for ``changes.series_from_columns``: ``(case_id, method,
@@ -257,22 +264,40 @@ class History:
         with self.reading() as connection:
             return history_series.series_columns(connection)
 
-    def kernels(self, case: str, run_pks: Sequence[int]) -> dict[int, str]:
-        """The kernels each of those runs' record of ``case`` names (``name + name``)."""
-        query = sa.select(RECORDS.c.run_pk, RECORDS.c.kernels).where(
-            RECORDS.c.case_id == case, RECORDS.c.run_pk.in_(list(run_pks)))
+    def kernels_at(self, run_pks: Sequence[int]) -> dict[tuple[str, int], tuple[str, str | None]]:
+        """Every record's kernels in those runs, by case and run pk: their names and, where known, their identity
+        (``rows.kernel_identity``); read through the runs' index, a few hundred runs at a time."""
+        found: dict[tuple[str, int], tuple[str, str | None]] = {}
+        wanted = sorted(set(run_pks))
         with self.reading() as connection:
-            return {row.run_pk: row.kernels or "" for row in connection.execute(query)}
+            for start in range(0, len(wanted), _KEYS_AT_ONCE):
+                query = sa.select(RECORDS.c.case_id, RECORDS.c.run_pk, RECORDS.c.kernels, RECORDS.c.kernel_identity
+                                  ).where(RECORDS.c.run_pk.in_(wanted[start:start + _KEYS_AT_ONCE]))
+                found.update({(case, int(pk)): (kernels or "", identity)
+                              for case, pk, kernels, identity in fetch(connection, query)})
+        return found
+
+    def series_classes(self) -> dict[tuple[str, str], bool]:
+        """Whether each series' case is clock-bound (its last record has a figure at max clock, which only a
+        clock-bound case has): the class a host's offset is taken from where it has few runs of a case."""
+        last = sa.select(RECORDS.c.value_at_max_clock.is_not(None)).where(
+            RECORDS.c.series_pk == sa.bindparam("series", None, type_=sa.Integer)).order_by(
+            RECORDS.c.run_pk.desc()).limit(1)
+        with self.reading() as connection:
+            keys = fetch(connection, sa.select(SERIES.c.pk, SERIES.c.case_id, SERIES.c.method))
+            with fetcher(connection, last) as first_of:
+                return {(str(case), str(method)): bool(rows[0][0]) for pk, case, method in keys
+                        if (rows := first_of({"series": pk}))}
 
     def spreads(self, case: str, method: str, run_pks: Sequence[int]) -> dict[int, float | None]:
         """The sample spread (relative IQR) of the figure each run of ``case`` by ``method`` is judged on: its
         cycles' where it is judged at max clock, else its time's."""
         judged = sa.case((RECORDS.c.basis == CYCLES, RECORDS.c.cycles_spread), else_=RECORDS.c.spread)
         query = sa.select(RECORDS.c.run_pk, judged.label("spread")).where(
-            RECORDS.c.case_id == case, sa.func.coalesce(RECORDS.c.method, "") == method,
-            RECORDS.c.run_pk.in_(list(run_pks)))
+            RECORDS.c.series_pk.in_(_series_number(case, method)))
+        wanted = set(run_pks)
         with self.reading() as connection:
-            return {int(row.run_pk): row.spread for row in connection.execute(query)}
+            return {int(pk): spread for pk, spread in fetch(connection, query) if pk in wanted}
 
     def case_ids(self, pattern: str) -> list[str]:
         """Case ids equal to ``pattern``, else containing it."""
@@ -290,6 +315,11 @@ class History:
         if index is None or run_pk not in documents:
             return None
         return dict(documents[run_pk]["records"][index])
+
+
+def _series_number(case: str, method: str) -> sa.Select[tuple[int]]:
+    """The number of the series of ``case`` by ``method`` (``""`` for none), for a query through the series index."""
+    return sa.select(SERIES.c.pk).where(SERIES.c.case_id == case, SERIES.c.method == method)
 
 
 def runs_query(columns: Sequence[Any], gpu: str | None = None, since: str | None = None) -> sa.Select[Any]:

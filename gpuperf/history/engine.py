@@ -9,12 +9,20 @@ with ``mode=ro`` (and left in the journal mode it has: no WAL switched on), Post
 transactions. A 0-byte file, another program's database or a file that is not one is left byte for byte as
 it was.
 
+Every writing connection to a SQLite file holds a shared ``flock`` on it (``_held_open``): a command that made a
+new file and added nothing to it removes it again (``removed_unless_kept``) only under the exclusive lock, so
+never while another writer has it open, and never once another writer's runs are in it.
+
 PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations
 
+import fcntl
 import os
+import itertools
+import sqlite3
+import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -55,9 +63,16 @@ def _sqlite_engine(url: sa.URL, create: bool, read_only: bool) -> sa.Engine:
         except OSError as exc:
             raise HistoryError(f"history {database}: its folder cannot be created ({exc.strerror or exc}); "
                                "choose a writable path with --history, or --history none") from exc
+    if database and database != ":memory:" and not read_only:
+        _require_writable(Path(database))
     if read_only and database and database != ":memory:":  # SQLite's own guard: no write reaches the file
-        url = url.set(database=f"file:{quote(str(Path(database).resolve()))}", query={"mode": "ro", "uri": "true"})
+        query = {"mode": "ro", "uri": "true"}
+        if _cannot_share(Path(database)):
+            query["immutable"] = "1"
+        url = url.set(database=f"file:{quote(str(Path(database).resolve()))}", query=query)
     engine = sa.create_engine(url, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_S})
+    if not read_only and database and database != ":memory:":
+        _held_while(engine, Path(database))
 
     @sa.event.listens_for(engine, "connect")
     def _configure(dbapi_connection: Any, _record: Any) -> None:
@@ -81,6 +96,87 @@ def _sqlite_engine(url: sa.URL, create: bool, read_only: bool) -> sa.Engine:
     return engine
 
 
+def _cannot_share(path: Path) -> bool:
+    """Whether a reader of the SQLite file ``path`` must open it as immutable: its folder is not writable here (a
+    history the user may read but not write, a read-only mount), so SQLite cannot make the shared-memory file a WAL
+    database's readers need, and no WAL file is beside it (all it holds is in the file: nothing is missed)."""
+    folder = path.resolve().parent
+    return not os.access(folder, os.W_OK) and not Path(f"{path}-wal").exists()
+
+
+def _require_writable(path: Path) -> None:
+    """A history this process is to write: an existing file it can read but not write (or in a folder it cannot
+    write, where SQLite keeps its journal) is refused with the fix, not SQLite's "unable to open database file"."""
+    if not path.exists():
+        return
+    folder = path.resolve().parent
+    if not os.access(path, os.W_OK) or not os.access(folder, os.W_OK):
+        which = "the file" if not os.access(path, os.W_OK) else f"its folder {folder}"
+        raise HistoryError(f"history {path}: can be read but not written here ({which} is read-only); the reading "
+                           "commands (history show, changes, page) work on it as it is; to add runs, make it "
+                           "writable or pass --history a copy in a writable folder")
+
+
+#: This process's shared ``flock`` on each SQLite file it writes, by (device, inode): held while an engine that
+#: writes it exists (``_ENGINES``), and never closed while one may have a connection open, since closing any
+#: descriptor of a file drops the process's POSIX locks on it, SQLite's own among them.
+_HELD: dict[tuple[int, int], int] = {}
+#: The engines of this process that write each file held (a number each, so that an engine of a file since
+#: removed never releases another file that took its inode).
+_ENGINES: dict[tuple[int, int], set[int]] = {}
+_ENGINE_NUMBERS = itertools.count()
+
+
+def _held_while(engine: sa.Engine, path: Path) -> None:
+    """Hold ``path`` (``_hold``) for as long as ``engine`` exists: released when the last engine writing it is
+    gone (its connections closed with it), so a process that writes many histories keeps no descriptor of each."""
+    key = _hold(path)
+    if key is None:
+        return
+    number = next(_ENGINE_NUMBERS)
+    _ENGINES.setdefault(key, set()).add(number)
+    weakref.finalize(engine, _released, key, number)
+
+
+def _released(key: tuple[int, int], number: int) -> None:
+    engines = _ENGINES.get(key)
+    if engines is None or number not in engines:  # the file was removed, its lock with it (``_removed_if_unused``)
+        return
+    engines.discard(number)
+    if not engines:
+        del _ENGINES[key]
+        descriptor = _HELD.pop(key, None)
+        if descriptor is not None:
+            os.close(descriptor)
+
+
+def _hold(path: Path) -> tuple[int, int] | None:
+    """A shared ``flock`` on the file ``path`` names now (made if it is not there), held by this process: a file
+    removed while this waited for the lock is opened again, so the lock is never held on a file gone. A file this
+    process cannot open for writing gets no lock: SQLite's own error says why it cannot be written."""
+    while True:
+        try:
+            there = os.stat(path)
+            if (there.st_dev, there.st_ino) in _HELD:
+                return there.st_dev, there.st_ino
+        except FileNotFoundError:
+            pass
+        try:
+            descriptor = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
+        except OSError:
+            return None
+        status = os.fstat(descriptor)
+        key = (status.st_dev, status.st_ino)
+        fcntl.flock(descriptor, fcntl.LOCK_SH)
+        try:
+            if os.stat(path).st_ino == status.st_ino:
+                _HELD[key] = descriptor
+                return key
+        except FileNotFoundError:
+            pass
+        os.close(descriptor)
+
+
 def create_engine(url: str, create: bool = True, read_only: bool = False) -> sa.Engine:
     """The engine for ``url``; ``create``: a SQLite file (and its folder) that is not there is made, else it is
     a ``HistoryError`` that names the fix (a command that reads a history never makes one); ``read_only``: an
@@ -97,8 +193,10 @@ def create_engine(url: str, create: bool = True, read_only: bool = False) -> sa.
     try:
         return sa.create_engine(parsed, pool_pre_ping=True, **options)
     except ImportError as exc:
+        from gpuperf.install.command import install_command
+
         raise HistoryError(f"history {describe(url)}: the PostgreSQL driver is missing ({exc}): "
-                           "pip install 'gpuperf[postgres]'") from exc
+                           f"{install_command('postgres')}") from exc
 
 
 def sqlite_file(url: str) -> Path | None:
@@ -116,7 +214,9 @@ def sqlite_file(url: str) -> Path | None:
 def removed_unless_kept(url: str) -> Iterator[list[bool]]:
     """A SQLite file that is not there yet, and the folders made for it, removed again at the end unless the
     caller sets the flag it is given (``kept[0] = True``): a command that fails, or adds nothing, leaves no new
-    file behind. Another engine's database is left as it is."""
+    file behind. Only the file this process created is removed, and only when no other writer has it open and it
+    holds no run (another ingest or a suite's session may have filled it meanwhile). Another engine's database,
+    and a file that was there or that another process made first, are left as they are."""
     kept = [False]
     path = sqlite_file(url)
     if path is None or os.path.lexists(path):
@@ -124,13 +224,63 @@ def removed_unless_kept(url: str) -> Iterator[list[bool]]:
         return
     made = [folder for folder in [path.parent, *path.parent.parents] if not folder.exists()]
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666))
+        created = os.stat(path).st_ino
+    except OSError:  # another process made it first, or the folder is not writable (the engine says so)
+        yield kept
+        return
+    try:
         yield kept
     finally:
-        if not kept[0]:
-            for name in (path, *(Path(f"{path}{suffix}") for suffix in ("-wal", "-shm", "-journal"))):
-                name.unlink(missing_ok=True)
+        if not kept[0] and _removed_if_unused(path, created):
             for folder in made:  # the innermost first
                 try:
                     folder.rmdir()
                 except OSError:
                     break
+
+
+def _removed_if_unused(path: Path, created: int) -> bool:
+    """Remove ``path`` (with its journal files) if it is still the file this process created (inode ``created``),
+    no other writer has it open (the exclusive ``flock``: each holds a shared one, ``_hold``), and it holds no
+    run; whether it was removed. Called once this process's connections to it are closed."""
+    try:
+        status = os.stat(path)
+    except OSError:
+        return False
+    key = (status.st_dev, status.st_ino)
+    descriptor = _HELD.get(key)
+    if descriptor is None:
+        try:
+            descriptor = _HELD[key] = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        except OSError:
+            return False
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        fcntl.flock(descriptor, fcntl.LOCK_SH)  # another writer has it open: kept, and held as before
+        return False
+    if status.st_ino != created or _holds_runs(path):
+        fcntl.flock(descriptor, fcntl.LOCK_SH)
+        return False
+    for name in (path, *(Path(f"{path}{suffix}") for suffix in ("-wal", "-shm", "-journal"))):
+        name.unlink(missing_ok=True)
+    os.close(_HELD.pop(key))
+    _ENGINES.pop(key, None)  # an engine still to be collected finds nothing to release
+    return True
+
+
+def _holds_runs(path: Path) -> bool:
+    """Whether the SQLite file holds a run (or cannot be read: then it is kept)."""
+    try:
+        connection = sqlite3.connect(f"file:{quote(str(path.resolve()))}?mode=ro", uri=True)
+    except sqlite3.Error:
+        return True
+    try:
+        tables = {row[0] for row in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        return "runs" in tables and connection.execute("SELECT 1 FROM runs LIMIT 1").fetchone() is not None
+    except sqlite3.Error:
+        return True
+    finally:
+        connection.close()

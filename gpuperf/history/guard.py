@@ -17,6 +17,7 @@ import sqlalchemy as sa
 from sqlalchemy.exc import SQLAlchemyError
 
 from gpuperf.history.engine import create_engine, describe, sqlite_file
+from gpuperf.install.command import upgrade_command
 from gpuperf.history.schema import SCHEMA_VERSION, SchemaError, recorded_version
 from gpuperf.store.history_target import HistoryError, mask_text
 
@@ -38,13 +39,32 @@ def damage_told(url: str) -> Iterator[None]:
     except (HistoryError, SchemaError):
         raise
     except (sa.exc.OperationalError, sa.exc.InterfaceError) as exc:  # the server or the file, not its rows
+        if missing_table(exc):
+            raise damaged(url, exc) from None
         raise HistoryError(f"history {describe(url)}: cannot be opened ({mask_text(_reason(exc), url)[:300]}); "
                            "check the path or the server, or pass --history none") from None
     except DAMAGE_ERRORS as exc:
-        cause = mask_text(_reason(exc), url)[:200] or type(exc).__name__
-        raise HistoryError(f"history {describe(url)}: cannot be read, it is damaged or was edited by hand "
-                           f"({type(exc).__name__}: {cause}); restore it from a copy, or build a new one with "
-                           "python -m gpuperf history ingest results/ --history NEW") from None
+        raise damaged(url, exc) from None
+    except Exception as exc:  # the PostgreSQL driver's own error, where a query runs on the driver's cursor
+        if type(exc).__module__.partition(".")[0] != "psycopg":
+            raise
+        raise damaged(url, exc) from None
+
+
+def missing_table(exc: BaseException) -> bool:
+    """A table or column the schema has is not there (SQLite's "no such table", PostgreSQL's undefined table or
+    column, SQLSTATE 42P01 / 42703): a history with a table dropped by hand, not an unreachable file or server."""
+    sqlstate = getattr(exc, "sqlstate", None) or getattr(getattr(exc, "orig", None), "sqlstate", None)
+    return sqlstate in ("42P01", "42703") or \
+        "no such table" in str(exc) or "no such column" in str(exc)
+
+
+def damaged(url: str, exc: BaseException) -> HistoryError:
+    """The one line of a history that is damaged or was edited by hand, naming ``exc`` without the password."""
+    cause = mask_text(_reason(exc), url)[:200] or type(exc).__name__
+    return HistoryError(f"history {describe(url)}: cannot be read, it is damaged or was edited by hand "
+                        f"({type(exc).__name__}: {cause}); restore it from a copy, or build a new one with "
+                        "python -m gpuperf history ingest results/ --history NEW")
 
 
 def require_readable(connection: sa.Connection, where: str, url: str) -> None:
@@ -110,7 +130,7 @@ def require_current(version: int, where: str) -> None:
                            "perf_tests appends to, or build one with python -m gpuperf history ingest results/")
     if version > SCHEMA_VERSION:
         raise SchemaError(f"{where}: the history database has schema version {version}, newer than the "
-                          f"{SCHEMA_VERSION} this gpuperf knows; upgrade gpuperf (pip install -U gpuperf), or "
+                          f"{SCHEMA_VERSION} this gpuperf knows; upgrade gpuperf ({upgrade_command()}), or "
                           "point --history (or $GPUPERF_HISTORY) at another database")
     if version < SCHEMA_VERSION:
         raise HistoryError(f"history {where}: has schema version {version}, older than this gpuperf's "

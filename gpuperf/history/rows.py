@@ -164,6 +164,22 @@ def _kernel_names_column(column: list[Any]) -> list[str]:
 
 _NAME = itemgetter("name")
 
+#: The parts of a kernel's identity beside its name that the gate compares (``kernel_records.describe_change``): a
+#: digest of its whole symbol, of the code the suite compiled, and the configuration it was compiled with.
+IDENTITY_KEYS = ("symbol", "code", "config")
+
+
+def kernel_identity(kernels: Any) -> str | None:
+    """What one call launched as the gate tells kernels apart, ``[[name, symbol, code, config], …]`` as JSON;
+    ``None`` when no kernel has more than a name (the ``kernels`` column holds the names)."""
+    if not kernels or not isinstance(kernels, list):
+        return None
+    kept = [kernel for kernel in kernels if isinstance(kernel, dict)]
+    if not any(kernel.get(key) for kernel in kept for key in IDENTITY_KEYS):
+        return None
+    return orjson.dumps([[str(kernel.get("name", "?")), *(str(kernel.get(key) or "") for key in IDENTITY_KEYS)]
+                         for kernel in kept]).decode("utf-8")
+
 
 def _interned(texts: list[Any]) -> list[str]:
     """``texts`` as text, each one the interpreter's one copy of it: a backfill's worker hands a few runs at a
@@ -176,7 +192,7 @@ def _interned(texts: list[Any]) -> list[str]:
 
 #: The ``records`` table's columns in the order its rows are written (``run_pk`` first, set when appended).
 RECORD_VALUE_COLUMNS = ("run_pk", "case_id", "value", "unit", "spread", "samples", "method", "flush", "kernels",
-                        "status", "note", "gpu_index", "cycles_per_call", "sm_clock_mhz", "value_at_max_clock",
+                        "kernel_identity", "status", "note", "gpu_index", "cycles_per_call", "sm_clock_mhz", "value_at_max_clock",
                         "cycles_spread", "basis", "position", "series_pk")
 
 
@@ -221,6 +237,7 @@ def records_columns(records: Sequence[Mapping[str, Any]]) -> list[list[Any]]:
     at_max_clock, basis = bases(keys["clock_bound"], keys["value_at_max_clock"], keys["call_clock_mhz"],
                                 keys["max_clock_mhz"])
     made: dict[str, list[Any]] = {"kernels": _kernel_names_column(keys["kernels"]),
+                                  "kernel_identity": list(map(kernel_identity, keys["kernels"])),
                                   "value_at_max_clock": at_max_clock, "basis": basis}
     columns = [made[name] if name in made
                else _CONVERT[name](keys[RECORD_COLUMNS[name]]) if name in _CONVERT else keys[RECORD_COLUMNS[name]]

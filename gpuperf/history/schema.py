@@ -23,8 +23,10 @@ import zlib
 
 import sqlalchemy as sa
 
+from gpuperf.install.command import upgrade_command
+
 #: The schema this code reads and writes.
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 METADATA = sa.MetaData()
 
@@ -88,6 +90,9 @@ RECORDS = sa.Table(
     sa.Column("method", sa.Text),
     sa.Column("flush", sa.Text),
     sa.Column("kernels", sa.Text),
+    #: ``[[name, symbol, code, config], …]`` (``rows.kernel_identity``) where a kernel has more than a name: the
+    #: gate's kernel change under one name (another symbol, code or configuration) is told from it.
+    sa.Column("kernel_identity", sa.Text),
     sa.Column("status", sa.Text),
     sa.Column("note", sa.Text),
     sa.Column("gpu_index", sa.Integer),
@@ -278,9 +283,29 @@ def _judged_figures(connection: sa.Connection) -> None:
                                 for position, (b, f, spread) in enumerate(zip(basis, figures, spreads))])
 
 
+def _kernel_identities(connection: sa.Connection) -> None:
+    """Version 6: each record's kernels as the gate tells them apart (name, symbol, code, configuration), from
+    the runs' documents."""
+    from gpuperf.history.rows import kernel_identity
+
+    connection.execute(sa.text("ALTER TABLE records ADD COLUMN kernel_identity TEXT"))
+    pks = [row[0] for row in connection.execute(sa.text("SELECT run_pk FROM run_documents ORDER BY run_pk"))]
+    for pk in pks:
+        body = connection.execute(sa.text("SELECT body FROM run_documents WHERE run_pk = :pk"), {"pk": pk}).one()[0]
+        document = json.loads(decode_document(bytes(body)))
+        records = [record if isinstance(record, dict) else {} for record in (document or {}).get("records") or []]
+        known = [{"pk": pk, "position": position, "identity": identity}
+                 for position, record in enumerate(records)
+                 if (identity := kernel_identity(record.get("kernels"))) is not None]
+        if known:
+            connection.execute(sa.text("UPDATE records SET kernel_identity = :identity WHERE run_pk = :pk AND "
+                                       "position = :position"), known)
+
+
 #: ``MIGRATIONS[n - 1]`` takes a database from version ``n - 1`` to ``n``.
 MIGRATIONS: tuple[Callable[[sa.Connection], None], ...] = (_create_v1, _add_clock_figures, _index_series,
-                                                           _documents_once_per_run, _judged_figures)
+                                                           _documents_once_per_run, _judged_figures,
+                                                           _kernel_identities)
 
 
 def recorded_version(connection: sa.Connection) -> int:
@@ -299,7 +324,7 @@ def migrate(connection: sa.Connection, where: str) -> int:
     found = recorded_version(connection)
     if found > SCHEMA_VERSION:
         raise SchemaError(f"{where}: the history database has schema version {found}, newer than the "
-                          f"{SCHEMA_VERSION} this gpuperf knows; upgrade gpuperf (pip install -U gpuperf), or "
+                          f"{SCHEMA_VERSION} this gpuperf knows; upgrade gpuperf ({upgrade_command()}), or "
                           "point --history (or $GPUPERF_HISTORY) at another database")
     for version in range(found + 1, SCHEMA_VERSION + 1):
         MIGRATIONS[version - 1](connection)

@@ -20,10 +20,9 @@ import threading
 from importlib import metadata
 from typing import Any
 
+from gpuperf.install.command import cuda_extra_command
 from gpuperf.measure.kernel_records import KernelActivity
 
-#: The fix named when the package is missing (the CUDA extras carry cupti-python, pinned to the driver's major).
-INSTALL_HINT = "pip install -e '.[cuda13]' (or '.[cuda12]' for a driver below 580)"
 #: CUPTI's activity buffers: 8 MiB holds ~ 40 000 kernel records between two flushes.
 BUFFER_BYTES = 8 * 1024 * 1024
 
@@ -91,7 +90,7 @@ def open_tracer() -> tuple[KernelTracer | None, str]:
     try:
         return KernelTracer(), ""
     except ImportError as exc:
-        return None, f"cupti-python is not installed or its CUPTI library is missing ({exc}): {INSTALL_HINT}"
+        return None, f"cupti-python is not installed or its CUPTI library is missing ({exc}): {cuda_extra_command()}"
     except Exception as exc:  # cuptiError and friends: CUPTI is there but refuses to trace
         return None, (f"CUPTI refused to trace ({type(exc).__name__}: {exc}); another profiler (Nsight Systems "
                       "or Nsight Compute) may be attached")

@@ -12,7 +12,10 @@ from __future__ import annotations
 import ctypes
 import os
 import re
+import subprocess
+import sys
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
 from gpuperf.measure.clocks import decode
@@ -102,8 +105,15 @@ def _import_cupy() -> Any:
     try:
         import cupy
     except ImportError as exc:
-        raise NoGpuError(f"CuPy is not importable ({exc}): pip install -e '.[cuda13]' (or '.[cuda12]')") from exc
+        from gpuperf.install.command import cuda_extra_command
+
+        raise NoGpuError(f"CuPy is not importable ({exc}): {cuda_extra_command()}") from exc
     return cupy
+
+
+#: Why there is no GPU where the driver's library cannot be loaded (CUDA's runtime would say "driver version is
+#: insufficient", which misleads).
+NO_DRIVER = "no NVIDIA driver is installed (libcuda.so.1 cannot be loaded): this machine has no NVIDIA GPU or driver"
 
 
 def driver_installed() -> bool:
@@ -115,6 +125,16 @@ def driver_installed() -> bool:
     return True
 
 
+def usable_gpu_problem(cwd: Path | str = ".") -> str:
+    """Why this machine has no usable GPU (empty when it has one), as ``python -m gpuperf device`` finds it: in a
+    subprocess, so the caller never holds a CUDA context on the GPU that others measure on."""
+    out = subprocess.run([sys.executable, "-m", "gpuperf", "device", "--slug"], capture_output=True, text=True,
+                         cwd=cwd, check=False, timeout=300)
+    if out.returncode == 0:
+        return ""
+    return out.stderr.strip().removeprefix("gpuperf: error: ") or f"python -m gpuperf device exited {out.returncode}"
+
+
 def device_count() -> int:
     """The number of CUDA devices, or a ``NoGpuError`` naming why there are none."""
     cupy = _import_cupy()
@@ -122,8 +142,7 @@ def device_count() -> int:
         count = cupy.cuda.runtime.getDeviceCount()
     except Exception as exc:  # CUDARuntimeError, or a missing libcudart / driver
         if not driver_installed():  # the runtime then says "driver version is insufficient", which misleads
-            raise NoGpuError("no NVIDIA driver is installed (libcuda.so.1 cannot be loaded): this machine has no "
-                             "NVIDIA GPU or driver") from exc
+            raise NoGpuError(NO_DRIVER) from exc
         raise NoGpuError(f"no CUDA device is usable ({exc}): this machine has no NVIDIA GPU or driver") from exc
     if count < 1:
         raise NoGpuError("the CUDA runtime reports no devices")
@@ -135,7 +154,12 @@ def list_devices() -> list[tuple[int, str]]:
     cupy = _import_cupy()
     devices = []
     for index in range(device_count()):
-        name = cupy.cuda.runtime.getDeviceProperties(index)["name"]
+        try:
+            name = cupy.cuda.runtime.getDeviceProperties(index)["name"]
+        except Exception as exc:  # CUDARuntimeError: a device counted but not usable, or no driver behind the count
+            if not driver_installed():
+                raise NoGpuError(NO_DRIVER) from exc
+            raise NoGpuError(f"GPU {index} cannot be queried ({exc}): check it with nvidia-smi") from exc
         devices.append((index, name.decode() if isinstance(name, bytes) else str(name)))
     return devices
 

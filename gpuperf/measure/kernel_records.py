@@ -26,11 +26,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from gpuperf.measure.kernel_names import SYMBOL_DIGEST_LENGTH
+from gpuperf.measure.kernel_names import SPELLED_LENGTH, SYMBOL_DIGEST_LENGTH
 from gpuperf.measure.kernel_names import UNNAMED_KERNEL as UNNAMED_KERNEL
 from gpuperf.measure.kernel_names import demangle as demangle
 from gpuperf.measure.kernel_names import short_name as short_name
-from gpuperf.measure.kernel_names import symbol_digest
+from gpuperf.measure.kernel_names import spelled_name, symbol_digest
 #: Kernels the measurement loop launches around the measured calls (timing.py's sources): never part of a call.
 FLUSH_KERNEL = "gpuperf_flush"
 HOLD_KERNEL = "gpuperf_hold"
@@ -118,11 +118,18 @@ class Kernel:
     #: The configuration its code was compiled with, where the launcher says (a Triton autotuner's choice:
     #: ``num_warps=4 num_stages=1``); empty where unknown.
     config: str = ""
+    #: Its name with the template arguments, shortened (``kernel_names.spelled_name``): where two symbols share a
+    #: short name, the part of it that differs tells a reader which kernel each is. Empty where unknown.
+    spelled: str = ""
 
     @property
     def pattern(self) -> str:
         """A regular expression that finds this kernel in its full demangled name (``ncu --kernel-name-base
-        demangled --kernel-name regex:…``): the short name without a closing ``>``, escaped."""
+        demangled --kernel-name regex:…``): the short name, escaped; a wrapper's (``device_kernel<FlashAttnFwdSm90>``)
+        as the wrapper, then what it wraps after any namespaces and guards between them."""
+        wrapper, bracket, wrapped = self.name.removesuffix(">").partition("<")
+        if bracket and wrapper and wrapped:
+            return f"{re.escape(wrapper)}<.*{re.escape(wrapped)}"
         return re.escape(self.name.removesuffix(">"))
 
     @property
@@ -151,6 +158,8 @@ class Kernel:
             data["symbol"] = self.symbol
         if self.config:
             data["config"] = self.config
+        if self.spelled:
+            data["spelled"] = self.spelled
         return data
 
     @classmethod
@@ -173,10 +182,15 @@ class Kernel:
         if not isinstance(config, str) or len(config) > CONFIG_LENGTH or not config.isprintable():
             raise ValueError(f"kernel {data['name']!r}: config must be one printable line of at most "
                              f"{CONFIG_LENGTH} characters, got {config!r}")
+        spelled = data.get("spelled", "")
+        if not isinstance(spelled, str) or len(spelled) > SPELLED_LENGTH or not spelled.isprintable():
+            raise ValueError(f"kernel {data['name']!r}: spelled must be one printable line of at most "
+                             f"{SPELLED_LENGTH} characters, got {spelled!r}")
         return cls(name=data["name"], grid=_dim3(data, "grid", 1), block=_dim3(data, "block", 1),
                    cluster=_dim3(data, "cluster", 0), registers=_count(data, "registers"),
                    shared_memory=_count(data, "shared_memory"),
-                   median_us=None if median is None else float(median), code=code, symbol=symbol, config=config)
+                   median_us=None if median is None else float(median), code=code, symbol=symbol, config=config,
+                   spelled=spelled)
 
 
 def _finite(number: float) -> bool:
@@ -261,7 +275,8 @@ def call_kernels(calls: Sequence[Sequence[KernelActivity]],
         kernels.append(Kernel(name=first.name, grid=first.grid, block=first.block, cluster=first.cluster,
                               registers=first.registers, shared_memory=first.shared_memory,
                               median_us=statistics.median(durations) * 1e6, code=code,
-                              symbol=symbol_digest(first.symbol), config=_CONFIGS.get(code, "") if code else ""))
+                              symbol=symbol_digest(first.symbol), config=_CONFIGS.get(code, "") if code else "",
+                              spelled=spelled_name(first.symbol)))
     return tuple(kernels)
 
 
@@ -287,10 +302,10 @@ def describe_change(recorded: Sequence[Kernel], measured: Sequence[Kernel]) -> s
               if before.code and after.code and before.code != after.code]
     if edited:
         return f"kernel changed: {', '.join(edited)}"
-    others = [f"{before.name} symbol {before.symbol} → {after.symbol}" for before, after in zip(recorded, measured)
+    others = [_symbol_change(before, after) for before, after in zip(recorded, measured)
               if before.symbol and after.symbol and before.symbol != after.symbol]
     if others:
-        return f"kernel changed: {', '.join(others)} (same short name, another symbol: other template arguments)"
+        return f"kernel changed: {', '.join(others)}"
     launches = []
     for before, after in zip(recorded, measured):
         for what, old, new in (("grid", before.grid, after.grid), ("block", before.block, after.block),
@@ -298,6 +313,49 @@ def describe_change(recorded: Sequence[Kernel], measured: Sequence[Kernel]) -> s
             if old != new:
                 launches.append(f"{before.name} {what} {_dims(old)} → {_dims(new)}")
     return SAME_KERNELS + (f"; launch changed: {', '.join(launches)}" if launches else "")
+
+
+#: How much of each side of a spelled name's difference a change note shows.
+DIFFERENCE_LENGTH = 60
+
+
+def _symbol_change(before: Kernel, after: Kernel) -> str:
+    """``name …FillFunctor<float>, array<char*, 1… → …CUDAFunctor_add<float>, array<char*, 3… (same short
+    name, another symbol A → B)``: the part of the two spelled names that differs, where both runs recorded them."""
+    digests = f"another symbol {before.symbol} → {after.symbol}"
+    if before.spelled and after.spelled and before.spelled != after.spelled:
+        old, new = spelled_difference(before.spelled, after.spelled)
+        return f"{before.name} {old} → {new} (same short name, {digests})"
+    return (f"{before.name} symbol {before.symbol} → {after.symbol} (same short name, another symbol: other "
+            "template arguments)")
+
+
+def spelled_difference(old: str, new: str, length: int = DIFFERENCE_LENGTH) -> tuple[str, str]:
+    """The parts of two spelled names that differ, widened to whole identifiers and numbers, each at most ``length``
+    characters, ``…`` where the common part was left out: ``…gelu_kernel_impl…`` and ``…add_kernel_impl…``."""
+    prefix = 0
+    while prefix < min(len(old), len(new)) and old[prefix] == new[prefix]:
+        prefix += 1
+    suffix = 0
+    while suffix < min(len(old), len(new)) - prefix and old[-1 - suffix] == new[-1 - suffix]:
+        suffix += 1
+    while prefix > 0 and _word(old[prefix - 1]):
+        prefix -= 1
+    while suffix > 0 and _word(old[len(old) - suffix]):
+        suffix -= 1
+
+    def shown(text: str) -> str:
+        middle = text[prefix:len(text) - suffix]
+        cut = len(middle) > length
+        if cut:
+            middle = middle[:length - 1]
+        return ("…" if prefix else "") + middle + ("…" if suffix or cut else "")
+
+    return shown(old), shown(new)
+
+
+def _word(char: str) -> bool:
+    return char.isalnum() or char == "_"
 
 
 def _code_change(before: Kernel, after: Kernel) -> str:

@@ -53,6 +53,18 @@ class Method:
         return method.removesuffix(cls.UNHELD_SUFFIX) in cls.TRACED.values()
 
 
+def check_call(fn: object, work: object, flush: str) -> None:
+    """What ``measure(fn, work, …)`` refuses before it times anything, on a GPU and in a dry run alike: a flush mode
+    that is not one, an ``fn`` that cannot be called, a ``work`` that is not a ``Work``."""
+    if flush not in Flush.MODES:
+        raise ValueError(f"flush must be one of {Flush.MODES}, got {flush!r}")
+    if not callable(fn):
+        raise TypeError(f"measure's fn must be callable (the call to time), got {type(fn).__name__}")
+    if not isinstance(work, Work):
+        raise TypeError(f"measure's work must be a gpuperf.measure.metrics.Work (gemm_work(...) and the other "
+                        f"helpers make one), got {type(work).__name__}")
+
+
 class UnmeasurableCall(Exception):
     """The measured callable's device time cannot be known, so no figure is taken: it launched no kernel, or its
     kernels ran unordered with the measuring stream (``kernel_records.stray_kernels``). The message is one line

@@ -42,7 +42,7 @@ from gpuperf.measure.launchers import Identify, nothing_identified
 from gpuperf.measure.rotation import array_bytes, copy_operands, rotatable
 from gpuperf.measure.measurement import (DEFAULT_MAX_TRACED_CALLS, DEFAULT_MIN_SAMPLE_S, DEFAULT_ROTATE_BELOW_S,
                                          DEFAULT_WARMUP_CALLS, DEFAULT_WARMUP_TIME_S, NO_KERNEL, Measurement, Method,
-                                         UnmeasurableCall)
+                                         UnmeasurableCall, check_call)
 
 from gpuperf.measure.cupy_backend import CupyBackend
 from gpuperf.measure.separators import HOLD_TIMEOUT_S, FlushBuffer, Separators, StreamHold
@@ -150,8 +150,7 @@ class Timer:
         case's verdict will use; the figure of record is then sampled until its interval is within the rule's
         fraction of the band it will be judged within (``None``: until the fixed noise target). ``repeat``: an A/B
         round of a call measured already, warm: warmed by count, no second cross-check, a floor of 3 samples."""
-        if flush not in Flush.MODES:
-            raise ValueError(f"flush must be one of {Flush.MODES}, got {flush!r}")
+        check_call(fn, work, flush)
         stream = self.backend.current_stream()
         clock_before = self.nvml.sm_clock_mhz()
         warm_calls, per_call, holding, codes = self._warm_up(fn, operands, flush, stream, repeat)

@@ -14,7 +14,8 @@ from gpuperf.output import table
 from gpuperf.output.table import Column
 from gpuperf.store.baseline import Change, Entry
 from gpuperf.untrusted import markdown_text, terminal
-from gpuperf.verdict.fleet_bands import Cause, Estimate, Resolutions, cannot_catch
+from gpuperf.verdict.fleet_bands import Estimate
+from gpuperf.verdict.fleet_resolution import Cause, Resolutions, cannot_catch
 
 #: Where a slowdown finer than an entry's resolution is judged.
 AB_COMMAND = "python -m gpuperf ab"
@@ -71,7 +72,7 @@ def held_lines(path: str, held: Sequence[Change]) -> list[str]:
 
 @dataclass(frozen=True)
 class Missed:
-    """One entry that cannot catch the stated slowdown, with its cause (``fleet_bands.cause``)."""
+    """One entry that cannot catch the stated slowdown, with its cause (``fleet_resolution.cause``)."""
 
     case_id: str
     resolution: float

@@ -10,7 +10,9 @@ PYTEST_DONT_REWRITE
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -23,6 +25,8 @@ from gpuperf.output import table
 from gpuperf.trend import summary as trend_summary
 from gpuperf.trend.summary import SummaryHistory
 from gpuperf.store.atomic import write_atomically
+from gpuperf.store.os_errors import describe_os_problem
+from gpuperf.store.reading import file_kind
 from gpuperf.store.baseline import BaselineFile, Entry, load_baseline, versions_of
 from gpuperf.store.records import Record, RunInfo
 from gpuperf.store.results import (RESULTS_JSON, ResultsError, load_run, results_csv_text, results_json_text,
@@ -55,6 +59,8 @@ class RunFiles:
     step_summary: Path | None = None
     #: The text of ``results.json``: the history appends the run with it, so its run id is the file's.
     results_text: str = ""
+    #: Why ``$GITHUB_STEP_SUMMARY`` could not be appended to (empty when it was, or is not set): one line.
+    step_summary_problem: str = ""
 
 
 # --- writing -------------------------------------------------------------------------------------------
@@ -93,10 +99,10 @@ def write_run(directory: Path, run: RunInfo, records: Sequence[Record],
     summary_path = directory / SUMMARY_MD
     text = summary_markdown(run, records, results_dir=directory, history=history)
     write_atomically(summary_path, text)
-    step = _step_summary_path(os.environ)
+    step, problem = _step_summary_path(os.environ), ""
     if step is not None:
-        write_summary_markdown(_fit_step_summary(text, run, records, directory, history), directory)
-    return RunFiles(directory, json_path, csv_path, summary_path, step, results_text)
+        problem = append_step_summary(_fit_step_summary(text, run, records, directory, history), step, summary_path)
+    return RunFiles(directory, json_path, csv_path, summary_path, None if problem else step, results_text, problem)
 
 
 def run_texts(run: RunInfo, records: Sequence[Record], directory: Path | None = None,
@@ -108,19 +114,45 @@ def run_texts(run: RunInfo, records: Sequence[Record], directory: Path | None = 
 
 
 def write_summary_markdown(text: str, directory: Path, environ: Mapping[str, str] | None = None) -> Path:
-    """Append ``text`` to ``$GITHUB_STEP_SUMMARY`` when set, else write ``<directory>/summary.md``.
+    """Append ``text`` to ``$GITHUB_STEP_SUMMARY`` when set (and a file that can be appended to:
+    ``append_step_summary``), else write ``<directory>/summary.md``.
 
     Appending is what GitHub expects: several steps (or several pytest sessions of one step) each add
     their part to the job page. Returns the file written.
     """
     step = _step_summary_path(os.environ if environ is None else environ)
+    target = Path(directory) / SUMMARY_MD
     if step is None:
-        target = Path(directory) / SUMMARY_MD
         write_atomically(target, text)
         return target
-    with step.open("a", encoding="utf-8") as handle:
-        handle.write(text if text.endswith("\n") else text + "\n")
+    if append_step_summary(text, step, target):  # not a file that can be appended to: the summary goes beside
+        write_atomically(target, text)
+        return target
     return step
+
+
+def append_step_summary(text: str, step: Path, kept: Path) -> str:
+    """Append ``text`` to ``step`` (``$GITHUB_STEP_SUMMARY``); ``""``, or why it could not be (one line naming
+    ``kept``, the summary.md that holds the text all the same). Only a regular file, existing or new, is appended
+    to: a folder, a FIFO (which would block until a reader came), a device such as /dev/full is not."""
+    what = f"${STEP_SUMMARY_ENV} {step}"
+    try:
+        descriptor = os.open(step, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK | os.O_CLOEXEC, 0o666)
+    except OSError as exc:
+        kinds = {errno.EISDIR: "a folder", errno.ENXIO: "a FIFO (named pipe) that nobody reads"}
+        if exc.errno in kinds:
+            return f"{what}: is {kinds[exc.errno]}, not a file; the summary is in {kept}"
+        return f"{what}: {describe_os_problem(OSError(exc.errno, exc.strerror))}; the summary is in {kept}"
+    with os.fdopen(descriptor, "a", encoding="utf-8") as handle:
+        mode = os.fstat(descriptor).st_mode
+        if not stat.S_ISREG(mode):
+            return f"{what}: is {file_kind(mode)}, not a file; the summary is in {kept}"
+        try:
+            handle.write(text if text.endswith("\n") else text + "\n")
+            handle.flush()
+        except OSError as exc:
+            return f"{what}: {describe_os_problem(OSError(exc.errno, exc.strerror))}; the summary is in {kept}"
+    return ""
 
 
 @dataclass(frozen=True)
@@ -145,6 +177,12 @@ class Figures:
         if self.run is not None:
             return self.run.gpu_name
         return str(self.baseline.header.get("gpu", "")) if self.baseline is not None else ""
+
+    @property
+    def gpu_uuid(self) -> str:
+        """The board a run was measured on (NVML's ``GPU-…`` UUID), ``""`` for a baseline or a run that does not say."""
+        uuid = self.run.extra.get("uuid") if self.run is not None else None
+        return uuid if isinstance(uuid, str) else ""
 
     @property
     def gpu_slug(self) -> str:

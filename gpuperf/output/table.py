@@ -35,7 +35,7 @@ SMALLEST_PLAIN = 1e-3
 STATUS_ICONS: dict[str, str] = {
     Status.PASS: "✅", Status.IMPROVED: "⬆️", Status.REGRESSED: "❌", Status.ANOMALY: "❌", Status.ERROR: "❌",
     Status.NO_BASELINE: "❔", Status.UNRELIABLE: "⚠️", Status.NOT_COMPARABLE: "⚠️", Status.NOT_RECORDED: "⚠️",
-    Status.UPDATED: "📝",
+    Status.UPDATED: "📝", Status.DRY_RUN: "🧪",
 }
 
 

@@ -49,8 +49,10 @@ def write_atomically(path: Path, text: str | bytes) -> None:
             os.fsync(temp.fileno())
         os.chmod(temp_name, _mode_for(path))
         os.replace(temp_name, path)
-    except BaseException:
+    except BaseException as exc:
         Path(temp_name).unlink(missing_ok=True)
+        if isinstance(exc, OSError) and exc.filename is None:  # a write or fsync: the file it was for
+            exc.filename = str(path)
         raise
 
 

@@ -67,8 +67,8 @@ from gpuperf.store.reading import MIB, DuplicateKeyError, InputError, decode, lo
 __all__ = ["AT_MAX_CLOCK", "AT_MAX_CLOCK_KEYS", "ENTRY_DESCRIPTION", "ENTRY_OPTIONAL", "ENTRY_REQUIRED", "ENTRY_RUNS",
            "MAX_BASELINE_BYTES", "SCHEMA_VERSION", "SHAPE_SIZES", "VERSION_KEYS", "BaselineError", "BaselineFile",
            "Change", "ClockFree", "Entry", "Integrity", "baseline_path", "check_file_name", "check_gpu",
-           "decode_baseline", "drop_entries", "dump_baseline", "entries_digest", "load_baseline", "ordered_shape",
-           "parse_baseline", "read_baseline_text", "restore_hint", "seal_baseline", "update_baseline",
+           "decode_baseline", "dump_baseline", "entries_digest", "load_baseline", "ordered_shape",
+           "parse_baseline", "read_baseline_text", "restore_hint", "parse_unsealed", "update_baseline",
            "version_changes", "versions_of"]
 
 SCHEMA_VERSION = 1
@@ -208,7 +208,7 @@ def _missing_integrity_message(path: Path) -> str:
             f"first); otherwise {restore_hint(path)}")
 
 
-def _parse_unsealed(path: Path, text: str) -> tuple[BaselineFile, Integrity | None]:
+def parse_unsealed(path: Path, text: str) -> tuple[BaselineFile, Integrity | None]:
     """Everything ``parse_baseline`` checks except that the integrity field is there (``seal`` adds it).
 
     The returned header leaves the integrity field out: it describes the file, not the recording, and
@@ -249,7 +249,7 @@ def _parse_unsealed(path: Path, text: str) -> tuple[BaselineFile, Integrity | No
 
 def parse_baseline(path: Path, text: str) -> BaselineFile:
     """Validate and parse a baseline file's text; every error names ``path``, the entry and the fix."""
-    baseline, recorded = _parse_unsealed(path, text)
+    baseline, recorded = parse_unsealed(path, text)
     if recorded is None:
         raise BaselineError(_missing_integrity_message(path))
     return baseline
@@ -420,45 +420,3 @@ def update_baseline(path: Path, header: Mapping[str, Any], updates: Mapping[str,
             changes.append(Change(case_id, old, new))
         write_checked(path, dump_baseline(header, entries))
     return changes
-
-
-def drop_entries(path: Path, cases: list[str]) -> list[str]:
-    """Remove entries (stale ones, or ones that can no longer be recorded) under the lock, atomically; the file
-    is re-sealed and every other entry kept as it is. Names that are not entries are refused, so a typo never
-    passes for a removal."""
-    path = Path(path)
-    with locked(path):
-        current = load_baseline(path)
-        if current is None:
-            raise BaselineError(f"{path}: no such baseline file; check the path (baselines/<gpu-slug>.yaml)")
-        unknown = [case for case in cases if case not in current.entries]
-        if unknown:
-            raise BaselineError(f"{path}: no entr{'y' if len(unknown) == 1 else 'ies'} {unknown}; copy the "
-                                "case ids from the stale list or from the file")
-        kept = {case: entry for case, entry in current.entries.items() if case not in cases}
-        write_checked(path, dump_baseline(current.header, kept))
-    return sorted(cases)
-
-
-def seal_baseline(path: Path) -> bool:
-    """Write the integrity field into a file recorded before gpuperf wrote one: a one-shot migration.
-
-    Everything else is checked as on loading and the same entries are dumped again, then read back: if
-    that would change any header field or measured figure the file is refused instead. A file that is
-    already sealed is left untouched (``False``); one whose seal does not match is refused as on loading,
-    so sealing can never bless a damaged file.
-    """
-    path = Path(path)
-    if not path.exists():
-        raise BaselineError(f"{path}: no such baseline file; check the path (baselines/<gpu-slug>.yaml)")
-    with locked(path):
-        baseline, recorded = _parse_unsealed(path, read_baseline_text(path))
-        if recorded is not None:
-            return False
-        text = dump_baseline(baseline.header, baseline.entries)
-        resealed = parse_baseline(path, text)
-        if resealed.header != baseline.header or resealed.entries != baseline.entries:
-            raise BaselineError(f"{path}: writing it again would change recorded figures (more digits than "
-                                f"gpuperf writes?), so it is not sealed; {restore_hint(path)}")
-        write_checked(path, text)
-    return True

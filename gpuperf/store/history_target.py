@@ -66,13 +66,24 @@ def to_url(value: str, root: Path) -> str:
                        "sqlite:///PATH, postgresql://user@host/db, or none")
 
 
+#: What follows a URL's user and password: a host (any text without a delimiter or ``@``, or an IPv6 address in
+#: brackets) with its port, a database name, a query and a fragment, none holding an ``@``.
+_AFTER_USERINFO = re.compile(r"(\[[^\]@/?#]*\]|[^/?#@\[\]]*)(:[^/?#@]*)?(/[^/?#@]*)?(\?[^@#]*)?(#[^@]*)?")
+
+
 def _userinfo_end(rest: str) -> int:
     """Where the user and password end in a URL's part after ``://`` (the position of their ``@``), or -1: the
-    last ``@`` before the query, which starts at the first ``?`` after the first ``@`` (a password may hold
-    ``@``, ``/`` and ``?``)."""
+    first ``@`` after which the rest reads as a host, a port, a database name and a query, none holding an ``@``
+    (a password may hold ``@``, ``/`` and ``?``, in any order: ``u:s3cr@t?pass@db:5432/gp``); failing that, the last
+    ``@`` before the query."""
     first = rest.find("@")
     if first < 0:
         return -1
+    at = first
+    while at >= 0:
+        if _AFTER_USERINFO.fullmatch(rest, at + 1):
+            return at
+        at = rest.find("@", at + 1)
     query = rest.find("?", first)
     return rest.rfind("@", 0, query if query >= 0 else len(rest))
 

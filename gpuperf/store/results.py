@@ -52,6 +52,8 @@ NEEDS_FIGURE = frozenset({Status.PASS, Status.IMPROVED, Status.REGRESSED, Status
 #: The reader's indented form; orjson writes NaN and infinities as null, NumPy scalars and arrays as numbers and
 #: lists.
 _ORJSON_OPTIONS = INDENTED | orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS
+#: A dry run's records (``wiring/dry_run.py``) have no figure by design: nothing was launched.
+DRY_METHOD = "dry-run"
 _RERUN = "re-run the suite (pytest perf_tests) or restore the file"
 
 
@@ -173,7 +175,7 @@ def _record(path: Path, index: int, raw: Any) -> Record:
     if values["status"] not in STATUSES:
         raise ResultsError(f"{where}: status {values['status']!r} is not one of {', '.join(sorted(STATUSES))}; "
                            f"{_RERUN}")
-    if values["value"] is None and values["status"] in NEEDS_FIGURE:
+    if values["value"] is None and values["status"] in NEEDS_FIGURE and values.get("method") != DRY_METHOD:
         raise ResultsError(f"{where}: status {values['status']} but no figure (value null): a verdict needs "
                            f"the figure it was given on; {_RERUN}")
     _refuse_unknown_precision(where, raw, values)

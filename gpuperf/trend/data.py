@@ -71,6 +71,9 @@ class ChangePoint:
     before: float  # the level before (same unit as the figures)
     after: float
     previous_run_id: str = ""  # the last run at the old level
+    #: Where the two runs either side ran on two hosts: ``GPU-a (+2.1 %) → GPU-b (+0.0 %)``, the hosts' offsets
+    #: for the case (removed before the change was judged, ``history.offsets``); ``""`` on one host.
+    host_change: str = ""
 
     @property
     def relative(self) -> float:

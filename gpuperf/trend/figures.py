@@ -25,6 +25,7 @@ from plotly.colors import qualitative
 
 from gpuperf.trend.data import Annotation, CaseSeries, SeriesPoint, TrendData
 from gpuperf.trend.thumbnails import ANNOTATION_COLOURS, CHANGE_POINT_COLOUR, RECORDING_STATUSES
+from gpuperf.untrusted import plotly_text
 from gpuperf.vocabulary import Status
 
 #: Enough distinct colours for a fleet; a larger fleet reuses them in order.
@@ -99,9 +100,11 @@ def _tooltip(data: TrendData, series: CaseSeries, point: SeriesPoint) -> str:
     value = "—" if point.value is None else f"{point.value:.4g}"
     if point.measured is not None:
         value += f" at max clock (measured {point.measured:.4g})"
-    return (f"run {data.run_number(run.run_id)} · {run.started}<br>{value} {series.unit}{spread} · {point.status}"
-            f"<br>host {run.host}<br>commit {commit} · branch {run.branch or '—'}<br>CI job {run.ci_job or '—'}"
-            f"<br>kernels {' + '.join(point.kernels) or '—'}")
+    shown = plotly_text  # every field comes from a results file: text, never markup (a branch may be "fix<br>PASS")
+    return (f"run {data.run_number(run.run_id)} · {shown(run.started)}<br>{value} {shown(series.unit)}{spread} · "
+            f"{shown(point.status)}<br>host {shown(run.host)}<br>commit {shown(commit)} · branch "
+            f"{shown(run.branch or '—')}<br>CI job {shown(run.ci_job or '—')}"
+            f"<br>kernels {shown(' + '.join(point.kernels) or '—')}")
 
 
 def _host_traces(data: TrendData, series: CaseSeries, colours: dict[str, str]) -> list[Trace]:
@@ -110,8 +113,8 @@ def _host_traces(data: TrendData, series: CaseSeries, colours: dict[str, str]) -
     for point in series.points:
         if point.value is not None:
             per_host.setdefault(data.run(point.run_id).host, []).append(point)
-    return [_scatter(_numbers(data, points), _values([p.value for p in points]), name=host, legendgroup=host,
-                     mode="markers", marker={"color": colours[host], "size": 7},
+    return [_scatter(_numbers(data, points), _values([p.value for p in points]), name=plotly_text(host),
+                     legendgroup=host, mode="markers", marker={"color": colours[host], "size": 7},
                      text=[_tooltip(data, series, p) for p in points], hovertemplate="%{text}<extra></extra>")
             for host, points in per_host.items()]
 
@@ -171,8 +174,8 @@ def _markers(data: TrendData, series: CaseSeries,
         level = stacked.get(mark.run_id, 0)
         stacked[mark.run_id] = level + 1
         labels.append({"x": x, "y": 0.02 + 0.07 * level, "xref": "x", "yref": "paper", "xanchor": "left",
-                       "yanchor": "bottom", "showarrow": False, "text": _short(mark.text),
-                       "hovertext": mark.text, "font": {"color": colour, "size": 10},
+                       "yanchor": "bottom", "showarrow": False, "text": plotly_text(_short(mark.text)),
+                       "hovertext": plotly_text(mark.text), "font": {"color": colour, "size": 10},
                        "bgcolor": "rgba(255,255,255,0.8)"})
     return shapes, labels
 

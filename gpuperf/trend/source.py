@@ -123,14 +123,18 @@ def load_trend(url: str, gpu: str | None = None, since: str | None = None) -> Tr
 
 def history_change_points(history: History, gpu: str | None = None,
                           since: str | None = None) -> dict[tuple[str, str], list[ChangePoint]]:
-    """The change points ``history changes`` reports (its series: per case, method, GPU model and host), by
-    ``(gpu model, case id)``: a shift on one host is drawn on the case's chart of every host."""
+    """The change points ``history changes`` reports (its series: per case, method and GPU model over its hosts,
+    their offsets removed), by ``(gpu model, case id)``, each saying whether it falls on a change of host."""
     runs = history.runs(gpu=gpu, since=since)
     found: dict[tuple[str, str], list[ChangePoint]] = {}
-    for change in history_changes.find_changes(history_changes.series(history.values(), runs), runs):
+    grouped = history_changes.series(history.values(), runs, history.series_classes())
+    for change in history_changes.find_changes(grouped, runs):
         key = (change.key.gpu_slug, change.key.case_id)
+        hosts = (f"{change.before.host} ({100 * change.before_offset:+.1f} %) → {change.after.host} "
+                 f"({100 * change.after_offset:+.1f} %)") if change.host_changed else ""
         found.setdefault(key, []).append(ChangePoint(run_id=change.after.run_id, before=change.point.before,
-                                                     after=change.point.after, previous_run_id=change.before.run_id))
+                                                     after=change.point.after, previous_run_id=change.before.run_id,
+                                                     host_change=hosts))
     return found
 
 

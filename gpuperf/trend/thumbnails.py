@@ -31,6 +31,7 @@ import numpy as np
 import numpy.typing as npt
 
 from gpuperf.trend.data import Annotation, CaseSeries, SeriesPoint, TrendData
+from gpuperf.store.processes import end_pool, forking, quiet_worker
 from gpuperf.store.atomic import write_atomically
 from gpuperf.vocabulary import Status
 
@@ -196,12 +197,17 @@ def thumbnails_drawn(pictures: Sequence[Thumbnail], workers: int | None = None) 
         return
     chunks = [pictures[i:i + CHUNK] for i in range(0, len(pictures), CHUNK)]
     _canvas()  # matplotlib imported and the figure made once, before the workers fork from this process
-    with ProcessPoolExecutor(max_workers=workers) as pool:
-        drawing = [(chunk, pool.submit(_write, chunk)) for chunk in chunks]
-        yield
-        for chunk, future in reversed(drawing):
-            if future.cancel():
-                _write(chunk)
-        for _, future in drawing:
-            if not future.cancelled():
-                future.result()
+    with ProcessPoolExecutor(max_workers=workers, initializer=quiet_worker) as pool:
+        with forking():  # the submits fork the workers
+            drawing = [(chunk, pool.submit(_write, chunk)) for chunk in chunks]
+        try:
+            yield
+            for chunk, future in reversed(drawing):
+                if future.cancel():
+                    _write(chunk)
+            for _, future in drawing:
+                if not future.cancelled():
+                    future.result()
+        except BaseException:  # Ctrl-C, SIGTERM (processes.interruptible), a failed page: no worker outlives it
+            end_pool(pool)
+            raise

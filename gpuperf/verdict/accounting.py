@@ -17,8 +17,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gpuperf.store.baseline import BaselineFile
-from gpuperf.verdict.gate import VERDICTS
+from gpuperf.verdict.gate import DRY_VERDICTS
 from gpuperf.store.records import Record
+from gpuperf.vocabulary import case_of_key
 
 
 @dataclass(frozen=True)
@@ -45,6 +46,7 @@ class GpuAccount:
     measured: int
     not_measured: tuple[Unmeasured, ...] = ()
     unavailable: str = ""  # why this GPU has no account (no device, no baseline file)
+    dry: bool = False  # a dry run's: its cases were checked without a GPU, none measured
 
     @property
     def complete(self) -> bool:
@@ -54,12 +56,14 @@ class GpuAccount:
         name = f"GPU {self.gpu_index}" + (f" ({self.gpu_slug})" if self.gpu_slug else "")
         if self.unavailable:
             return f"{name}: no baselined case could be measured: {self.unavailable}"
-        return f"{name}: {self.measured} of {self.baselined} baselined cases measured"
+        done = "checked without a GPU (dry run)" if self.dry else "measured"
+        return f"{name}: {self.measured} of {self.baselined} baselined cases {done}"
 
 
 def owned_keys(case_id: str, baseline: BaselineFile) -> list[str]:
-    """The entries a test owns: its own and its ratio entries (``<case id>#<name>``)."""
-    return sorted(key for key in baseline.entries if key == case_id or key.startswith(case_id + "#"))
+    """The entries a test owns: its own and its ratio entries (``<case id>#<name>``), and those of its later checks
+    (``<case id>@2``, ``vocabulary.check_key``)."""
+    return sorted(key for key in baseline.entries if case_of_key(key) == case_id)
 
 
 def _reason(record: Record | None, selected: SelectedCase) -> str:
@@ -69,7 +73,8 @@ def _reason(record: Record | None, selected: SelectedCase) -> str:
 
 
 def account(selected: Sequence[SelectedCase], records: Sequence[Record], slugs: Mapping[int, str],
-            baselines: Mapping[str, BaselineFile | None], unavailable: Mapping[int, str]) -> list[GpuAccount]:
+            baselines: Mapping[str, BaselineFile | None], unavailable: Mapping[int, str],
+            dry: bool = False) -> list[GpuAccount]:
     """One account per GPU that selected cases ran on.
 
     ``slugs`` maps a GPU index to its model's slug (from the start-up device query); ``unavailable`` says why
@@ -97,12 +102,13 @@ def account(selected: Sequence[SelectedCase], records: Sequence[Record], slugs: 
         for case in by_gpu[index]:
             for key in owned_keys(case.case_id, baseline):
                 found = latest.get((case.nodeid, case.gpu_index, key))
-                if found is not None and found.status in VERDICTS:
+                if found is not None and found.status in DRY_VERDICTS:  # a dry run's DRY_RUN would get one
                     measured += 1
                 else:
                     missing.append(Unmeasured(key, _reason(found, case)))
         baselined = measured + len(missing)
-        accounts.append(GpuAccount(index, slug, baselined, measured, tuple(sorted(missing, key=lambda u: u.key))))
+        accounts.append(GpuAccount(index, slug, baselined, measured, tuple(sorted(missing, key=lambda u: u.key)),
+                                   dry=dry))
     return accounts
 
 
@@ -133,7 +139,7 @@ def stale_entries(baseline: BaselineFile, collected: CollectedTests,
     Files skipped at collection (say, no CuPy) or collected in part tell nothing and are left out."""
     stale = []
     for key, entry in baseline.entries.items():
-        case_id = key.split("#", 1)[0]
+        case_id = case_of_key(key)
         path = case_id.split("::", 1)[0]
         if not file_exists(path):
             stale.append(key)

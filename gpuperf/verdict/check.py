@@ -17,7 +17,8 @@ from typing import Any
 
 from gpuperf.verdict import anomaly
 from gpuperf.store.baseline import ClockFree, Entry, ordered_shape
-from gpuperf.verdict.gate import Context, GateConfig, decide, round_stopping_band, stopping_band, valid_figure
+from gpuperf.verdict.gate import (Context, GateConfig, decide, decide_dry, round_stopping_band, stopping_band,
+                                  valid_figure)
 from gpuperf.measure.measurement import Measurement
 from gpuperf.measure.metrics import Work, gbps, percent_of, tflops
 from gpuperf.measure.peaks import DevicePeaks
@@ -109,6 +110,30 @@ def unmeasurable_record(case: CaseIdentity, work: Work, label: str, reason: str,
         value=math.nan, unit=work.metric, status=Status.ERROR, note=reason, peak=peak, flops=work.flops,
         bytes=work.bytes, arithmetic_intensity=work.arithmetic_intensity, flush=flush, reliable=False,
         gpu=case.gpu, gpu_index=case.gpu_index, kernel=label, precision=work.precision, shape=work.shape)
+
+
+def dry_record(case: CaseIdentity, measurement: Measurement, entry: Entry | None, context: Context,
+               peaks: DevicePeaks | None) -> Record:
+    """A dry run's record of ``measurement`` (a stand-in: nothing was launched, so no figure): what was to be
+    measured, judged against ``entry`` as far as that goes without a figure (``gate.decide_dry``)."""
+    record = unmeasurable_record(case, measurement.work, measurement.label, "", measurement.flush, peaks)
+    return decide_dry(replace(record, method=measurement.method), entry, context)
+
+
+def dry_ratio_record(case: CaseIdentity, numerator: Measurement, denominator: Measurement, name: str,
+                     entry: Entry | None, context: Context) -> Record:
+    """A dry run's record of ``numerator ÷ denominator`` as the entry ``<case id>#<name>`` (``ratio_record``'s
+    checks of its operands, then ``gate.decide_dry``)."""
+    if numerator.work.metric != denominator.work.metric:
+        raise ValueError(f"cannot take a ratio of {numerator.work.metric} over {denominator.work.metric}")
+    ratio_case = replace(case, case_id=f"{case.case_id}#{name}")
+    record = Record(
+        case_id=ratio_case.case_id, nodeid=case.nodeid, family=case.family, params=case.params,
+        metric=Metric.RATIO, value=math.nan, unit=Metric.UNITS[Metric.RATIO], status=Status.ERROR,
+        method=numerator.method, flush=numerator.flush, reliable=False, gpu=case.gpu, gpu_index=case.gpu_index,
+        kernel=_ratio_kernel(numerator.label, denominator.label), precision=numerator.work.precision,
+        shape=numerator.work.shape, extra={"ratio_name": name})
+    return decide_dry(record, entry, replace(context, record_command=record_command(ratio_case)))
 
 
 def clock_bound(work: Work, peaks: DevicePeaks | None) -> bool | None:

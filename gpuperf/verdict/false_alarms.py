@@ -91,7 +91,8 @@ def judge(record: Record, entry: Entry, config: GateConfig) -> Judgement:
     alarm = decided.status in Status.FAILING or is_noisy(decided)
     catches = None
     if decided.delta_pct is not None and decided.tolerance is not None and not is_noisy(decided):
-        catches = max(0.0, 1.0 - (1.0 - decided.tolerance) / (1.0 + decided.delta_pct / 100.0))
+        ratio = 1.0 + decided.delta_pct / 100.0  # v / r; 0 for a figure that underflows against its reference
+        catches = 0.0 if not ratio > 0 else max(0.0, 1.0 - (1.0 - decided.tolerance) / ratio)
     return Judgement(alarm=alarm, catches=catches, basis=decided.judged_on)
 
 

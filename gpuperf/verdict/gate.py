@@ -38,10 +38,12 @@ from gpuperf.vocabulary import Basis as Basis, Status  # Basis: re-exported, the
 #: Display and counting order: what needs a person first.
 STATUS_ORDER: tuple[str, ...] = (
     Status.REGRESSED, Status.ANOMALY, Status.ERROR, Status.UNRELIABLE, Status.NOT_COMPARABLE,
-    Status.NOT_RECORDED, Status.NO_BASELINE, Status.IMPROVED, Status.UPDATED, Status.PASS,
+    Status.NOT_RECORDED, Status.NO_BASELINE, Status.IMPROVED, Status.UPDATED, Status.DRY_RUN, Status.PASS,
 )
 #: Statuses that are a verdict on a baselined case: the case was measured and compared.
 VERDICTS = frozenset({Status.PASS, Status.IMPROVED, Status.REGRESSED, Status.ANOMALY, Status.UPDATED})
+#: What a dry run's accounting counts as accounted for: a verdict, or a case that would get one on the GPU.
+DRY_VERDICTS = VERDICTS | {Status.DRY_RUN}
 #: Statuses that do not fail the test but deserve a look.
 FLAGGED = frozenset({Status.UNRELIABLE, Status.NOT_COMPARABLE, Status.NOT_RECORDED, Status.NO_BASELINE,
                      Status.IMPROVED})
@@ -251,6 +253,29 @@ def with_profile_hint(record: Record) -> Record:
     return replace(record, note=_join(record.note, f"profile it: {ncu_command(record.kernels, record.nodeid)}"))
 
 
+def _without_entry(record: Record, entry: Entry | None, context: Context) -> Record | None:
+    """The record of a case its entry cannot judge (none, or one of another metric), else ``None``: the same
+    words whether the figure was measured or not (``decide_dry``)."""
+    if entry is None:
+        return replace(record, status=Status.NO_BASELINE, note=_join(
+            f"no baseline for this case on {context.gpu_slug}: record it with {context.record_command}", record.note))
+    if entry.metric != record.metric:
+        return replace(record, status=Status.NOT_COMPARABLE, note=_join(
+            f"not comparable: the baseline holds {entry.metric}, this case measures {record.metric}; re-record "
+            f"it with {context.record_command}", record.note))
+    return None
+
+
+def decide_dry(record: Record, entry: Entry | None, context: Context) -> Record:
+    """A dry run's record (``record`` has no figure: nothing was launched): judged as far as it can be without one,
+    so a missing entry or one of another metric reads as it would on the GPU; else ``DRY_RUN``."""
+    unjudgeable = _without_entry(record, entry, context)
+    if unjudgeable is not None or entry is None:
+        return unjudgeable or record
+    return replace(record, status=Status.DRY_RUN, note=_join(
+        f"dry run: not launched; its baseline entry ({entry.value:.4g} {entry.unit}) would judge it", record.note))
+
+
 def _decide(record: Record, entry: Entry | None, config: GateConfig, context: Context,
             findings: Sequence[str], unreliable_reason: str, kernels: str) -> Record:
     """``kernels``: how the case's kernels compare with the entry's (``describe_change``), for the note."""
@@ -266,13 +291,9 @@ def _decide(record: Record, entry: Entry | None, config: GateConfig, context: Co
                        unreliable_reason=unreliable_reason, note=_join(f"unreliable: {unreliable_reason}", note))
     if context.update:
         return _recorded(record, entry, config, context)
-    if entry is None:
-        return replace(record, status=Status.NO_BASELINE, note=_join(
-            f"no baseline for this case on {context.gpu_slug}: record it with {context.record_command}", note))
-    if entry.metric != record.metric:
-        return replace(record, status=Status.NOT_COMPARABLE, note=_join(
-            f"not comparable: the baseline holds {entry.metric}, this case measures {record.metric}; re-record "
-            f"it with {context.record_command}", note))
+    unjudgeable = _without_entry(record, entry, context)
+    if unjudgeable is not None or entry is None:
+        return unjudgeable or record
     if not comparable_methods(entry.method, record.method):
         untraced = Method.traced(entry.method) and not Method.traced(record.method)
         why = ("kernel tracing (CUPTI) was unavailable in this run, so the call was timed with events (the run "

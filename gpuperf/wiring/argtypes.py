@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import argparse
 import math
+from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
@@ -72,6 +74,27 @@ def non_negative_int(text: str) -> int:
     if value < 0:
         raise argparse.ArgumentTypeError(f"{text!r} is negative; indices start at 0")
     return value
+
+
+@dataclass(frozen=True)
+class AtMost:
+    """A value type (``positive_int``, ``positive_float``, …) with an upper bound and the reason for it: a value
+    past it would crash or hang the run (a float too large for a count of calls, a warm-up of days), so it is
+    refused as it is parsed."""
+
+    parse: Callable[[str], float]
+    most: float
+    why: str
+
+    @property
+    def __name__(self) -> str:  # argparse names a type by it
+        return getattr(self.parse, "__name__", "value")
+
+    def __call__(self, text: str) -> float:
+        value = self.parse(text)
+        if value > self.most:
+            raise argparse.ArgumentTypeError(f"{text!r} is more than {self.most:g}: {self.why}")
+        return value
 
 
 def gpu_selection(text: str) -> str:

@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from gpuperf.store.os_errors import describe_os_problem
 from gpuperf.store.reading import InputError
 from gpuperf.store.records import Record, RunInfo
 from gpuperf.verdict import gate
@@ -52,6 +53,8 @@ def contained(exc: BaseException) -> bool:
 def failure_line(stage: str, exc: BaseException) -> str:
     """``<stage>: <cause>``, one line (an ``ERROR`` row's note: the row says ``no figure``); where the cause is no
     input's fault, it asks for a report."""
+    if isinstance(exc, OSError):  # the file system (a full disk, a permission), not gpuperf: the file and the fix
+        return f"{stage}: {describe_os_problem(exc)}"
     message = " ".join(str(exc).split())
     cause = message if isinstance(exc, ValueError) and message else f"{type(exc).__name__}: {message}".rstrip(": ")
     if len(cause) > MAX_CAUSE:

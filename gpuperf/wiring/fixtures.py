@@ -18,8 +18,8 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from typing import Any, ContextManager, Protocol
 
-from gpuperf.verdict.check import (CaseIdentity, band_for, case_record, context_for, ratio_record, round_band_for,
-                                   unmeasurable_record)
+from gpuperf.verdict.check import (CaseIdentity, band_for, case_record, context_for, dry_ratio_record, dry_record,
+                                   ratio_record, round_band_for, unmeasurable_record)
 from gpuperf.verdict.gate import Context, failure_line, outcome, with_profile_hint
 from gpuperf.measure.device import GpuContext, NoGpuError, list_devices, query_device
 from gpuperf.measure.measurement import Measurement, UnmeasurableCall
@@ -29,7 +29,7 @@ from gpuperf.measure.rotation import relocated
 from gpuperf.measure.peaks import device_peaks
 from gpuperf.store.baseline import Entry
 from gpuperf.store.records import Record, RunInfo
-from gpuperf.vocabulary import Metric
+from gpuperf.vocabulary import Metric, check_key
 from gpuperf.wiring.case_ids import case_id_of as case_id_of  # re-exported: the plugin and lifecycle take it here
 from gpuperf.wiring.containment import Stage, contained, failed
 from gpuperf.wiring.containment import carried as carried_record
@@ -178,6 +178,21 @@ class GpuPool:
                 self.handles[ctx.index] = cublas.create()
         return self.handles[ctx.index]
 
+    @contextlib.contextmanager
+    def bound_cublas_handle(self, ctx: GpuContext, stream: Any) -> Iterator[int]:
+        """The ``cublas_handle`` fixture: the device's handle bound to ``stream``, its math mode restored after."""
+        from cupy_backends.cuda.libs import cublas
+
+        handle = self.cublas_handle(ctx)
+        mode = cublas.getMathMode(handle)
+        cublas.setStream(handle, stream.ptr)
+        try:
+            yield handle
+        finally:
+            stream.synchronize()
+            cublas.setMathMode(handle, mode)
+            cublas.setStream(handle, 0)
+
 
 class MeasureSource(Protocol):
     def __call__(self, fn: Callable[..., Any], work: Work, operands: Sequence[Any] = (), flush: str | None = None,
@@ -251,7 +266,10 @@ class Perf:
     """The ``perf`` fixture: checks measurements, confirms regressions, defers the test's verdict.
 
     Every check is recorded; failures are collected and raised once the test body returns
-    (``raise_outcome``), so a test with several checks reports all of them.
+    (``raise_outcome``), so a test with several checks reports all of them. Each check is keyed by its own
+    identity, as ``ab`` keys them: the first by the case id (``<case id>#<name>`` for a ratio), the second by
+    ``<case id>@2``, the third ``@3`` (``check_key``), in the baseline, the gate, the results and the history, so
+    no figure is judged against another check's entry and no case is recorded twice.
     """
 
     state: SessionState
@@ -264,7 +282,14 @@ class Perf:
     facts: dict[str, Any] = field(default_factory=dict)  # ``attach``: data every row carries in ``extra``
     exporter: Callable[[Measurement, Record], None] | None = None  # e.g. pytest-benchmark's JSON
     version_changes: tuple[str, ...] = ()  # since the baseline was recorded: named in every regression note
+    dry: bool = False  # --dry-run: the measurements are stand-ins (``dry_run.py``), checked without a figure
     _unnoted: list[Record] = field(default_factory=list)  # the records before notes were applied
+    _checks: dict[str, int] = field(default_factory=dict)  # how many checks each key has had
+
+    def _next_case(self, key: str) -> CaseIdentity:
+        """The identity of this test's next check of ``key`` (its case id, or a ratio's ``<case id>#<name>``)."""
+        occurrence = self._checks[key] = self._checks.get(key, 0) + 1
+        return replace(self.case, case_id=check_key(key, occurrence))
 
     def _context(self, case: CaseIdentity) -> Context:
         return context_for(case, self.state.options.update, self.version_changes)
@@ -273,14 +298,15 @@ class Perf:
         """Gate one measurement; a regression or a too-noisy result is measured again before it stands. Whatever
         fails in the checking (a figure or kernel record of an unexpected form) is this case's ``ERROR`` row with one
         line (``containment``), never the end of the test or the session."""
+        case = self._next_case(self.case.case_id)
         try:
-            record = self._checked(measurement)
+            record = self._checked(case, measurement)
         except UnmeasurableCall:
             raise
         except Exception as exc:
             if not contained(exc):
                 raise
-            return self._keep(failed(vars(self.case) | {"metric": _metric_of(measurement)}, Stage.CHECK, exc))
+            return self._keep(failed(vars(case) | {"metric": _metric_of(measurement)}, Stage.CHECK, exc))
         record = self._keep(record)
         if self.exporter is not None:
             try:
@@ -291,40 +317,47 @@ class Perf:
                 record = self._replace_last(failed(record, Stage.EXPORT, exc))
         return record
 
-    def _checked(self, measurement: Measurement) -> Record:
-        entry = self.state.entry(self.case.gpu, self.case.case_id)
-        gate, context = self.state.options.gate, self._context(self.case)
-        record = case_record(self.case, measurement, self.peaks, entry, gate, context)
+    def _checked(self, case: CaseIdentity, measurement: Measurement) -> Record:
+        entry = self.state.entry(case.gpu, case.case_id)
+        gate, context = self.state.options.gate, self._context(case)
+        if self.dry:
+            return dry_record(case, measurement, entry, context, self.peaks)
+        record = case_record(case, measurement, self.peaks, entry, gate, context)
         return self.state.turns.settle(self.case.case_id, record, lambda relocate: case_record(
-            self.case, self.measure.again(measurement, relocate=relocate), self.peaks, entry, gate, context))
+            case, self.measure.again(measurement, relocate=relocate), self.peaks, entry, gate, context))
 
     def check_ratio(self, numerator: Measurement, denominator: Measurement, name: str = "vs_cublas") -> Record:
         """Gate ``numerator ÷ denominator`` as the entry ``<case id>#<name>``, confirmed like ``check`` (and contained
         like it: a failure is the ratio's ``ERROR`` row)."""
+        ratio_case = self._next_case(f"{self.case.case_id}#{name}")
         try:
-            record = self._checked_ratio(numerator, denominator, name)
+            record = self._checked_ratio(ratio_case, numerator, denominator, name)
         except UnmeasurableCall:
             raise
         except Exception as exc:
             if not contained(exc):
                 raise
-            identity = vars(self.case) | {"case_id": f"{self.case.case_id}#{name}", "metric": Metric.RATIO}
-            return self._keep(failed(identity, Stage.CHECK, exc))
+            return self._keep(failed(vars(ratio_case) | {"metric": Metric.RATIO}, Stage.CHECK, exc))
         return self._keep(record)
 
-    def _checked_ratio(self, numerator: Measurement, denominator: Measurement, name: str) -> Record:
-        ratio_case = replace(self.case, case_id=f"{self.case.case_id}#{name}")
+    def _checked_ratio(self, ratio_case: CaseIdentity, numerator: Measurement, denominator: Measurement,
+                       name: str) -> Record:
         entry = self.state.entry(self.case.gpu, ratio_case.case_id)
         gate, context = self.state.options.gate, self._context(self.case)
-        record = ratio_record(self.case, numerator, denominator, name, entry, gate, context, self.peaks)
-        return self.state.turns.settle(self.case.case_id, record, lambda relocate: ratio_record(
+        if self.dry:
+            return replace(dry_ratio_record(self.case, numerator, denominator, name, entry, context),
+                           case_id=ratio_case.case_id)
+        record = replace(ratio_record(self.case, numerator, denominator, name, entry, gate, context, self.peaks),
+                         case_id=ratio_case.case_id)
+        return self.state.turns.settle(self.case.case_id, record, lambda relocate: replace(ratio_record(
             self.case, self.measure.again(numerator, relocate=relocate),
-            self.measure.again(denominator, relocate=relocate), name, entry, gate, context, self.peaks))
+            self.measure.again(denominator, relocate=relocate), name, entry, gate, context, self.peaks),
+            case_id=ratio_case.case_id))
 
     def unmeasurable(self, error: UnmeasurableCall) -> Record:
         """Keep the ``ERROR`` row of a call that could not be measured, with the error's one line as its note."""
-        return self._keep(unmeasurable_record(self.case, error.work, error.label, str(error), error.flush,
-                                              self.peaks))
+        return self._keep(unmeasurable_record(self._next_case(self.case.case_id), error.work, error.label,
+                                              str(error), error.flush, self.peaks))
 
     def note(self, text: str) -> None:
         """Add ``text`` to the note of every row this test produced (and will produce)."""

@@ -67,6 +67,8 @@ class SessionHooks:
         Called at the session's start, or when the plugin arms later (``arming.py``)."""
         if not is_worker(self.config) and not self.config.option.collectonly:
             _check_gpu_selection(self.state.options.gpus, self.config.stash[POOL])
+            if self.state.options.dry_run:
+                return  # a dry run appends nothing to a history
             from gpuperf.store.history_target import HistoryError, resolve_target
 
             try:
@@ -141,6 +143,10 @@ class SessionHooks:
         state = self.state
         writer = self.config.pluginmanager.get_plugin("terminalreporter")
         changed = []
+        if state.options.dry_run and writer is not None:
+            from gpuperf.wiring.dry_run import HEADER
+
+            writer.write_line(HEADER)
         announced: set[Path] = set()
         for index, described in _describe_devices(self.config, indices).items():
             if isinstance(described, str):
@@ -258,6 +264,10 @@ class SessionHooks:
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if is_worker(self.config):
             return
+        if terminalreporter.stats.get("skipped"):  # before pytest's short summary, which runs after every hook
+            from gpuperf.output.skips import fold_by_reason
+
+            terminalreporter.stats["skipped"] = fold_by_reason(terminalreporter.stats["skipped"])
         lines = self.end.summary_lines()
         if lines:
             terminalreporter.section("gpuperf")

@@ -23,11 +23,17 @@ from gpuperf.measure.stats import StoppingRule
 from gpuperf.suite.cases_dir import DEFAULT_CASES_DIR
 from gpuperf.verdict.gate_config import DEFAULT_MUST_CATCH, DEFAULT_NOISE_K, DEFAULT_TOLERANCE, GateConfig, Policy, gate_mode_from_env
 from gpuperf.vocabulary import Flush
-from gpuperf.wiring.argtypes import (existing_folder, flush_modes, fraction, gpu_selection, iso_date,
+from gpuperf.wiring.argtypes import (AtMost, existing_folder, flush_modes, fraction, gpu_selection, iso_date,
                                      non_negative_float, positive_float, positive_fraction, positive_int)
 from gpuperf.wiring.session_options import (DEFAULT_BASELINES_DIR, DEFAULT_GPUS, MISSING_POLICIES, UNRELIABLE_POLICIES,
                                             Options)
 
+#: Upper bounds of the sampling options: past them a value would crash (a float too large to count calls) or hang
+#: the run, so it is refused as it is parsed (``argtypes.AtMost``).
+MOST_SAMPLES = 10_000
+MOST_SAMPLE_S = 1.0
+MOST_WARMUP_CALLS = 100_000
+MOST_WARMUP_S = 60.0
 #: The pytest group the options are listed under in ``pytest --help``.
 PYTEST_GROUP = ("gpuperf", "GPU performance regression (gpuperf)")
 
@@ -152,9 +158,15 @@ PYTEST_OPTIONS: tuple[Option, ...] = (
     Option(("--history",),
            help="where each run is appended: a SQLite file path, sqlite:///PATH, postgresql://… or none (default "
                 "$GPUPERF_HISTORY, else <rootdir>/results/history.sqlite)"),
+    Option(("--dry-run",), action="store_true",
+           help="run the selected perf tests without a GPU, for a CPU CI: case tables, the calls to measure, perf "
+                "and the work helpers, the baseline entries and the gate's accounting are checked as on the GPU; "
+                "no kernel is launched, no figure measured, nothing written (tests that do not measure are skipped)"),
     Option(("--run-slow",), action="store_true", help="include cases marked slow"),
-    Option(("--min-samples",), type=positive_int, default=StoppingRule.min_samples,
-           help="samples per case at least (default {default})"),
+    Option(("--min-samples",), type=AtMost(positive_int, MOST_SAMPLES, "a case's figure is precise long before "
+                                                                       "that, and more samples would outlast "
+                                                                       "--case-timeout"),
+           default=StoppingRule.min_samples, help="samples per case at least (default {default})"),
     Option(("--min-time",), type=non_negative_float, default=StoppingRule.min_time_s,
            help="without a band (an A/B round), timed GPU seconds per case at least when timing with CUDA events, "
                 "the fallback without CUPTI (default {default}; traced calls sample 0.05 s of GPU time, flushes "
@@ -169,16 +181,20 @@ PYTEST_OPTIONS: tuple[Option, ...] = (
     Option(("--noise-target",), type=positive_float, default=StoppingRule.noise_target,
            help="without a band (an A/B round): stop once the median's relative 95%% interval half-width is below "
                 "this (default {default})"),
-    Option(("--min-sample-time",), type=positive_float, default=DEFAULT_MIN_SAMPLE_S,
+    Option(("--min-sample-time",), type=AtMost(positive_float, MOST_SAMPLE_S, "a sample that long leaves a case too "
+                                                                            "few samples within --case-timeout"),
+           default=DEFAULT_MIN_SAMPLE_S,
            help="seconds of GPU time one sample of a short call covers: a traced sample is the mean kernel time of "
                 "that many calls, an event-timed cold sample times them at once over rotated operand copies "
                 "(default {default})"),
     Option(("--case-timeout",), type=positive_float, default=StoppingRule.timeout_s,
            help="wall seconds of sampling per case at most (default {default})"),
-    Option(("--warmup",), type=positive_int, default=DEFAULT_WARMUP_CALLS,
-           help="warm-up calls at least (default {default})"),
-    Option(("--warmup-time",), type=non_negative_float, default=DEFAULT_WARMUP_TIME_S,
-           help="warm-up seconds at least (default {default})"),
+    Option(("--warmup",), type=AtMost(positive_int, MOST_WARMUP_CALLS, "more calls than any warm-up needs: the "
+                                                                      "case would hang"),
+           default=DEFAULT_WARMUP_CALLS, help="warm-up calls at least (default {default})"),
+    Option(("--warmup-time",), type=AtMost(non_negative_float, MOST_WARMUP_S, "a warm-up longer than a minute per "
+                                                                             "case only delays the run"),
+           default=DEFAULT_WARMUP_TIME_S, help="warm-up seconds at least (default {default})"),
 )
 
 INI_KEYS = (
@@ -203,6 +219,10 @@ def session_options(get: Callable[[str], Any], ini: Callable[[str], Any], root: 
     modes = (Flush.HOT,) if get("no_flush") else (get("flush_modes") or (Flush.COLD,))
     gate_mode = bool(get("gate")) or gate_mode_from_env(ci)
     results = get("results_dir")
+    dry_run = bool(get("dry_run"))
+    if dry_run and get("update_baselines"):
+        raise ValueError("--dry-run measures nothing, so it cannot record baselines: drop --update-baselines (or "
+                         "--dry-run, on a GPU)")
     rule = StoppingRule(min_samples=max(3, get("min_samples")), min_time_s=get("min_time"),
                         noise_target=get("noise_target"), timeout_s=get("case_timeout"),
                         band_fraction=get("band_fraction"), max_gpu_s=get("max_gpu_time"))
@@ -213,8 +233,9 @@ def session_options(get: Callable[[str], Any], ini: Callable[[str], Any], root: 
         baseline_dir=Path(get("baseline_dir") or root / ini("gpuperf_baselines")), flush_modes=modes,
         gpus=get("gpu"), warmup_calls=get("warmup"), warmup_time_s=get("warmup_time"),
         min_sample_s=get("min_sample_time"),
-        results_dir=None if results == "none" else Path(results or root / "results"),
+        results_dir=None if results == "none" or dry_run else Path(results or root / "results"),
         fail_on_version_change=get("fail_on_version_change"), gate_mode=gate_mode, allow_stale=get("allow_stale"),
+        dry_run=dry_run,
     )
 
 

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from gpuperf.suite.cases_dir import use_cases_dir
-from gpuperf.vocabulary import MARKERS, OPT_IN_MARKERS, Family
+from gpuperf.vocabulary import MARKERS, OPT_IN_MARKERS
 from gpuperf.wiring.arming import ArmOnReport, arm, check_results_dir, selected_gpus
 from gpuperf.wiring.options import add_pytest_options, session_options
 from gpuperf.wiring.roles import is_suite, is_worker, keeps_baselines, uses_suite
@@ -53,10 +53,18 @@ def pytest_configure(config: pytest.Config) -> None:
         config.addinivalue_line("markers", f"{name}: {text}")
     config.stash[OPTIONS] = _options(config)
     config.stash[PREVIOUS_CASES_DIR] = use_cases_dir(config.rootpath / config.getini("gpuperf_cases"))
+    if config.stash[OPTIONS].dry_run:
+        from gpuperf.wiring.dry_run import configure
+
+        configure(config)
     workerinput = getattr(config, "workerinput", None)
     if workerinput is not None:
         _pin_worker(config, str(workerinput["workerid"]))
-    elif not getattr(config.option, "help", False) and not config.option.collectonly and (
+    else:
+        from gpuperf.wiring.benchmark_plugin import refuse_under_xdist
+
+        refuse_under_xdist(config)
+    if workerinput is None and not getattr(config.option, "help", False) and not config.option.collectonly and (
             config.getoption("--results-dir") is not None or keeps_baselines(config)):
         check_results_dir(config.stash[OPTIONS].results_dir)
     if is_suite(config):
@@ -122,6 +130,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if dropped:
         config.hook.pytest_deselected(items=dropped)
         items[:] = keep
+    if config.stash[OPTIONS].dry_run:
+        from gpuperf.wiring.dry_run import skip_what_does_not_measure
+
+        skip_what_does_not_measure(items)
 
 
 # -- fixtures --------------------------------------------------------------------------------------------
@@ -168,17 +180,8 @@ def stream(request: pytest.FixtureRequest, gpu: Any) -> Iterator[Any]:
 @pytest.fixture
 def cublas_handle(request: pytest.FixtureRequest, gpu: Any, stream: Any) -> Iterator[int]:
     """The device's cuBLAS handle bound to the test's stream; its math mode is restored afterwards."""
-    from cupy_backends.cuda.libs import cublas
-
-    handle = request.config.stash[POOL].cublas_handle(gpu)
-    mode = cublas.getMathMode(handle)
-    cublas.setStream(handle, stream.ptr)
-    try:
+    with request.config.stash[POOL].bound_cublas_handle(gpu, stream) as handle:
         yield handle
-    finally:
-        stream.synchronize()
-        cublas.setMathMode(handle, mode)
-        cublas.setStream(handle, 0)
 
 
 @pytest.fixture
@@ -189,12 +192,16 @@ def flush_mode(request: pytest.FixtureRequest) -> str:
 
 @pytest.fixture
 def rng(request: pytest.FixtureRequest) -> Any:
-    """A NumPy generator seeded from the case id: reproducible per case, different across cases."""
+    """A NumPy generator seeded from the case id: reproducible per case, different across cases (a dry run's
+    draws large operands as constants: ``dry_run.StandInRng``)."""
     import numpy
 
     from gpuperf.wiring.fixtures import case_id_of
 
-    return numpy.random.default_rng(zlib.crc32(case_id_of(request.node.nodeid).encode()))
+    generator = numpy.random.default_rng(zlib.crc32(case_id_of(request.node.nodeid).encode()))
+    if request.config.stash[OPTIONS].dry_run:
+        return request.config.stash[POOL].stand_in_rng(generator)  # type: ignore[attr-defined]  # dry_run.DryPool
+    return generator
 
 
 @pytest.fixture
@@ -210,36 +217,29 @@ def measure(request: pytest.FixtureRequest, gpu: Any, stream: Any, flush_mode: s
     measurer.release()
 
 
-def _family(item: pytest.Item) -> str:
-    return next((name for name in Family.MOST_SPECIFIC_FIRST if item.get_closest_marker(name)), Family.OTHER)
-
-
-def _params(item: pytest.Item) -> dict[str, str]:
-    callspec = getattr(item, "callspec", None)
-    if callspec is None:
-        return {}
-    return {name: str(value) for name, value in callspec.params.items() if name != "gpu_index"}
-
-
 @pytest.fixture
 def perf(request: pytest.FixtureRequest, gpu: Any, measure: Any) -> Perf:
     """``perf.check(m)``, ``perf.check_ratio(a, b, name)``, ``perf.note(text)``: gate against the baseline."""
     from gpuperf.store.baseline import BaselineError
     from gpuperf.verdict.check import CaseIdentity
-    from gpuperf.wiring.fixtures import Perf, case_id_of, run_info
+    from gpuperf.wiring.case_ids import family_of, params_of
+    from gpuperf.wiring.fixtures import Perf, case_id_of, run_info, run_info_from
 
     state = request.config.stash[STATE]
     item = request.node
     gpu_of = item.stash.get(GPU_OF, gpu.index)  # --gpu numbering: a pinned worker's CUDA device 0 is its GPU
-    case = CaseIdentity(case_id=case_id_of(item.nodeid), nodeid=item.nodeid, family=_family(item),
-                        params=_params(item), gpu=gpu.info.slug, gpu_index=gpu_of)
+    case = CaseIdentity(case_id=case_id_of(item.nodeid), nodeid=item.nodeid, family=family_of(item),
+                        params=params_of(item), gpu=gpu.info.slug, gpu_index=gpu_of)
+    dry = state.options.dry_run
     try:
-        run = state.devices.get(gpu_of) or state.remember_device(gpu_of, run_info(gpu, state.options.flush_modes))
+        run = state.devices.get(gpu_of) or state.remember_device(gpu_of, run_info_from(
+            request.config.stash[POOL].describe(gpu.index), state.options.flush_modes) if dry else
+            run_info(gpu, state.options.flush_modes))
     except BaselineError as exc:
         pytest.exit(f"gpuperf: {exc}", returncode=pytest.ExitCode.USAGE_ERROR)
     checker = Perf(state=state, case=case, peaks=gpu.peaks, measure=measure, run=run,
-                   exporter=_benchmark_exporter(request),
-                   version_changes=state.version_changes(run.gpu_slug, run.versions))
+                   exporter=None if dry else _benchmark_exporter(request),  # a dry run has no figure to export
+                   version_changes=state.version_changes(run.gpu_slug, run.versions), dry=dry)
     item.stash[PERF] = checker
     return checker
 

@@ -28,6 +28,7 @@ class RunEnd:
         self.config = config
         self.state = config.stash[STATE]
         self.results_dir: Path | None = None
+        self.step_summary_problem = ""  # why $GITHUB_STEP_SUMMARY was not appended to (the results were written)
         self.results_text: str | None = None
         self.failures: list[str] = []  # why gate mode fails the run
         self.update_failures: list[str] = []  # why --update-baselines wrote nothing
@@ -151,6 +152,7 @@ class RunEnd:
         def write() -> None:  # what its own reader would refuse is not written
             files = results.write_run(directory, run, state.records, history=summary_history)
             self.results_dir, self.results_text = files.directory, files.results_text
+            self.step_summary_problem = files.step_summary_problem
 
         failure = self._contained(containment.Stage.RESULTS, containment.results_probe(run), write, (ResultsError,))
         if failure:
@@ -199,7 +201,8 @@ class RunEnd:
             baselines = {slug: state.baseline_for(slug) for slug in set(slugs.values())}
         except BaselineError:
             return  # the run already stopped on it, naming the file and the fix
-        state.accounts = account(list(state.selected.values()), state.records, slugs, baselines, state.unavailable)
+        state.accounts = account(list(state.selected.values()), state.records, slugs, baselines, state.unavailable,
+                                 dry=state.options.dry_run)
         state.stale = sorted({key for baseline in baselines.values() if baseline is not None
                               for key in stale_entries(baseline, collected,
                                                        lambda path: (self.config.rootpath / path).exists())})
@@ -226,6 +229,8 @@ class RunEnd:
             lines += held_lines(path, [change for change in changes if change.held])
         if self.results_dir is not None:
             lines.append(f"gpuperf: results in {self.results_dir}")
+        if self.step_summary_problem:
+            lines.append(f"gpuperf: job summary not appended: {self.step_summary_problem}")
         lines += self.history_lines
         lines += [f"gpuperf: RESULTS NOT WRITTEN: {reason}" for reason in self.results_failures]
         lines += [f"gpuperf: HISTORY NOT APPENDED: {reason}" for reason in self.history_failures]

@@ -40,6 +40,7 @@ class Options:
     fail_on_version_change: bool = False
     gate_mode: bool = False  # --gate or $CI: every baselined case must be measured, stale entries fail
     allow_stale: bool = False
+    dry_run: bool = False  # --dry-run: the tests run on stand-ins of the GPU (``dry_run.py``), nothing launched
 
     @property
     def policy(self) -> Policy:

@@ -48,7 +48,9 @@ from gpuperf.history.database import sqlite_url  # noqa: E402
 from gpuperf.store.results import document_text  # noqa: E402
 
 START = datetime(2027, 1, 1, tzinfo=timezone.utc)
-TEMPLATE = json.loads((ROOT / "docs" / "h200" / "results.json").read_text())
+TEMPLATE_PATH = ROOT / "docs" / "h200" / "results.json"
+#: The results document the runs are made from (``--template``).
+TEMPLATE: dict[str, Any] = json.loads(TEMPLATE_PATH.read_text())
 
 
 def cases(count: int) -> list[dict[str, Any]]:
@@ -62,21 +64,27 @@ def cases(count: int) -> list[dict[str, Any]]:
     return made
 
 
-def document(number: int, templates: list[dict[str, Any]], rng: random.Random, runs: int) -> dict[str, Any]:
+def document(number: int, templates: list[dict[str, Any]], rng: random.Random, runs: int,
+             step_every: int = 10) -> dict[str, Any]:
+    """Run ``number``: every ``step_every``-th case 3 % slower in the second half of the runs (both its measured
+    figure and, where the template has one, its figure at max clock)."""
     run = copy.deepcopy(TEMPLATE["run"])
     run["started"] = (START + timedelta(hours=number)).isoformat(timespec="seconds")
     run["extra"]["uuid"] = f"GPU-bench{number % 4}"
     records = []
     for index, template in enumerate(templates):
         noise = 0.005 + 0.015 * (index % 4) / 3
-        step = 0.97 if index % 10 == 0 and number > runs // 2 else 1.0
+        step = 0.97 if index % step_every == 0 and number > runs // 2 else 1.0
+        factor = step * (1 + rng.gauss(0, noise))
         record = dict(template)
-        record["value"] = template["value"] * step * (1 + rng.gauss(0, noise))
+        record["value"] = template["value"] * factor
+        if isinstance(template.get("value_at_max_clock"), float):
+            record["value_at_max_clock"] = template["value_at_max_clock"] * factor
         records.append(record)
     return {"schema": 1, "run": run, "records": records}
 
 
-def write_files(folder: Path, runs: int, count: int) -> float:
+def write_files(folder: Path, runs: int, count: int, step_every: int = 10) -> float:
     """RUNS results files of COUNT records into ``folder`` (as a suite's runs would leave them, one a run, by
     the suite's own writer); the seconds it took."""
     templates = cases(count)
@@ -84,7 +92,7 @@ def write_files(folder: Path, runs: int, count: int) -> float:
     folder.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
     for number in range(runs):
-        data = document(number, templates, rng, runs)
+        data = document(number, templates, rng, runs, step_every)
         (folder / f"run-{number:06d}.json").write_text(document_text(data))
     return time.perf_counter() - started
 
@@ -187,7 +195,14 @@ def main() -> int:
                         help="no files, no ingest: time changes and the appends against OUT/history.sqlite as it is "
                              "(the appends add runs to it)")
     parser.add_argument("--appends", type=int, default=5, metavar="N", help="fresh processes that each append a run")
+    parser.add_argument("--template", type=Path, default=TEMPLATE_PATH,
+                        help="the results file whose run and records the runs are made from (default: the README's "
+                             "H200 run; docs/ab/merge-gate/407f2e2d/gate.json: 163 cases, 52 judged at max clock)")
+    parser.add_argument("--step-every", type=int, default=10, metavar="K",
+                        help="every K-th case 3 %% slower in the second half of the runs (default 10; 1: every case)")
     args = parser.parse_args()
+    TEMPLATE.clear()
+    TEMPLATE.update(json.loads(args.template.read_text()))
     args.out.mkdir(parents=True, exist_ok=True)
     database = args.out / "history.sqlite"
     url = sqlite_url(database)
@@ -210,7 +225,7 @@ def ingest(args: argparse.Namespace, database: Path, url: str) -> None:
         print(f"files: reusing {args.runs} results files in {folder}")
     else:
         shutil.rmtree(folder, ignore_errors=True)
-        written = write_files(folder, args.runs, args.cases)
+        written = write_files(folder, args.runs, args.cases, args.step_every)
         print(f"files: {args.runs} results files of {args.cases} records written in {written:.1f} s (not timed "
               f"below)", flush=True)
     before_cpu_s, before_load = children_cpu_s(), load()

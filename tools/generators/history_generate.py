@@ -299,6 +299,217 @@ def driver_change(cases: list[CaseNoise], rng: np.random.Generator, out: Path | 
             "slowdowns placed away from it |"]
 
 
+# --- A fleet: runs on random hosts of one GPU model, each reading its cases as it does in the committed gate runs ---
+
+#: The committed gate runs of one H200 each (13 hosts), whose figures a generated fleet's hosts read.
+FLEET_GATE_RUNS = ("docs/ab/merge-gate/*/gate.json", "docs/fleet/gate/*-gate.json", "docs/fleet/alarms/*-gate.json")
+FLEET_RUNS = 200
+#: Noise levels of the generated fleet (relative, run to run): the committed gate runs' 0.3 %, and noisier.
+FLEET_NOISES = (0.003, 0.01, 0.015, 0.02)
+
+
+@dataclass(frozen=True)
+class FleetHost:
+    """One committed gate run: its host, the figure the gate judges of each case, and its records."""
+
+    host: str
+    judged: dict[str, float]
+    records: dict[str, dict[str, Any]]
+    run: dict[str, Any]
+
+
+def fleet_hosts(root: Path = ROOT) -> tuple[list[FleetHost], list[str]]:
+    """The committed gate runs' hosts and the cases every one of them judged (a valid figure, a verdict)."""
+    hosts = []
+    for pattern in FLEET_GATE_RUNS:
+        for path in sorted(root.glob(pattern)):
+            document = json.loads(path.read_text())
+            records = {str(r["case_id"]): r for r in document["records"]
+                       if r.get("status") in ("PASS", "IMPROVED", "REGRESSED") and isinstance(r.get("value"), float)}
+            judged = {}
+            for case, r in records.items():
+                free = figure_at_max_clock(r.get("clock_bound"), r.get("value_at_max_clock"))
+                basis = own_basis(r.get("clock_bound"), free, r.get("call_clock_mhz"), r.get("max_clock_mhz"))
+                judged[case] = float(free) if basis == Basis.CYCLES and free is not None else float(r["value"])
+            hosts.append(FleetHost(str(document["run"]["extra"]["uuid"])[:12], judged, records, document["run"]))
+    cases = sorted(set.intersection(*(set(host.judged) for host in hosts)))
+    return hosts, cases
+
+
+def host_offsets_table(hosts: list[FleetHost], cases: list[str]) -> list[str]:
+    """Each host's offsets against the hosts' median, by class: what the generated fleet's hosts read."""
+    medians = {case: statistics.median(host.judged[case] for host in hosts) for case in cases}
+    rows = []
+    for host in hosts:
+        offsets = {case: host.judged[case] / medians[case] - 1 for case in cases}
+        bound = [offsets[c] for c in cases if host.records[c].get("clock_bound") is True]
+        memory = [offsets[c] for c in cases if host.records[c].get("clock_bound") is not True]
+        one_token = [offsets[c] for c in cases if "-t1-" in c]
+        rows.append(f"| {host.host} | {100 * statistics.median(memory):+.1f} % [{100 * min(memory):+.1f}, "
+                    f"{100 * max(memory):+.1f}] | {100 * statistics.median(bound):+.1f} % | "
+                    f"{100 * statistics.median(one_token):+.1f} % |" if one_token else "")
+    return rows
+
+
+def fleet_levels(hosts: list[FleetHost], cases: list[str], rng: np.random.Generator, runs: int, noise: float,
+                 step_at: int | None = None, step: float = -0.03) -> tuple[np.ndarray, np.ndarray]:
+    """A fleet history: each run's host drawn at random, each figure that host's committed judged figure of the
+    case times Gaussian noise, ``step`` from run ``step_at`` on. Returns the hosts (numbers) and the figures
+    (case × run)."""
+    on = rng.integers(len(hosts), size=runs)
+    levels = np.array([[host.judged[case] for case in cases] for host in hosts])  # host × case
+    figures = levels[on].T * (1 + noise * rng.standard_normal((len(cases), runs)))
+    if step_at is not None:
+        figures[:, step_at:] *= 1 + step
+    return on, figures
+
+
+def _fleet_runs(hosts: list[FleetHost], on: np.ndarray) -> dict[int, Any]:
+    from gpuperf.history.rows import RunSummary
+
+    return {pk: RunSummary(pk=pk, run_id=f"{pk:064x}", kind="run", started=f"{pk:08d}", gpu_slug="nvidia-h200",
+                           host=hosts[int(on[pk - 1])].host, git_commit=None, git_dirty=None, branch=None,
+                           driver=None, cuda_runtime=None, cublas=None, cupy=None) for pk in range(1, len(on) + 1)}
+
+
+def fleet_check(hosts: list[FleetHost], cases: list[str], on: np.ndarray, figures: np.ndarray, night: int,
+                classes: dict[tuple[str, str], bool]) -> list[Any]:
+    """What a nightly ``history changes`` finds after run ``night``: the change points of every case's series
+    over the hosts, their offsets removed."""
+    from gpuperf.history import changes as history_changes
+
+    runs = _fleet_runs(hosts, on[:night])
+    groups = [(case, "", night) for case in cases]
+    pks = np.tile(np.arange(1, night + 1, dtype=np.int64), len(cases))
+    grouped = history_changes.series_from_columns(groups, pks, figures[:, :night].ravel(), None, runs, classes)
+    return history_changes.find_changes(grouped, runs)
+
+
+def fleet_classes(hosts: list[FleetHost], cases: list[str]) -> dict[tuple[str, str], bool]:
+    return {(case, ""): hosts[0].records[case].get("clock_bound") is True for case in cases}
+
+
+def fleet_step(hosts: list[FleetHost], cases: list[str], rng: np.random.Generator, noise: float, trials: int,
+               runs: int = STEP_AT, after: int = 10) -> tuple[int, int, int, int]:
+    """``trials`` fleet histories with a 3 % step on every case at run ``runs``, checked after each of the
+    ``after`` runs that follow it: per case and trial, whether a slowdown placed at the step (within one) was
+    reported by the third run after it, and whether, so found, every slowdown reported on those nights lies there
+    (one alarm per step). Returns (found, found with one alarm, with a slowdown placed off the step, case-trials)."""
+    classes = fleet_classes(hosts, cases)
+    found = single = off = 0
+    for _ in range(trials):
+        on, figures = fleet_levels(hosts, cases, rng, runs + after, noise, runs)
+        places: dict[str, list[tuple[int, int]]] = {case: [] for case in cases}
+        for seen in range(1, after + 1):
+            for change in fleet_check(hosts, cases, on, figures, runs + seen, classes):
+                if change.slowdown:
+                    places[change.key.case_id].append((seen, change.point.index))
+        for case in cases:
+            hit = any(seen <= RUNS_AFTER and abs(index - runs) <= 1 for seen, index in places[case])
+            found += hit
+            single += hit and all(abs(index - runs) <= 1 for _, index in places[case])
+            off += any(abs(index - runs) > 1 for _, index in places[case])
+    return found, single, off, trials * len(cases)
+
+
+def fleet_false(hosts: list[FleetHost], cases: list[str], rng: np.random.Generator, noise: float, histories: int,
+                runs: int = FLEET_RUNS) -> tuple[int, int]:
+    """False change points of a nightly check after every run from the 3rd on, over ``histories`` stationary fleet
+    histories (a run of consecutive nights alarming on a case counted once): (count, case-runs)."""
+    classes = fleet_classes(hosts, cases)
+    count = 0
+    for _ in range(histories):
+        on, figures = fleet_levels(hosts, cases, rng, runs, noise)
+        alarmed: set[str] = set()
+        for night in range(3, runs + 1):
+            now = {change.key.case_id for change in fleet_check(hosts, cases, on, figures, night, classes)}
+            count += len(now - alarmed)
+            alarmed = now
+    return count, histories * runs * len(cases)
+
+
+def fleet_files(hosts: list[FleetHost], cases: list[str], on: np.ndarray, figures: np.ndarray, folder: Path,
+                step_at: int, first: int = 0) -> None:
+    """Results files of runs ``first`` on: each its host's committed gate run with the generated figures (its
+    measured figure and, where it has one, its figure at max clock scaled alike), the driver changed and every
+    case's first kernel another symbol from run ``step_at`` on."""
+    folder.mkdir(parents=True, exist_ok=True)
+    start = datetime(2027, 1, 1, tzinfo=timezone.utc)
+    for number in range(first, figures.shape[1]):
+        host = hosts[int(on[number])]
+        run = copy.deepcopy(host.run)
+        run["started"] = (start + timedelta(hours=number)).isoformat(timespec="seconds")
+        run["driver"] = OLD_DRIVER if number < step_at else NEW_DRIVER
+        run["extra"]["provenance"] = {"kind": "run", "git_commit": f"{number:010x}" + "0" * 30, "git_dirty": False,
+                                      "branch": "main", "ci_job": None, "options": {}, "baseline_digest": None}
+        records = []
+        for index, case in enumerate(cases):
+            record = copy.deepcopy(host.records[case])
+            factor = float(figures[index, number]) / host.judged[case]
+            record["value"] = float(record["value"]) * factor
+            if isinstance(record.get("value_at_max_clock"), float):
+                record["value_at_max_clock"] = float(record["value_at_max_clock"]) * factor
+            if number >= step_at and record.get("kernels"):
+                record["kernels"][0]["symbol"] = hashlib.sha256(case.encode()).hexdigest()[:12]
+            records.append(record)
+        (folder / f"run-{number:04d}.json").write_text(json.dumps({"schema": 1, "run": run, "records": records}))
+
+
+FLEET_LINE = re.compile(r"^SLOWDOWN (?P<case>\S+) .* and run \w+ \([\d-]+, commit (?P<after>[0-9a-f]{10})\S*\);")
+
+
+def fleet_end_to_end(hosts: list[FleetHost], cases: list[str], rng: np.random.Generator, database: str,
+                     folder: Path, runs: int = STEP_AT, noise: float = 0.003) -> dict[str, Any]:
+    """A fleet history through ``history ingest`` and ``history changes`` into ``database``: runs up to the third
+    after a 3 % step on every case (the driver and every case's kernel changed with it), checked with ``--last 3``;
+    then ten more runs, checked with ``--last 5``: the step is not alarmed again. What each check printed, parsed."""
+    on, figures = fleet_levels(hosts, cases, rng, runs + 10, noise, runs)
+    told: dict[str, Any] = {}
+    for upto, last in ((runs + RUNS_AFTER, 3), (runs + 10, 5)):
+        fleet_files(hosts, cases, on, figures[:, :upto], folder, runs, first=told.get("written", 0))
+        told["written"] = upto
+        with redirect_stdout(io.StringIO()):
+            gpuperf_main(["history", "--history", database, "ingest", str(folder)])
+        printed = io.StringIO()
+        with redirect_stdout(printed):
+            code = gpuperf_main(["history", "--history", database, "changes", "--last", str(last)])
+        lines = printed.getvalue().splitlines()
+        slow = [match for line in lines if (match := FLEET_LINE.match(line))]
+        told[last] = {"exit": code, "lines": lines,
+                      "placed": {m["case"] for m in slow if abs(int(m["after"], 16) - runs) <= 1},
+                      "driver": {m["case"] for m in slow if f"driver {OLD_DRIVER} → {NEW_DRIVER}" in m.string},
+                      "kernel": {m["case"] for m in slow if " symbol " in m.string},
+                      "recent": [line for line in lines if line.startswith("SLOWDOWN")
+                                 and re.search(r"; [1-5] runs? since", line)]}
+    return told
+
+
+def fleet_main(args: argparse.Namespace) -> None:
+    hosts, cases = fleet_hosts()
+    print(f"fleet: {len(hosts)} committed gate runs (one H200 each), {len(cases)} cases every one judged; seed "
+          f"{args.seed}, {args.trials} step histories and {args.histories} stationary {FLEET_RUNS}-run histories a "
+          "noise level\n\n| host | memory-bound cases' offset [range] | clock-bound | 1-token projections |\n"
+          "| --- | --- | --- | --- |")
+    for row in host_offsets_table(hosts, cases):
+        print(row)
+    print("\n| noise | 3 % step on every case found by the 3rd run, placed at its run (±1) | one alarm per step "
+          "(10 nights) | false change points per 1,000 case-runs [95 % CI] |\n| --- | --- | --- | --- |", flush=True)
+    rng = np.random.default_rng(args.seed)
+    for noise in FLEET_NOISES:
+        found, single, _, total = fleet_step(hosts, cases, rng, noise, args.trials)
+        count, case_runs = fleet_false(hosts, cases, rng, noise, args.histories)
+        low, high = rate_interval(count, case_runs)
+        print(f"| {100 * noise:.1f} % | {_percent(found, total)} | {_percent(single, found)} | "
+              f"{1000 * count / case_runs:.2f} [{low:.2f}, {high:.2f}] ({count} in {case_runs:,}) |", flush=True)
+    with tempfile.TemporaryDirectory() as scratch:
+        told = fleet_end_to_end(hosts, cases, rng, str(Path(scratch) / "fleet.sqlite"), Path(scratch) / "runs")
+    first, later = told[3], told[5]
+    print(f"\nend to end (ingest, `history changes`, SQLite): {len(first['placed'])} of {len(cases)} cases' step "
+          f"found by its 3rd run at its run (±1), {len(first['driver'])} naming the driver, {len(first['kernel'])} "
+          f"the kernel change, exit {first['exit']}; 10 runs later {len(later['recent'])} slowdowns in the last 5 "
+          f"runs, exit {later['exit']}")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--trials", type=int, default=100, help="step trials per case (default 100)")
@@ -308,7 +519,13 @@ def main() -> int:
                         help="histories with the driver change, each ingested and read end to end (default 3)")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--out", type=Path, help="keep the driver-change history's 200 results files here")
+    parser.add_argument("--fleet", action="store_true",
+                        help="instead: a fleet of the committed gate runs' 13 hosts, runs on random hosts (its step "
+                             "trials and stationary histories per noise level: --trials, --histories)")
     args = parser.parse_args()
+    if args.fleet:
+        fleet_main(args)
+        return 0
     began = time.perf_counter()
     cases = case_noises()
     capped = [case for case in cases if case.power_capped]

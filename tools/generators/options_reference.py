@@ -17,7 +17,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 PAGE = ROOT / "docs" / "options.md"
 #: What a value of each type of ``gpuperf.wiring.argtypes`` (or Python's) is, for the value column.
-VALUE_TYPES = {"fraction": "fraction in [0, 1)", "positive_float": "number > 0", "non_negative_float": "number ≥ 0",
+VALUE_TYPES = {"fraction": "fraction in [0, 1)", "positive_fraction": "fraction in (0, 1]", "positive_float": "number > 0", "non_negative_float": "number ≥ 0",
                "positive_int": "integer ≥ 1", "non_negative_int": "integer ≥ 0", "gpu_selection": "`0`, `0,1` or `all`",
                "flush_modes": "`cold`, `hot` or `cold,hot`", "float": "number", "int": "integer"}
 
@@ -31,6 +31,8 @@ def _value(action: str | None, type_: Any, choices: Any, metavar: str | None) ->
         return "flag"
     if choices:
         return ", ".join(f"`{choice}`" for choice in choices)
+    if getattr(type_, "most", None) is not None:  # a bounded type (argtypes.AtMost): its type and its bound
+        return f"{_value(None, type_.parse, None, metavar)}, at most {type_.most:g}"
     name = getattr(type_, "__name__", None)
     if name in VALUE_TYPES:
         return VALUE_TYPES[name]

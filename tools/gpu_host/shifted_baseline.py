@@ -16,6 +16,11 @@ says of each missed slowdown whether it was within reach: a host that reads an e
 its 5 % shift as 0.95 (1 + d) − 1, short of a band of 4 % once d passes about +1 %. A slowdown out of reach on that
 host is a property of the host's offset from the entry, which no sampling removes; one within reach and missed is
 the run's own noise.
+
+A fleet's entry states its resolution (the smallest slowdown it catches on every host of the fleet): a missed 5 %
+slowdown on an entry whose resolution is above 5 % is one the baseline said it would miss. ``judge`` names each
+miss's resolution and counts the misses no resolution stated; with ``--by-resolution`` only those, and the alarms,
+fail the check.
 """
 
 from __future__ import annotations
@@ -91,7 +96,16 @@ def reach(record: dict, unshifted: dict | None) -> tuple[str | None, str]:
     return kind, f"; unshifted {host:+.2f} % on this host, so the shift reads about {expected:+.2f} %: {kind}"
 
 
-def judge(shifted_file: Path, results: Path, unshifted_results: Path | None = None) -> int:
+#: The slowdown a ``slow`` entry is shifted by: an entry whose resolution is above it was stated to miss it.
+SHIFT = 1 - 1 / SLOW
+
+
+def stated_miss(entry: Entry | None) -> bool:
+    """Whether the entry's own resolution says the shift is finer than it can catch on every host."""
+    return entry is not None and entry.resolution is not None and entry.resolution > SHIFT + 1e-9
+
+
+def judge(shifted_file: Path, results: Path, unshifted_results: Path | None = None, by_resolution: bool = False) -> int:
     baseline = load_baseline(shifted_file)
     if baseline is None:
         raise SystemExit(f"{shifted_file}: no such baseline")
@@ -111,13 +125,20 @@ def judge(shifted_file: Path, results: Path, unshifted_results: Path | None = No
         reading = "not measured" if record is None else (
             f"{record['status']}, {record.get('delta_pct') or 0:+.2f} % against a band of "
             f"{100 * (record.get('tolerance') or 0):.1f} %, judged on {record.get('judged_on')}{reach_note}")
-        print(f"  missed: {case}: {reading}")
+        resolution = baseline.entries[case].resolution
+        stated = "" if resolution is None else (
+            f"; resolution {100 * resolution:.1f} %" + (": stated" if stated_miss(baseline.entries[case]) else ""))
+        print(f"  missed: {case}: {reading}{stated}")
     if unshifted is not None:
         print(f"of the {len(missed)} missed: {kinds[WIDER]} with a band wider than the shift, {kinds[OFF_HOST]} "
               f"out of reach on this host, {kinds[NOISE]} within reach (missed by this run's noise)")
+    unstated = [case for case in missed if not stated_miss(baseline.entries.get(case))]
+    print(f"of the {len(missed)} missed: {len(missed) - len(unstated)} stated by their entry's resolution (above "
+          f"{100 * SHIFT:.0f} %), {len(unstated)} not")
     for case in alarms:
         print(f"  alarm: {case}")
-    return 1 if missed or alarms else 0
+    failing = unstated if by_resolution else missed
+    return 1 if failing or alarms else 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -131,10 +152,12 @@ def main(argv: list[str] | None = None) -> int:
     j.add_argument("results", type=Path)
     j.add_argument("--unshifted", type=Path, metavar="GATE",
                    help="the same host's gate against the unshifted baseline: says which misses were within reach")
+    j.add_argument("--by-resolution", action="store_true",
+                   help="fail only on a miss that no entry's resolution stated (a fleet's baseline), or an alarm")
     args = parser.parse_args(argv)
     if args.command == "write":
         return write(args.baseline, args.out_dir)
-    return judge(args.shifted, args.results, args.unshifted)
+    return judge(args.shifted, args.results, args.unshifted, args.by_resolution)
 
 
 if __name__ == "__main__":
