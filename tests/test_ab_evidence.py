@@ -1,4 +1,4 @@
-"""docs/ab-evidence.md's H200 figures are what the committed A/B runs say (docs/ab/: each run's ab.json and log)."""
+"""evidence/ab.md's H200 figures are what the committed A/B runs say (evidence/ab/: each run's ab.json and log)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-EVIDENCE = ROOT / "docs" / "ab"
-PAGE = (ROOT / "docs" / "ab-evidence.md").read_text(encoding="utf-8")
+EVIDENCE = ROOT / "evidence" / "ab"
+PAGE = (ROOT / "evidence" / "ab.md").read_text(encoding="utf-8")
 RUNS = {"each round on the same operands": "b16300f9-78c7", "each round on relocated operands": "75d41c9c-c88d"}
 
 

@@ -1,6 +1,6 @@
 """The builds selection end to end on the CPU: a ``builds`` case stays out of the default selection, runs with
 ``-m builds``, carries its build's facts into results.json, and ``tools/evidence/custom_builds.py`` renders that file
-into a page; and docs/custom-kernels.md's build tables are the committed builds run, rendered.
+into a page; and evidence/custom-kernels.md's build tables are the committed builds run, rendered.
 
 The suite's measuring loop is replaced by test_plugin's synthetic timer (seconds per call from ``timings.json``),
 so the figures are known and the rendered ratios can be checked exactly.
@@ -24,8 +24,8 @@ pytest_plugins = ["pytester"]
 ROOT = Path(__file__).resolve().parents[1]
 TOOL = ROOT / "tools" / "evidence" / "custom_builds.py"
 #: The committed builds run and the page its tables are rendered into.
-COMMITTED = ROOT / "docs" / "custom-builds" / "results.json"
-PAGE = ROOT / "docs" / "custom-kernels.md"
+COMMITTED = ROOT / "evidence" / "custom-builds" / "results.json"
+PAGE = ROOT / "evidence" / "custom-kernels.md"
 
 BUILDS_TESTS = '''
 import pytest

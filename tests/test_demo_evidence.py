@@ -14,7 +14,7 @@ from gpuperf.cli import main
 from gpuperf.store import reading, results
 from history_support import ROOT
 
-DEMO = ROOT / "docs" / "demos"
+DEMO = ROOT / "evidence" / "demos"
 FILES = sorted((DEMO / "68cafa7f-history").glob("*.json"))
 
 
@@ -32,7 +32,7 @@ def test_changes_over_the_committed_demo_runs_is_the_committed_output(tmp_path: 
                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     target = str(tmp_path / "demo.sqlite")
     monkeypatch.chdir(ROOT)
-    assert main(["history", "ingest", "--history", target, "docs/demos/68cafa7f-history"]) == 0
+    assert main(["history", "ingest", "--history", target, "evidence/demos/68cafa7f-history"]) == 0
     assert "3 runs added, 0 already present, 0 files refused" in capsys.readouterr().out
     status = main(["history", "changes", "--history", target, "--last", "1"])
     out = capsys.readouterr().out

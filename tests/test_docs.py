@@ -23,12 +23,10 @@ from gpuperf.cli import build_parser, main
 pytest_plugins = ["pytester"]
 
 ROOT = Path(__file__).resolve().parents[1]
-PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), *sorted((ROOT / "examples").glob("*/README.md"))]
-#: The lab records: how the figures were found, each run's tables. Their links are checked; the rest is a user page's.
-LAB_RECORDS = {"ab-evidence.md", "measuring-evidence.md", "fleet-evidence.md", "clock.md", "custom-kernels.md",
-               "framework-kernels.md", "opinfo-sweep.md", "fp8.md", "results-h200.md"}
 #: The pages a user reads: every path, option and CPU command they show is checked.
-USER_PAGES = [page for page in PAGES if page.name not in LAB_RECORDS]
+USER_PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), *sorted((ROOT / "examples").glob("*/README.md"))]
+#: The lab records beside the committed runs (evidence/README.md indexes them): their links are checked too.
+PAGES = [*USER_PAGES, *sorted((ROOT / "evidence").glob("*.md"))]
 #: A fenced block: its language, the rest of its info string (```` ```sh gpu ````), its text.
 FENCE = re.compile(r"^ *```(\w*)([^\n]*)\n(.*?)^ *```", re.M | re.S)
 SHELL = {"bash", "sh", "shell", "console"}
@@ -463,7 +461,7 @@ def test_the_options_check_fails_on_a_stale_page(tmp_path: Path, monkeypatch: py
     assert tool.main([]) == 0 and tool.main(["--check"]) == 0
 
 
-#: The gate run docs/results-h200.md is generated from (the first with the FP8 cases).
+#: The gate run evidence/results-h200.md is generated from (the first with the FP8 cases).
 RESULTS_PAGE_RUN = "gate-fp8-GPU-4c46d758.json"
 
 
@@ -471,13 +469,13 @@ def test_the_h200_results_page_is_what_the_readme_command_makes_of_the_committed
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The command the page shows, run on the committed results in a copy of the tree, rewrites the page to
     exactly what is committed: no figure on it is typed."""
-    (tmp_path / "docs" / "h200").mkdir(parents=True)
-    committed = (ROOT / "docs" / "results-h200.md").read_text()
-    shutil.copy(ROOT / "docs" / "h200" / RESULTS_PAGE_RUN, tmp_path / "docs" / "h200" / RESULTS_PAGE_RUN)
-    (tmp_path / "docs" / "results-h200.md").write_text(committed.replace("| ✅ PASS |", "| typed |"))
-    images = sorted(f"docs/h200/{png.name}" for png in (ROOT / "docs" / "h200").glob("*.png"))
+    (tmp_path / "evidence" / "h200").mkdir(parents=True)
+    committed = (ROOT / "evidence" / "results-h200.md").read_text()
+    shutil.copy(ROOT / "evidence" / "h200" / RESULTS_PAGE_RUN, tmp_path / "evidence" / "h200" / RESULTS_PAGE_RUN)
+    (tmp_path / "evidence" / "results-h200.md").write_text(committed.replace("| ✅ PASS |", "| typed |"))
+    images = sorted(f"evidence/h200/{png.name}" for png in (ROOT / "evidence" / "h200").glob("*.png"))
     for image in images:  # readme refuses to link an image that is not there
         shutil.copy(ROOT / image, tmp_path / image)
     monkeypatch.chdir(tmp_path)
-    assert main(["readme", f"docs/h200/{RESULTS_PAGE_RUN}", "--images", *images]) == 0  # the default page
-    assert (tmp_path / "docs" / "results-h200.md").read_text() == committed
+    assert main(["readme", f"evidence/h200/{RESULTS_PAGE_RUN}", "--images", *images]) == 0  # the default page
+    assert (tmp_path / "evidence" / "results-h200.md").read_text() == committed

@@ -120,7 +120,7 @@ def test_the_committed_fleet_runs_make_one_series_per_case(tmp_path: Path, capsy
     # the commands docs/history.md shows, run from the repository root
     monkeypatch.chdir(ROOT)
     assert main(["history", "ingest", "--history", target, "--exclude", "*-slow-*", "--exclude", "*-clock-check.json",
-                 "docs/fleet", "docs/h200"]) == 0
+                 "evidence/fleet", "evidence/h200"]) == 0
     ingested = capsys.readouterr().out
     assert f"{len(files) - 1} runs added, 1 already present, 0 files refused" in ingested and len(files) >= 40
     code = main(["history", "changes", "--history", target])

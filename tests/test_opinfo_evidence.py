@@ -1,5 +1,5 @@
-"""The OpInfo sweep's committed evidence (docs/opinfo/, written on an H200 by tools/gpu_host/opinfo_device.sh) gives the
-report docs/opinfo-sweep.md again, and the ten operators' figures agree with torch.profiler's as the page says."""
+"""The OpInfo sweep's committed evidence (evidence/opinfo/, written on an H200 by tools/gpu_host/opinfo_device.sh) gives the
+report evidence/opinfo-sweep.md again, and the ten operators' figures agree with torch.profiler's as the page says."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import tarfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-EVIDENCE = ROOT / "docs" / "opinfo"
+EVIDENCE = ROOT / "evidence" / "opinfo"
 PARTS = [EVIDENCE / "sweep-1.tar.gz", EVIDENCE / "sweep-2.tar.gz"]
 sys.path.insert(0, str(ROOT / "tools" / "evidence"))
 
@@ -25,7 +25,7 @@ def test_the_report_is_written_again_from_the_committed_parts() -> None:
     made = _tool("report", *map(str, PARTS), "--context", str(EVIDENCE / "gpu.txt"), "--trace",
                  str(EVIDENCE / "operators-compare.md"))
     assert made.returncode == 0, made.stderr
-    assert made.stdout == (ROOT / "docs" / "opinfo-sweep.md").read_text()
+    assert made.stdout == (ROOT / "evidence" / "opinfo-sweep.md").read_text()
 
 
 def test_every_operator_has_one_outcome_and_no_session_crashed() -> None:

@@ -99,6 +99,6 @@ def test_the_tool_writes_the_page_s_section_and_refuses_bad_input_with_one_line(
 
 
 def test_the_ab_page_has_the_section_the_tool_writes() -> None:
-    page = (ROOT / "docs" / "ab-evidence.md").read_text(encoding="utf-8")
+    page = (ROOT / "evidence" / "ab.md").read_text(encoding="utf-8")
     section = sensitivity_section([planted_run(ab_json(0.02, RUNS[0.02]), "x")], ["x"])
     assert section in replace_sensitivity_section(page, section)

@@ -123,17 +123,17 @@ def test_the_tool_refuses_bad_input_with_one_line(tmp_path: Path) -> None:
 
 
 def test_the_measuring_page_has_the_section_the_tool_writes() -> None:
-    page = (ROOT / "docs" / "measuring-evidence.md").read_text(encoding="utf-8")
+    page = (ROOT / "evidence" / "measuring.md").read_text(encoding="utf-8")
     section = stopping_section([run("GPU-1")], ["run1/results.json"])
     assert section in replace_stopping_section(page, section)
 
 
 def test_the_measuring_page_s_table_is_the_committed_recording_runs(tmp_path: Path) -> None:
-    """docs/measuring-evidence.md's table and the figures its text quotes are rebuilt from the three GPUs' gate runs under
-    docs/fleet/recording/ by the command the page gives."""
-    runs = sorted(str(path.relative_to(ROOT)) for path in (ROOT / "docs" / "fleet" / "recording").glob("*-gate.json"))
+    """evidence/measuring.md's table and the figures its text quotes are rebuilt from the three GPUs' gate runs under
+    evidence/fleet/recording/ by the command the page gives."""
+    runs = sorted(str(path.relative_to(ROOT)) for path in (ROOT / "evidence" / "fleet" / "recording").glob("*-gate.json"))
     assert len(runs) == 3
-    page = (ROOT / "docs" / "measuring-evidence.md").read_text(encoding="utf-8")
+    page = (ROOT / "evidence" / "measuring.md").read_text(encoding="utf-8")
     copy = tmp_path / "measuring.md"
     copy.write_text(page, encoding="utf-8")
     out = subprocess.run([sys.executable, "tools/evidence/stopping_table.py", *runs, "--page", str(copy)], cwd=ROOT,

@@ -86,9 +86,9 @@ def test_history_page_refuses_an_empty_selection(project: pytest.Pytester, capsy
 def test_the_committed_h200_runs_make_a_site_of_every_case_and_host(committed_site: Path) -> None:
     """The documented rebuild (tools/evidence/trend_screenshot.py) without its browser step: ingest, then history page."""
     index = (committed_site / "index.html").read_text(encoding="utf-8")
-    documents = [json.loads(p.read_text()) for p in [*REPO.glob("docs/fleet/**/*.json"), REPO / "docs/h200/results.json"]]
+    documents = [json.loads(p.read_text()) for p in [*REPO.glob("evidence/fleet/**/*.json"), REPO / "evidence/h200/results.json"]]
     documents = [d for d in documents if isinstance(d, dict) and "run" in d and "records" in d]
-    runs = {json.dumps(d, sort_keys=True) for d in documents}  # docs/h200/results.json is also a fleet file
+    runs = {json.dumps(d, sort_keys=True) for d in documents}  # evidence/h200/results.json is also a fleet file
     started = sorted(d["run"]["started"] for d in documents)
     cases = {r["case_id"] for d in documents for r in d["records"]}
     assert f"{len(runs)} runs from {started[0]} to {started[-1]}" in index
@@ -110,7 +110,7 @@ def test_the_committed_h200_runs_make_a_site_of_every_case_and_host(committed_si
         last = [r for d in by_start for r in d["records"] if r["case_id"] == case][-trend_data.RECENT_RUNS:]
         if any(r["status"] in Status.FAILING for r in last):
             recent_failures.add(case)
-    slowed = {r["case_id"] for p in REPO.glob("docs/fleet/slowdown/*-slow-0.05.json")
+    slowed = {r["case_id"] for p in REPO.glob("evidence/fleet/slowdown/*-slow-0.05.json")
               for r in json.loads(p.read_text())["records"] if r["status"] == "REGRESSED" and "#" not in r["case_id"]}
     assert len(slowed) == 5, "the committed slowdown runs fail five power-capped GEMMs"
     assert listed == recent_failures

@@ -5,8 +5,8 @@ Each input is the ``ab.json`` of an A/B run whose head side had a genuine slowdo
 the table shows, for each planted fraction, the Δ the run measured (the planted effect itself: a longer reduction does
 not cost every shape the same) and the verdict, then the smallest plant caught (``SLOWER``). Below it, per plant, how
 many of the cases whose measured effect reached the plant were caught: the issue's target reads that line (2 %: at least
-90 %, 5 %: all). ``python3 tools/evidence/sensitivity_table.py AB_JSON… [--page docs/ab-evidence.md]`` writes the
-section of docs/ab-evidence.md between ``START`` and ``END``. Pure: reads JSON documents, no GPU.
+90 %, 5 %: all). ``python3 tools/evidence/sensitivity_table.py AB_JSON… [--page evidence/ab.md]`` writes the
+section of evidence/ab.md between ``START`` and ``END``. Pure: reads JSON documents, no GPU.
 
 PYTEST_DONT_REWRITE
 """

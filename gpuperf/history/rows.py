@@ -345,7 +345,7 @@ def read_results_document(path: Path) -> tuple[dict[str, Any], bytes]:
     return parse_results_document(path, raw), raw
 
 
-_NAME_RESULTS = "name results/ directories, results.json files or folders of them (docs/fleet/)"
+_NAME_RESULTS = "name results/ directories, results.json files or folders of them (evidence/fleet/)"
 
 
 #: The file ``python -m gpuperf ab`` writes in its out folder (``results/ab-<timestamp>/``) beside its sides' runs.

@@ -3,8 +3,8 @@ interval it reached relative to the case's band, over the runs of one or more GP
 
 Each record a measurement makes carries what the rule did in ``extra["sampling"]`` (``stats.Sampling``); this module
 reads it back from results files, tolerating records without it (a ratio, an error, a run of an older suite), and
-makes the Markdown section of docs/measuring-evidence.md between ``START`` and ``END``:
-``python3 tools/evidence/stopping_table.py RUN… [--page docs/measuring-evidence.md]``. Pure: reads records, no GPU.
+makes the Markdown section of evidence/measuring.md between ``START`` and ``END``:
+``python3 tools/evidence/stopping_table.py RUN… [--page evidence/measuring.md]``. Pure: reads records, no GPU.
 
 PYTEST_DONT_REWRITE
 """

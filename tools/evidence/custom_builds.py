@@ -1,7 +1,7 @@
 """Render the custom kernels' build tables from a results file of the builds selection.
 
     python3 tools/evidence/custom_builds.py RESULTS.json                              # print the Markdown section
-    python3 tools/evidence/custom_builds.py RESULTS.json --page docs/custom-kernels.md  # rewrite the page's section
+    python3 tools/evidence/custom_builds.py RESULTS.json --page evidence/custom-kernels.md  # rewrite the page's section
 
 RESULTS.json (or the results directory holding it) comes from ``python3 -m pytest perf_tests -m builds``: every
 build of the custom kernels' catalogues timed by the suite's own loop, each against cuBLAS on the same shape in

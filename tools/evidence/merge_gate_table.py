@@ -1,12 +1,12 @@
-"""Render docs/ab-evidence.md's section on the merge gates measured on fresh H200s, from the folders
-tools/gpu_host/merge_gate_device.sh filled (one a GPU, committed under docs/ab/merge-gate/<gpu>/): per GPU, the full
+"""Render evidence/ab.md's section on the merge gates measured on fresh H200s, from the folders
+tools/gpu_host/merge_gate_device.sh filled (one a GPU, committed under evidence/ab/merge-gate/<gpu>/): per GPU, the full
 default ``--gate`` (its pytest time, wall time and verdicts) and the A/A run of the same selection timed in the same
 call (its wall time, its ratio to the gate's, its verdicts), in the order they ran; then the cases that needed more
 than the fewest rounds in any of those A/A runs, with the rounds each took: the per-case budget the round limit
 gives.
 
     python3 tools/evidence/merge_gate_table.py DIR...                      # print the Markdown section
-    python3 tools/evidence/merge_gate_table.py DIR... --page docs/ab-evidence.md    # rewrite the page's section
+    python3 tools/evidence/merge_gate_table.py DIR... --page evidence/ab.md    # rewrite the page's section
 
 Exit 0 when done, 2 when an input or the page is wrong (the message names the fix).
 """
@@ -85,7 +85,7 @@ def _counts(counter: Counter[str]) -> str:
 
 def section(folders: list[Path]) -> str:
     if not folders:
-        raise EvidenceError("no folder given: pass each GPU's docs/ab/merge-gate/<gpu>/ folder")
+        raise EvidenceError("no folder given: pass each GPU's evidence/ab/merge-gate/<gpu>/ folder")
     machines = sorted((machine(folder) for folder in folders), key=lambda m: m["started"])
     lines = [START, f"From {len(machines)} fresh H200s' folders: "
              + ", ".join(f"`{markdown_text(str(f))}`" for f in folders) + ".", "",

@@ -6,8 +6,8 @@ operators at gated sizes (``test_operators.py``). ``tools/gpu_host/opinfo_device
 exit code, 124 when its time limit stopped it with SIGINT and the rest ran in a second part) into a ``.tar.gz``; this
 tool reads the parts and writes the Markdown report:
 
-    python3 tools/evidence/opinfo_sweep.py report docs/opinfo/sweep-1.tar.gz docs/opinfo/sweep-2.tar.gz \
-        --context docs/opinfo/gpu.txt > docs/opinfo-sweep.md
+    python3 tools/evidence/opinfo_sweep.py report evidence/opinfo/sweep-1.tar.gz evidence/opinfo/sweep-2.tar.gz \
+        --context evidence/opinfo/gpu.txt > evidence/opinfo-sweep.md
 
 Every operator ends in exactly one outcome: *measured* (a figure), *refused* (the suite's ``ERROR`` row, with its
 one line), *skipped* (no CUDA sample, …) or *failed* (the operator itself raised on its sample). The session's exit
@@ -154,8 +154,8 @@ def report(parts: Sequence[Part], context: str, trace: str = "") -> str:
              "OpInfo's own,",
              f"small by design ({sizes}; {calls}): the sweep shows reach (what is measured and what",
              "is refused, and why), the ten operators below show accuracy. Written by",
-             "`python3 tools/evidence/opinfo_sweep.py report docs/opinfo/sweep-1.tar.gz docs/opinfo/sweep-2.tar.gz "
-             "--context docs/opinfo/gpu.txt --trace docs/opinfo/operators-compare.md`",
+             "`python3 tools/evidence/opinfo_sweep.py report evidence/opinfo/sweep-1.tar.gz evidence/opinfo/sweep-2.tar.gz "
+             "--context evidence/opinfo/gpu.txt --trace evidence/opinfo/operators-compare.md`",
              "from the files `tools/gpu_host/opinfo_device.sh sweep` and `trace` (with `OPINFO_AFTER`) brought back; "
              "a test",
              "writes it again from them.", ""]
@@ -185,7 +185,7 @@ def report(parts: Sequence[Part], context: str, trace: str = "") -> str:
                   "gates, right",
                   "against float64, measured, then traced by `tools/gpu_host/profiler_check.py` in a process of its "
                   "own "
-                  "(`docs/opinfo/`:",
+                  "(`evidence/opinfo/`:",
                   "`operators-results.json`, `operators-profile.json`); `layer_norm` and `softmax` are kernels of "
                   "anonymous namespaces.", "", trace.strip(), ""]
     lines += ["## Every operator", "", "| operator | outcome | GB/s | method | kernels / reason |",

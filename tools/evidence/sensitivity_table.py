@@ -2,7 +2,7 @@
 smallest caught) from the ab.json of planted A/B runs.
 
     python3 tools/evidence/sensitivity_table.py AB_JSON...                      # print the Markdown section
-    python3 tools/evidence/sensitivity_table.py AB_JSON... --page docs/ab-evidence.md    # rewrite the page's section
+    python3 tools/evidence/sensitivity_table.py AB_JSON... --page evidence/ab.md    # rewrite the page's section
 
 Each AB_JSON is the ab.json of a ``python -m gpuperf ab`` run with ``--head-env GPUPERF_SLOWDOWN=F -- … -p
 tools.gpu_host.slowdown`` (tools/gpu_host/ab_sensitivity_device.sh makes them on one GPU), one run per plant. The

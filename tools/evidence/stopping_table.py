@@ -1,7 +1,7 @@
 """Render the stopping rule's table (per family: samples, GPU time, interval reached ÷ band) from results files.
 
     python3 tools/evidence/stopping_table.py RUN...                            # print the Markdown section
-    python3 tools/evidence/stopping_table.py RUN... --page docs/measuring-evidence.md   # rewrite the page's section
+    python3 tools/evidence/stopping_table.py RUN... --page evidence/measuring.md   # rewrite the page's section
 
 Each RUN is a results.json (or the results directory holding it) of a ``python3 -m pytest perf_tests`` run whose
 records carry ``extra.sampling`` (tools/gpu_host/stopping_rule_device.sh writes them on one GPU; run it on three). The

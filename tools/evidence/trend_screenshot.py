@@ -24,7 +24,7 @@ from gpuperf.trend.paths import page_name_of  # noqa: E402
 from gpuperf.history.database import History, sqlite_url  # noqa: E402
 
 #: What is ingested: every committed results file of the H200 fleet and validation runs.
-RUNS = [REPO / "docs" / "fleet", REPO / "docs" / "h200" / "results.json"]
+RUNS = [REPO / "evidence" / "fleet", REPO / "evidence" / "h200" / "results.json"]
 #: The case page photographed: a custom kernel whose default changed and whose baseline was re-recorded.
 CASE = "perf_tests/test_custom.py::test_custom_perf[optimized-4096x4096x4096-cold]"
 VIEWPORT = {"width": 1400, "height": 1000}
@@ -37,7 +37,7 @@ def build(work: Path) -> Path:
         database.unlink()
     with History(sqlite_url(database)) as history:
         report = history.ingest(RUNS)
-    for path, why in report.refused:  # e.g. docs/fleet/clock/*-clock-check.json, a probe's output
+    for path, why in report.refused:  # e.g. evidence/fleet/clock/*-clock-check.json, a probe's output
         print(f"skipped {path.relative_to(REPO)}: not a results file")
     if not report.added:
         raise SystemExit(f"no results file among {', '.join(str(p) for p in RUNS)}")

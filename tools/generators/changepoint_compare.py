@@ -20,7 +20,7 @@ Measured, per noise level (Gaussian, standard deviation 0.5, 1 and 2 % of the le
 - ``false / 1,000 runs``: change points in stationary series of 100 runs checked after every run (a run of
   consecutive alarms counted once), with a 95 % confidence interval (Poisson, exact), and looking at each whole
   series once.
-- ``fleet``: change points on every committed fleet series (docs/fleet/**, docs/h200; runs of one host, one
+- ``fleet``: change points on every committed fleet series (evidence/fleet/**, evidence/h200; runs of one host, one
   case, one method), the planted ``*-slow-*`` runs left out.
 """
 
@@ -52,10 +52,10 @@ UNION = RUNS_AFTER * FALSE_RATE
 
 
 def committed_fleet_files(root: Path) -> list[Path]:
-    """Every committed results file of unchanged code (``find docs/fleet docs/h200 -name '*.json' ! -name
+    """Every committed results file of unchanged code (``find evidence/fleet evidence/h200 -name '*.json' ! -name
     '*-slow-*' ! -name '*-clock-check.json'``): the fleet's runs and the README's run, not the planted slowdowns
     (nor the clock check, which is not a results file)."""
-    files = sorted([*(root / "docs" / "fleet").rglob("*.json"), *(root / "docs" / "h200").rglob("*.json")])
+    files = sorted([*(root / "evidence" / "fleet").rglob("*.json"), *(root / "evidence" / "h200").rglob("*.json")])
     return [path for path in files if "-slow-" not in path.name and not path.name.endswith("-clock-check.json")]
 
 

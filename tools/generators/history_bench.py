@@ -48,7 +48,7 @@ from gpuperf.history.database import sqlite_url  # noqa: E402
 from gpuperf.store.results import document_text  # noqa: E402
 
 START = datetime(2027, 1, 1, tzinfo=timezone.utc)
-TEMPLATE_PATH = ROOT / "docs" / "h200" / "results.json"
+TEMPLATE_PATH = ROOT / "evidence" / "h200" / "results.json"
 #: The results document the runs are made from (``--template``).
 TEMPLATE: dict[str, Any] = json.loads(TEMPLATE_PATH.read_text())
 
@@ -197,7 +197,7 @@ def main() -> int:
     parser.add_argument("--appends", type=int, default=5, metavar="N", help="fresh processes that each append a run")
     parser.add_argument("--template", type=Path, default=TEMPLATE_PATH,
                         help="the results file whose run and records the runs are made from (default: the README's "
-                             "H200 run; docs/ab/merge-gate/407f2e2d/gate.json: 163 cases, 52 judged at max clock)")
+                             "H200 run; evidence/ab/merge-gate/407f2e2d/gate.json: 163 cases, 52 judged at max clock)")
     parser.add_argument("--step-every", type=int, default=10, metavar="K",
                         help="every K-th case 3 %% slower in the second half of the runs (default 10; 1: every case)")
     args = parser.parse_args()

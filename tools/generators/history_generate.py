@@ -3,7 +3,7 @@
     PYTHONPATH=$PWD python3 tools/generators/history_generate.py [--trials 100] [--histories 4] [--seed 1] [--out DIR]
 
 Each case's noise is taken from how it varies across the previous baseline's validation runs
-(docs/fleet/validation/: 8 gate runs on 6 H200s): the relative standard deviation of its measured (time-based) figure and, for a clock-bound case,
+(evidence/fleet/validation/: 8 gate runs on 6 H200s): the relative standard deviation of its measured (time-based) figure and, for a clock-bound case,
 of its figure at max clock (``gate.figure_at_max_clock``). A case is **power-capped** when the gate judges its
 validation records on cycles by themselves (``gate.own_basis``: clock-bound, calls more than 2 % below the maximum
 clock); the history judges it at max clock, every other case on its measured figure. A generated run draws the
@@ -59,7 +59,7 @@ from gpuperf.history import changepoints  # noqa: E402
 from gpuperf.verdict.gate import Basis, figure_at_max_clock, own_basis  # noqa: E402
 from tools.generators.changepoint_compare import rate_interval, share_interval  # noqa: E402
 
-VALIDATION = ROOT / "docs" / "fleet" / "validation"
+VALIDATION = ROOT / "evidence" / "fleet" / "validation"
 RUNS = 200
 STEP_AT = 150
 RUNS_AFTER = 3
@@ -302,7 +302,7 @@ def driver_change(cases: list[CaseNoise], rng: np.random.Generator, out: Path | 
 # --- A fleet: runs on random hosts of one GPU model, each reading its cases as it does in the committed gate runs ---
 
 #: The committed gate runs of one H200 each (13 hosts), whose figures a generated fleet's hosts read.
-FLEET_GATE_RUNS = ("docs/ab/merge-gate/*/gate.json", "docs/fleet/gate/*-gate.json", "docs/fleet/alarms/*-gate.json")
+FLEET_GATE_RUNS = ("evidence/ab/merge-gate/*/gate.json", "evidence/fleet/gate/*-gate.json", "evidence/fleet/alarms/*-gate.json")
 FLEET_RUNS = 200
 #: Noise levels of the generated fleet (relative, run to run): the committed gate runs' 0.3 %, and noisier.
 FLEET_NOISES = (0.003, 0.01, 0.015, 0.02)

@@ -2,7 +2,7 @@
 # The A/B gate's sensitivity on one GPU: on a copy of this tree made a git repository of one commit, the selection's
 # baseline gate for scale, then `python -m gpuperf ab` with a genuine slowdown planted on the head side only
 # (tools/gpu_host/slowdown.py: the same kernels on a longer reduction) at each fraction of PLANTS (default 0.01 0.02 0.05).
-# tools/evidence/sensitivity_table.py makes docs/ab-evidence.md's table from the ab.json files.
+# tools/evidence/sensitivity_table.py makes evidence/ab.md's table from the ab.json files.
 #
 #   PLANTS="0.01 0.02 0.05" tools/gpu_host/ab_sensitivity_device.sh OUT_DIR [pytest selection ...]
 #   (the selection defaults to perf_tests -m perf)

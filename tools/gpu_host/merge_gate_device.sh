@@ -3,7 +3,7 @@
 # timed as CI runs it (its tests' durations kept), then `python -m gpuperf ab` A/A over the same default selection
 # (the same commit on both sides, on a copy of this tree made a git repository of one commit), timed in the same
 # call, so its cost is read against that gate's; then, for each fraction of PLANTS (none by default), an A/B run with
-# a genuine slowdown planted on the head side only (tools/gpu_host/slowdown.py), for docs/ab-evidence.md's sensitivity table
+# a genuine slowdown planted on the head side only (tools/gpu_host/slowdown.py), for evidence/ab.md's sensitivity table
 # (tools/evidence/sensitivity_table.py OUT_DIR/sens-*.json); with GEMV=1, last, `pytest perf_tests -k gemv` timed; with
 # SHIFTED=1, after the gate, the gate against a shifted copy of the baseline (tools/gpu_host/shifted_baseline.py: half the
 # entries read 5 % slow, which must all be caught, the rest 3 % fast, which must raise no alarm).

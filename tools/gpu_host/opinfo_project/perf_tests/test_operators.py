@@ -1,6 +1,6 @@
 """Ten operators of different kinds at sizes a user gates, written as a user's tests are (no stream code), each
 right against float64 on fresh random data and measured; ``tools/gpu_host/profiler_check.py`` traces the same calls with
-torch.profiler for the comparison in docs/opinfo-sweep.md. ``layer_norm`` (fp16 16384×8192) and ``softmax`` (fp32
+torch.profiler for the comparison in evidence/opinfo-sweep.md. ``layer_norm`` (fp16 16384×8192) and ``softmax`` (fp32
 4096×393216) are two whose kernels live in anonymous namespaces (``void at::native::(anonymous namespace)::…``)."""
 
 from __future__ import annotations
