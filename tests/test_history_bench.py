@@ -1,6 +1,6 @@
-"""tools/generators/history_bench.py, as docs/history.md runs it, at a small scale: it writes the files, times the ingest, the
-changes and the suite-end appends in fresh processes, reuses files when asked, and refuses to time appends on a
-database that holds them already."""
+"""tools/generators/history_bench.py, as evidence/history.md runs it, at a small scale: it writes the files, times the
+ingest, the changes and the suite-end appends in fresh processes, reuses files when asked, and refuses to time appends
+on a database that holds them already."""
 
 from __future__ import annotations
 

@@ -11,7 +11,7 @@ figure at max clock around the case's level with its noise, and the measured fig
 whose noise is the rest of the measured figure's (``sqrt(σ_time² − σ_max²)``), so the two are as correlated as a
 clock that wanders makes them.
 
-Measured (printed as a Markdown table, docs/history.md quotes it):
+Measured (printed as a Markdown table, evidence/history.md quotes it):
 
 1. **A 3 % step found within 3 runs** on the power-capped cases: a 3 % slowdown after 150 stationary runs, checked
    after each of the 3 runs that follow it (a nightly ``history changes`` sees 1, then 2, then 3 slow runs), found
