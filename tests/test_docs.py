@@ -24,7 +24,8 @@ pytest_plugins = ["pytester"]
 
 ROOT = Path(__file__).resolve().parents[1]
 #: The pages a user reads: every path, option and CPU command they show is checked.
-USER_PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), *sorted((ROOT / "examples").glob("*/README.md"))]
+USER_PAGES = [ROOT / "README.md", ROOT / "ARCHITECTURE.md", *sorted((ROOT / "docs").glob("*.md")),
+              *sorted((ROOT / "examples").glob("*/README.md"))]
 #: The lab records beside the committed runs (evidence/README.md indexes them): their links are checked too.
 PAGES = [*USER_PAGES, *sorted((ROOT / "evidence").glob("*.md"))]
 #: A fenced block: its language, the rest of its info string (```` ```sh gpu ````), its text.
