@@ -1,4 +1,5 @@
-"""Every build of the custom kernels' catalogues against cuBLAS: the selection behind evidence/custom-kernels.md's tables.
+"""Every build of the custom kernels' catalogues against cuBLAS: the selection behind evidence/custom-kernels.md's
+tables.
 
 Marker ``builds``: these cases run only with ``-m builds`` (never in the default selection, never gated: no
 baseline holds them). Each case is one build on one shape of ``perf_tests/cases/custom_builds.yaml``, measured

@@ -169,7 +169,8 @@ SHIFTED_RUN = REPO / "evidence" / "shifted" / "0e8d49c2-shifted.json"
 
 def test_the_validation_gates_times_in_the_docs_are_their_logs() -> None:
     """Each log is its run's: the GPU it names is the one its results.json records; the gate exited 0, and the
-    pytest times evidence/fleet.md quotes for the gate and for ``-k gemv`` are the logs' own, in the order of the GPUs."""
+    pytest times evidence/fleet.md quotes for the gate and for ``-k gemv`` are the logs' own, in the order of the
+    GPUs."""
     text = " ".join(FLEET_DOC.read_text(encoding="utf-8").split())
     claim = re.search(r"163 PASS, exit 0, in ([\d.]+) s, ([\d.]+) s and ([\d.]+) s of pytest time; "
                       r"`pytest perf_tests -k gemv` after it took ([\d.]+) s, ([\d.]+) s and ([\d.]+) s", text)

@@ -1,6 +1,6 @@
 """evidence/ab.md's merge-gate section and sensitivity table are what the committed runs of fresh H200s say
-(evidence/ab/merge-gate/<gpu>/, as tools/gpu_host/merge_gate_device.sh left them): rebuilt by the tools the page names, and the
-tool's bad input is one line, exit 2."""
+(evidence/ab/merge-gate/<gpu>/, as tools/gpu_host/merge_gate_device.sh left them): rebuilt by the tools the page names,
+and the tool's bad input is one line, exit 2."""
 
 from __future__ import annotations
 
@@ -21,7 +21,8 @@ def test_the_merge_gate_section_is_the_committed_runs() -> None:
     assert len(FOLDERS) >= 1
     built = subprocess.run([*TOOL, *map(str, (f.relative_to(REPO) for f in FOLDERS))], capture_output=True,
                            text=True, cwd=REPO, check=True).stdout.strip()
-    assert built in PAGE.read_text(encoding="utf-8"), "stale: run python3 tools/evidence/merge_gate_table.py … --page evidence/ab.md"
+    assert built in PAGE.read_text(encoding="utf-8"), \
+        "stale: run python3 tools/evidence/merge_gate_table.py … --page evidence/ab.md"
 
 
 def _table_runs() -> list[Path]:

@@ -1,5 +1,6 @@
-"""The OpInfo sweep's committed evidence (evidence/opinfo/, written on an H200 by tools/gpu_host/opinfo_device.sh) gives the
-report evidence/opinfo-sweep.md again, and the ten operators' figures agree with torch.profiler's as the page says."""
+"""The OpInfo sweep's committed evidence (evidence/opinfo/, written on an H200 by tools/gpu_host/opinfo_device.sh) gives
+the report evidence/opinfo-sweep.md again, and the ten operators' figures agree with torch.profiler's as the page
+says."""
 
 from __future__ import annotations
 

@@ -131,7 +131,8 @@ def test_the_measuring_page_has_the_section_the_tool_writes() -> None:
 def test_the_measuring_page_s_table_is_the_committed_recording_runs(tmp_path: Path) -> None:
     """evidence/measuring.md's table and the figures its text quotes are rebuilt from the three GPUs' gate runs under
     evidence/fleet/recording/ by the command the page gives."""
-    runs = sorted(str(path.relative_to(ROOT)) for path in (ROOT / "evidence" / "fleet" / "recording").glob("*-gate.json"))
+    recording = ROOT / "evidence" / "fleet" / "recording"
+    runs = sorted(str(path.relative_to(ROOT)) for path in recording.glob("*-gate.json"))
     assert len(runs) == 3
     page = (ROOT / "evidence" / "measuring.md").read_text(encoding="utf-8")
     copy = tmp_path / "measuring.md"

@@ -154,7 +154,8 @@ def report(parts: Sequence[Part], context: str, trace: str = "") -> str:
              "OpInfo's own,",
              f"small by design ({sizes}; {calls}): the sweep shows reach (what is measured and what",
              "is refused, and why), the ten operators below show accuracy. Written by",
-             "`python3 tools/evidence/opinfo_sweep.py report evidence/opinfo/sweep-1.tar.gz evidence/opinfo/sweep-2.tar.gz "
+             "`python3 tools/evidence/opinfo_sweep.py report evidence/opinfo/sweep-1.tar.gz "
+             "evidence/opinfo/sweep-2.tar.gz "
              "--context evidence/opinfo/gpu.txt --trace evidence/opinfo/operators-compare.md`",
              "from the files `tools/gpu_host/opinfo_device.sh sweep` and `trace` (with `OPINFO_AFTER`) brought back; "
              "a test",

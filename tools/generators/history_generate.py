@@ -3,13 +3,13 @@
     PYTHONPATH=$PWD python3 tools/generators/history_generate.py [--trials 100] [--histories 4] [--seed 1] [--out DIR]
 
 Each case's noise is taken from how it varies across the previous baseline's validation runs
-(evidence/fleet/validation/: 8 gate runs on 6 H200s): the relative standard deviation of its measured (time-based) figure and, for a clock-bound case,
-of its figure at max clock (``gate.figure_at_max_clock``). A case is **power-capped** when the gate judges its
-validation records on cycles by themselves (``gate.own_basis``: clock-bound, calls more than 2 % below the maximum
-clock); the history judges it at max clock, every other case on its measured figure. A generated run draws the
-figure at max clock around the case's level with its noise, and the measured figure as that times a clock factor
-whose noise is the rest of the measured figure's (``sqrt(σ_time² − σ_max²)``), so the two are as correlated as a
-clock that wanders makes them.
+(evidence/fleet/validation/: 8 gate runs on 6 H200s): the relative standard deviation of its measured (time-based)
+figure and, for a clock-bound case, of its figure at max clock (``gate.figure_at_max_clock``). A case is
+**power-capped** when the gate judges its validation records on cycles by themselves (``gate.own_basis``: clock-bound,
+calls more than 2 % below the maximum clock); the history judges it at max clock, every other case on its measured
+figure. A generated run draws the figure at max clock around the case's level with its noise, and the measured figure as
+that times a clock factor whose noise is the rest of the measured figure's (``sqrt(σ_time² − σ_max²)``), so the two are
+as correlated as a clock that wanders makes them.
 
 Measured (printed as a Markdown table, evidence/history.md quotes it):
 
@@ -302,7 +302,8 @@ def driver_change(cases: list[CaseNoise], rng: np.random.Generator, out: Path | 
 # --- A fleet: runs on random hosts of one GPU model, each reading its cases as it does in the committed gate runs ---
 
 #: The committed gate runs of one H200 each (13 hosts), whose figures a generated fleet's hosts read.
-FLEET_GATE_RUNS = ("evidence/ab/merge-gate/*/gate.json", "evidence/fleet/gate/*-gate.json", "evidence/fleet/alarms/*-gate.json")
+FLEET_GATE_RUNS = ("evidence/ab/merge-gate/*/gate.json", "evidence/fleet/gate/*-gate.json",
+                   "evidence/fleet/alarms/*-gate.json")
 FLEET_RUNS = 200
 #: Noise levels of the generated fleet (relative, run to run): the committed gate runs' 0.3 %, and noisier.
 FLEET_NOISES = (0.003, 0.01, 0.015, 0.02)
