@@ -17,6 +17,7 @@ import sqlalchemy as sa
 from gpuperf.cli import main
 from gpuperf.history.database import History, HistoryError, sqlite_url
 from gpuperf.history.rows import HistoryInputError, check_document, started_instant
+from gpuperf.history.guard import BASES as guard_bases
 from gpuperf.history.schema import CYCLES, MIGRATIONS, RECORDS, RUNS, VERSION_TABLE
 from gpuperf.history.changepoints import placement
 from gpuperf.verdict.gate import Basis, figure_at_max_clock, own_basis
@@ -51,6 +52,7 @@ def test_the_rule_s_one_home_gives_no_figure_at_max_clock_to_a_memory_bound_case
     assert own_basis(True, 63.4, 1975.0, MAX_CLOCK) == Basis.TIME  # at the max clock: time is the figure
     assert own_basis(False, 4824.0, 1500.0, MAX_CLOCK) == Basis.TIME
     assert CYCLES == Basis.CYCLES  # the schema's spelling of it
+    assert set(guard_bases) == {Basis.TIME, Basis.CYCLES}  # and the readers' check's (guard.check_meaning)
 
 
 def test_a_power_capped_slowdown_is_found_at_max_clock_with_the_time_figure_beside(

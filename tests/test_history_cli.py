@@ -79,7 +79,12 @@ def test_changes_names_the_slowdown_its_commit_versions_and_kernels(database_url
     assert shown[0] == SLOW and "judged (TFLOPS)" in shown[1] and len(shown) == 2 + 12 + 1
     assert _commit(9)[:10] in shown[10] and "590.10" in shown[10] and "PASS" in shown[10]
     assert main(["history", "--history", database_url, "show", "perf_tests"]) == 1
-    assert "2 cases match 'perf_tests'; name one of them" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "\\n" not in err  # a list, a case a line, not an escaped newline in one error line
+    lines = err.splitlines()
+    assert lines[0] == "2 cases match 'perf_tests':"
+    assert sorted(lines[1:3]) == sorted(f"  {case}" for case in (SLOW, STEADY))
+    assert lines[3].startswith("gpuperf: error: 2 cases match 'perf_tests'; name one of those listed above")
 
 
 @pytest.mark.parametrize("database_url", ENGINES, indirect=True)

@@ -102,3 +102,29 @@ def test_readers_survive_rows_edited_by_hand(edits: list[tuple[str, st.DataObjec
                 continue  # a constraint the schema keeps: no hand edit gets past it
     connection.close()
     _read_everything(damaged, capsys)
+
+
+#: Hand edits that still decode but say what no run could: each makes every reader refuse the history.
+MEANINGLESS = [("runs", "started_utc", "yesterday", "is not an instant in UTC"),
+               ("records", "status", "BOGUS", "status 'BOGUS' of"),
+               ("records", "value", -1, "value '-1.0' of"),
+               ("records", "value", "abc", "value 'abc' of")]
+
+
+@pytest.mark.parametrize(("table", "column", "value", "named"), MEANINGLESS)
+def test_hand_edits_that_break_a_fields_meaning_are_refused_by_every_reader_alike(
+        table: str, column: str, value: object, named: str, pristine: Path, tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    damaged = _copy(pristine, tmp_path / "edited")
+    with sqlite3.connect(damaged) as connection:
+        connection.execute(f"UPDATE {table} SET {column} = ? WHERE rowid = (SELECT min(rowid) FROM {table})",
+                           (value,))
+    connection.close()
+    for command in [*READERS, ["history", "page", "--out", str(tmp_path / "site")]]:
+        assert main([command[0], "--history", str(damaged), *command[1:]]) == 1, command
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "cannot be read, it is damaged or was edited by hand" in err, (command, err)
+        assert named in err, (command, err)
+    assert not (tmp_path / "site").exists()
+    with pytest.raises(HistoryError, match="edited by hand"):
+        load_trend(sqlite_url(damaged))

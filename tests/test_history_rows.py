@@ -10,7 +10,9 @@ from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+import pytest
 
+from gpuperf.history import rows as history_rows
 from gpuperf.history.rows import RECORD_COLUMNS, RECORD_VALUE_COLUMNS, records_columns
 
 VALUES = st.sampled_from([None, 0, 1, -3, 2.5, -0.0, 1e300, float("inf"), float("nan"), True, False, "x", "",
@@ -104,3 +106,22 @@ def test_a_run_of_records_holding_every_key_takes_the_same_rows() -> None:
     assert all(_same(row, _reference(record, position))
                for position, (row, record) in enumerate(zip(records_values(records), records)))
     assert records_values(records)[3][RECORD_VALUE_COLUMNS.index("sm_clock_mhz")] == 1975.0
+
+
+@pytest.mark.parametrize(("args", "why"), [
+    (["perf_tests", "--gate", "--baseline-dir", "/tmp/x/shifted-baseline"],
+     "judged against the baseline in /tmp/x/shifted-baseline (--baseline-dir), not the fleet's"),
+    (["perf_tests", "--gate", "--baseline-dir=/tmp/b"],
+     "judged against the baseline in /tmp/b (--baseline-dir), not the fleet's"),
+    (["perf_tests", "--gate", "-p", "tools.gpu_host.slowdown"], "a planted slowdown (-p tools.gpu_host.slowdown)"),
+    (["perf_tests", "--gate", "-p", "no:cacheprovider", "--history", "none"], ""),
+])
+def test_a_run_against_a_baseline_of_its_own_or_with_a_planted_slowdown_is_an_experiment(args: list[str],
+                                                                                          why: str) -> None:
+    assert history_rows.experiment(json.dumps({"args": args, "gate_mode": True})) == why
+    assert history_rows.experiment({"args": args}) == why
+
+
+def test_a_run_without_arguments_is_no_experiment() -> None:
+    assert history_rows.experiment("{}") == history_rows.experiment(None) == history_rows.experiment("[1]") == ""
+    assert history_rows.experiment("not json") == ""

@@ -111,28 +111,62 @@ def test_show_prints_start_times_in_utc_so_runs_read_in_the_order_they_ran(tmp_p
 
 @pytest.mark.long
 def test_reading_commands_change_no_file(tmp_path: Path) -> None:
-    """A 0-byte file, another program's SQLite database and a gpuperf history, each read by every reading command:
-    not one byte changes and no file is made beside them (another program's database stays out of WAL mode)."""
+    """A 0-byte file, another program's SQLite database (in rollback and in WAL mode) and a gpuperf history (in WAL
+    mode, as the suite writes it), each read by every reading command: not one byte changes and no file is left
+    beside them, no ``-wal`` or ``-shm`` either (another program's database stays in its journal mode)."""
     (tmp_path / "zero.sqlite").write_bytes(b"")
     with sqlite3.connect(tmp_path / "other.db") as other:
         other.execute("CREATE TABLE notes (text)")
         other.execute("INSERT INTO notes VALUES ('keep')")
     other.close()
+    with sqlite3.connect(tmp_path / "other-wal.db") as other:
+        other.execute("PRAGMA journal_mode = WAL")
+        other.execute("CREATE TABLE notes (text)")
+        other.execute("INSERT INTO notes VALUES ('keep')")
+    other.close()
     history = _history(tmp_path)
-    (tmp_path / "h.sqlite-wal").unlink(missing_ok=True)
-    (tmp_path / "h.sqlite-shm").unlink(missing_ok=True)
-    for target, code in (("zero.sqlite", 1), ("other.db", 1), (history.name, None)):
+    assert not list(tmp_path.glob("*-wal")) and not list(tmp_path.glob("*-shm"))  # the writers closed theirs
+    for target, code in (("zero.sqlite", 1), ("other.db", 1), ("other-wal.db", 1), (history.name, None)):
         before = _files(tmp_path)
-        for command in (["history", "show", "gemm"], ["history", "changes"]):
+        for command in (["history", "show", "gemm"], ["history", "changes"],
+                        ["history", "page", "--out", str(tmp_path.parent / f"{tmp_path.name}-site")]):
             done = _gpuperf(tmp_path, *command, "--history", target)
             if code is not None:
                 assert done.returncode == code and "holds no gpuperf history" in done.stderr, done.stderr
             else:
                 assert done.returncode == 0, done.stderr
-            after = {name: digest for name, digest in _files(tmp_path).items() if not name.startswith("h.sqlite-")}
-            assert after == before, (target, command)
+            assert _files(tmp_path) == before, (target, command)
     assert sqlite3.connect(f"file:{tmp_path / 'other.db'}?mode=ro", uri=True).execute(
         "PRAGMA journal_mode").fetchone()[0] == "delete"
+
+
+@pytest.mark.long
+def test_the_default_wal_history_is_read_from_read_only_storage(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    """A history in WAL mode on storage this user cannot write (a read-only mount; root writes anyway, so for
+    root the folder is made to read as unwritable): every reader reads it, and nothing is written there."""
+    from gpuperf.cli import main
+    from gpuperf.history import engine
+
+    history = _history(tmp_path)
+    assert history.read_bytes()[18:20] == b"\x02\x02"  # the header of a WAL-mode database
+    before = _files(tmp_path)
+    tmp_path.chmod(0o555)
+    try:
+        if os.geteuid() == 0:
+            folder = history.resolve().parent
+            granted = os.access
+            unwritable = (folder, history.resolve())
+            monkeypatch.setattr(engine.os, "access", lambda path, mode: (
+                False if Path(path).resolve() in unwritable and mode & os.W_OK else granted(path, mode)))
+        assert engine.reading_mode(history) == "immutable"
+        for command in (["history", "show", "gemm"], ["history", "changes"],
+                        ["history", "page", "--out", str(tmp_path.parent / f"{tmp_path.name}-site")]):
+            assert main([command[0], "--history", str(history), *command[1:]]) == 0, capsys.readouterr().err
+            assert _files(tmp_path) == before, command
+        assert "3 runs" in capsys.readouterr().out
+    finally:
+        tmp_path.chmod(0o755)
 
 
 @pytest.mark.long

@@ -144,9 +144,9 @@ def test_the_planted_step_shows_its_change_point_and_kernel_change(small_site: P
     # the change point's vertical line sits between runs 37 and 38, in the change-point colour
     assert chart.locator('.shapelayer path[style*="rgb(214, 39, 40)"]').count() == 1
     # a point's tooltip names its commit and CI job
-    host = data.run(step.points[-1].run_id).host
-    chart.evaluate("(node, host) => Plotly.Fx.hover(node, [{curveNumber: node.data.findIndex(t => t.name === host),"
-                   " pointNumber: 0}])", host)
+    kind = data.run(step.points[-1].run_id).host_class  # a trace per kind of host, each point's host named
+    chart.evaluate("(node, kind) => Plotly.Fx.hover(node, [{curveNumber: node.data.findIndex(t => t.name === kind),"
+                   " pointNumber: 0}])", kind)
     page.page.wait_for_selector(".hoverlayer .hovertext", timeout=5_000)
     tooltip = page.page.locator(".hoverlayer").evaluate("node => node.textContent")
     assert "CI job gpu-nightly #" in tooltip and "commit " in tooltip
@@ -279,33 +279,56 @@ def test_a_step_in_a_real_history_is_marked_where_the_history_finds_it(history_s
     assert sum(label.startswith("change point -") for label in labels) == 1, labels  # run 17
     assert "kernel sm90_gemm_128x128 → sm90_gemm_256x128" in labels
     chart = page.page.locator(".case-chart")
-    chart.evaluate("node => Plotly.Fx.hover(node, [{curveNumber: node.data.findIndex(t => t.name === 'aaaa0001'),"
-                   " pointNumber: 0}])")
+    chart.evaluate("node => Plotly.Fx.hover(node, [{curveNumber: node.data.findIndex(t => t.mode === 'markers' "
+                   "&& t.text), pointNumber: 0}])")
     page.page.wait_for_selector(".hoverlayer .hovertext", timeout=5_000)
     tooltip = page.page.locator(".hoverlayer").evaluate("node => node.textContent")
-    assert "CI job nightly #501" in tooltip and "commit 01c0ffeec0ff" in tooltip
+    # both hosts are of one kind: one trace, whose first point is run 1's, on host bbbb0002
+    assert "CI job nightly #500" in tooltip and "commit 00c0ffeec0ff" in tooltip and "host bbbb0002" in tooltip
     assert page.errors == []
 
 
 @pytest.mark.long  # the site of every committed run (see test_trend_cli's); the synthetic sites stay fast
-def test_the_committed_h200_runs_draw_every_host_and_the_re_recording_runs(committed_site: Path, page: Page) -> None:
+def test_the_committed_runs_draw_every_host_on_one_basis_with_no_experiment_in_needs_attention(
+        committed_site: Path, page: Page) -> None:
     """The documented rebuild (tools/evidence/trend_screenshot.py, without its own browser step), opened in Chromium:
-    every small multiple draws, and the custom SGEMM's case page shows each of its hosts and the runs that
-    re-recorded its baseline after its default kernel changed."""
+    every small multiple draws; a case judged on time in some runs and at max clock in others is drawn as the
+    gate's Δ to its baseline (no chart jumps where a run's basis changed); the sealed check's runs against
+    shifted baselines are experiments, none of them under Needs attention; hosts are coloured by their class;
+    the custom SGEMM's case page shows each of its hosts and the runs that re-recorded its baseline after its
+    default kernel changed."""
     site = committed_site
     page.open(site / "index.html")
     cards = page.page.evaluate("document.querySelectorAll('.card').length")
     assert cards > 100 and page.draw_everything() == cards
+    drawn = page.page.eval_on_selector_all(".card", "nodes => nodes.map(n => [n.dataset.bases, n.dataset.drawn, "
+                                                    "n.querySelector('a.case').getAttribute('href')])")
+    for bases, how, _ in drawn:
+        assert how == ("delta" if "cycles" in bases.split() else "figure"), (bases, how)
+    mixed = [href for bases, _, href in drawn if set(bases.split()) == {"time", "cycles"}]
+    assert len(mixed) >= 5  # the power-capped GEMMs, judged at max clock on capped hosts
+    experiments = page.page.get_attribute("#attention", "data-experiments").split()
+    listed = page.page.eval_on_selector_all("#attention li", "nodes => nodes.map(n => n.dataset.run)")
+    assert len(experiments) >= 5 and not set(listed) & set(experiments)
+    assert page.page.locator("#attention .hint", has_text="experiments' runs are left out").count() == 1
+    assert page.page.eval_on_selector_all(".legend .host-class", "nodes => nodes.length") < 5  # classes, not hosts
+    page.open(site / mixed[0])
+    figure = page.page.locator(".case-chart").evaluate(
+        "node => [node.layout.yaxis.title.text, node.data.filter(t => t.mode === 'markers' && t.text)"
+        ".map(t => t.y).flat()]")
+    assert figure[0].startswith("Δ %") and figure[1] and max(abs(y) for y in figure[1] if y is not None) < 60
     custom = "perf_tests/test_custom.py::test_custom_perf[optimized-4096x4096x4096-cold]"
     page.open(site / page_name_of("nvidia-h200", custom))
     traces = page.page.locator(".case-chart").evaluate(
         "node => node.data.map(t => [t.name || '', t.x.length, t.x])")
     recording = next(x for name, _, x in traces if name == "baseline recording run")
     hosts = page.page.eval_on_selector_all("table.facts .swatch", "nodes => nodes.length")
-    host_traces = [name for name, _, _ in traces if name and name in page.page.inner_text("table.facts")]
-    assert hosts >= 20 and len(host_traces) == hosts
-    # the re-recording runs after the kernel change at run 37 (docs/trend-page.md)
-    assert any(x >= 37 for x in recording) and any(x < 37 for x in recording)
+    classes = [name for name, _, _ in traces if name.startswith("NVIDIA H200")]
+    assert hosts >= 20 and len(classes) == 1  # every host of one kind: one trace, one colour
+    # the re-recording runs after the kernel change (docs/trend-page.md)
+    change = page.page.locator("ul.changes li", has_text="kernel optimized_sgemm_vec4 → warp_sgemm_vec4").inner_text()
+    at = int(change.split(":")[0].removeprefix("run "))
+    assert any(x >= at for x in recording) and any(x < at for x in recording)
     assert page.page.locator(".case-chart .legendtext", has_text="baseline recording run").count() == 1
     assert page.errors == []
 
@@ -324,15 +347,15 @@ def test_tooltips_and_annotations_show_text_from_data_as_text_never_as_markup(tm
     data = synthetic_trend(cases=2, runs=8, hosts=1)
     runs = tuple(dataclasses.replace(run, branch=FORGED_BRANCH, ci_job=LINKED_JOB) for run in data.runs)
     step = data.series[0]
-    points = tuple(dataclasses.replace(point, kernels=(BOLD_KERNEL,)) if index >= 5 else point
+    points = tuple(point._replace(kernels=(BOLD_KERNEL,)) if index >= 5 else point  # a point is a named tuple
                    for index, point in enumerate(step.points))
     data = dataclasses.replace(data, runs=runs, series=(dataclasses.replace(step, points=points), *data.series[1:]))
     write_site(data, tmp_path)
     page.open(tmp_path / case_page_name(data.series[0]))
     chart = page.page.locator(".case-chart")
-    host = runs[0].host
-    chart.evaluate("(node, host) => Plotly.Fx.hover(node, [{curveNumber: node.data.findIndex(t => t.name === host),"
-                   " pointNumber: 6}])", host)
+    kind = runs[0].host_class  # a trace per kind of host
+    chart.evaluate("(node, kind) => Plotly.Fx.hover(node, [{curveNumber: node.data.findIndex(t => t.name === kind),"
+                   " pointNumber: 6}])", kind)
     page.page.wait_for_selector(".hoverlayer .hovertext", timeout=5_000)
     hover = page.page.locator(".hoverlayer")
     text = hover.evaluate("node => node.textContent")

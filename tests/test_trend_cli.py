@@ -12,6 +12,7 @@ import pytest
 
 from gpuperf import cli
 from gpuperf.trend import data as trend_data
+from gpuperf.history.rows import experiment
 from gpuperf.vocabulary import Status
 from gpuperf.trend import page as trend_page  # noqa: F401  (imported once, before pytester's in-process runs)
 from gpuperf.trend import source as trend_source  # noqa: F401
@@ -83,33 +84,42 @@ def test_history_page_refuses_an_empty_selection(project: pytest.Pytester, capsy
 
 
 @pytest.mark.long  # builds the site of every committed run (10 s of CPU); the small synthetic sites stay fast
-def test_the_committed_h200_runs_make_a_site_of_every_case_and_host(committed_site: Path) -> None:
-    """The documented rebuild (tools/evidence/trend_screenshot.py) without its browser step: ingest, then history page."""
+def test_the_committed_runs_make_a_site_of_every_case_and_host(committed_site: Path) -> None:
+    """The documented rebuild (tools/evidence/trend_screenshot.py) without its browser step: every committed results file
+    under evidence/ ingested, then history page."""
     index = (committed_site / "index.html").read_text(encoding="utf-8")
-    documents = [json.loads(p.read_text()) for p in [*REPO.glob("evidence/fleet/**/*.json"), REPO / "evidence/h200/results.json"]]
+    documents = [json.loads(p.read_text()) for p in REPO.glob("evidence/**/*.json")]
     documents = [d for d in documents if isinstance(d, dict) and "run" in d and "records" in d]
     runs = {json.dumps(d, sort_keys=True) for d in documents}  # evidence/h200/results.json is also a fleet file
     started = sorted(d["run"]["started"] for d in documents)
-    cases = {r["case_id"] for d in documents for r in d["records"]}
+    cases = {(d["run"]["gpu_slug"], r["case_id"]) for d in documents for r in d["records"]}
     assert f"{len(runs)} runs from {started[0]} to {started[-1]}" in index
     assert index.count('class="card filterable"') == len(cases)
-    for host in ("71d9282a", "1e941103", "eb8d2b84", "3da77131", "bebd79c4", "b2b71e50"):
+    for host in ("71d9282a", "1e941103", "eb8d2b84", "3da77131", "bebd79c4", "b2b71e50", "f283b983"):
         assert f"<option>{host}</option>" in index
     custom = (committed_site / page_name_of(
         "nvidia-h200", "perf_tests/test_custom.py::test_custom_perf[optimized-4096x4096x4096-cold]")).read_text()
     # docs/trend-page.md: the kernel change and the re-recorded baseline of the custom SGEMM
-    assert "run 37: kernel optimized_sgemm_vec4 → warp_sgemm_vec4" in custom
-    # ... and, under Needs attention, exactly the cases that failed among their series' last runs. The 5 %
-    # slowdown runs' five power-capped GEMMs and a1d8aadb's TF32 1024³ failed once, but the validation runs taken
-    # after them pass every case, so none of those failures is among its series' last runs any more.
-    attention = index[index.index('<section id="attention">'):index.index('<section id="filters">')]
+    assert "kernel optimized_sgemm_vec4 → warp_sgemm_vec4" in custom
+    # ... and, under Needs attention, exactly the cases that failed among their series' last runs that are no
+    # experiment's. The sealed check's runs against shifted baselines fail half the cases on purpose (75 of them
+    # were listed here); the 5 % slowdown runs' five power-capped GEMMs and a1d8aadb's TF32 1024³ failed once,
+    # but the validation runs taken after them pass every case.
+    attention = index[index.index('<section id="attention"'):index.index('<section id="filters">')]
     listed = set(re.findall(r'<a href="cases/[^"]+">([^<]+)</a>', attention))
     by_start = sorted({json.dumps(d, sort_keys=True): d for d in documents}.values(), key=lambda d: d["run"]["started"])
+    experiments = [d for d in by_start
+                   if experiment(((d["run"].get("extra") or {}).get("provenance") or {}).get("options"))]
+    assert len(experiments) >= 5 and "shifted" in json.dumps([d["run"]["extra"] for d in experiments])
+    fleet = [d for d in by_start if d not in experiments]
     recent_failures = set()
-    for case in cases:
-        last = [r for d in by_start for r in d["records"] if r["case_id"] == case][-trend_data.RECENT_RUNS:]
+    for model, case in cases:
+        last = [r for d in fleet if d["run"]["gpu_slug"] == model for r in d["records"]
+                if r["case_id"] == case][-trend_data.RECENT_RUNS:]
         if any(r["status"] in Status.FAILING for r in last):
             recent_failures.add(case)
+    shifted_failures = {r["case_id"] for d in experiments for r in d["records"] if r["status"] == "REGRESSED"}
+    assert len(shifted_failures) > 50
     slowed = {r["case_id"] for p in REPO.glob("evidence/fleet/slowdown/*-slow-0.05.json")
               for r in json.loads(p.read_text())["records"] if r["status"] == "REGRESSED" and "#" not in r["case_id"]}
     assert len(slowed) == 5, "the committed slowdown runs fail five power-capped GEMMs"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from gpuperf.trend.data import (ChangePoint, CaseSeries, SeriesPoint, TrendData, TrendDataError, TrendRun,
-                                       attention, series_changes, version_changes)
+from gpuperf.trend.data import (DRAWN_DELTA, DRAWN_FIGURE, ChangePoint, CaseSeries, SeriesPoint, TrendData,
+                                TrendDataError, TrendRun, attention, series_changes, version_changes)
 from gpuperf.vocabulary import Status
 
 from trend_synthetic import NEW_KERNEL, OLD_KERNEL, STEP_CASE, synthetic_trend
@@ -83,3 +83,33 @@ def test_the_synthetic_history_plants_its_step_with_the_kernel_change_at_the_sam
     assert cp.slowdown and cp.relative == pytest.approx(-0.06)
     kernels = [a for a in series_changes(data, step) if a.kind == "kernel"]
     assert [(a.run_id, a.text) for a in kernels] == [(cp.run_id, f"kernel {OLD_KERNEL} → {NEW_KERNEL}")]
+
+
+def test_a_series_judged_on_both_bases_is_drawn_as_its_gates_delta_with_no_jump_at_the_change_of_basis() -> None:
+    """A power-capped GEMM: judged on time at 667 TFLOPS, then at max clock at 985 on a capped host; both runs
+    within 0.5 % of their entries. Drawn as the gate's Δ, the two read alike: no 48 % jump."""
+    runs = tuple(_run(i) for i in range(4))
+    points = [SeriesPoint("r0", 667.0, Status.PASS, delta=0.002), SeriesPoint("r1", 668.0, Status.PASS, delta=0.004),
+              SeriesPoint("r2", 985.0, Status.PASS, basis="cycles", measured=640.0, delta=-0.003),
+              SeriesPoint("r3", 984.0, Status.PASS, basis="cycles", measured=641.0, delta=-0.004)]
+    mixed, timed = _series(points), _series(points[:2])
+    TrendData(runs, (mixed, timed))
+    assert mixed.bases == ("time", "cycles") and mixed.drawn == DRAWN_DELTA
+    assert [round(y, 3) for _, y in mixed.drawn_points] == [0.2, 0.4, -0.3, -0.4]
+    assert "Δ %" in mixed.drawn_basis
+    assert timed.drawn == DRAWN_FIGURE and [y for _, y in timed.drawn_points] == [667.0, 668.0]
+    assert timed.drawn_basis == "TFLOPS"
+
+
+def test_an_experiments_failures_are_not_in_needs_attention_and_the_fleets_are() -> None:
+    runs = tuple(_run(i) for i in range(8)) + (
+        TrendRun("r8", "2026-01-09T00:00:00+00:00", "nvidia-h200", "host-b",
+                 experiment="judged against the baseline in /tmp/shifted (--baseline-dir), not the fleet's"),)
+    points = [SeriesPoint(f"r{i}", 10.0, Status.PASS) for i in range(8)]
+    shifted = points + [SeriesPoint("r8", 10.0, Status.REGRESSED, note="5.0 % below")]
+    failing = points[:7] + [SeriesPoint("r7", 9.0, Status.REGRESSED), SeriesPoint("r8", 9.0, Status.REGRESSED)]
+    data = TrendData(runs, (_series(shifted, case="shifted"), _series(failing, case="failing")))
+    items = attention(data)["nvidia-h200"]
+    assert [(i.series.case_id, i.run_id) for i in items] == [("failing", "r7")]
+    assert data.experiments == (runs[-1],)
+    assert data.last_judged(data.series[0]) == [points[-1]]  # the card's last status: the fleet's last run

@@ -15,8 +15,9 @@ import pytest
 from matplotlib.image import imread
 
 from gpuperf.trend import data as trend_data
-from gpuperf.trend.figures import host_colours
-from gpuperf.trend.page import (CASES_DIR, INDEX_HTML, PLOTLY_JS, TrendPageError, case_page_name,
+from gpuperf.trend.data import CaseSeries
+from gpuperf.trend.figures import class_colours, host_colours
+from gpuperf.trend.page import (CASES_DIR, INDEX_HTML, PLOTLY_JS, TrendPageError, card_titles, case_page_name,
                                        write_site)
 from gpuperf.trend.paths import PLOTLY_LICENCE, SMALL_DIR, small_multiple_name_of
 from gpuperf.trend.thumbnails import (CHANGE_POINT_COLOUR, HEIGHT_PX, WIDTH_PX, render_png, thumbnail,
@@ -76,9 +77,12 @@ def _colour_columns(png: bytes, colour: str, tmp_path: Path) -> set[int]:
     return set(np.nonzero(close.any(axis=0))[0].tolist())
 
 
-def test_the_step_s_small_multiple_draws_its_change_point_and_each_host_in_its_colour(tmp_path: Path) -> None:
+def test_the_step_s_small_multiple_draws_its_change_point_and_each_host_in_its_class_colour(tmp_path: Path) -> None:
     data = synthetic_trend(cases=3, runs=40, hosts=3)
-    colours = host_colours(data.hosts)
+    colours = host_colours(data)
+    # three hosts of two kinds: two colours, the kinds', not one a host
+    assert set(colours.values()) == set(class_colours(data).values()) and len(set(colours.values())) == 2
+    assert colours[data.hosts[0]] == colours[data.hosts[2]] != colours[data.hosts[1]]
     step = next(s for s in data.series if s.case_id == STEP_CASE)
     steady = next(s for s in data.series if s.case_id != STEP_CASE)
     pictures = {s.case_id: thumbnail(data, s, colours, trend_data.series_changes(data, s), tmp_path / "x.png")
@@ -96,7 +100,7 @@ def test_the_step_s_small_multiple_draws_its_change_point_and_each_host_in_its_c
 @pytest.mark.long
 def test_pictures_drawn_in_worker_processes_are_those_drawn_here(tmp_path: Path) -> None:
     data = synthetic_trend(cases=30, runs=20)
-    colours = host_colours(data.hosts)
+    colours = host_colours(data)
     pictures = [thumbnail(data, s, colours, trend_data.series_changes(data, s), tmp_path / f"{i}.png")
                 for i, s in enumerate(data.series)]
     with thumbnails_drawn(pictures, workers=2):
@@ -163,3 +167,16 @@ def test_a_file_where_the_site_should_go_is_refused(tmp_path: Path) -> None:
     with pytest.raises(TrendPageError, match="not a directory"):
         write_site(synthetic_trend(cases=1, runs=2), target)
 
+
+
+def test_card_titles_are_the_cases_parameters_and_keep_the_test_name_only_where_two_share_them() -> None:
+    def series(case_id: str) -> CaseSeries:
+        return CaseSeries(case_id, "nvidia-h200", "batched", "fp32", "TFLOPS", "TFLOPS", ())
+
+    cases = [series("perf_tests/test_batched.py::test_batched_gemm_perf[pointers-fp32-1000x64x64x64-cold]"),
+             series("perf_tests/test_batched.py::test_batched_gemm_perf[pointers-fp32-1024x256x256x256-cold]"),
+             series("perf_tests/test_a.py::test_a_perf[fp32-64-cold]"),
+             series("perf_tests/test_b.py::test_b_perf[fp32-64-cold]"), series("perf_tests/test_c.py::test_c")]
+    assert list(card_titles(cases).values()) == [
+        "pointers-fp32-1000x64x64x64-cold", "pointers-fp32-1024x256x256x256-cold", "test_a_perf[fp32-64-cold]",
+        "test_b_perf[fp32-64-cold]", "test_c"]

@@ -18,6 +18,8 @@ STEP_CASE = "perf_tests/test_gemm.py::test_gemm_perf[fp32-4096x4096x4096-cold]"
 STEP = -0.06  # the planted slowdown: 6 %
 OLD_KERNEL = "sm90_xmma_gemm_f32f32_tilesize128x128x8"
 NEW_KERNEL = "sm90_xmma_gemm_f32f32_tilesize256x128x8"
+#: The hosts' kinds, alternately: every other host is of the second (``TrendRun.host_class``).
+HOST_CLASSES = ("NVIDIA H200 · 132 SMs · 1980/3201 MHz", "NVIDIA H200 NVL · 132 SMs · 1785/3201 MHz")
 
 
 def synthetic_trend(cases: int = 12, runs: int = 40, hosts: int = 3, seed: int = 1) -> TrendData:
@@ -30,7 +32,7 @@ def synthetic_trend(cases: int = 12, runs: int = 40, hosts: int = 3, seed: int =
     run_list = tuple(
         TrendRun(run_id=f"run-{i:05d}", started=(start + timedelta(hours=6 * i)).isoformat(timespec="seconds"),
                  gpu_model="nvidia-h200", host=host_names[i % hosts], commit=f"{i * 7919:040x}", branch="main",
-                 ci_job=f"gpu-nightly #{1000 + i}",
+                 ci_job=f"gpu-nightly #{1000 + i}", host_class=HOST_CLASSES[(i % hosts) % 2],
                  versions={"driver": "580.159.04", "cuda_runtime": "13.2",
                            "cublas": "13.1.0" if i < runs // 2 else "13.2.1", "cupy": "14.2.0"})
         for i in range(runs))

@@ -8,8 +8,9 @@ PYTEST_DONT_REWRITE
 from __future__ import annotations
 
 import argparse
-import os
 import functools
+import os
+import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -36,6 +37,8 @@ EXIT_OK = 0
 EXIT_FOUND = 1
 #: ``history changes --last``: runs of a series in which a slowdown's first run must lie to fail the check.
 DEFAULT_LAST = 5
+#: ``history show PART``: how many of the cases a part matches are listed when it names more than one.
+LISTED_CASES = 20
 
 
 def target_of(args: argparse.Namespace) -> str:
@@ -109,8 +112,13 @@ def _case(history: History, pattern: str) -> str:
     if not cases:
         raise HistoryError(f"no case matching {pattern!r} in the history {history.where}; "
                            "python -m gpuperf history ingest results/ adds runs")
-    listed = "\n  ".join(cases[:20]) + ("\n  …" if len(cases) > 20 else "")
-    raise HistoryError(f"{len(cases)} cases match {pattern!r}; name one of them:\n  {listed}")
+    print(terminal(f"{len(cases)} cases match {pattern!r}:", None), file=sys.stderr)
+    for case in cases[:LISTED_CASES]:  # a line each: an error is one line, so the list is printed before it
+        print(f"  {terminal(case, None)}", file=sys.stderr)
+    if len(cases) > LISTED_CASES:
+        print(f"  … and {len(cases) - LISTED_CASES} more", file=sys.stderr)
+    raise HistoryError(f"{len(cases)} cases match {pattern!r}; name one of those listed above (a longer part of "
+                       "its id, or the whole id)")
 
 
 def _short_host(host: str) -> str:

@@ -33,7 +33,7 @@ from gpuperf.history.backfill import IngestReport, Prepared, ingest_files, prepa
 from gpuperf.history.rows import CASE_COLUMN, METHOD_COLUMN, RECORD_VALUE_COLUMNS, RunSummary, started_instant
 from gpuperf.history.schema import (AT_MAX_CLOCK, CYCLES, DOCUMENT_ENCODING, JUDGED_FIGURE, RECORDS, RUN_DOCUMENTS,
                                     RUNS, SCHEMA_VERSION, SERIES, SERIES_INDEX, SchemaError, create_series_index,
-                                    decode_document, has_series_index, migrate, recorded_version)
+                                    decode_document_bytes, has_series_index, migrate, recorded_version)
 from gpuperf.store.history_target import HistoryError as HistoryError  # the history's error
 from gpuperf.store.history_target import mask_text
 from gpuperf.history.guard import damaged, missing_table, require_readable
@@ -311,7 +311,7 @@ class History:
         position = sa.select(RECORDS.c.position).where(RECORDS.c.case_id == case, RECORDS.c.run_pk == run_pk)
         with self.reading() as connection:
             index = connection.execute(position).scalar()
-            documents = _documents(connection, [run_pk]) if index is not None else {}
+            documents = run_documents(connection, [run_pk]) if index is not None else {}
         if index is None or run_pk not in documents:
             return None
         return dict(documents[run_pk]["records"][index])
@@ -448,10 +448,10 @@ def _fixed(prepared: Callable[[int], Prepared], index: int, _ignored: int) -> Pr
     return prepared(index)
 
 
-def _documents(connection: sa.Connection, run_pks: Sequence[int]) -> dict[int, dict[str, Any]]:
-    """Those runs' documents, decoded."""
+def run_documents(connection: sa.Connection, run_pks: Sequence[int]) -> dict[int, dict[str, Any]]:
+    """Those runs' documents, decoded (their bytes handed to orjson as they are: it checks the UTF-8)."""
     query = sa.select(RUN_DOCUMENTS.c.run_pk, RUN_DOCUMENTS.c.body).where(RUN_DOCUMENTS.c.run_pk.in_(list(run_pks)))
-    return {int(pk): orjson.loads(decode_document(body)) for pk, body in connection.execute(query)}
+    return {int(pk): orjson.loads(decode_document_bytes(body)) for pk, body in connection.execute(query)}
 
 
 def records_with_data(connection: sa.Connection, rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -460,7 +460,7 @@ def records_with_data(connection: sa.Connection, rows: Sequence[Mapping[str, Any
     wanted = sorted({int(row["run_pk"]) for row in rows})
     documents: dict[int, dict[str, Any]] = {}
     for start in range(0, len(wanted), _KEYS_AT_ONCE):
-        documents.update(_documents(connection, wanted[start:start + _KEYS_AT_ONCE]))
+        documents.update(run_documents(connection, wanted[start:start + _KEYS_AT_ONCE]))
     out = []
     for row in rows:
         document = documents.get(int(row["run_pk"]))

@@ -1,13 +1,15 @@
 """How the history's database is connected to: the engine for a URL, with SQLite's settings on every connection.
 
 SQLite runs in WAL mode with a busy timeout, and every writing transaction starts with ``BEGIN IMMEDIATE``
-(reading ones, marked ``gpuperf_read``, with ``BEGIN``): concurrent sessions on one machine queue for the write
-lock instead of failing half-way. PostgreSQL's engine checks a pooled connection before it is used.
+(reading ones, marked ``gpuperf_read`` or on a read-only engine, with ``BEGIN``): concurrent sessions on one
+machine queue for the write lock instead of failing half-way. PostgreSQL's engine checks a pooled connection
+before it is used.
 
-An engine for a command that only reads (``read_only``) cannot change its database: SQLite's file is opened
-with ``mode=ro`` (and left in the journal mode it has: no WAL switched on), PostgreSQL's sessions are read-only
-transactions. A 0-byte file, another program's database or a file that is not one is left byte for byte as
-it was.
+An engine for a command that only reads (``read_only``) cannot change its database, and leaves no file beside it:
+SQLite's file is opened as ``reading_mode`` says (read-only, or read-write with ``query_only`` so that SQLite
+removes the ``-wal`` and ``-shm`` reading a WAL-mode file makes, or immutable on read-only storage), and left in
+the journal mode it has; PostgreSQL's sessions are read-only transactions. A 0-byte file, another program's
+database or a file that is not one is left byte for byte as it was.
 
 Every writing connection to a SQLite file holds a shared ``flock`` on it (``_held_open``): a command that made a
 new file and added nothing to it removes it again (``removed_unless_kept``) only under the exclusive lock, so
@@ -65,11 +67,9 @@ def _sqlite_engine(url: sa.URL, create: bool, read_only: bool) -> sa.Engine:
                                "choose a writable path with --history, or --history none") from exc
     if database and database != ":memory:" and not read_only:
         _require_writable(Path(database))
-    if read_only and database and database != ":memory:":  # SQLite's own guard: no write reaches the file
-        query = {"mode": "ro", "uri": "true"}
-        if _cannot_share(Path(database)):
-            query["immutable"] = "1"
-        url = url.set(database=f"file:{quote(str(Path(database).resolve()))}", query=query)
+    if read_only and database and database != ":memory:":
+        url = url.set(database=f"file:{quote(str(Path(database).resolve()))}",
+                      query={"uri": "true", **_READING[reading_mode(Path(database))]})
     engine = sa.create_engine(url, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_S})
     if not read_only and database and database != ":memory:":
         _held_while(engine, Path(database))
@@ -80,7 +80,9 @@ def _sqlite_engine(url: sa.URL, create: bool, read_only: bool) -> sa.Engine:
         cursor = dbapi_connection.cursor()
         cursor.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_S * 1000}")
         cursor.execute(f"PRAGMA cache_size = -{SQLITE_CACHE_KIB}")
-        if not read_only:  # each of these writes the file (a reader leaves it in the mode it has)
+        if read_only:  # opened read-write only so that SQLite removes its -wal and -shm: no statement may write
+            cursor.execute("PRAGMA query_only = ON")
+        else:  # each of these writes the file (a reader leaves it in the mode it has)
             cursor.execute(f"PRAGMA page_size = {SQLITE_PAGE_BYTES}")  # a new database's; one there keeps its own
             cursor.execute("PRAGMA journal_mode = WAL")
             cursor.execute("PRAGMA synchronous = NORMAL")
@@ -90,18 +92,43 @@ def _sqlite_engine(url: sa.URL, create: bool, read_only: bool) -> sa.Engine:
 
     @sa.event.listens_for(engine, "begin")
     def _begin(connection: sa.Connection) -> None:
-        reading = connection.get_execution_options().get("gpuperf_read", False)
+        reading = read_only or connection.get_execution_options().get("gpuperf_read", False)
         connection.exec_driver_sql("BEGIN" if reading else "BEGIN IMMEDIATE")
 
     return engine
 
 
-def _cannot_share(path: Path) -> bool:
-    """Whether a reader of the SQLite file ``path`` must open it as immutable: its folder is not writable here (a
-    history the user may read but not write, a read-only mount), so SQLite cannot make the shared-memory file a WAL
-    database's readers need, and no WAL file is beside it (all it holds is in the file: nothing is missed)."""
-    folder = path.resolve().parent
-    return not os.access(folder, os.W_OK) and not Path(f"{path}-wal").exists()
+#: A SQLite database file's first bytes, and where its header says it is in WAL mode (its write and read
+#: versions, bytes 18 and 19, are 2: https://www.sqlite.org/fileformat2.html#the_database_header).
+_SQLITE_MAGIC = b"SQLite format 3\x00"
+_WAL_VERSIONS = slice(18, 20)
+
+
+#: The URI parameters of each ``reading_mode``.
+_READING = {"ro": {"mode": "ro"}, "rw": {"mode": "rw"}, "immutable": {"mode": "ro", "immutable": "1"}}
+
+
+def reading_mode(path: Path) -> str:
+    """How a reader opens a SQLite file so that it neither writes it nor leaves a file beside it:
+
+    - ``"ro"`` (``mode=ro``): a file that is not in WAL mode (a rollback journal is made only by a writer), or one
+      whose ``-wal`` is there already (a writer has it open, or left it: its frames are read where they are);
+    - ``"rw"``: a WAL-mode file with no ``-wal``, in a writable folder: opened read-write with ``query_only``, so
+      that the last connection to close removes the ``-wal`` and ``-shm`` that reading makes (a read-only
+      connection cannot, and left them behind); there are no frames to move, so the file keeps every byte;
+    - ``"immutable"``: a WAL-mode file with no ``-wal`` on storage this user cannot write (a read-only mount):
+      no ``-shm`` can be made there, and nothing can change the file, so SQLite reads it without one.
+    """
+    try:
+        with open(path, "rb") as handle:
+            header = handle.read(20)
+    except OSError:
+        return "ro"  # the driver names the cause
+    in_wal = header.startswith(_SQLITE_MAGIC) and header[_WAL_VERSIONS] == b"\x02\x02"
+    if not in_wal or os.path.lexists(f"{path}-wal"):
+        return "ro"
+    writable = os.access(path, os.R_OK | os.W_OK) and os.access(path.resolve().parent, os.W_OK | os.X_OK)
+    return "rw" if writable else "immutable"
 
 
 def _require_writable(path: Path) -> None:

@@ -20,6 +20,7 @@ from gpuperf.history.engine import create_engine, describe, sqlite_file
 from gpuperf.install.command import upgrade_command
 from gpuperf.history.schema import SCHEMA_VERSION, SchemaError, recorded_version
 from gpuperf.store.history_target import HistoryError, mask_text
+from gpuperf.vocabulary import Status
 
 
 #: What a damaged page or a row edited by hand raises while its values are read and decoded (a driver's error
@@ -72,6 +73,59 @@ def require_readable(connection: sa.Connection, where: str, url: str) -> None:
     require_current(recorded_version(connection), where)
     with damage_told(url):
         check_integrity(connection)
+        check_meaning(connection)
+
+
+#: ``runs.started_utc`` as ``rows.started_instant`` writes it (``2026-11-30T12:49:51.000000+00:00``), as a SQLite
+#: GLOB and a PostgreSQL regular expression.
+_INSTANT_GLOB = "[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]T[0-9][0-9]:[0-9][0-9]:[0-9][0-9].[0-9][0-9][0-9][0-9][0-9][0-9]+00:00"
+_INSTANT_REGEX = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{6}\+00:00$"
+#: What a record's figures and words may be: a figure is a number (SQLite stores any value in any column), a
+#: judged record's figure is positive (the gate turns any other into ERROR: ``gate.valid_figure``), a status is
+#: one of the vocabulary's, a basis one of ``gate.Basis``'s (written out: the store imports no verdict;
+#: ``tests/test_history_basis.py`` holds them equal).
+BASES = ("time", "cycles")
+
+
+def check_meaning(connection: sa.Connection) -> None:
+    """Rows that decode but say what no run could (edited by hand: a run started ``'yesterday'``, a status
+    ``'BOGUS'``, a figure of ``-1`` or ``'abc'``) make the history unreadable for every reader alike, with the
+    first such row named: a ``ValueError`` that ``damage_told`` tells. One scan of the runs and one of the
+    series index (a covering index: every record's status, basis and figures)."""
+    sqlite = connection.dialect.name == "sqlite"
+    instant = "started_utc GLOB :instant" if sqlite else "started_utc ~ :instant"
+    run = connection.execute(sa.text(f"SELECT run_id, source, started_utc FROM runs WHERE started_utc IS NOT NULL "
+                                     f"AND NOT ({instant}) LIMIT 1"),
+                             {"instant": _INSTANT_GLOB if sqlite else _INSTANT_REGEX}).first()
+    if run is not None:
+        raise ValueError(f"run {str(run[0])[:10]} (from {run[1]}) has started_utc {str(run[2])[:40]!r}, which is not "
+                         "an instant in UTC")
+    statuses = sorted(value for name, value in vars(Status).items() if name.isupper() and isinstance(value, str))
+    numbers = " OR typeof(value) NOT IN ('real', 'integer', 'null') OR typeof(value_at_max_clock) NOT IN " \
+              "('real', 'integer', 'null')" if sqlite else ""
+    found = connection.execute(sa.text(
+        "SELECT pk, status, basis, value, value_at_max_clock FROM records WHERE status NOT IN :statuses "
+        "OR basis NOT IN :bases OR (status <> :error AND value <= 0) OR value_at_max_clock <= 0" + numbers
+        + " LIMIT 1").bindparams(sa.bindparam("statuses", expanding=True), sa.bindparam("bases", expanding=True)),
+        {"statuses": statuses, "bases": list(BASES), "error": Status.ERROR}).first()
+    if found is not None:
+        case = connection.execute(sa.text("SELECT case_id, run_pk FROM records WHERE pk = :pk"),
+                                  {"pk": found[0]}).first()
+        _, status, basis, value, at_max = found
+        field, said, rule = (("status", status, f"not one of {', '.join(statuses)}")
+                             if status is not None and status not in statuses else
+                             ("basis", basis, "neither time nor cycles") if basis is not None and basis not in BASES else
+                             ("value", value, "not a positive number") if not _positive(value, status) else
+                             ("value_at_max_clock", at_max, "not a positive number"))
+        raise ValueError(f"{field} {str(said)[:24]!r} of {str(case[0] if case else '?')[-80:]} in run "
+                         f"{case[1] if case else '?'}: {rule}")
+
+
+def _positive(value: object, status: object) -> bool:
+    """A figure as a record holds it: a number, positive unless the record is an ``ERROR``'s (or none)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return value is None
+    return value > 0 or status == Status.ERROR
 
 
 def check_integrity(connection: sa.Connection) -> None:

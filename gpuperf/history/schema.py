@@ -203,7 +203,12 @@ def encode_document(text: str | bytes) -> bytes:
 
 
 def decode_document(body: bytes) -> str:
-    return zlib.decompress(body).decode("utf-8")
+    return decode_document_bytes(body).decode("utf-8")
+
+
+def decode_document_bytes(body: bytes) -> bytes:
+    """``run_documents.body`` → the results file's UTF-8 bytes (a JSON parser takes them without a text first)."""
+    return zlib.decompress(body)
 
 
 def _documents_once_per_run(connection: sa.Connection) -> None:

@@ -37,16 +37,18 @@ def _mode_for(path: Path) -> int:
         return 0o666 & ~umask
 
 
-def write_atomically(path: Path, text: str | bytes) -> None:
+def write_atomically(path: Path, text: str | bytes, durable: bool = True) -> None:
     """Write ``text`` as UTF-8 (what loading expects, whatever the locale; bytes as they are) to a temporary
-    file beside ``path``, fsync it, then rename it over ``path``."""
+    file beside ``path``, fsync it (unless not ``durable``: output that is rebuilt from its source, such as the
+    trend site's pages, need not wait for the disk), then rename it over ``path``."""
     path = Path(path)
     handle, temp_name = tempfile.mkstemp(prefix=temp_prefix(path), suffix=TEMP_SUFFIX, dir=path.parent)
     try:
         with os.fdopen(handle, "wb") as temp:
             temp.write(text if isinstance(text, bytes) else text.encode("utf-8"))
             temp.flush()
-            os.fsync(temp.fileno())
+            if durable:
+                os.fsync(temp.fileno())
         os.chmod(temp_name, _mode_for(path))
         os.replace(temp_name, path)
     except BaseException as exc:

@@ -15,6 +15,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import NamedTuple
 
 from gpuperf.vocabulary import Status
 
@@ -44,11 +45,16 @@ class TrendRun:
     branch: str = ""
     ci_job: str = ""
     versions: Mapping[str, str] = field(default_factory=dict)  # keys from VERSION_NAMES
+    #: The kind of GPU the host is, as its run describes it (``host_class``): hosts are coloured by it.
+    host_class: str = ""
+    #: Why the run is an experiment (judged against a shifted baseline, a planted slowdown), else "":
+    #: ``rows.experiment``. Its points are drawn marked and it is never in "needs attention".
+    experiment: str = ""
 
 
-@dataclass(frozen=True)
-class SeriesPoint:
-    """One case's figure in one run, as the gate saw it."""
+class SeriesPoint(NamedTuple):
+    """One case's figure in one run, as the gate saw it. A named tuple: a page of ten thousand runs makes
+    millions of them, and a tuple is made in a fifth of a frozen dataclass's time and holds less."""
 
     run_id: str
     value: float | None  # the figure the gate judges: at max clock where ``basis`` is cycles; None: no valid figure
@@ -61,6 +67,17 @@ class SeriesPoint:
     kernels: tuple[str, ...] = ()  # the kernels one call launched, in order
     method: str = ""
     note: str = ""
+    #: The gate's Δ to the baseline entry it judged the run against (a fraction; on the basis it judged: time, or
+    #: both figures at max clock), else None (no entry, no verdict).
+    delta: float | None = None
+
+
+#: What a case's chart draws: the measured figure, where every run of it was judged on time, or else each run's Δ
+#: to its baseline entry as the gate judged it (on time, or with both figures at max clock where the run's clock
+#: was held down), so that no point jumps by the ratio of two bases (a power-capped FP16 GEMM reads 984 TFLOPS at
+#: max clock and 667 in time).
+DRAWN_FIGURE = "figure"
+DRAWN_DELTA = "delta"
 
 
 @dataclass(frozen=True)
@@ -108,6 +125,36 @@ class CaseSeries:
     @property
     def last(self) -> SeriesPoint | None:
         return self.points[-1] if self.points else None
+
+    @cached_property
+    def bases(self) -> tuple[str, ...]:
+        """The bases its figures were judged on (``gate.Basis``), in the order they first appear."""
+        return tuple(dict.fromkeys(point.basis for point in self.points if point.value is not None))
+
+    @property
+    def drawn(self) -> str:
+        """``DRAWN_DELTA`` where a run of it was judged at max clock, else ``DRAWN_FIGURE``."""
+        return DRAWN_FIGURE if self.bases in ((), ("time",)) else DRAWN_DELTA
+
+    @property
+    def drawn_basis(self) -> str:
+        """What its chart's y axis is, named: ``TFLOPS`` or ``Δ % to the baseline entry …``."""
+        if self.drawn == DRAWN_DELTA:
+            return "Δ % to the baseline entry (as the gate judged each run: on time or at max clock)"
+        return self.unit
+
+    def drawn_value(self, point: SeriesPoint) -> float | None:
+        """The y of ``point`` on its chart (``drawn``): the measured figure, or the gate's Δ in percent."""
+        if self.drawn == DRAWN_DELTA:
+            return None if point.delta is None or point.value is None else 100 * point.delta
+        return point.value
+
+    @cached_property
+    def drawn_points(self) -> tuple[tuple[SeriesPoint, float], ...]:
+        """The points its chart draws (those with a ``drawn_value``), each with its y."""
+        if self.drawn == DRAWN_DELTA:
+            return tuple((p, 100 * p.delta) for p in self.points if p.delta is not None and p.value is not None)
+        return tuple((p, p.value) for p in self.points if p.value is not None)
 
 
 @dataclass(frozen=True)
@@ -168,6 +215,39 @@ class TrendData:
     def hosts_of(self, series: CaseSeries) -> tuple[str, ...]:
         return tuple(dict.fromkeys(self.run(point.run_id).host for point in series.points))
 
+    @property
+    def host_classes(self) -> dict[str, tuple[str, ...]]:
+        """Each kind of host (``TrendRun.host_class``), in the order it first ran, with its hosts: a class is
+        one colour on every chart."""
+        classes: dict[str, dict[str, None]] = {}
+        for run in self.runs:
+            classes.setdefault(run.host_class, {})[run.host] = None
+        return {name: tuple(hosts) for name, hosts in classes.items()}
+
+    def host_class_of(self, host: str) -> str:
+        return self._classes_by_host[host]
+
+    @cached_property
+    def _classes_by_host(self) -> dict[str, str]:
+        return {run.host: run.host_class for run in self.runs}
+
+    @property
+    def experiments(self) -> tuple[TrendRun, ...]:
+        return tuple(run for run in self.runs if run.experiment)
+
+    def is_experiment(self, point: SeriesPoint) -> bool:
+        return bool(self.run(point.run_id).experiment)
+
+    def last_judged(self, series: CaseSeries, count: int = 1) -> list[SeriesPoint]:
+        """The series' last ``count`` points of runs that are no experiment, oldest first."""
+        kept: list[SeriesPoint] = []
+        for point in reversed(series.points):
+            if len(kept) == count:
+                break
+            if not self.is_experiment(point):
+                kept.append(point)
+        return kept[::-1]
+
 
 @dataclass(frozen=True)
 class Annotation:
@@ -219,14 +299,16 @@ def series_changes(data: TrendData, series: CaseSeries) -> list[Annotation]:
 
 
 def attention(data: TrendData, recent: int = RECENT_RUNS) -> dict[str, list[AttentionItem]]:
-    """Per GPU model: slowdown change points within a series' last ``recent`` runs, and failing points there.
+    """Per GPU model: slowdown change points within a series' last ``recent`` runs, and failing points there;
+    an experiment's runs (``TrendRun.experiment``) are passed over, as if they were not in the series.
 
     A series contributes its most recent slowdown change point and its latest failing point, so one bad case
     is one or two lines, not one per run. Models with nothing to show map to an empty list.
     """
     items: dict[str, list[AttentionItem]] = {model: [] for model in data.gpu_models}
     for series in data.series:
-        recent_ids = [point.run_id for point in series.points[-recent:]]
+        judged = data.last_judged(series, recent)
+        recent_ids = [point.run_id for point in judged]
         shifts = [cp for cp in series.change_points if cp.slowdown and cp.run_id in recent_ids]
         if shifts:
             cp = shifts[-1]
@@ -234,7 +316,7 @@ def attention(data: TrendData, recent: int = RECENT_RUNS) -> dict[str, list[Atte
                 series, cp.run_id, "change point",
                 f"{cp.relative * 100:+.1f} % since run {data.run_number(cp.run_id)} "
                 f"({_commit_text(data.run(cp.run_id))})"))
-        failing = [p for p in series.points[-recent:] if p.status in Status.FAILING]
+        failing = [p for p in judged if p.status in Status.FAILING]
         if failing:
             point = failing[-1]
             items[series.gpu_model].append(AttentionItem(

@@ -1,6 +1,7 @@
-"""A case page's chart as a plotly figure: the series with its spread, baseline and gate band, hosts, the
-figure the gate judges (at max clock for a case judged on cycles, the measured one beside it), change points and
-every version, kernel, method and basis change.
+"""A case page's chart as a plotly figure: the series with its spread, baseline and gate band, its hosts
+coloured by class, its experiments apart, change points and every version, kernel, method and basis change.
+It is drawn on one basis (``CaseSeries.drawn``): the measured figure where every run was judged on time, else
+each run's Δ to its baseline entry as the gate judged it, so no point jumps when a run's basis changes.
 
 The figure is written as plotly's JSON figure spec (traces and layout as plotly.js takes them) and handed to
 the page, which only calls ``Plotly.newPlot`` on it. It is built as plain data rather than through plotly's
@@ -23,8 +24,9 @@ import numpy.typing as npt
 import plotly.io as pio
 from plotly.colors import qualitative
 
-from gpuperf.trend.data import Annotation, CaseSeries, SeriesPoint, TrendData
-from gpuperf.trend.thumbnails import ANNOTATION_COLOURS, CHANGE_POINT_COLOUR, RECORDING_STATUSES
+from gpuperf.trend.data import DRAWN_DELTA, DRAWN_FIGURE, Annotation, CaseSeries, SeriesPoint, TrendData
+from gpuperf.trend.thumbnails import (ANNOTATION_COLOURS, CHANGE_POINT_COLOUR, EXPERIMENT_COLOUR, EXPERIMENTS,
+                                      RECORDING_STATUSES)
 from gpuperf.untrusted import plotly_text
 from gpuperf.vocabulary import Status
 
@@ -36,13 +38,20 @@ AXIS_TEXT_CHARS = 60
 Trace = dict[str, Any]
 
 
-def host_colours(hosts: Sequence[str]) -> dict[str, str]:
-    return {host: HOST_PALETTE[i % len(HOST_PALETTE)] for i, host in enumerate(hosts)}
+def host_colours(data: TrendData) -> dict[str, str]:
+    """Each host's colour: its class's (``TrendData.host_classes``), so a fleet's forty GPUs of two kinds are
+    two colours, not forty."""
+    classes = class_colours(data)
+    return {host: classes[name] for name, hosts in data.host_classes.items() for host in hosts}
+
+
+def class_colours(data: TrendData) -> dict[str, str]:
+    """Each host class's colour (the legend)."""
+    return {name: HOST_PALETTE[i % len(HOST_PALETTE)] for i, name in enumerate(data.host_classes)}
 
 
 def _numbers(data: TrendData, points: Sequence[SeriesPoint]) -> npt.NDArray[np.int32]:
     return np.array([data.run_number(point.run_id) for point in points], dtype=np.int32)
-
 
 
 def _values(values: Sequence[float | None]) -> npt.NDArray[np.float64]:
@@ -60,19 +69,36 @@ def _steps(points: Sequence[SeriesPoint]) -> list[SeriesPoint]:
             or (p.baseline, p.tolerance) != (points[i - 1].baseline, points[i - 1].tolerance)]
 
 
+def baseline_lines(series: CaseSeries, judged: Sequence[SeriesPoint]) -> tuple[npt.NDArray[np.float64],
+                                                                                npt.NDArray[np.float64] | None]:
+    """The baseline and the band's half-width at each of ``judged`` on the series' chart: the entry's figure and
+    ``figure × tolerance``, or, where the chart draws Δ, 0 and the tolerance in percent."""
+    band = _values([p.tolerance for p in judged]) if all(p.tolerance is not None for p in judged) else None
+    if series.drawn == DRAWN_DELTA:
+        return np.zeros(len(judged)), None if band is None else 100 * band
+    base = _values([p.baseline for p in judged])
+    return base, None if band is None else base * band
+
+
+def baseline_points(data: TrendData, series: CaseSeries) -> list[SeriesPoint]:
+    """The points whose baseline the chart draws: judged against one (with a Δ, where it draws Δ), but an
+    experiment's (its baseline is not the fleet's)."""
+    return [p for p in series.points if p.baseline is not None
+            and (series.drawn == DRAWN_FIGURE or p.delta is not None) and not data.is_experiment(p)]
+
+
 def _baseline_traces(data: TrendData, series: CaseSeries) -> list[Trace]:
     """The baseline each run was judged against, as a step line, and the gate's band around it."""
-    judged = _steps([p for p in series.points if p.baseline is not None])
+    judged = _steps(baseline_points(data, series))
     if not judged:
         return []
     x = _numbers(data, judged)
-    base = _values([p.baseline for p in judged])
+    base, half = baseline_lines(series, judged)
     traces = []
-    if all(p.tolerance is not None for p in judged):
-        band = _values([p.tolerance for p in judged])
-        traces.append(_scatter(x, base * (1 - band), mode="lines", line={"width": 0, "shape": "hv"},
+    if half is not None:
+        traces.append(_scatter(x, base - half, mode="lines", line={"width": 0, "shape": "hv"},
                                hoverinfo="skip", showlegend=False, legendgroup="band"))
-        traces.append(_scatter(x, base * (1 + band), mode="lines", line={"width": 0, "shape": "hv"},
+        traces.append(_scatter(x, base + half, mode="lines", line={"width": 0, "shape": "hv"},
                                fill="tonexty", fillcolor="rgba(44,160,44,0.12)", name="gate band",
                                legendgroup="band", hoverinfo="skip"))
     traces.append(_scatter(x, base, mode="lines", name="baseline", hoverinfo="y",
@@ -82,70 +108,97 @@ def _baseline_traces(data: TrendData, series: CaseSeries) -> list[Trace]:
 
 def _spread_trace(data: TrendData, series: CaseSeries) -> Trace | None:
     """The sample spread around each figure (± half the IQR), as one shaded band."""
-    spread = [p for p in series.points if p.value is not None and p.spread is not None]
+    spread = [p for p, _ in series.drawn_points if p.spread is not None]
     if not spread:
         return None
     x = _numbers(data, spread)
-    value = _values([p.value for p in spread])
     half = _values([p.spread for p in spread]) / 2
-    return _scatter(np.concatenate([x, x[::-1]]), np.concatenate([value * (1 + half), (value * (1 - half))[::-1]]),
+    if series.drawn == DRAWN_DELTA:  # the figure's spread, in points of the Δ: (1 + Δ)(1 ± s/2) − 1
+        ratio = 1 + _values([p.delta for p in spread])
+        low, high = 100 * (ratio * (1 - half) - 1), 100 * (ratio * (1 + half) - 1)
+    else:
+        value = _values([p.value for p in spread])
+        low, high = value * (1 - half), value * (1 + half)
+    return _scatter(np.concatenate([x, x[::-1]]), np.concatenate([high, low[::-1]]),
                     fill="toself", mode="lines", line={"width": 0}, fillcolor="rgba(31,119,180,0.15)",
                     name="spread (IQR)", hoverinfo="skip")
 
 
-def _tooltip(data: TrendData, series: CaseSeries, point: SeriesPoint) -> str:
-    run = data.run(point.run_id)
-    commit = (run.commit[:12] + (" (dirty)" if run.dirty else "")) if run.commit else "unknown"
-    spread = f" ± {point.spread * 50:.2f} %" if point.spread is not None else ""
-    value = "—" if point.value is None else f"{point.value:.4g}"
-    if point.measured is not None:
-        value += f" at max clock (measured {point.measured:.4g})"
-    shown = plotly_text  # every field comes from a results file: text, never markup (a branch may be "fix<br>PASS")
-    return (f"run {data.run_number(run.run_id)} · {shown(run.started)}<br>{value} {shown(series.unit)}{spread} · "
-            f"{shown(point.status)}<br>host {shown(run.host)}<br>commit {shown(commit)} · branch "
-            f"{shown(run.branch or '—')}<br>CI job {shown(run.ci_job or '—')}"
-            f"<br>kernels {shown(' + '.join(point.kernels) or '—')}")
+class Tooltips:
+    """The tooltip of each point: the run's part (its number, date, host, commit, branch, CI job) made once per
+    run for every chart of a site, the point's own (figure, Δ, spread, status, kernels) per point. Every field
+    comes from a results file: shown as text, never markup (``plotly_text``: a branch may be "fix<br>PASS")."""
+
+    def __init__(self, data: TrendData) -> None:
+        self.data = data
+        self._runs: dict[str, tuple[str, str]] = {}
+        self._texts: dict[str, str] = {}
+
+    def _shown(self, text: str) -> str:
+        found = self._texts.get(text)
+        if found is None:
+            found = self._texts[text] = plotly_text(text)
+        return found
+
+    def _run(self, run_id: str) -> tuple[str, str]:
+        found = self._runs.get(run_id)
+        if found is None:
+            run, shown = self.data.run(run_id), plotly_text
+            commit = (run.commit[:12] + (" (dirty)" if run.dirty else "")) if run.commit else "unknown"
+            experiment = f"<br>experiment: {shown(run.experiment)}" if run.experiment else ""
+            found = self._runs[run_id] = (
+                f"run {self.data.run_number(run_id)} · {shown(run.started)}<br>",
+                f"<br>host {shown(run.host)} ({shown(run.host_class)})<br>commit {shown(commit)} · branch "
+                f"{shown(run.branch or '—')}<br>CI job {shown(run.ci_job or '—')}{experiment}<br>kernels ")
+        return found
+
+    def __call__(self, series: CaseSeries, point: SeriesPoint) -> str:
+        head, tail = self._run(point.run_id)
+        spread = f" ± {point.spread * 50:.2f} %" if point.spread is not None else ""
+        value = "—" if point.value is None else f"{point.value:.4g}"
+        if point.measured is not None:
+            value += f" at max clock (measured {point.measured:.4g})"
+        delta = "" if point.delta is None else f" · Δ {100 * point.delta:+.2f} % to its baseline"
+        return (f"{head}{value} {self._shown(series.unit)}{spread}{delta} · {self._shown(point.status)}{tail}"
+                f"{self._shown(' + '.join(point.kernels) or '—')}")
 
 
-def _host_traces(data: TrendData, series: CaseSeries, colours: dict[str, str]) -> list[Trace]:
-    """The figures, a marker per run, one trace per host so each host has its colour and its legend entry."""
-    per_host: dict[str, list[SeriesPoint]] = {}
-    for point in series.points:
-        if point.value is not None:
-            per_host.setdefault(data.run(point.run_id).host, []).append(point)
-    return [_scatter(_numbers(data, points), _values([p.value for p in points]), name=plotly_text(host),
-                     legendgroup=host, mode="markers", marker={"color": colours[host], "size": 7},
-                     text=[_tooltip(data, series, p) for p in points], hovertemplate="%{text}<extra></extra>")
-            for host, points in per_host.items()]
+def _host_traces(data: TrendData, series: CaseSeries, colours: dict[str, str], tip: Tooltips) -> list[Trace]:
+    """The figures, a marker per run, one trace per host class (its colour and its legend entry; the tooltip
+    names the host), and the experiments' runs apart, as open grey markers."""
+    per_class: dict[str, list[tuple[SeriesPoint, float]]] = {}
+    for point, y in series.drawn_points:
+        run = data.run(point.run_id)
+        per_class.setdefault(EXPERIMENTS if run.experiment else run.host_class, []).append((point, y))
+    traces = []
+    for name, members in per_class.items():
+        points = [point for point, _ in members]
+        marker = ({"color": EXPERIMENT_COLOUR, "size": 7, "symbol": "circle-open"} if name == EXPERIMENTS else
+                  {"color": colours[data.run(points[0].run_id).host], "size": 7})
+        traces.append(_scatter(_numbers(data, points), _values([y for _, y in members]), name=plotly_text(name),
+                               legendgroup=name, mode="markers", marker=marker,
+                               text=[tip(series, p) for p in points], hovertemplate="%{text}<extra></extra>"))
+    return traces
 
 
 def _status_traces(data: TrendData, series: CaseSeries) -> list[Trace]:
-    """Rings around the runs that recorded a baseline and crosses on failing runs."""
+    """Rings around the runs that recorded a baseline and crosses on failing runs (not an experiment's)."""
     traces = []
     for name, wanted, marker in (
             ("baseline recording run", RECORDING_STATUSES, {"symbol": "diamond-open", "color": "#111", "size": 11}),
             ("failing run", Status.FAILING, {"symbol": "x-thin-open", "color": "#b00", "size": 10})):
-        points = [p for p in series.points if p.value is not None and p.status in wanted]
-        if points:
-            traces.append(_scatter(_numbers(data, points), _values([p.value for p in points]), mode="markers",
+        members = [(p, y) for p, y in series.drawn_points if p.status in wanted and not data.is_experiment(p)]
+        if members:
+            points = [p for p, _ in members]
+            traces.append(_scatter(_numbers(data, points), _values([y for _, y in members]), mode="markers",
                                    name=name, marker={**marker, "line": {"width": 1.5}}, hoverinfo="skip"))
     return traces
 
 
-def _measured_trace(data: TrendData, series: CaseSeries) -> Trace | None:
-    """Where the figure drawn is at max clock (the case is judged on cycles), the measured figure beside it."""
-    measured = [p for p in series.points if p.measured is not None]
-    if not measured:
-        return None
-    return _scatter(_numbers(data, measured), _values([p.measured for p in measured]), mode="markers",
-                    name="measured (at the host's clock)", marker={"symbol": "circle-open", "color": "#555", "size": 7},
-                    hovertemplate="measured %{y:.4g}<extra></extra>")
-
-
 def _level_trace(data: TrendData, series: CaseSeries) -> Trace:
     """The series in run order, as a thin line under the host markers, so a step reads at a glance."""
-    points = [p for p in series.points if p.value is not None]
-    return _scatter(_numbers(data, points), _values([p.value for p in points]), mode="lines",
+    points = series.drawn_points
+    return _scatter(_numbers(data, [p for p, _ in points]), _values([y for _, y in points]), mode="lines",
                     line={"color": "rgba(80,80,80,0.45)", "width": 1}, hoverinfo="skip", showlegend=False)
 
 
@@ -186,25 +239,24 @@ def _x_range(data: TrendData, series: CaseSeries) -> list[float]:
     return [min(numbers) - 0.5, max(numbers) + 0.5]
 
 
-def case_figure(data: TrendData, series: CaseSeries, colours: dict[str, str], marks: Sequence[Annotation]) -> str:
-    """The case page's chart, as plotly's JSON: spread band, gate band, baseline, hosts, max-clock figures,
-    every change marked."""
+def case_figure(data: TrendData, series: CaseSeries, colours: dict[str, str], marks: Sequence[Annotation],
+                tip: Tooltips | None = None) -> str:
+    """The case page's chart, as plotly's JSON: spread band, gate band, baseline, hosts by class, experiments,
+    every change marked; its y axis names what it draws (``CaseSeries.drawn_basis``)."""
+    tip = tip or Tooltips(data)
     traces: list[Trace] = []
     spread = _spread_trace(data, series)
     if spread is not None:
         traces.append(spread)
     traces += _baseline_traces(data, series)
     traces.append(_level_trace(data, series))
-    traces += _host_traces(data, series, colours)
+    traces += _host_traces(data, series, colours, tip)
     traces += _status_traces(data, series)
-    measured = _measured_trace(data, series)
-    if measured is not None:
-        traces.append(measured)
     shapes, labels = _markers(data, series, marks)
     layout = {"height": 520, "margin": {"l": 60, "r": 20, "t": 40, "b": 50}, "shapes": shapes,
               "annotations": labels, "xaxis": {"title": {"text": f"run ({series.gpu_model})"},
                                                "range": _x_range(data, series)},
-              "yaxis": {"title": {"text": series.unit}}, "legend": {"orientation": "h", "y": -0.15},
+              "yaxis": {"title": {"text": plotly_text(series.drawn_basis)}}, "legend": {"orientation": "h", "y": -0.15},
               "hovermode": "closest", "plot_bgcolor": "#fafafa"}
     text: str = pio.to_json({"data": traces, "layout": layout}, validate=False, pretty=False)
     return text

@@ -1,30 +1,36 @@
 """The trend page's data from the history store: run and record rows → ``TrendData``, change points included.
 
-``trend_from_rows`` is pure (rows as mappings, change points as found), so it is tested without a database;
-``load_trend`` reads the rows from a history database. What a card says about a
-case (family, precision, shape, kernel label, metric) is read from its latest record's fields.
+``trend_from_rows`` is pure (the rows, what each record draws, the card facts and the change points as found), so
+it is tested without a database; ``load_trend`` streams them from a history database, a few runs at a time, the
+runs' documents reduced in worker processes (``documents``). What a card says about a case (family, precision,
+shape, kernel label, metric) is read from its latest record's fields.
 
 PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations
 
-import json
 import math
-from collections.abc import Iterable, Mapping, Sequence
+import functools
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import orjson
 import sqlalchemy as sa
 from sqlalchemy.exc import SQLAlchemyError
 
+from gpuperf.trend import documents
+from gpuperf.trend.documents import Drawn
 from gpuperf.trend.data import CaseSeries, ChangePoint, SeriesPoint, TrendData, TrendRun
 from gpuperf.trend.summary import RecentRuns, SummaryHistory
-from gpuperf.history.database import History, HistoryError, describe, records_with_data, runs_query
+from gpuperf.history.database import History, HistoryError, describe, run_documents, runs_query
+from gpuperf.history.driver_rows import fetch, fetcher
 from gpuperf.history.guard import damage_told
-from gpuperf.history.schema import JUDGED_FIGURE, RECORDS, RUNS, SchemaError
+from gpuperf.history.schema import JUDGED_FIGURE, RECORDS, RUN_DOCUMENTS, RUNS, SchemaError
 from gpuperf.store.records import Record, RunInfo
 from gpuperf.history import changes as history_changes
+from gpuperf.history.rows import experiment
 from gpuperf.verdict.gate import Basis, own_basis
 from gpuperf.vocabulary import Family
 
@@ -41,13 +47,35 @@ def host_label(host: str) -> str:
     return host
 
 
+def host_class(run: Mapping[str, Any], gpu_model: str) -> str:
+    """The kind of GPU a run's host is, from what its run says of it: the model's name, its SM count and its
+    maximum SM and memory clocks (``NVIDIA H200 · 132 SMs · 1980/3201 MHz``): hosts of one kind are coloured
+    alike, so a chart of a fleet shows its kinds of host, not a colour for each of forty GPUs."""
+    found = run.get("extra")
+    extra: Mapping[str, Any] = found if isinstance(found, Mapping) else {}
+    parts = [str(run.get("gpu_name") or gpu_model)]
+    if isinstance(extra.get("sm_count"), int):
+        parts.append(f"{extra['sm_count']} SMs")
+    clocks = [run.get("sm_clock_max_mhz"), run.get("mem_clock_mhz")]
+    if all(isinstance(clock, (int, float)) and not isinstance(clock, bool) for clock in clocks):
+        parts.append(f"{clocks[0]:g}/{clocks[1]:g} MHz")
+    return " · ".join(parts)
+
+
 def trend_run(row: Mapping[str, Any]) -> TrendRun:
     """A ``runs`` row of the history as the page's run."""
+    try:
+        run = orjson.loads(row.get("run_json") or "{}")
+    except orjson.JSONDecodeError:
+        run = {}
+    model = str(row["gpu_slug"])
     return TrendRun(
-        run_id=str(row["run_id"]), started=str(row["started"]), gpu_model=str(row["gpu_slug"]),
+        run_id=str(row["run_id"]), started=str(row["started"]), gpu_model=model,
         host=host_label(str(row.get("host") or "unknown")), commit=str(row.get("git_commit") or ""),
         dirty=bool(row.get("git_dirty")), branch=str(row.get("branch") or ""), ci_job=str(row.get("ci_job") or ""),
-        versions={key: str(row[key]) for key in ("driver", "cuda_runtime", "cublas", "cupy") if row.get(key)})
+        versions={key: str(row[key]) for key in ("driver", "cuda_runtime", "cublas", "cupy") if row.get(key)},
+        host_class=host_class(run if isinstance(run, Mapping) else {}, model),
+        experiment=experiment(row.get("options")))
 
 
 def _number(value: Any) -> float | None:
@@ -56,16 +84,38 @@ def _number(value: Any) -> float | None:
     return float(value)
 
 
-def _point(run_id: str, row: Mapping[str, Any], record: Mapping[str, Any]) -> SeriesPoint:
-    kernels = tuple(str(k.get("name", "?")) for k in record.get("kernels") or () if isinstance(k, Mapping))
-    at_max_clock = row.get("basis") == Basis.CYCLES
-    return SeriesPoint(
-        run_id=run_id, value=_number(row.get("value_at_max_clock" if at_max_clock else "value")),
-        status=str(row.get("status") or ""), spread=_number(row.get("spread")),
-        basis=Basis.CYCLES if at_max_clock else Basis.TIME,
-        measured=_number(row.get("value")) if at_max_clock else None,
-        baseline=_number(record.get("baseline")), tolerance=_number(record.get("tolerance")), kernels=kernels,
-        method=str(row.get("method") or ""), note=str(row.get("note") or ""))
+class _Points:
+    """Makes the page's points of a history's records, one at a time: what thousands of points share (a status,
+    a method, a note, the kernels) is held once, so ten thousand runs of 163 cases fit in a few hundred MB."""
+
+    def __init__(self) -> None:
+        self._texts: dict[Any, str] = {}
+        self._kernels: dict[tuple[str, ...], tuple[str, ...]] = {}
+
+    def text(self, value: Any) -> str:
+        found = self._texts.get(value)
+        if found is None:
+            found = self._texts[value] = str(value or "")
+        return found
+
+    def point(self, run_id: str, row: Sequence[Any], drawn: Drawn) -> SeriesPoint:
+        """``row``: the ``_RECORD_COLUMNS`` of a record, in that order."""
+        _, _, value, at_max, basis, status, spread, method, note, _ = row
+        baseline, tolerance, delta, kernels = drawn
+        text = self._texts
+        if basis == Basis.CYCLES:
+            return SeriesPoint(run_id, _float(at_max), text.get(status) or self.text(status), _float(spread),
+                               Basis.CYCLES, _float(value), baseline, tolerance,
+                               self._kernels.setdefault(kernels, kernels), text.get(method) or self.text(method),
+                               text.get(note) or self.text(note), None if delta is None else delta / 100)
+        return SeriesPoint(run_id, _float(value), text.get(status) or self.text(status), _float(spread), Basis.TIME,
+                           None, baseline, tolerance, self._kernels.setdefault(kernels, kernels),
+                           text.get(method) or self.text(method), text.get(note) or self.text(note),
+                           None if delta is None else delta / 100)
+
+
+def _float(value: Any) -> float | None:
+    return value if type(value) is float else _number(value)
 
 
 def _shape(record: Mapping[str, Any]) -> dict[str, int]:
@@ -73,62 +123,79 @@ def _shape(record: Mapping[str, Any]) -> dict[str, int]:
     return {str(k): int(v) for k, v in shape.items() if isinstance(v, int)} if isinstance(shape, Mapping) else {}
 
 
-def trend_from_rows(runs: Iterable[Mapping[str, Any]], records: Iterable[Mapping[str, Any]],
-                    changes: Mapping[tuple[str, str], Sequence[ChangePoint]] | None = None,
+#: A record's place: its run's pk and its position in the run's document.
+Place = tuple[Any, Any]
+#: The results-file records at those places (the latest record of each series: what its card says).
+Facts = Callable[[Sequence[Place]], Mapping[Place, Mapping[str, Any]]]
+
+
+def trend_from_rows(runs: Iterable[Mapping[str, Any]], records: Iterable[tuple[Sequence[Any], Drawn]],
+                    facts: Facts, changes: Mapping[tuple[str, str], Sequence[ChangePoint]] | None = None,
                     source: str = "") -> TrendData:
-    """``runs``: rows with ``pk`` and the run columns, in run order; ``records``: rows with ``run_pk``,
-    ``case_id``, the figure columns and ``data`` (the results-file record as JSON). One series per GPU model
-    and case, with the change points ``changes`` lists for its ``(gpu model, case id)``."""
+    """``runs``: rows with ``pk`` and the run columns, in run order; ``records``: pairs of a row (``run_pk``,
+    ``position``, ``case_id`` and the figure columns) and what its results-file record draws
+    (``documents.Drawn``), read once each, so they may be streamed; ``facts``: the whole results-file records
+    of each series' latest run, for what its card says (family, precision, shape, kernel, metric). One series
+    per GPU model and case, with the change points ``changes`` lists for its ``(gpu model, case id)``."""
     trend_runs: list[TrendRun] = []
-    by_pk: dict[Any, TrendRun] = {}
-    order: dict[Any, int] = {}
-    for row in runs:
-        run = trend_run(row)
-        by_pk[row["pk"]] = run
-        order[row["pk"]] = len(trend_runs)
+    by_pk: dict[Any, tuple[int, TrendRun]] = {}
+    for run_row in runs:
+        run = trend_run(run_row)
+        by_pk[run_row["pk"]] = (len(trend_runs), run)
         trend_runs.append(run)
-    grouped: dict[tuple[str, str], list[tuple[int, SeriesPoint, Mapping[str, Any]]]] = {}
-    for row in records:
-        owner = by_pk.get(row["run_pk"])
+    made = _Points()
+    grouped: dict[tuple[str, str], list[tuple[int, SeriesPoint]]] = {}
+    latest: dict[tuple[str, str], tuple[int, Place]] = {}
+    for row, drawn in records:
+        owner = by_pk.get(row[0])
         if owner is None:
             continue  # a record of a run outside the selection
-        record = json.loads(row["data"]) if row.get("data") else {}
-        key = (owner.gpu_model, str(row["case_id"]))
-        grouped.setdefault(key, []).append((order[row["run_pk"]], _point(owner.run_id, row, record), record))
+        order, run = owner
+        key = (run.gpu_model, made.text(row[1]))
+        grouped.setdefault(key, []).append((order, made.point(run.run_id, row, drawn)))
+        if order >= latest.get(key, (-1, None))[0]:
+            latest[key] = (order, (row[0], row[-1]))
+    known = facts(sorted({place for _, place in latest.values()}, key=repr))
     series = []
     for (model, case_id), members in sorted(grouped.items()):
         members.sort(key=lambda member: member[0])
-        points = tuple(point for _, point, _ in members)
-        latest = members[-1][2]
+        points = tuple(point for _, point in members)
+        last = known.get(latest[(model, case_id)][1]) or {}
         series.append(CaseSeries(
-            case_id=case_id, gpu_model=model, family=str(latest.get("family") or Family.OTHER),
-            precision=str(latest.get("precision") or ""), metric=str(latest.get("metric") or ""),
-            unit=str(latest.get("unit") or ""), points=points, shape=_shape(latest),
-            kernel=str(latest.get("kernel") or ""),
+            case_id=case_id, gpu_model=model, family=str(last.get("family") or Family.OTHER),
+            precision=str(last.get("precision") or ""), metric=str(last.get("metric") or ""),
+            unit=str(last.get("unit") or ""), points=points, shape=_shape(last),
+            kernel=str(last.get("kernel") or ""),
             change_points=tuple((changes or {}).get((model, case_id), ()))))
     return TrendData(runs=tuple(trend_runs), series=tuple(series), source=source)
 
 
 def load_trend(url: str, gpu: str | None = None, since: str | None = None) -> TrendData:
     """Every run (of GPU model ``gpu``, started at or after ``since``) and its records, from the history at
-    ``url``. ``HistoryError``/``SchemaError`` name the database and the fix when it cannot be read; reading
-    never creates a database."""
+    ``url``, read ``RUNS_AT_ONCE`` runs at a time: their documents are reduced to what the page draws
+    (``documents``) and let go, so the memory it takes grows with the points drawn, not with the documents.
+    ``HistoryError``/``SchemaError`` name the database and the fix when it cannot be read; reading never
+    creates a database."""
     with damage_told(url):
         with History(url, create=False) as history:
             changes = history_change_points(history, gpu, since)
             with history.reading() as connection:
-                runs, records = _rows(connection, gpu, since)
-        return trend_from_rows(runs, records, changes, source=f"the history {describe(url)}")
+                runs = [dict(zip(_RUN_KEYS, row)) for row in fetch(connection, runs_query(_RUN_COLUMNS, gpu, since))]
+                return trend_from_rows(runs, _records(connection, [row["pk"] for row in runs]),
+                                       functools.partial(_facts, connection), changes,
+                                       source=f"the history {describe(url)}")
 
 
 def history_change_points(history: History, gpu: str | None = None,
                           since: str | None = None) -> dict[tuple[str, str], list[ChangePoint]]:
     """The change points ``history changes`` reports (its series: per case, method and GPU model over its hosts,
-    their offsets removed), by ``(gpu model, case id)``, each saying whether it falls on a change of host."""
+    their offsets removed), read as that command reads them (the judged figures as arrays, each series' sample
+    spreads), by ``(gpu model, case id)``, each saying whether it falls on a change of host."""
     runs = history.runs(gpu=gpu, since=since)
+    grouped = history_changes.series_from_columns(*history.series_columns(), runs, history.series_classes())
     found: dict[tuple[str, str], list[ChangePoint]] = {}
-    grouped = history_changes.series(history.values(), runs, history.series_classes())
-    for change in history_changes.find_changes(grouped, runs):
+    for change in history_changes.find_changes(
+            grouped, runs, spreads_of=lambda key, pks: history.spreads(key.case_id, key.method, pks)):
         key = (change.key.gpu_slug, change.key.case_id)
         hosts = (f"{change.before.host} ({100 * change.before_offset:+.1f} %) → {change.after.host} "
                  f"({100 * change.after_offset:+.1f} %)") if change.host_changed else ""
@@ -138,16 +205,54 @@ def history_change_points(history: History, gpu: str | None = None,
     return found
 
 
-def _rows(connection: sa.Connection, gpu: str | None,
-          since: str | None) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """Every run of the selection, in run order, and every record of those runs."""
-    query = runs_query([RUNS], gpu, since)
-    runs = [dict(row._mapping) for row in connection.execute(query)]
-    records_query = sa.select(RECORDS).order_by(RECORDS.c.pk)
-    if gpu or since:
-        records_query = records_query.where(RECORDS.c.run_pk.in_(sa.select(query.subquery().c.pk)))
-    records = records_with_data(connection, [dict(row._mapping) for row in connection.execute(records_query)])
-    return runs, records
+#: Runs whose documents and records are read at a time.
+RUNS_AT_ONCE = 32
+_RUN_COLUMNS = list(RUNS.c)
+_RUN_KEYS = [column.name for column in _RUN_COLUMNS]
+#: The record columns a point is made of, and the record's place in its run's document.
+RECORD_COLUMNS = ("run_pk", "case_id", "value", "value_at_max_clock", "basis", "status", "spread", "method", "note",
+                  "position")
+_RECORD_COLUMNS = [RECORDS.c[name] for name in RECORD_COLUMNS]
+_NOTHING: Drawn = (None, None, None, ())
+
+
+def _between(column: sa.ColumnElement[int]) -> sa.ColumnElement[bool]:
+    return sa.and_(column >= sa.bindparam("low", type_=sa.Integer), column <= sa.bindparam("high", type_=sa.Integer))
+
+
+def _records(connection: sa.Connection, run_pks: Sequence[int]) -> Iterator[tuple[Sequence[Any], Drawn]]:
+    """Each record of those runs, with what its results-file record draws, ``RUNS_AT_ONCE`` runs (by pk) at a
+    time: the runs' documents are reduced in worker processes (``documents.reduced``) while this one goes on."""
+    wanted = sorted(set(run_pks))
+    chunks = [wanted[start:start + RUNS_AT_ONCE] for start in range(0, len(wanted), RUNS_AT_ONCE)]
+    records = sa.select(*_RECORD_COLUMNS).where(_between(RECORDS.c.run_pk)).order_by(RECORDS.c.run_pk,
+                                                                                      RECORDS.c.position)
+    bodies = sa.select(RUN_DOCUMENTS.c.run_pk, RUN_DOCUMENTS.c.body).where(_between(RUN_DOCUMENTS.c.run_pk))
+    with fetcher(connection, records) as records_of, fetcher(connection, bodies) as bodies_of:
+        def read(chunk: list[int]) -> list[tuple[int, bytes]]:
+            selected = set(chunk)
+            return [(pk, bytes(body)) for pk, body in bodies_of({"low": chunk[0], "high": chunk[-1]})
+                    if pk in selected]  # bytes: a driver may hand a view, which no worker process can be sent
+
+        for chunk, reduced in zip(chunks, documents.reduced(map(read, chunks), len(wanted))):
+            drawn = dict(reduced)
+            for row in records_of({"low": chunk[0], "high": chunk[-1]}):
+                of_run = drawn.get(row[0])
+                if of_run is None:
+                    continue  # a run outside the selection, or one without its document (told by the guard)
+                position = row[-1]
+                yield row, of_run[position] if type(position) is int and 0 <= position < len(of_run) else _NOTHING
+
+
+def _facts(connection: sa.Connection, places: Sequence[Place]) -> dict[Place, Mapping[str, Any]]:
+    """The results-file records at those places, from their runs' documents."""
+    found = run_documents(connection, sorted({pk for pk, _ in places}))
+    out: dict[Place, Mapping[str, Any]] = {}
+    for pk, position in places:
+        records = (found.get(pk) or {}).get("records") or []
+        if isinstance(position, int) and 0 <= position < len(records) and isinstance(records[position], Mapping):
+            out[(pk, position)] = records[position]
+    return out
 
 
 def judged_figure(record: Record) -> float | None:

@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from gpuperf.trend.data import Annotation, CaseSeries, SeriesPoint, TrendData
+from gpuperf.trend.data import DRAWN_DELTA, Annotation, CaseSeries, SeriesPoint, TrendData
 from gpuperf.store.processes import end_pool, forking, quiet_worker
 from gpuperf.store.atomic import write_atomically
 from gpuperf.vocabulary import Status
@@ -47,6 +47,9 @@ CHANGE_POINT_COLOUR = "#d62728"
 ANNOTATION_COLOURS = {"version": "#9467bd", "kernel": "#ff7f0e", "method": "#8c564b", "basis": "#17becf"}
 BASELINE_COLOUR = "#2ca02c"
 RECORDING_STATUSES = frozenset({Status.UPDATED, Status.NOT_RECORDED})
+#: The experiments' runs (``TrendRun.experiment``): drawn apart, as open grey markers, under this name.
+EXPERIMENTS = "experiment (not the fleet's baseline)"
+EXPERIMENT_COLOUR = "#888888"
 Floats = npt.NDArray[np.float64]
 
 
@@ -59,6 +62,7 @@ class Thumbnail:
     baseline: tuple[Floats, Floats]  # the steps of the baseline each run was judged against
     recording: tuple[Floats, Floats]
     failing: tuple[Floats, Floats]
+    experiments: tuple[Floats, Floats]  # the experiments' runs (``EXPERIMENTS``)
     change_points: tuple[tuple[float, str], ...]  # (x, label)
     changes: tuple[tuple[float, str], ...]  # (x, colour)
     x_range: tuple[float, float]
@@ -72,27 +76,34 @@ def _xy(data: TrendData, points: Sequence[SeriesPoint], values: Sequence[float |
 
 def _baseline_steps(points: Sequence[SeriesPoint]) -> list[SeriesPoint]:
     """The points where the baseline changes, and the last one: enough for a step line."""
-    judged = [p for p in points if p.baseline is not None]
-    return [p for i, p in enumerate(judged)
-            if i in (0, len(judged) - 1) or p.baseline != judged[i - 1].baseline]
+    return [p for i, p in enumerate(points)
+            if i in (0, len(points) - 1) or p.baseline != points[i - 1].baseline]
 
 
 def thumbnail(data: TrendData, series: CaseSeries, colours: dict[str, str], marks: Sequence[Annotation],
               path: Path) -> Thumbnail:
-    """The arrays of ``series``' small multiple, to be drawn into ``path``."""
-    valued = [p for p in series.points if p.value is not None]
-    per_host: dict[str, list[SeriesPoint]] = {}
-    for point in valued:
-        per_host.setdefault(data.run(point.run_id).host, []).append(point)
-    hosts = tuple((colours[host], *_xy(data, points, [p.value for p in points])) for host, points in per_host.items())
-    steps = _baseline_steps(series.points)
-    recording = [p for p in valued if p.status in RECORDING_STATUSES]
-    failing = [p for p in valued if p.status in Status.FAILING]
+    """The arrays of ``series``' small multiple, to be drawn into ``path``: on the basis its chart draws
+    (``CaseSeries.drawn``), a line per host in its class's colour, the experiments' runs apart."""
+    delta = series.drawn == DRAWN_DELTA
+    valued = series.drawn_points
+    per_host: dict[str, list[tuple[SeriesPoint, float]]] = {}
+    trials: list[tuple[SeriesPoint, float]] = []
+    for point, y in valued:
+        run = data.run(point.run_id)
+        (trials if run.experiment else per_host.setdefault(run.host, [])).append((point, y))
+    hosts = tuple((colours[host], *_xy(data, [p for p, _ in members], [y for _, y in members]))
+                  for host, members in per_host.items())
+    steps = _baseline_steps([p for p in series.points if p.baseline is not None and (not delta or p.delta is not None)
+                             and not data.is_experiment(p)])  # an experiment's baseline is not the fleet's
+    recording = [(p, y) for p, y in valued if p.status in RECORDING_STATUSES and not data.is_experiment(p)]
+    failing = [(p, y) for p, y in valued if p.status in Status.FAILING and not data.is_experiment(p)]
     numbers = [data.run_number(p.run_id) for p in series.points] or [1]
     return Thumbnail(
-        path=path, hosts=hosts, baseline=_xy(data, steps, [p.baseline for p in steps]),
-        recording=_xy(data, recording, [p.value for p in recording]),
-        failing=_xy(data, failing, [p.value for p in failing]),
+        path=path, hosts=hosts,
+        baseline=_xy(data, steps, [0.0 if delta else p.baseline for p in steps]),
+        recording=_xy(data, [p for p, _ in recording], [y for _, y in recording]),
+        failing=_xy(data, [p for p, _ in failing], [y for _, y in failing]),
+        experiments=_xy(data, [p for p, _ in trials], [y for _, y in trials]),
         change_points=tuple((data.run_number(cp.run_id) - 0.5, f"{cp.relative * 100:+.1f} %")
                             for cp in series.change_points),
         changes=tuple((data.run_number(m.run_id) - 0.5, ANNOTATION_COLOURS.get(m.kind, "#444")) for m in marks),
@@ -119,7 +130,8 @@ def _canvas() -> tuple[Any, Any]:
 
 
 def _y_limits(picture: Thumbnail) -> tuple[float, float]:
-    values = np.concatenate([y for _, _, y in picture.hosts] + [picture.baseline[1], np.array([math.nan])])
+    values = np.concatenate([y for _, _, y in picture.hosts] + [picture.baseline[1], picture.experiments[1],
+                                                                  np.array([math.nan])])
     values = values[np.isfinite(values)]
     if not values.size:
         return 0.0, 1.0
@@ -157,6 +169,8 @@ def render_png(picture: Thumbnail) -> bytes:
                         markeredgecolor="#111", markeredgewidth=0.9))
     lines.append(Line2D(*picture.failing, linestyle="none", marker="x", markersize=4, color="#b00",
                         markeredgewidth=0.9))
+    lines.append(Line2D(*picture.experiments, linestyle="none", marker="o", markersize=3, markerfacecolor="none",
+                        markeredgecolor=EXPERIMENT_COLOUR, markeredgewidth=0.8))
     for artist in [*lines, _vertical_lines(axes, picture)]:
         axes.add_artist(artist)
     for where, label in picture.change_points:
@@ -171,7 +185,7 @@ def render_png(picture: Thumbnail) -> bytes:
 
 def _write(pictures: Sequence[Thumbnail]) -> int:
     for picture in pictures:
-        write_atomically(picture.path, render_png(picture))
+        write_atomically(picture.path, render_png(picture), durable=False)
     return len(pictures)
 
 

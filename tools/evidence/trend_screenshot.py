@@ -1,5 +1,6 @@
-"""Rebuild docs/trend-page.png and docs/trend-case.png: the committed H200 runs, ingested into a temporary
-history, drawn by ``python -m gpuperf history page`` and photographed in headless Chromium.
+"""Rebuild docs/trend-page.png and docs/trend-case.png: every committed run (each results file under evidence/),
+ingested into a temporary history, drawn by ``python -m gpuperf history page`` and photographed in headless
+Chromium.
 
     python tools/evidence/trend_screenshot.py                 # writes docs/trend-page.png and docs/trend-case.png
     python tools/evidence/trend_screenshot.py --no-screenshot --work /tmp/trend   # the history and the site only
@@ -23,8 +24,9 @@ from gpuperf import cli  # noqa: E402
 from gpuperf.trend.paths import page_name_of  # noqa: E402
 from gpuperf.history.database import History, sqlite_url  # noqa: E402
 
-#: What is ingested: every committed results file of the H200 fleet and validation runs.
-RUNS = [REPO / "evidence" / "fleet", REPO / "evidence" / "h200" / "results.json"]
+#: What is ingested: every committed results file (the fleet's runs, its validation and gate runs, the sealed
+#: check's runs against shifted baselines, the demos'); what is not one (an A/B record, a probe's output) is skipped.
+RUNS = [REPO / "evidence"]
 #: The case page photographed: a custom kernel whose default changed and whose baseline was re-recorded.
 CASE = "perf_tests/test_custom.py::test_custom_perf[optimized-4096x4096x4096-cold]"
 VIEWPORT = {"width": 1400, "height": 1000}
@@ -37,7 +39,7 @@ def build(work: Path) -> Path:
         database.unlink()
     with History(sqlite_url(database)) as history:
         report = history.ingest(RUNS)
-    for path, why in report.refused:  # e.g. evidence/fleet/clock/*-clock-check.json, a probe's output
+    for path, _ in report.refused:  # e.g. evidence/fleet/clock/*-clock-check.json, a probe's output
         print(f"skipped {path.relative_to(REPO)}: not a results file")
     if not report.added:
         raise SystemExit(f"no results file among {', '.join(str(p) for p in RUNS)}")

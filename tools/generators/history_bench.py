@@ -1,7 +1,7 @@
 """How fast the history is: a year of nightly runs of a fleet, ingested into SQLite and asked for change points.
 
     PYTHONPATH=$PWD python3 tools/generators/history_bench.py [--runs 10000] [--cases 150] [--out /tmp/history-bench]
-        [--reuse-files | --reuse-database] [--appends 5]
+        [--reuse-files | --reuse-database] [--appends 5] [--history URL] [--steps ingest changes page append]
 
 1. ``ingest``: RUNS synthetic results files × CASES cases (records shaped like the README's H200 run, every
    field, with 0.5–2 % noise and a 3 % step in every tenth case) are written to OUT/files first (timed apart),
@@ -9,7 +9,9 @@
    checked by the results format's reader, its rows built and its document compressed (in worker processes),
    written to SQLite, the series index built at the end.
 2. ``changes``: ``python -m gpuperf history changes`` over the whole database, as a fresh process, three times.
-3. ``append``: what the history adds to a suite run, each time in a fresh process (APPENDS of them, each
+3. ``page``: ``python -m gpuperf history page`` of the whole database into OUT/site, as a fresh process: its
+   time, its CPU-seconds and the largest resident set of its processes (the kernel's accounting, ``wait4``).
+4. ``append``: what the history adds to a suite run, each time in a fresh process (APPENDS of them, each
    appending a run of its own to the database: median and max). The process first imports what a suite session
    has loaded when it ends without a history (pytest, NumPy, the plugin with its options, fixtures, lifecycle and
    run end, the results writer) and reads the baseline (the gate does); then it times what the history adds: the
@@ -19,8 +21,9 @@
    the last two, as the session writes them, history or not (not counted). SQLAlchemy's import is counted: a
    session with ``--history none`` does not load it.
 
-``--reuse-database`` skips the files and the ingest and times the other two against OUT/history.sqlite as it is
-(the appends add their runs to it: point OUT at a copy).
+``--reuse-database`` skips the files and the ingest and times the others against OUT/history.sqlite as it is
+(the appends add their runs to it: point OUT at a copy); ``--steps`` names the steps to time; ``--history URL``
+ingests into that empty database instead (a PostgreSQL server's: ``postgresql://USER@HOST/DATABASE``).
 """
 
 from __future__ import annotations
@@ -107,12 +110,24 @@ def environment() -> dict[str, str]:
 def timed(command: list[str], succeeded: tuple[int, ...] = (0,)) -> tuple[float, str]:
     """The seconds ``command`` took and its last line of output; a command that exits with a code not in
     ``succeeded`` ends the bench with its output."""
+    seconds, _, _, line = measured(command, succeeded)
+    return seconds, line
+
+
+def measured(command: list[str], succeeded: tuple[int, ...] = (0,)) -> tuple[float, float, float, str]:
+    """``timed``, with the CPU-seconds the command and its worker processes took and the largest resident set
+    of any of them (MiB): the kernel's accounting of the command's process, reaped here (``wait4``)."""
     started = time.perf_counter()
-    done = subprocess.run(command, capture_output=True, text=True, env=environment())
-    seconds, output = time.perf_counter() - started, (done.stdout + done.stderr).strip()
-    if done.returncode not in succeeded:
-        raise SystemExit(f"{' '.join(command[1:])} failed (exit {done.returncode}):\n{output[-4000:]}")
-    return seconds, output.splitlines()[-1]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=environment())
+    assert process.stdout is not None
+    output = process.stdout.read().strip()
+    process.stdout.close()
+    _, status, usage = os.wait4(process.pid, 0)
+    process.returncode = code = os.waitstatus_to_exitcode(status)
+    seconds = time.perf_counter() - started
+    if code not in succeeded:
+        raise SystemExit(f"{' '.join(command[1:])} failed (exit {code}):\n{output[-4000:]}")
+    return seconds, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, output.splitlines()[-1]
 
 
 def children_cpu_s() -> float:
@@ -195,6 +210,9 @@ def main() -> int:
                         help="no files, no ingest: time changes and the appends against OUT/history.sqlite as it is "
                              "(the appends add runs to it)")
     parser.add_argument("--appends", type=int, default=5, metavar="N", help="fresh processes that each append a run")
+    parser.add_argument("--history", metavar="URL", help="ingest into this empty database (e.g. a PostgreSQL URL) "
+                        "instead of OUT/history.sqlite")
+    parser.add_argument("--steps", nargs="+", choices=STEPS, default=list(STEPS), help="what to time (default all)")
     parser.add_argument("--template", type=Path, default=TEMPLATE_PATH,
                         help="the results file whose run and records the runs are made from (default: the README's "
                              "H200 run; evidence/ab/merge-gate/407f2e2d/gate.json: 163 cases, 52 judged at max clock)")
@@ -205,21 +223,44 @@ def main() -> int:
     TEMPLATE.update(json.loads(args.template.read_text()))
     args.out.mkdir(parents=True, exist_ok=True)
     database = args.out / "history.sqlite"
-    url = sqlite_url(database)
-    if not args.reuse_database:
+    url = args.history or sqlite_url(database)
+    if "ingest" in args.steps and not args.reuse_database:
         ingest(args, database, url)
-    changes = [timed([sys.executable, "-m", "gpuperf", "history", "--history", url, "changes"], succeeded=(0, 1))
-               for _ in range(3)]  # 1: a slowdown in the last runs, as the bench's steps make
-    print(f"history changes (a fresh process, 3 times): median {statistics.median(s for s, _ in changes):.2f} s "
-          f"({', '.join(f'{s:.2f}' for s, _ in changes)} s): {changes[-1][1]}", flush=True)
-    print(f"suite-end history (import, provenance, recent runs, append): "
-          f"{appends(url, args.out, args.runs, args.cases, args.appends)}")
+    if "changes" in args.steps:
+        changes = [timed([sys.executable, "-m", "gpuperf", "history", "--history", url, "changes"], succeeded=(0, 1))
+                   for _ in range(3)]  # 1: a slowdown in the last runs, as the bench's steps make
+        print(f"history changes (a fresh process, 3 times): median {statistics.median(s for s, _ in changes):.2f} s "
+              f"({', '.join(f'{s:.2f}' for s, _ in changes)} s): {changes[-1][1]}", flush=True)
+    if "page" in args.steps:
+        page(url, args.out)
+    if "append" in args.steps:
+        print(f"suite-end history (import, provenance, recent runs, append): "
+              f"{appends(url, args.out, args.runs, args.cases, args.appends)}")
     return 0
 
 
+#: What the bench can time, in its order.
+STEPS = ("ingest", "changes", "page", "append")
+
+
+def page(url: str, out: Path) -> None:
+    """``history page`` of the whole history, a fresh process, into OUT/site: its time, its CPU-seconds (its
+    worker processes' included) and the largest resident set of any of its processes."""
+    site = out / "site"
+    shutil.rmtree(site, ignore_errors=True)
+    before = load()
+    seconds, cpu_s, resident_mib, last = measured([sys.executable, "-m", "gpuperf", "history", "--history", url,
+                                                   "page", "--out", str(site)])
+    size = sum(path.stat().st_size for path in site.rglob("*") if path.is_file()) / 2**20
+    print(f"history page (a fresh process, the whole history): {seconds:.1f} s, {resident_mib:.0f} MiB resident at "
+          f"most, {cpu_s:.1f} CPU-seconds over {os.cpu_count()} cores (load {before} before, {load()} after); the "
+          f"site {size:.0f} MiB: {last}", flush=True)
+
+
 def ingest(args: argparse.Namespace, database: Path, url: str) -> None:
-    for suffix in ("", "-wal", "-shm"):
-        Path(f"{database}{suffix}").unlink(missing_ok=True)
+    if not args.history:  # a --history URL names an empty database, left as it is
+        for suffix in ("", "-wal", "-shm"):
+            Path(f"{database}{suffix}").unlink(missing_ok=True)
     folder = args.out / "files"
     if args.reuse_files and len(list(folder.glob("run-*.json"))) == args.runs:
         print(f"files: reusing {args.runs} results files in {folder}")
@@ -231,9 +272,9 @@ def ingest(args: argparse.Namespace, database: Path, url: str) -> None:
     before_cpu_s, before_load = children_cpu_s(), load()
     ingest_s, last = timed([sys.executable, "-m", "gpuperf", "history", "--history", url, "ingest", str(folder)])
     cpu_s = children_cpu_s() - before_cpu_s
-    size = database.stat().st_size / 2**20
+    size = f"{database.stat().st_size / 2**20:.0f} MiB" if database.exists() else url.split("@")[-1]
     print(f"ingest (python -m gpuperf history ingest, a fresh process, reading and checking every file): "
-          f"{args.runs} runs × {args.cases} cases in {ingest_s:.1f} s ({size:.0f} MiB; {cpu_s:.1f} CPU-seconds over "
+          f"{args.runs} runs × {args.cases} cases in {ingest_s:.1f} s ({size}; {cpu_s:.1f} CPU-seconds over "
           f"{os.cpu_count()} cores, load {before_load} before, {load()} after): {last}", flush=True)
 
 
