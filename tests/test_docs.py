@@ -285,6 +285,9 @@ def test_an_option_that_does_not_exist_would_be_caught(tmp_path: Path, pytester:
 #: ``setup``, it installs or changes the machine, or needs a program the test extra does not bring; ``slow``, it
 #: takes minutes (a simulation, a bench at full size). Every other shell block of a page runs as written.
 NOT_RUN = frozenset({"gpu", "setup", "slow"})
+#: A command that installs or changes the machine: run here it would change this very environment, so a block
+#: holding one must be marked ``setup``.
+INSTALLS = re.compile(r"(^|[\s;&|(])(pip3?|apt-get|apt|conda)\s+(install|download|uninstall)\b")
 #: A command's expected exit status, when not 0: the last words of its comment (``# 52 slowdowns, exit 1``).
 EXPECTED_EXIT = re.compile(r"#.*\bexit (\d)\s*$")
 
@@ -344,6 +347,8 @@ def test_every_command_a_page_shows_runs_as_written(page: Path, tmp_path: Path) 
     (0, or the ``exit N`` of its comment). GPU-only blocks are marked ``gpu`` and not run here."""
     tree = _tree_copy(tmp_path / "tree")
     failed = []
+    installs = [line for line in _runnable(page) if INSTALLS.search(line)]
+    assert installs == [], f"{_shown(page)}: mark the blocks of these commands setup, so they are not run: {installs}"
     for line in _runnable(page):
         expected = int(found.group(1)) if (found := EXPECTED_EXIT.search(line)) else 0
         code, output = _run_as_written(line, tree, tmp_path)
@@ -360,6 +365,8 @@ def test_a_command_that_fails_as_written_would_be_caught(tmp_path: Path) -> None
     (tmp_path / "baselines").mkdir()
     assert _run_as_written(_runnable(page)[0], tmp_path, tmp_path)[0] != 0
     assert _run_as_written(_runnable(page)[1], tmp_path, tmp_path)[0] == 1
+    assert INSTALLS.search("python3 -m pip install -e '.[page]'") and INSTALLS.search("sudo apt-get install x")
+    assert not INSTALLS.search("python -m gpuperf baseline check baselines/*.yaml")
 
 
 def test_the_workflows_pass_yamllint_strict() -> None:
