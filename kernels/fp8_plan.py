@@ -17,8 +17,8 @@ Scaling (``s_A``, ``s_B``; cuBLASLt's ``*_SCALE_MODE``):
 A factor multiplies its block: the value an element stands for is ``decode(byte) · factor`` (cuBLASLt's
 convention; the dequantised operand is what the float64 reference multiplies). With an FP8 output the result is
 also multiplied by ``d_scale`` before rounding, and cuBLASLt writes the largest magnitude it saw (``amax``) before
-that scaling. What cuBLASLt 13.1 refuses on sm_90 was measured (``tools/fp8_probe.py``, docs/fp8.md); the rules
-below are those refusals, named.
+that scaling. What cuBLASLt 13.1 refuses on sm_90 was measured (``tools/gpu_host/fp8_probe.py``, evidence/fp8.md); the
+rules below are those refusals, named.
 
 Pure Python (no CuPy): tested on the CPU in ``tests/test_fp8_plan.py``.
 """
@@ -51,7 +51,8 @@ BLOCK = 128
 #: Leading dimensions and the output's rows must be multiples of this many bytes (the tensor cores' TMA loads).
 ALIGNMENT_BYTES = 16
 #: Block scaling: the tokens (cuBLASLt's N) must be a multiple of this (1, 2 and 17 refused; 4, 8, 12, 16, 20 and 24
-#: run: tools/fp8_probe.py, docs/fp8.md): a column of 1×128 factors is one 16-byte aligned vector per K-block.
+#: run: tools/gpu_host/fp8_probe.py, evidence/fp8.md): a column of 1×128 factors is one 16-byte aligned vector per
+#: K-block.
 BLOCK_TOKENS_MULTIPLE = 4
 
 
@@ -146,7 +147,7 @@ def _ceil(x: int, y: int) -> int:
 def scale_layout(scaling: Scaling, role: Literal["a", "w"], rows: int, cols: int) -> ScaleLayout:
     """The layout of the factors of the activations (``role="a"``, ``m×k``) or the weights (``"w"``, ``n×k``).
 
-    Measured against a float64 reference on the H200 (``tools/fp8_probe.py``): 1×128 block factors are
+    Measured against a float64 reference on the H200 (``tools/gpu_host/fp8_probe.py``): 1×128 block factors are
     outer-contiguous (the factors of one K-block for every row, then the next block); 128×128 block factors are
     K-contiguous, each row of blocks padded to a multiple of 4 factors (16 bytes).
     """

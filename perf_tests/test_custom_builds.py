@@ -1,4 +1,5 @@
-"""Every build of the custom kernels' catalogues against cuBLAS: the selection behind docs/custom-kernels.md's tables.
+"""Every build of the custom kernels' catalogues against cuBLAS: the selection behind evidence/custom-kernels.md's
+tables.
 
 Marker ``builds``: these cases run only with ``-m builds`` (never in the default selection, never gated: no
 baseline holds them). Each case is one build on one shape of ``perf_tests/cases/custom_builds.yaml``, measured
@@ -7,7 +8,7 @@ timer, flush and CUPTI kernel spans), its output checked against a float64 refer
 before anything is timed. The cuBLAS reference of each shape is a case of its own, measured once in the run;
 every build on that shape takes its ratio against that one measurement, so a table's ratios share their
 denominator. Each build's row carries its kernel's resources in ``extra["build"]`` (registers, shared memory,
-spills, threads and blocks per SM as the driver reports them), which ``tools/custom_builds.py`` renders.
+spills, threads and blocks per SM as the driver reports them), which ``tools/evidence/custom_builds.py`` renders.
 
 Every module the selection needs is compiled up front, in parallel, so a case's time is its measurement.
 """

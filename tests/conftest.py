@@ -6,7 +6,9 @@ command line names the whole folder and no ``-n``): the in-process end-to-end ru
 takes a second or more on the 2-core machine, such as an end-to-end run in fresh processes or the browser; the same
 checks at full size: big histories, the browser's timing, statistical calibration over many runs) are deselected
 unless ``-m`` names the marker; ``.ci/run`` runs them after the fast tier, with every property test again at the
-``long`` profile: ``python3 -m pytest tests -m "long or hypothesis" --hypothesis-profile=long``.
+``long`` profile, on two workers: ``python3 -m pytest tests -m "(long or hypothesis) and not serial"
+--hypothesis-profile=long -n 2``, then the few marked ``serial`` (a limit of wall-clock time, judged with no second
+worker beside them) on one process: ``python3 -m pytest tests -m "long and serial"``.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ import gpuperf.store.results  # noqa: F401
 import gpuperf.wiring.history_append  # noqa: F401
 
 LONG = "long"
+SERIAL = "serial"
 REPO = Path(__file__).resolve().parents[1]
 #: Workers of the README's command: its fast tier takes twice as long on one process (docs/ci.md).
 FAST_TIER_WORKERS = 2
@@ -86,6 +89,8 @@ def _child_sessions() -> Iterator[None]:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", f"{LONG}: the long tier (full-size scale, timing and calibration checks); "
                                        f"deselected unless -m names it")
+    config.addinivalue_line("markers", f"{SERIAL}: a long test judged on wall-clock time; .ci/run runs these on one "
+                                       f"process, after the rest of the long tier has run on two workers")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -107,9 +112,10 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 
 @pytest.fixture(scope="session")
 def committed_site(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> Path:
-    """The trend site of the committed H200 runs, built once by the documented rebuild (tools/trend_screenshot.py,
-    without its browser step): the CLI's checks read it, the browser's open it. Once per run: xdist's workers
-    share the run's temporary folder, where the first to need the site builds it under a lock (4 s of CPU)."""
+    """The trend site of the committed H200 runs, built once by the documented rebuild
+    (tools/evidence/trend_screenshot.py, without its browser step): the CLI's checks read it, the browser's open it.
+    Once per run: xdist's workers share the run's temporary folder, where the first to need the site builds it under a
+    lock (4 s of CPU)."""
     shared = tmp_path_factory.getbasetemp()
     if worker_id != "master":
         shared = shared.parent  # the run's, above each worker's own
@@ -118,8 +124,9 @@ def committed_site(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> 
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not done.exists():
             shutil.rmtree(work, ignore_errors=True)  # what a failed build left
-            result = subprocess.run([sys.executable, str(REPO / "tools" / "trend_screenshot.py"), "--no-screenshot",
-                                     "--work", str(work)], cwd=REPO, capture_output=True, text=True, timeout=300)
+            tool = REPO / "tools" / "evidence" / "trend_screenshot.py"
+            result = subprocess.run([sys.executable, str(tool), "--no-screenshot", "--work", str(work)], cwd=REPO,
+                                    capture_output=True, text=True, timeout=300)
             assert result.returncode == 0, result.stderr
             done.touch()
     return work / "site"

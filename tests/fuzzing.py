@@ -28,7 +28,7 @@ from gpuperf.store.baseline import dump_baseline, load_baseline
 
 REPO = Path(__file__).resolve().parents[1]
 BASELINE = REPO / "baselines" / "nvidia-h200.yaml"
-FLEET_RUNS = sorted((REPO / "docs" / "fleet").rglob("*.json"))
+FLEET_RUNS = sorted((REPO / "evidence" / "fleet").rglob("*.json"))
 CASE_TABLES = sorted((REPO / "perf_tests" / "cases").glob("*.yaml"))
 
 #: The bound on refusing (or accepting) one input: the targets of the hostile-input work.

@@ -21,7 +21,7 @@ from gpuperf.history.database import sqlite_url, to_url
 
 ROOT = Path(__file__).resolve().parent.parent
 POSTGRES_ENV = "GPUPERF_TEST_POSTGRES_URL"
-TEMPLATE = json.loads((ROOT / "docs" / "h200" / "results.json").read_text())
+TEMPLATE = json.loads((ROOT / "evidence" / "h200" / "results.json").read_text())
 
 
 ENGINES = ["sqlite", "postgresql"]

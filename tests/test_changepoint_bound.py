@@ -1,4 +1,5 @@
-"""The change-point target's power bound (tools/changepoint_bound.py) against scipy and a seeded simulation."""
+"""The change-point target's power bound (tools/generators/changepoint_bound.py) against scipy and a seeded
+simulation."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tools.changepoint_bound import change_point_bound, noise_limit, power_bound, simulated_power, t_test_bound
+from tools.generators.changepoint_bound import (change_point_bound, noise_limit, power_bound, simulated_power,
+                                               t_test_bound)
 
 
 @pytest.fixture(scope="module")

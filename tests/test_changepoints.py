@@ -62,7 +62,7 @@ def test_short_series_and_bad_figures() -> None:
 def test_a_step_in_the_last_runs_is_found_by_the_third_run_after_it_in_95_percent(noise: float) -> None:
     """The target: a 3 % step found by a check after each of the 3 runs after it in ≥ 95 % of trials. The bound
     at 0.5 % and 1 % noise is 100 % and 98.2 %, 97.2 % for the t-test with 100 runs before
-    (tools/changepoint_bound.py); docs/history.md measured the rate at 1 % on 1,000 trials."""
+    (tools/generators/changepoint_bound.py); evidence/history.md measured the rate at 1 % on 1,000 trials."""
     rng = np.random.default_rng(int(noise * 1000))
     found = 0
     for _ in range(400):
@@ -96,9 +96,9 @@ def test_the_last_runs_test_names_its_step_with_the_runs_seen_and_a_p_value() ->
 def test_a_check_after_every_run_of_stationary_noise_raises_under_one_change_point_per_1000_runs(
         noise: float, series: int) -> None:
     """As ``history changes`` run nightly sees a series: every prefix, a run of consecutive alarms counted once.
-    docs/history.md measured 0.6-0.7 per 1,000 on 100,000 runs per noise level. 20 series' 2,000 runs allow
+    evidence/history.md measured 0.6-0.7 per 1,000 on 100,000 runs per noise level. 20 series' 2,000 runs allow
     3 (Poisson's 1.3 expected); 150 series' 15,000 hold the rate itself."""
-    from tools.changepoint_compare import alarm_episodes
+    from tools.generators.changepoint_compare import alarm_episodes
 
     rng = np.random.default_rng(1)
     detector = lambda x: [point.index for point in change_points(x) if not point.by_gate]  # noqa: E731

@@ -588,7 +588,7 @@ def test_the_suggested_from_runs_command_quotes_b_s_path(runs: tuple[Path, Path]
 def test_compare_says_when_a_and_b_ran_on_different_boards(capsys: pytest.CaptureFixture[str]) -> None:
     """Two passing gate runs of two H200s (the committed merge-gate evidence) differ by the boards: the header says
     so before the table; the same board's run against itself says nothing of the kind."""
-    runs = REPO / "docs" / "ab" / "merge-gate"
+    runs = REPO / "evidence" / "ab" / "merge-gate"
     a, b = str(runs / "0d7bcbaf" / "gate.json"), str(runs / "407f2e2d" / "gate.json")
     main(["compare", a, b])
     lines = capsys.readouterr().out.splitlines()

@@ -1,9 +1,9 @@
 """The committed evidence of the H200 baseline, reproduced from the committed files by the commands the docs give:
-``baseline from-runs`` over ``docs/fleet/recording/`` (six runs on three GPUs) writes every committed entry again;
-every ``docs/fleet/gate/`` run (a full default gate on a GPU that did not record the baseline) passes ``compare``
+``baseline from-runs`` over ``evidence/fleet/recording/`` (six runs on three GPUs) writes every committed entry again;
+every ``evidence/fleet/gate/`` run (a full default gate on a GPU that did not record the baseline) passes ``compare``
 against ``baselines/nvidia-h200.yaml`` with no regression and nothing unreliable, and ``fleet --baseline`` counts no
-false alarm there; the validation runs of the previous baseline (``docs/fleet/validation/``), judged against this
-one, are what docs/fleet.md says; and the slowdown runs are caught at 5 % (on cycles, same kernels) and pass at
+false alarm there; the validation runs of the previous baseline (``evidence/fleet/validation/``), judged against this
+one, are what evidence/fleet.md says; and the slowdown runs are caught at 5 % (on cycles, same kernels) and pass at
 2 %."""
 
 from __future__ import annotations
@@ -20,24 +20,24 @@ from gpuperf.store.baseline import load_baseline
 
 REPO = Path(__file__).resolve().parent.parent
 BASELINE = REPO / "baselines" / "nvidia-h200.yaml"
-RECORDING = sorted((REPO / "docs" / "fleet" / "recording").glob("*.json"))
-#: The merge gate whose run failed (docs/fleet.md): one batched GEMM came out unheld while the custom kernels'
+RECORDING = sorted((REPO / "evidence" / "fleet" / "recording").glob("*.json"))
+#: The merge gate whose run failed (evidence/fleet.md): one batched GEMM came out unheld while the custom kernels'
 #: modules compiled in the background, NOT_COMPARABLE with its entry (``test_the_red_merge_gate_is_what_the_docs_say``).
-RED_MERGE_GATE = REPO / "docs" / "ab" / "merge-gate" / "691a02b1" / "gate.json"
-#: The gates of fresh GPUs that did not record the baseline: the validation runs, and the merge gates' (docs/ab.md).
-VALIDATION = sorted((REPO / "docs" / "fleet" / "gate").glob("*.json")) + \
-    sorted(path for path in (REPO / "docs" / "ab" / "merge-gate").glob("*/gate.json") if path != RED_MERGE_GATE)
-PREVIOUS_VALIDATION = sorted((REPO / "docs" / "fleet" / "validation").glob("*.json"))
-FLEET_DOC = REPO / "docs" / "fleet.md"
-SLOWDOWN = REPO / "docs" / "fleet" / "slowdown"
+RED_MERGE_GATE = REPO / "evidence" / "ab" / "merge-gate" / "691a02b1" / "gate.json"
+#: The gates of fresh GPUs that did not record the baseline: the validation runs, and the merge gates' (evidence/ab.md).
+VALIDATION = sorted((REPO / "evidence" / "fleet" / "gate").glob("*.json")) + \
+    sorted(path for path in (REPO / "evidence" / "ab" / "merge-gate").glob("*/gate.json") if path != RED_MERGE_GATE)
+PREVIOUS_VALIDATION = sorted((REPO / "evidence" / "fleet" / "validation").glob("*.json"))
+FLEET_DOC = REPO / "evidence" / "fleet.md"
+SLOWDOWN = REPO / "evidence" / "fleet" / "slowdown"
 STATUS = re.compile(r"\s(PASS|IMPROVED|REGRESSED|UNRELIABLE|ERROR|ANOMALY|NOT_COMPARABLE|only in A|only in B)(?:\s|$)")
 
 
 def test_the_evidence_is_there() -> None:
     assert BASELINE.is_file()
     hosts = {uuid_of(run) for run in RECORDING}
-    assert len(RECORDING) >= 6 and len(hosts) >= 3, "docs/fleet/recording/: six runs on three GPUs at least"
-    assert len(VALIDATION) >= 3, "docs/fleet/gate/*.json: the gate runs that validate the committed baseline"
+    assert len(RECORDING) >= 6 and len(hosts) >= 3, "evidence/fleet/recording/: six runs on three GPUs at least"
+    assert len(VALIDATION) >= 3, "evidence/fleet/gate/*.json: the gate runs that validate the committed baseline"
     assert not hosts & {uuid_of(run) for run in VALIDATION}, "a validation run's GPU recorded the baseline"
     assert sorted(SLOWDOWN.glob("*-slow-0.05.json")) and sorted(SLOWDOWN.glob("*-slow-0.02.json"))
 
@@ -48,13 +48,13 @@ def uuid_of(results: Path) -> str:
 
 @pytest.mark.long
 def test_the_previous_baselines_validation_runs_pass_the_fleet_baseline(capsys: pytest.CaptureFixture[str]) -> None:
-    """docs/fleet.md: the previous baseline's validation runs (older code, no FP8 cases, hosts that are not the
+    """evidence/fleet.md: the previous baseline's validation runs (older code, no FP8 cases, hosts that are not the
     fleet's) all pass the fleet's baseline, as many as the page says."""
     red = [results.name for results in PREVIOUS_VALIDATION if main(["compare", str(BASELINE), str(results)])]
     capsys.readouterr()
     text = " ".join(FLEET_DOC.read_text(encoding="utf-8").split())
     claim = re.search(r"judged against the fleet's baseline, (\d+) of (\d+) pass", text)
-    assert claim, "docs/fleet.md gives no count of the previous validation runs judged against this baseline"
+    assert claim, "evidence/fleet.md gives no count of the previous validation runs judged against this baseline"
     assert red == [] and (int(claim[1]), int(claim[2])) == (len(PREVIOUS_VALIDATION), len(PREVIOUS_VALIDATION))
 
 
@@ -119,10 +119,10 @@ def test_a_two_percent_slowdown_passes(results: Path, capsys: pytest.CaptureFixt
         "\n".join(compared)
 
 
-# -- docs/clock.md's check against independent clocks, from its committed file ----------------------------
+# -- evidence/clock.md's check against independent clocks, from its committed file ----------------------------
 
-CLOCK_DOC = REPO / "docs" / "clock.md"
-CLOCK_CHECK = REPO / "docs" / "fleet" / "clock" / "5d7d9cff-clock-check.json"
+CLOCK_DOC = REPO / "evidence" / "clock.md"
+CLOCK_CHECK = REPO / "evidence" / "fleet" / "clock" / "5d7d9cff-clock-check.json"
 
 
 def clock_check_cases() -> dict[str, dict[str, Any]]:
@@ -163,13 +163,14 @@ def test_the_nsight_compute_cycles_in_the_docs_are_the_committed_check_s() -> No
 
 # -- the validation gates' times and the shifted-baseline check, from their committed files ------------------
 
-GATE_LOGS = sorted((REPO / "docs" / "fleet" / "gate").glob("*-validation.log"))
-SHIFTED_RUN = REPO / "docs" / "shifted" / "0e8d49c2-shifted.json"
+GATE_LOGS = sorted((REPO / "evidence" / "fleet" / "gate").glob("*-validation.log"))
+SHIFTED_RUN = REPO / "evidence" / "shifted" / "0e8d49c2-shifted.json"
 
 
 def test_the_validation_gates_times_in_the_docs_are_their_logs() -> None:
     """Each log is its run's: the GPU it names is the one its results.json records; the gate exited 0, and the
-    pytest times docs/fleet.md quotes for the gate and for ``-k gemv`` are the logs' own, in the order of the GPUs."""
+    pytest times evidence/fleet.md quotes for the gate and for ``-k gemv`` are the logs' own, in the order of the
+    GPUs."""
     text = " ".join(FLEET_DOC.read_text(encoding="utf-8").split())
     claim = re.search(r"163 PASS, exit 0, in ([\d.]+) s, ([\d.]+) s and ([\d.]+) s of pytest time; "
                       r"`pytest perf_tests -k gemv` after it took ([\d.]+) s, ([\d.]+) s and ([\d.]+) s", text)
@@ -188,22 +189,22 @@ def test_the_validation_gates_times_in_the_docs_are_their_logs() -> None:
 
 
 #: Each sealed 5 %/3 % check and the unshifted gate of the same call on the same GPU.
-SHIFTED_CHECKS = [(SHIFTED_RUN, REPO / "docs" / "fleet" / "gate" / "0e8d49c2-gate.json")] + [
+SHIFTED_CHECKS = [(SHIFTED_RUN, REPO / "evidence" / "fleet" / "gate" / "0e8d49c2-gate.json")] + [
     (folder / "shifted.json", folder / "gate.json")
-    for folder in sorted((REPO / "docs" / "ab" / "merge-gate").iterdir()) if (folder / "shifted.json").exists()]
+    for folder in sorted((REPO / "evidence" / "ab" / "merge-gate").iterdir()) if (folder / "shifted.json").exists()]
 
 
 @pytest.mark.long
 @pytest.mark.parametrize(("shifted_run", "unshifted_run"), SHIFTED_CHECKS, ids=lambda path: path.parent.name)
 def test_the_shifted_baseline_check_is_what_the_docs_say(shifted_run: Path, unshifted_run: Path,
                                                          tmp_path: Path) -> None:
-    """The shifted copy made again from the committed baseline (``tools/shifted_baseline.py write``) and each
+    """The shifted copy made again from the committed baseline (``tools/gpu_host/shifted_baseline.py write``) and each
     committed gate run against it judged (``judge --unshifted``, with the same host's unshifted gate): the counts and
-    the kinds of miss docs/fleet.md's table gives for that GPU, which names every check committed."""
+    the kinds of miss evidence/fleet.md's table gives for that GPU, which names every check committed."""
     import subprocess
     import sys
 
-    tool = [sys.executable, str(REPO / "tools" / "shifted_baseline.py")]
+    tool = [sys.executable, str(REPO / "tools" / "gpu_host" / "shifted_baseline.py")]
     made = subprocess.run([*tool, "write", str(BASELINE), str(tmp_path)], capture_output=True, text=True,
                           check=False, cwd=REPO)
     assert made.returncode == 0, made.stderr
@@ -225,10 +226,10 @@ def test_the_shifted_baseline_check_is_what_the_docs_say(shifted_run: Path, unsh
 
 @pytest.mark.long
 def test_the_host_spreads_the_fleet_page_quotes_are_the_fleet_command_s(capsys: pytest.CaptureFixture[str]) -> None:
-    """docs/fleet.md's bound on the sealed check: two entries judged on time spread past 4.76 % across the fresh
+    """evidence/fleet.md's bound on the sealed check: two entries judged on time spread past 4.76 % across the fresh
     GPUs that gated this baseline, as ``python -m gpuperf fleet`` over their committed gates prints."""
-    gates = sorted((REPO / "docs" / "fleet" / "gate").glob("*-gate.json")) + \
-        sorted((REPO / "docs" / "ab" / "merge-gate").glob("*/gate.json"))
+    gates = sorted((REPO / "evidence" / "fleet" / "gate").glob("*-gate.json")) + \
+        sorted((REPO / "evidence" / "ab" / "merge-gate").glob("*/gate.json"))
     assert main(["fleet", *map(str, gates)]) == 0
     lines = capsys.readouterr().out.splitlines()
     text = " ".join(FLEET_DOC.read_text(encoding="utf-8").split())
@@ -240,11 +241,11 @@ def test_the_host_spreads_the_fleet_page_quotes_are_the_fleet_command_s(capsys: 
         assert f"`{short}` spreads {spread:.1f} %" in text or f"`{short}` {spread:.1f} %" in text, short
 
 
-ALARM_RUN = REPO / "docs" / "fleet" / "alarms" / "3d2eeeeb-gate.json"
+ALARM_RUN = REPO / "evidence" / "fleet" / "alarms" / "3d2eeeeb-gate.json"
 
 
 def test_the_fourth_gpu_s_false_alarms_are_what_the_docs_say(capsys: pytest.CaptureFixture[str]) -> None:
-    """docs/fleet.md: a fourth fresh GPU's gate, red against the three-host baseline on four named cases, is green
+    """evidence/fleet.md: a fourth fresh GPU's gate, red against the three-host baseline on four named cases, is green
     against the fleet's, which it joined; the readings the page gives are its results file's; its log holds its
     time."""
     code = main(["compare", str(BASELINE), str(ALARM_RUN)])
@@ -261,7 +262,7 @@ def test_the_fourth_gpu_s_false_alarms_are_what_the_docs_say(capsys: pytest.Capt
 
 def test_the_red_merge_gate_is_what_the_docs_say(capsys: pytest.CaptureFixture[str]) -> None:
     """``691a02b1``'s gate: no regression, one case NOT_COMPARABLE (measured unheld against a held entry), which is
-    what failed it, as docs/fleet.md says."""
+    what failed it, as evidence/fleet.md says."""
     code, lines = compare_lines(RED_MERGE_GATE, capsys)
     bad = [line for line in lines if re.search(r"\s(REGRESSED|UNRELIABLE)(\s|$)", line)]
     assert bad == []

@@ -1,6 +1,6 @@
 """The builds selection end to end on the CPU: a ``builds`` case stays out of the default selection, runs with
-``-m builds``, carries its build's facts into results.json, and ``tools/custom_builds.py`` renders that file into
-a page; and docs/custom-kernels.md's build tables are the committed builds run, rendered.
+``-m builds``, carries its build's facts into results.json, and ``tools/evidence/custom_builds.py`` renders that file
+into a page; and evidence/custom-kernels.md's build tables are the committed builds run, rendered.
 
 The suite's measuring loop is replaced by test_plugin's synthetic timer (seconds per call from ``timings.json``),
 so the figures are known and the rendered ratios can be checked exactly.
@@ -22,10 +22,10 @@ from test_plugin import fake_project
 pytest_plugins = ["pytester"]
 
 ROOT = Path(__file__).resolve().parents[1]
-TOOL = ROOT / "tools" / "custom_builds.py"
+TOOL = ROOT / "tools" / "evidence" / "custom_builds.py"
 #: The committed builds run and the page its tables are rendered into.
-COMMITTED = ROOT / "docs" / "custom-builds" / "results.json"
-PAGE = ROOT / "docs" / "custom-kernels.md"
+COMMITTED = ROOT / "evidence" / "custom-builds" / "results.json"
+PAGE = ROOT / "evidence" / "custom-kernels.md"
 
 BUILDS_TESTS = '''
 import pytest
@@ -139,9 +139,9 @@ def test_the_pages_build_tables_are_the_committed_run_rendered() -> None:
         f"{PAGE} lacks the generated section's markers"
     if not COMMITTED.is_file():
         pytest.skip(f"{COMMITTED.relative_to(ROOT)} is not committed yet: run the builds selection on the GPU, "
-                    "commit its results.json there and render it with tools/custom_builds.py --page")
+                    "commit its results.json there and render it with tools/evidence/custom_builds.py --page")
     run, records = load_run(COMMITTED)
     section = custom_builds.builds_section(run, records, str(COMMITTED.relative_to(ROOT)))
     assert custom_builds.replace_builds_section(page, section) == page, (
-        f"{PAGE}'s build tables are not {COMMITTED.relative_to(ROOT)} rendered: run python3 tools/custom_builds.py "
+        f"{PAGE}'s build tables are not {COMMITTED.relative_to(ROOT)} rendered: run python3 tools/evidence/custom_builds.py "
         f"{COMMITTED.relative_to(ROOT)} --page {PAGE.relative_to(ROOT)}")

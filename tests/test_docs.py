@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import os
 import re
 import shlex
 import shutil
+import subprocess
 import sys
 import tomllib
 from collections.abc import Iterator
@@ -21,8 +23,13 @@ from gpuperf.cli import build_parser, main
 pytest_plugins = ["pytester"]
 
 ROOT = Path(__file__).resolve().parents[1]
-PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), *sorted((ROOT / "examples").glob("*/README.md"))]
-FENCE = re.compile(r"^ *```(\w*)\n(.*?)^ *```", re.M | re.S)
+#: The pages a user reads: every path, option and CPU command they show is checked.
+USER_PAGES = [ROOT / "README.md", ROOT / "ARCHITECTURE.md", *sorted((ROOT / "docs").glob("*.md")),
+              *sorted((ROOT / "examples").glob("*/README.md"))]
+#: The lab records beside the committed runs (evidence/README.md indexes them): their links are checked too.
+PAGES = [*USER_PAGES, *sorted((ROOT / "evidence").glob("*.md"))]
+#: A fenced block: its language, the rest of its info string (```` ```sh gpu ````), its text.
+FENCE = re.compile(r"^ *```(\w*)([^\n]*)\n(.*?)^ *```", re.M | re.S)
 SHELL = {"bash", "sh", "shell", "console"}
 LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)\)")
 SPAN = re.compile(r"`([^`]+)`")
@@ -31,7 +38,7 @@ PYTEST = ("python -m pytest", "python3 -m pytest", "pytest")
 
 
 def _shown(path: Path) -> str:
-    return str(path.relative_to(ROOT))
+    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
 
 
 def _prose(text: str) -> str:
@@ -90,7 +97,7 @@ def _commands(text: str) -> Iterator[tuple[str, bool]]:
     """Every command a page shows, and whether it is a whole command line: each line of its shell blocks (split at
     ``&&``, ``;`` and ``|``; whole), and each code span of its prose (it may only name a command, as in "run
     ``python -m gpuperf compare``"). The callers keep those that start with ``python -m gpuperf`` or ``pytest``."""
-    for language, block in FENCE.findall(text):
+    for language, _, block in FENCE.findall(text):
         if language in SHELL:
             for line in block.replace("\\\n", " ").splitlines():
                 lexer = shlex.shlex(line.strip(), posix=True, punctuation_chars="&|;")
@@ -187,13 +194,200 @@ def test_a_wrong_option_in_a_page_would_be_caught(pytester: pytest.Pytester) -> 
     assert _named_cli_command_exists(["compare", "--tolerence"]) == "python -m gpuperf compare has no option --tolerence"
 
 
+# --- paths, options and commands the pages name ------------------------------------------------------------
+
+#: The folders at the top of the tree: a span starting with one names a path of it (``docs/ci.md``); so does a span
+#: with a file's extension. Module paths may be written from the package (``verdict/gate.py``).
+TOP = tuple(sorted(f"{path.name}/" for path in ROOT.iterdir() if path.is_dir() and path.name not in (".git", ".venv")))
+PATH_SPAN = re.compile(r"\.?[\w-]+(/[\w.-]+)*/?")
+EXTENSION = re.compile(r"\.(py|md|ya?ml|json|sh|txt|png|toml|ini|cu|cuh|log|gz|tsv|csv|html)$")
+
+
+def _named_paths(page: Path) -> Iterator[str]:
+    """The repository paths a page's prose names in code spans: ``docs/ci.md``, ``gpuperf/verdict/gate.py``, a test
+    id's file (``perf_tests/test_gemm.py::test_gemm_perf[…]``). Spans with a placeholder (``<gpu>``, ``*``, ``…``),
+    output folders (``results/…``, ``/tmp/…``) and words without a slash or an extension are not paths of the tree."""
+    for span in SPAN.findall(_prose(page.read_text())):
+        candidate = span.strip().split("::")[0]
+        if not PATH_SPAN.fullmatch(candidate) or candidate.startswith(("results/", ".venv")):
+            continue
+        if "/" in candidate and (candidate.startswith(TOP) or EXTENSION.search(candidate)):
+            yield candidate
+
+
+def _missing_path(page: Path, named: str) -> str:
+    """Why ``named`` is no path of the tree ("" when it is one, from the root, the page's folder or the package)."""
+    if any((base / named).exists() for base in (ROOT, page.parent, ROOT / "gpuperf")):
+        return ""
+    return f"{_shown(page)} names `{named}`, which does not exist"
+
+
+def test_every_path_a_page_names_exists() -> None:
+    named = [(page, path) for page in USER_PAGES for path in _named_paths(page)]
+    assert len(named) >= 50  # the pages' paths were found, so the check below checks something
+    assert [problem for page, path in named if (problem := _missing_path(page, path))] == []
+
+
+def test_a_path_that_is_not_there_would_be_caught(tmp_path: Path) -> None:
+    page = tmp_path / "page.md"
+    page.write_text("See `docs/no-such-page.md`, `gpuperf/verdict/nosuch.py` and `docs/ci.md`; write `results/x.json`.\n"
+                    "```sh\ncat docs/not-prose.md\n```\n")
+    assert list(_named_paths(page)) == ["docs/no-such-page.md", "gpuperf/verdict/nosuch.py", "docs/ci.md"]
+    assert [path for path in _named_paths(page) if _missing_path(page, path)] == ["docs/no-such-page.md",
+                                                                                    "gpuperf/verdict/nosuch.py"]
+
+
+def _cli_options(parser: argparse.ArgumentParser) -> set[str]:
+    found = set(parser._option_string_actions)
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for command in action.choices.values():
+                found |= _cli_options(command)
+    return found
+
+
+def _known_options(pytester: pytest.Pytester) -> set[str]:
+    """Every long option a page may name: pytest's with the plugins the suite uses (gpuperf's, xdist,
+    pytest-benchmark), ``python -m gpuperf``'s (docs/options.md is made from the same spec), and the tools'."""
+    config = pytester.parseconfig("-p", "gpuperf.wiring.plugin", "-p", "benchmark", "-p", "xdist")
+    parser = config._parser  # pytest keeps its option groups there; no public API lists them
+    found = {name for group in [parser._anonymous, *parser._groups] for option in group.options
+             for name in option.names()}
+    found |= _cli_options(build_parser())
+    for tool in (ROOT / "tools").rglob("*.py"):
+        found |= set(re.findall(r"""add_argument\(\s*["'](--[\w-]+)""", tool.read_text()))
+    return found
+
+
+def _named_options(page: Path) -> Iterator[str]:
+    """The long options a page's prose names: each code span that starts with one (``--gate``, ``--tolerance 4``)."""
+    for span in SPAN.findall(_prose(page.read_text())):
+        if option := re.match(r"--[a-z][\w-]*[a-z0-9](?=$|[ =])", span.strip()):
+            yield option.group(0)
+
+
+def test_every_option_a_page_names_exists(pytester: pytest.Pytester) -> None:
+    known = _known_options(pytester)
+    assert {"--gate", "--update-baselines", "--markdown", "-n", "--benchmark-json", "--page"} <= known
+    named = [(page, option) for page in USER_PAGES for option in _named_options(page)]
+    assert len(named) >= 50
+    assert [f"{_shown(page)} names {option}, which no command has" for page, option in named
+            if option not in known] == []
+
+
+def test_an_option_that_does_not_exist_would_be_caught(tmp_path: Path, pytester: pytest.Pytester) -> None:
+    page = tmp_path / "page.md"
+    page.write_text("Pass `--gate`, `--tolerence 4` or `--benchmark-…`.\n")
+    assert [option for option in _named_options(page) if option not in _known_options(pytester)] == ["--tolerence"]
+
+
+#: Fence info words that keep a shell block from being run (```` ```sh gpu ````): ``gpu``, it needs a GPU;
+#: ``setup``, it installs or changes the machine, or needs a program the test extra does not bring; ``slow``, it
+#: takes minutes (a simulation, a bench at full size). Every other shell block of a page runs as written.
+NOT_RUN = frozenset({"gpu", "setup", "slow"})
+#: A command that installs or changes the machine: run here it would change this very environment, so a block
+#: holding one must be marked ``setup``.
+INSTALLS = re.compile(r"(^|[\s;&|(])(pip3?|apt-get|apt|conda)\s+(install|download|uninstall)\b")
+#: A command's expected exit status, when not 0: the last words of its comment (``# 52 slowdowns, exit 1``).
+EXPECTED_EXIT = re.compile(r"#.*\bexit (\d)\s*$")
+
+
+def _blocks(text: str) -> Iterator[tuple[str, set[str], str]]:
+    """Each fenced block: its language, the other words of its info string, its text."""
+    for language, info, block in FENCE.findall(text):
+        yield language, set(info.split()), block
+
+
+def _runnable(page: Path) -> list[str]:
+    """The command lines of a page's shell blocks that run on any machine, continuation lines joined."""
+    lines = []
+    for language, marks, block in _blocks(page.read_text()):
+        if language in SHELL and not marks & NOT_RUN:
+            lines += [line.strip() for line in block.replace("\\\n", " ").splitlines()
+                      if line.strip() and not line.lstrip().startswith("#")]
+    return lines
+
+
+def _tree_copy(target: Path) -> Path:
+    """The committed tree, copied (a command may write into it: results, a history, a page)."""
+    listed = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=False)
+    if listed.returncode != 0:
+        pytest.skip("not a git checkout: the committed files are not known")
+    for name in listed.stdout.decode().split("\0"):
+        if name and (ROOT / name).is_file():
+            (target / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / name, target / name)
+    return target
+
+
+def _run_as_written(line: str, tree: Path, scratch: Path) -> tuple[int, str]:
+    """``line`` run by bash in ``tree`` with this interpreter as ``python``/``python3``; ``/tmp/`` is a scratch
+    folder of this test's (the page's example paths stay as written, and runs do not share them)."""
+    bin_dir = scratch / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    for name in ("python", "python3"):
+        if not (bin_dir / name).exists():
+            (bin_dir / name).symlink_to(sys.executable)
+    (scratch / "tmp").mkdir(exist_ok=True)
+    env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    env.pop("GPUPERF_HISTORY", None)  # a page's command writes the history it names, as a user's would
+    done = subprocess.run(["bash", "-c", line.replace("/tmp/", f"{scratch}/tmp/")], cwd=tree, env=env,
+                          capture_output=True, text=True, timeout=600, check=False)
+    return done.returncode, (done.stdout + done.stderr)[-2000:]
+
+
+
+
+@pytest.mark.long
+@pytest.mark.parametrize("page", [page for page in USER_PAGES if page.parent in (ROOT, ROOT / "docs")
+                                  and _runnable(page)],
+                         ids=_shown)
+def test_every_command_a_page_shows_runs_as_written(page: Path, tmp_path: Path) -> None:
+    """Each CPU command of a page's shell blocks, in order, in a copy of the committed tree, exits as the page says
+    (0, or the ``exit N`` of its comment). GPU-only blocks are marked ``gpu`` and not run here."""
+    tree = _tree_copy(tmp_path / "tree")
+    failed = []
+    installs = [line for line in _runnable(page) if INSTALLS.search(line)]
+    assert installs == [], f"{_shown(page)}: mark the blocks of these commands setup, so they are not run: {installs}"
+    for line in _runnable(page):
+        expected = int(found.group(1)) if (found := EXPECTED_EXIT.search(line)) else 0
+        code, output = _run_as_written(line, tree, tmp_path)
+        if code != expected:
+            failed.append(f"{line}\n  exit {code}, the page expects {expected}:\n{output}")
+    assert failed == []
+
+
+def test_a_command_that_fails_as_written_would_be_caught(tmp_path: Path) -> None:
+    page = tmp_path / "page.md"
+    page.write_text("```sh\npython -m gpuperf baseline check baselines/no-such.yaml\n```\n\n```sh gpu\npytest x\n```\n"
+                    "```bash\nfalse   # refused, exit 1\n```\n")
+    assert _runnable(page) == ["python -m gpuperf baseline check baselines/no-such.yaml", "false   # refused, exit 1"]
+    (tmp_path / "baselines").mkdir()
+    assert _run_as_written(_runnable(page)[0], tmp_path, tmp_path)[0] != 0
+    assert _run_as_written(_runnable(page)[1], tmp_path, tmp_path)[0] == 1
+    assert INSTALLS.search("python3 -m pip install -e '.[page]'") and INSTALLS.search("sudo apt-get install x")
+    assert not INSTALLS.search("python -m gpuperf baseline check baselines/*.yaml")
+
+
+def test_the_workflows_pass_yamllint_strict() -> None:
+    """docs/ci.md says so: ``yamllint -s .github/``, its default rules, a warning failing as an error does."""
+    from yamllint import linter
+    from yamllint.config import YamlLintConfig
+
+    config = YamlLintConfig("extends: default")
+    files = sorted(path for path in (ROOT / ".github").rglob("*") if path.suffix in (".yml", ".yaml"))
+    assert len(files) >= 3
+    assert [f"{_shown(path)}:{problem.line}:{problem.column} {problem.message}" for path in files
+            for problem in linter.run(path.read_text(), config, str(path))] == []
+
+
 # --- the README's two commands ---------------------------------------------------------------------------
 
 def _two_commands() -> tuple[str, str]:
     """The shell blocks under the README's "The two commands", verbatim: the GPU one, then the CPU one."""
     text = (ROOT / "README.md").read_text()
     section = text.split("\n## The two commands\n", 1)[1].split("\n## ", 1)[0]
-    blocks = [block.strip() for language, block in FENCE.findall(section) if language in SHELL]
+    blocks = [block.strip() for language, _, block in FENCE.findall(section) if language in SHELL]
     assert len(blocks) == 2 and all("\n" not in block for block in blocks), blocks
     return blocks[0], blocks[1]
 
@@ -247,7 +441,8 @@ def test_the_cpu_command_is_what_ci_runs() -> None:
 # --- generated pages --------------------------------------------------------------------------------------
 
 def _options_tool() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("options_reference", ROOT / "tools" / "options_reference.py")
+    tool = ROOT / "tools" / "generators" / "options_reference.py"
+    spec = importlib.util.spec_from_file_location("options_reference", tool)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # its dataclass looks its module up there
@@ -258,7 +453,7 @@ def _options_tool() -> ModuleType:
 def test_the_options_reference_is_generated_from_the_real_options() -> None:
     tool = _options_tool()
     text = tool.page()
-    assert (ROOT / "docs" / "options.md").read_text() == text, "stale: run python tools/options_reference.py"
+    assert (ROOT / "docs" / "options.md").read_text() == text, "stale: run python tools/generators/options_reference.py"
     for option in ("--update-baselines", "--gate", "--no-flush", "--min-sample-time", "gpuperf_cases", "--version"):
         assert f"`{option}`" in text
     assert "### `python -m gpuperf baseline from-runs`" in text
@@ -274,7 +469,7 @@ def test_the_options_check_fails_on_a_stale_page(tmp_path: Path, monkeypatch: py
     assert tool.main([]) == 0 and tool.main(["--check"]) == 0
 
 
-#: The gate run docs/results-h200.md is generated from (the first with the FP8 cases).
+#: The gate run evidence/results-h200.md is generated from (the first with the FP8 cases).
 RESULTS_PAGE_RUN = "gate-fp8-GPU-4c46d758.json"
 
 
@@ -282,13 +477,13 @@ def test_the_h200_results_page_is_what_the_readme_command_makes_of_the_committed
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The command the page shows, run on the committed results in a copy of the tree, rewrites the page to
     exactly what is committed: no figure on it is typed."""
-    (tmp_path / "docs" / "h200").mkdir(parents=True)
-    committed = (ROOT / "docs" / "results-h200.md").read_text()
-    shutil.copy(ROOT / "docs" / "h200" / RESULTS_PAGE_RUN, tmp_path / "docs" / "h200" / RESULTS_PAGE_RUN)
-    (tmp_path / "docs" / "results-h200.md").write_text(committed.replace("| ✅ PASS |", "| typed |"))
-    images = sorted(f"docs/h200/{png.name}" for png in (ROOT / "docs" / "h200").glob("*.png"))
+    (tmp_path / "evidence" / "h200").mkdir(parents=True)
+    committed = (ROOT / "evidence" / "results-h200.md").read_text()
+    shutil.copy(ROOT / "evidence" / "h200" / RESULTS_PAGE_RUN, tmp_path / "evidence" / "h200" / RESULTS_PAGE_RUN)
+    (tmp_path / "evidence" / "results-h200.md").write_text(committed.replace("| ✅ PASS |", "| typed |"))
+    images = sorted(f"evidence/h200/{png.name}" for png in (ROOT / "evidence" / "h200").glob("*.png"))
     for image in images:  # readme refuses to link an image that is not there
         shutil.copy(ROOT / image, tmp_path / image)
     monkeypatch.chdir(tmp_path)
-    assert main(["readme", f"docs/h200/{RESULTS_PAGE_RUN}", "--images", *images]) == 0  # the default page
-    assert (tmp_path / "docs" / "results-h200.md").read_text() == committed
+    assert main(["readme", f"evidence/h200/{RESULTS_PAGE_RUN}", "--images", *images]) == 0  # the default page
+    assert (tmp_path / "evidence" / "results-h200.md").read_text() == committed

@@ -1,5 +1,5 @@
 """The fleet's baseline (``baseline from-fleet``, ``verdict/fleet_bands.py``): the committed file is what the command
-writes from the committed runs, every one of them green against it; docs/fleet.md's leave-one-host-out section is
+writes from the committed runs, every one of them green against it; evidence/fleet.md's leave-one-host-out section is
 what ``fleet --bands`` prints; the schema, the gate's band, the start-of-run resolution line and one host's
 ``--update-baselines`` keeping a fleet's entry."""
 
@@ -26,7 +26,7 @@ from gpuperf.verdict.student_t import t_quantile
 REPO = Path(__file__).resolve().parents[1]
 BASELINE = REPO / "baselines" / "nvidia-h200.yaml"
 RUNS = REPO / "baselines" / "nvidia-h200.runs"
-FLEET_DOC = REPO / "docs" / "fleet.md"
+FLEET_DOC = REPO / "evidence" / "fleet.md"
 HEADER = {"gpu": "NVIDIA H200", "slug": "nvidia-h200", "driver": "580.159.04"}
 
 
@@ -191,7 +191,7 @@ def test_after_a_driver_upgrade_one_host_s_update_holds_every_fleet_entry_and_wr
 
 @pytest.mark.long
 def test_fleet_and_compare_say_what_the_committed_entries_catch(capsys: pytest.CaptureFixture[str]) -> None:
-    gates = [str(REPO / "docs" / "fleet" / "gate" / f"{host}-gate.json") for host in ("0e8d49c2", "7bde0c32")]
+    gates = [str(REPO / "evidence" / "fleet" / "gate" / f"{host}-gate.json") for host in ("0e8d49c2", "7bde0c32")]
     assert main(["fleet", *gates, "--baseline", str(BASELINE)]) == 0
     committed = load_baseline(BASELINE)
     assert committed is not None

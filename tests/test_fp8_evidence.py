@@ -1,4 +1,4 @@
-"""docs/fp8.md's claims are what the committed evidence says: the trace comparisons are the tool's output on the
+"""evidence/fp8.md's claims are what the committed evidence says: the trace comparisons are the tool's output on the
 committed files, the refusal table is the probe's, the block layouts are the ones that matched float64, the quoted
 errors are the probe's, and the baseline's FP8 entries are the medians of the committed runs."""
 
@@ -17,12 +17,12 @@ import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
-EVIDENCE = ROOT / "docs" / "fp8"
-PAGE = (ROOT / "docs" / "fp8.md").read_text(encoding="utf-8")
+EVIDENCE = ROOT / "evidence" / "fp8"
+PAGE = (ROOT / "evidence" / "fp8.md").read_text(encoding="utf-8")
 
 
 def _compare(results: str, profile: str) -> str:
-    out = subprocess.run([sys.executable, str(ROOT / "tools" / "profiler_check.py"), "compare",
+    out = subprocess.run([sys.executable, str(ROOT / "tools" / "gpu_host" / "profiler_check.py"), "compare",
                           str(EVIDENCE / results), str(EVIDENCE / profile)], capture_output=True, text=True,
                          check=False, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert out.returncode in (0, 1), out.stderr  # 1: a case beyond the limit, which the page says
@@ -95,7 +95,7 @@ def test_the_baselines_fp8_entries_are_the_committed_runs_medians(tmp_path: Path
 
 
 def test_the_third_gpus_gate_is_what_the_page_says() -> None:
-    gate = json.loads((ROOT / "docs" / "h200" / "gate-fp8-GPU-4c46d758.json").read_text())
+    gate = json.loads((ROOT / "evidence" / "h200" / "gate-fp8-GPU-4c46d758.json").read_text())
     uuid = gate["run"]["extra"]["uuid"]
     recorders = {json.loads(path.read_text())["run"]["extra"]["uuid"] for path in EVIDENCE.glob("record-*.json")}
     assert uuid.startswith("GPU-4c46d758") and uuid not in recorders and len(recorders) == 2

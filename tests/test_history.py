@@ -57,8 +57,8 @@ def test_a_run_is_appended_once_and_every_figure_is_kept(database_url: str) -> N
 def test_ingest_backfills_and_a_second_ingest_adds_nothing(database_url: str, tmp_path: Path) -> None:
     write(tmp_path / "results" / "20261201-100000" / "results.json", document("2026-12-01T10:00:00+00:00", {CASE: 50}))
     (tmp_path / "results" / "notes.json").write_text('{"not": "results"}')
-    paths = [tmp_path / "results", ROOT / "docs" / "h200"]
-    runs = 1 + len(list((ROOT / "docs" / "h200").glob("*.json")))  # the committed gate runs, and this one
+    paths = [tmp_path / "results", ROOT / "evidence" / "h200"]
+    runs = 1 + len(list((ROOT / "evidence" / "h200").glob("*.json")))  # the committed gate runs, and this one
     with History(database_url) as history:
         first = history.ingest(paths)
         second = history.ingest(paths)

@@ -1,4 +1,4 @@
-"""tools/history_bench.py, as docs/history.md runs it, at a small scale: it writes the files, times the ingest, the
+"""tools/generators/history_bench.py, as docs/history.md runs it, at a small scale: it writes the files, times the ingest, the
 changes, the page (with its resident memory) and the suite-end appends in fresh processes, reuses files when asked, and refuses to time appends on a
 database that holds them already."""
 
@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def _bench(out: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, str(ROOT / "tools" / "history_bench.py"), "--runs", "70", "--cases", "3",
+    return subprocess.run([sys.executable, str(ROOT / "tools" / "generators" / "history_bench.py"), "--runs", "70", "--cases", "3",
                            "--out", str(out), *args], capture_output=True, text=True, timeout=600,
                           env={**os.environ, "PYTHONPATH": str(ROOT)})
 

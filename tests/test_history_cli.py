@@ -118,14 +118,14 @@ def test_the_committed_fleet_runs_make_one_series_per_case(tmp_path: Path, capsy
     """The committed runs of 34 H200s (a few runs each, over the suite's own development) make one series per case
     and method, hosts pooled with their offsets removed; a change point at a change of host says so, with both
     hosts' offsets, and the exit code is the nightly check's over what is printed."""
-    from tools.changepoint_compare import committed_fleet_files
+    from tools.generators.changepoint_compare import committed_fleet_files
 
     files = committed_fleet_files(ROOT)
     target = str(tmp_path / "fleet.sqlite")
     # the commands docs/history.md shows, run from the repository root
     monkeypatch.chdir(ROOT)
     assert main(["history", "ingest", "--history", target, "--exclude", "*-slow-*", "--exclude", "*-clock-check.json",
-                 "docs/fleet", "docs/h200"]) == 0
+                 "evidence/fleet", "evidence/h200"]) == 0
     ingested = capsys.readouterr().out
     assert f"{len(files) - 1} runs added, 1 already present, 0 files refused" in ingested and len(files) >= 40
     code = main(["history", "changes", "--history", target])

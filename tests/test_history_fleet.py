@@ -1,4 +1,4 @@
-"""A fleet's history (``tools/history_generate.py --fleet``): runs landing on random hosts of the committed gate runs
+"""A fleet's history (``tools/generators/history_generate.py --fleet``): runs landing on random hosts of the committed gate runs
 (13 H200s, each reading its cases as its gate run did), one series per case with each host's offset removed. A 3 %
 step on every case is found by its third run and placed at its run, alarmed once, and no host is taken for a
 change: in memory (small in the fast tier, full size in the long one) and through ingest and the CLI on SQLite and
@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from history_support import ENGINES, database_url  # noqa: F401  (a fixture)
-from tools.history_generate import (FleetHost, fleet_end_to_end, fleet_false, fleet_hosts, fleet_step,
+from tools.generators.history_generate import (FleetHost, fleet_end_to_end, fleet_false, fleet_hosts, fleet_step,
                                     rate_interval)
 
 
@@ -50,7 +50,7 @@ def test_a_step_on_every_case_is_found_by_its_third_run_on_random_hosts(
 
 @pytest.mark.long
 def test_a_step_on_every_case_of_the_full_fleet(fleet: tuple[list[FleetHost], list[str]]) -> None:
-    """The committed gate runs' 0.3 % noise (tools/history_generate.py --fleet measures the noisier levels)."""
+    """The committed gate runs' 0.3 % noise (tools/generators/history_generate.py --fleet measures the noisier levels)."""
     hosts, cases = fleet
     found, single, off, total = fleet_step(hosts, cases, np.random.default_rng(2), 0.003, 1)
     assert found >= 0.95 * total and single >= 0.95 * found and off <= 0.01 * total
@@ -60,7 +60,7 @@ def test_a_step_on_every_case_of_the_full_fleet(fleet: tuple[list[FleetHost], li
 @pytest.mark.parametrize("noise", [0.003, 0.02])
 def test_few_false_change_points_on_a_stationary_fleet(noise: float, fleet: tuple[list[FleetHost], list[str]]) -> None:
     """One stationary 150-run fleet history checked after every run: the count is within what a rate of 1 per
-    1,000 case-runs gives (its 95 % interval's lower end at or below 1; tools/history_generate.py --fleet measures
+    1,000 case-runs gives (its 95 % interval's lower end at or below 1; tools/generators/history_generate.py --fleet measures
     the rate on many more)."""
     hosts, cases = fleet
     count, case_runs = fleet_false(hosts, cases, np.random.default_rng(3), noise, 1, runs=150)

@@ -1,5 +1,5 @@
-"""tools/history_generate.py, at a small scale: each case's noise as the validation runs show it, the two figures of
-a power-capped case, and a driver change named end to end through `history ingest` and `history changes`."""
+"""tools/generators/history_generate.py, at a small scale: each case's noise as the validation runs show it, the two
+figures of a power-capped case, and a driver change named end to end through `history ingest` and `history changes`."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tools import history_generate  # noqa: E402
+from tools.generators import history_generate  # noqa: E402
 
 
 def test_each_case_s_noise_is_taken_from_the_validation_runs() -> None:

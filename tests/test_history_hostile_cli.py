@@ -67,7 +67,7 @@ def test_a_folder_with_no_results_file_is_an_error_not_a_silent_pass(tmp_path: P
     code, out, err = _ingest(tmp_path, capsys, named)
     assert code == 1 and out == ""
     assert err.strip() == (f"gpuperf: error: {named}: a folder with no *.json file under it; name results/ "
-                           "directories, results.json files or folders of them (docs/fleet/)")
+                           "directories, results.json files or folders of them (evidence/fleet/)")
     write(named / "inner.json", document("2026-12-01T00:00:00+00:00", {"perf_tests/a": 1.0}))
     code, out, _ = _ingest(tmp_path, capsys, tmp_path)  # a folder named *.json inside one is walked, not refused
     assert code == 0 and "1 runs added, 0 already present, 0 files refused" in out

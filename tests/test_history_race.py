@@ -19,7 +19,7 @@ from gpuperf.history.engine import removed_unless_kept
 from gpuperf.store.history_target import sqlite_url
 from history_support import ROOT
 
-RUNS = [ROOT / "docs" / "fleet" / "1e941103-1.json", ROOT / "docs" / "fleet" / "1e941103-2.json"]
+RUNS = [ROOT / "evidence" / "fleet" / "1e941103-1.json", ROOT / "evidence" / "fleet" / "1e941103-2.json"]
 
 
 def _run_count(path: Path) -> int:

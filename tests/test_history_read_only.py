@@ -15,7 +15,7 @@ import pytest
 from gpuperf.cli import main
 from history_support import ROOT
 
-RUNS = [ROOT / "docs" / "fleet" / "1e941103-1.json", ROOT / "docs" / "fleet" / "1e941103-2.json"]
+RUNS = [ROOT / "evidence" / "fleet" / "1e941103-1.json", ROOT / "evidence" / "fleet" / "1e941103-2.json"]
 CASE = "strided-fp32-1024x256x256x256-cold"
 
 
@@ -64,7 +64,7 @@ def test_reading_commands_read_a_history_they_cannot_write(read_only_history: Pa
 
 @pytest.mark.long
 def test_ingest_into_a_history_it_cannot_write_says_so_in_one_line(read_only_history: Path, tmp_path: Path) -> None:
-    done = _gpuperf(tmp_path, "history", "ingest", str(ROOT / "docs" / "fleet" / "3da77131-1.json"), "--history",
+    done = _gpuperf(tmp_path, "history", "ingest", str(ROOT / "evidence" / "fleet" / "3da77131-1.json"), "--history",
                     str(read_only_history))
     assert done.returncode == 1 and done.stderr.count("\n") == 1, done.stderr
     assert done.stderr.startswith(f"gpuperf: error: history {read_only_history}: can be read but not written here (")

@@ -113,7 +113,8 @@ def test_a_run_of_records_holding_every_key_takes_the_same_rows() -> None:
      "judged against the baseline in /tmp/x/shifted-baseline (--baseline-dir), not the fleet's"),
     (["perf_tests", "--gate", "--baseline-dir=/tmp/b"],
      "judged against the baseline in /tmp/b (--baseline-dir), not the fleet's"),
-    (["perf_tests", "--gate", "-p", "tools.slowdown"], "a planted slowdown (-p tools.slowdown)"),
+    (["perf_tests", "--gate", "-p", "tools.gpu_host.slowdown"], "a planted slowdown (-p tools.gpu_host.slowdown)"),
+    (["perf_tests", "--gate", "-ptools.slowdown"], "a planted slowdown (-p tools.slowdown)"),  # as older runs name it
     (["perf_tests", "--gate", "-p", "no:cacheprovider", "--history", "none"], ""),
 ])
 def test_a_run_against_a_baseline_of_its_own_or_with_a_planted_slowdown_is_an_experiment(args: list[str],

@@ -15,7 +15,7 @@ import sqlalchemy as sa
 from gpuperf.history.database import History, to_url
 from history_support import ENGINES, ROOT, database_url  # noqa: F401  (the fixture)
 
-RUNS = [ROOT / "docs" / "fleet" / "1e941103-1.json", ROOT / "docs" / "fleet" / "1e941103-2.json"]
+RUNS = [ROOT / "evidence" / "fleet" / "1e941103-1.json", ROOT / "evidence" / "fleet" / "1e941103-2.json"]
 CASE = "test_batched_gemm_perf[strided-fp32-1024x256x256x256-cold]"
 EDITS = {
     "schema_version holds 'abc'": ["ALTER TABLE schema_version ALTER COLUMN version TYPE text",

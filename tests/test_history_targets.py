@@ -78,7 +78,7 @@ def test_a_password_holding_an_at_is_encoded_not_taken_for_the_host() -> None:
 ])
 @pytest.mark.parametrize("command", [  # every URL through show here; through the other two in the long tier
     ["history", "show", "gemm"], ["history", "changes"],
-    ["history", "ingest", str(ROOT / "docs" / "fleet" / "1e941103-1.json")]])
+    ["history", "ingest", str(ROOT / "evidence" / "fleet" / "1e941103-1.json")]])
 def test_history_commands_print_no_password(url: str, command: list[str], tmp_path: Path) -> None:
     done = _gpuperf(tmp_path, *command, "--history", url)
     assert done.returncode == 1 and done.stderr.count("\n") == 1, done.stderr

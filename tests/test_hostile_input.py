@@ -25,8 +25,8 @@ from test_plugin import CONFTEST, GEMV_S
 REPO = Path(__file__).resolve().parents[1]
 PAGE = REPO / "docs" / "hostile-input.md"
 BASELINE = REPO / "baselines" / "nvidia-h200.yaml"
-RUN = REPO / "docs" / "fleet" / "1e941103-1.json"
-OTHER_RUN = REPO / "docs" / "fleet" / "1e941103-2.json"
+RUN = REPO / "evidence" / "fleet" / "1e941103-1.json"
+OTHER_RUN = REPO / "evidence" / "fleet" / "1e941103-2.json"
 MAX_SECONDS = 5.0
 ADDRESS_SPACE = 3 << 29  # 1.5 GiB: Python and NumPy's own mappings leave the 1 GiB target for the input
 
@@ -727,7 +727,7 @@ def test_each_condition_names_a_test_that_exists_and_the_page_lists_them() -> No
 
 def test_a_broken_pipe_exits_quietly() -> None:
     """``python -m gpuperf fleet … | head -1``: the reader goes away, the command stops without a traceback."""
-    runs = sorted(str(p) for p in (REPO / "docs" / "fleet").glob("*.json"))
+    runs = sorted(str(p) for p in (REPO / "evidence" / "fleet").glob("*.json"))
     with subprocess.Popen([sys.executable, "-m", "gpuperf", "fleet", *runs], cwd=REPO, stdout=subprocess.PIPE,
                           stderr=subprocess.PIPE) as process:
         assert process.stdout is not None and process.stderr is not None

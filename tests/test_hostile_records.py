@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-RUN = REPO / "docs" / "fleet" / "1e941103-1.json"
+RUN = REPO / "evidence" / "fleet" / "1e941103-1.json"
 CASE = "perf_tests/test_batched.py::test_batched_gemm_perf[strided-fp32-1024x256x256x256-cold]"
 
 
@@ -86,10 +86,10 @@ def test_a_figure_whose_precision_has_no_peak_is_refused_by_every_command(tmp_pa
 
 
 def test_an_older_file_without_precisions_is_held_to_each_record_s_own_peak(tmp_path: Path) -> None:
-    """Files written before records named their precision (``docs/fleet/events/``) still read: each TFLOPS record
+    """Files written before records named their precision (``evidence/fleet/events/``) still read: each TFLOPS record
     carries its own peak. One that carries neither is refused."""
-    older = REPO / "docs" / "fleet" / "events" / "7b1b7567-1.json"
-    assert _gpuperf(tmp_path, "fleet", str(older), str(REPO / "docs" / "fleet" / "events" / "cce817af-1.json")) \
+    older = REPO / "evidence" / "fleet" / "events" / "7b1b7567-1.json"
+    assert _gpuperf(tmp_path, "fleet", str(older), str(REPO / "evidence" / "fleet" / "events" / "cce817af-1.json")) \
         .returncode == 0
     data = json.loads(older.read_text())
     data["records"][0].update(peak=None, value=5000.0)

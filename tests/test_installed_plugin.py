@@ -404,18 +404,18 @@ def test_the_framework_example_s_tables_name_their_sizes() -> None:
 
 
 def test_the_framework_evidence_is_what_the_committed_runs_say() -> None:
-    """docs/framework-kernels.md's table is the tool's comparison of the committed files, within ±2 %; the gate ran
+    """evidence/framework-kernels.md's table is the tool's comparison of the committed files, within ±2 %; the gate ran
     on another GPU than the one that recorded the committed baseline, against that baseline."""
     import json
 
-    evidence = ROOT / "docs" / "framework-kernels"
-    out = subprocess.run([sys.executable, str(ROOT / "tools" / "profiler_check.py"), "compare",
+    evidence = ROOT / "evidence" / "framework-kernels"
+    out = subprocess.run([sys.executable, str(ROOT / "tools" / "gpu_host" / "profiler_check.py"), "compare",
                           str(evidence / "gate-results.json"), str(evidence / "profile.json")],
                          capture_output=True, text=True, check=False, cwd=ROOT,
                          env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert out.returncode == 0, out.stderr
     assert out.stdout == (evidence / "profiler-check.md").read_text()
-    page = (ROOT / "docs" / "framework-kernels.md").read_text()
+    page = (ROOT / "evidence" / "framework-kernels.md").read_text()
     for line in out.stdout.splitlines():
         if line.startswith("| `perf_tests/"):
             assert "| `" + line.split("::", 1)[1] in page  # each row, as the page shows it

@@ -22,7 +22,7 @@ from test_ab import _env, _git
 from test_ab import repo  # noqa: F401  (the fixture: a repository of fake-GPU suites)
 
 ROOT = Path(__file__).resolve().parent.parent
-RUN = ROOT / "docs" / "fleet" / "1e941103-1.json"
+RUN = ROOT / "evidence" / "fleet" / "1e941103-1.json"
 INTERRUPTED = "gpuperf: error: interrupted ("
 
 

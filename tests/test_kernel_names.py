@@ -1,7 +1,7 @@
 """Short names on two corpora no one here wrote, and on any text at all.
 
 - 4,581 kernel symbols that PyTorch's, cuBLAS's and cuDNN's CUDA libraries hold (gathered on an H200 by
-  tools/kernel_symbols.py: ``cuobjdump -symbols`` of each library's sm_90 cubins, the ``STO_ENTRY`` functions, as
+  tools/gpu_host/kernel_symbols.py: ``cuobjdump -symbols`` of each library's sm_90 cubins, the ``STO_ENTRY`` functions, as
   CUPTI names them), mangled: read by ``kernel_names``' own reader of the mangling, checked against the same
   symbols demangled by libstdc++ and read as declarations.
 - 1,014 kernel names from public traces: the kineto/PyTorch-profiler chrome traces that
@@ -28,7 +28,7 @@ from hypothesis import strategies as st
 from gpuperf.measure.kernel_names import (READ_LENGTH, SPELLED_LENGTH, UNNAMED_KERNEL, clear_caches, demangle,
                                           short_name, spelled_name, symbol_digest)
 from gpuperf.measure.kernel_records import Kernel, KernelActivity, call_kernels, describe_change
-from tools.bench_kernel_names import FAMILIES
+from tools.generators.bench_kernel_names import FAMILIES
 
 CORPUS = Path(__file__).parent / "data" / "kernel-symbols.tsv.gz"
 TRACES = Path(__file__).parent / "data" / "kernel-names-traces.tsv.gz"
@@ -230,7 +230,7 @@ def _cpu_seconds(symbol: str) -> float:
 @pytest.mark.parametrize("family", FAMILIES)
 @pytest.mark.parametrize("size", [1000, pytest.param(1_000_000, marks=pytest.mark.long)])
 def test_an_adversarial_name_is_read_in_bounded_time(family: str, size: int) -> None:
-    """tools/bench_kernel_names.py's families (libstdc++'s exponential case, quadratic runs, digit and nesting
+    """tools/generators/bench_kernel_names.py's families (libstdc++'s exponential case, quadratic runs, digit and nesting
     limits), at 1 KB and 1 MB."""
     assert _cpu_seconds(FAMILIES[family](size)) <= CPU_LIMIT_S
 

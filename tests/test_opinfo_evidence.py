@@ -1,5 +1,6 @@
-"""The OpInfo sweep's committed evidence (docs/opinfo/, written on an H200 by tools/opinfo_device.sh) gives the
-report docs/opinfo-sweep.md again, and the ten operators' figures agree with torch.profiler's as the page says."""
+"""The OpInfo sweep's committed evidence (evidence/opinfo/, written on an H200 by tools/gpu_host/opinfo_device.sh) gives
+the report evidence/opinfo-sweep.md again, and the ten operators' figures agree with torch.profiler's as the page
+says."""
 
 from __future__ import annotations
 
@@ -9,23 +10,23 @@ import tarfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-EVIDENCE = ROOT / "docs" / "opinfo"
+EVIDENCE = ROOT / "evidence" / "opinfo"
 PARTS = [EVIDENCE / "sweep-1.tar.gz", EVIDENCE / "sweep-2.tar.gz"]
-sys.path.insert(0, str(ROOT / "tools"))
+sys.path.insert(0, str(ROOT / "tools" / "evidence"))
 
 import opinfo_sweep  # noqa: E402
 
 
 def _tool(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, str(ROOT / "tools" / "opinfo_sweep.py"), *args], capture_output=True,
-                          text=True, check=False, cwd=ROOT)
+    return subprocess.run([sys.executable, str(ROOT / "tools" / "evidence" / "opinfo_sweep.py"), *args],
+                          capture_output=True, text=True, check=False, cwd=ROOT)
 
 
 def test_the_report_is_written_again_from_the_committed_parts() -> None:
     made = _tool("report", *map(str, PARTS), "--context", str(EVIDENCE / "gpu.txt"), "--trace",
                  str(EVIDENCE / "operators-compare.md"))
     assert made.returncode == 0, made.stderr
-    assert made.stdout == (ROOT / "docs" / "opinfo-sweep.md").read_text()
+    assert made.stdout == (ROOT / "evidence" / "opinfo-sweep.md").read_text()
 
 
 def test_every_operator_has_one_outcome_and_no_session_crashed() -> None:
@@ -57,7 +58,8 @@ def test_kernels_of_anonymous_namespaces_are_named_and_their_figures_taken() -> 
 
 
 def test_the_ten_operators_agree_with_torch_profiler_within_two_per_cent() -> None:
-    done = subprocess.run([sys.executable, str(ROOT / "tools" / "profiler_check.py"), "compare", "--limit", "2",
+    done = subprocess.run([sys.executable, str(ROOT / "tools" / "gpu_host" / "profiler_check.py"), "compare",
+                           "--limit", "2",
                            str(EVIDENCE / "operators-results.json"), str(EVIDENCE / "operators-profile.json")],
                           capture_output=True, text=True, check=False, cwd=ROOT)
     assert done.returncode == 0, done.stdout + done.stderr

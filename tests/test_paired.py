@@ -56,7 +56,7 @@ def test_t_quantile_inverts_the_tail() -> None:
 def test_aa_runs_are_never_slower_or_faster() -> None:
     verdicts = [_run(0.0, 0.003, seed) for seed in range(400)]
     flagged = [v for v in verdicts if v.status in (Verdict.SLOWER, Verdict.FASTER)]
-    assert not flagged  # the rule's rate is far below 1 in 400 (docs/ab.md)
+    assert not flagged  # the rule's rate is far below 1 in 400 (evidence/ab.md)
     assert sum(v.status == Verdict.SAME for v in verdicts) >= 390
 
 

@@ -1,4 +1,4 @@
-"""tools/profiler_check.py's pure parts: calls split at the flushes of a torch.profiler trace, and the suite's
+"""tools/gpu_host/profiler_check.py's pure parts: calls split at the flushes of a torch.profiler trace, and the suite's
 figure compared on time, or on cycles for a clock-bound case that ran below the maximum clock."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tools.profiler_check import AT_MAX_CLOCK, _split_spans, comparison, judged
+from tools.gpu_host.profiler_check import AT_MAX_CLOCK, _split_spans, comparison, judged
 
 ROOT = Path(__file__).resolve().parents[1]
 FLUSH = "void at::native::reduce_kernel<512, 1, at::native::ReduceOp<int, at::native::func_wrapper_t<int, sum>>>"
@@ -65,11 +65,12 @@ def test_the_compare_command_names_the_trace_s_flush_when_the_profile_records_it
     for extra, shown in (({"flush_mib": 120}, "1.0 s of warm-up, 120 MiB read before each call."),
                          ({}, "1.0 s of warm-up.")):
         (tmp_path / "profile.json").write_text(json.dumps({**profile, **extra}))
-        done = subprocess.run([sys.executable, str(ROOT / "tools" / "profiler_check.py"), "compare",
+        done = subprocess.run([sys.executable, str(ROOT / "tools" / "gpu_host" / "profiler_check.py"), "compare",
                                str(tmp_path / "results.json"), str(tmp_path / "profile.json")], capture_output=True,
                               text=True, check=False, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
         assert done.returncode == 0, done.stderr
         assert done.stdout.splitlines()[0].endswith(shown)
-    parser_help = subprocess.run([sys.executable, str(ROOT / "tools" / "profiler_check.py"), "trace", "--help"],
+    parser_help = subprocess.run([sys.executable, str(ROOT / "tools" / "gpu_host" / "profiler_check.py"), "trace",
+                                  "--help"],
                                  capture_output=True, text=True, check=True, cwd=ROOT).stdout
     assert "--flush-mib" in parser_help

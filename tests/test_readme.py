@@ -1,4 +1,4 @@
-"""The generated results section of a page (docs/results-h200.md)."""
+"""The generated results section of a page (evidence/results-h200.md)."""
 
 from __future__ import annotations
 

@@ -26,7 +26,7 @@ from gpuperf.store.records import Record, RunInfo
 from gpuperf.store.results import ResultsError, check_run
 
 HERE = Path("results.json")
-SEEDS = [REPO / "docs" / "h200" / "results.json", *FLEET_RUNS[:3]]
+SEEDS = [REPO / "evidence" / "h200" / "results.json", *FLEET_RUNS[:3]]
 #: Values no sound file holds in most fields, beside JSON_VALUES' random ones.
 HOSTILE = st.sampled_from([True, False, None, "", 0, -1, 2.5, float("inf"), float("nan"), 10**19, [], [1, 2],
                            [1, 2, 3], ["x"], {}, {"a": 1}, {"a": [1]}, {"a": None}, "PASS", "not-a-status"])
@@ -137,7 +137,7 @@ def test_an_integer_beyond_64_bits_is_still_written_and_its_reader_names_it() ->
 
 
 def test_documents_compressed_read_back() -> None:
-    text = (REPO / "docs" / "h200" / "results.json").read_text()
+    text = (REPO / "evidence" / "h200" / "results.json").read_text()
     body = history_schema.encode_document(text)
     assert history_schema.decode_document(body) == text and zlib.decompress(body).decode() == text
     assert history_schema.encode_document(text.encode()) == body

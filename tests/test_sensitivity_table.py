@@ -1,6 +1,6 @@
-"""The A/B gate's sensitivity table (``ab/sensitivity.py``, ``tools/sensitivity_table.py``) from synthetic ab.json
-documents: per case, the planted effect and verdict at each plant, the smallest plant caught, and per plant how many
-of the cases whose effect reached it were caught."""
+"""The A/B gate's sensitivity table (``ab/sensitivity.py``, ``tools/evidence/sensitivity_table.py``) from synthetic
+ab.json documents: per case, the planted effect and verdict at each plant, the smallest plant caught, and per plant how
+many of the cases whose effect reached it were caught."""
 
 from __future__ import annotations
 
@@ -86,7 +86,7 @@ def test_the_tool_writes_the_page_s_section_and_refuses_bad_input_with_one_line(
         files.append(str(path))
     page = tmp_path / "ab.md"
     page.write_text(f"# A/B\n\n{START}\nPREVIOUS TABLE\n{END}\n\nafter\n", encoding="utf-8")
-    tool = [sys.executable, str(ROOT / "tools" / "sensitivity_table.py")]
+    tool = [sys.executable, str(ROOT / "tools" / "evidence" / "sensitivity_table.py")]
     done = subprocess.run([*tool, *files, "--page", str(page)], capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr
     text = page.read_text(encoding="utf-8")
@@ -99,6 +99,6 @@ def test_the_tool_writes_the_page_s_section_and_refuses_bad_input_with_one_line(
 
 
 def test_the_ab_page_has_the_section_the_tool_writes() -> None:
-    page = (ROOT / "docs" / "ab.md").read_text(encoding="utf-8")
+    page = (ROOT / "evidence" / "ab.md").read_text(encoding="utf-8")
     section = sensitivity_section([planted_run(ab_json(0.02, RUNS[0.02]), "x")], ["x"])
     assert section in replace_sensitivity_section(page, section)

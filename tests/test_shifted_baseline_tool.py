@@ -1,4 +1,4 @@
-"""tools/shifted_baseline.py judge on a fleet's baseline: a missed 5 % slowdown counts against the check only where
+"""tools/gpu_host/shifted_baseline.py judge on a fleet's baseline: a missed 5 % slowdown counts against the check only where
 no entry's resolution stated it (``--by-resolution``); an alarm always does."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import pytest
 from gpuperf.store.baseline import load_baseline
 
 REPO = Path(__file__).resolve().parents[1]
-TOOL = REPO / "tools" / "shifted_baseline.py"
+TOOL = REPO / "tools" / "gpu_host" / "shifted_baseline.py"
 BASELINE = REPO / "baselines" / "nvidia-h200.yaml"
 
 

@@ -1,4 +1,4 @@
-"""tools/slowdown.py on the CPU, with NumPy arrays and a recording stand-in for the library: only the library
+"""tools/gpu_host/slowdown.py on the CPU, with NumPy arrays and a recording stand-in for the library: only the library
 call is slowed, its operands are made outside the timed calls, and nothing outside a performance test changes."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tools.slowdown import Slowdown, _copy_hook, gemv_shapes, longer
+from tools.gpu_host.slowdown import Slowdown, _copy_hook, gemv_shapes, longer
 
 
 class Library:

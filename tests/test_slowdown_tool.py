@@ -1,5 +1,5 @@
-"""tools/slowdown.py: the reduction grows by the fraction asked, the output (and so the grid) does not; end to end
-through pytest with stand-ins for the CuPy-backed ``kernels`` modules."""
+"""tools/gpu_host/slowdown.py: the reduction grows by the fraction asked, the output (and so the grid) does not; end to
+end through pytest with stand-ins for the CuPy-backed ``kernels`` modules."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tools.slowdown import gemm_shapes, gemv_shapes, longer
+from tools.gpu_host.slowdown import gemm_shapes, gemv_shapes, longer
 
 pytest_plugins = ["pytester"]
 
@@ -97,12 +97,12 @@ def test_calls(perf):
 def test_the_plugin_lengthens_the_reduction_of_the_calls_a_test_makes(pytester: pytest.Pytester,
                                                                       monkeypatch: pytest.MonkeyPatch,
                                                                       fraction: str, passes: bool) -> None:
-    """Through pytest with ``-p tools.slowdown``: with GPUPERF_SLOWDOWN set, the test's own cublas calls reach
+    """Through pytest with ``-p tools.gpu_host.slowdown``: with GPUPERF_SLOWDOWN set, the test's own cublas calls reach
     cuBLAS with longer K; unset (0), nothing changes and the same assertions fail."""
     monkeypatch.setenv("GPUPERF_SLOWDOWN", fraction)
     repo = str(Path(__file__).resolve().parent.parent)
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(p for p in (repo, os.environ.get("PYTHONPATH", "")) if p))
     pytester.makeconftest(CONFTEST)
     pytester.makepyfile(test_slow=TEST)
-    result = pytester.runpytest_subprocess("-p", "tools.slowdown", "-p", "no:cacheprovider")
+    result = pytester.runpytest_subprocess("-p", "tools.gpu_host.slowdown", "-p", "no:cacheprovider")
     result.assert_outcomes(passed=2) if passes else result.assert_outcomes(passed=1, failed=1)

@@ -1,5 +1,6 @@
-"""The stopping rule's docs table (``output/stopping_table.py``, ``tools/stopping_table.py``) from synthetic results
-files: per family, samples, GPU time and the interval reached relative to the band, over runs of several GPUs."""
+"""The stopping rule's docs table (``output/stopping_table.py``, ``tools/evidence/stopping_table.py``) from synthetic
+results files: per family, samples, GPU time and the interval reached relative to the band, over runs of several
+GPUs."""
 
 from __future__ import annotations
 
@@ -80,8 +81,8 @@ def test_the_section_names_its_runs_and_gpus() -> None:
 
 
 def tool(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, str(ROOT / "tools" / "stopping_table.py"), *args], capture_output=True,
-                          text=True, check=False, cwd=ROOT)
+    return subprocess.run([sys.executable, str(ROOT / "tools" / "evidence" / "stopping_table.py"), *args],
+                          capture_output=True, text=True, check=False, cwd=ROOT)
 
 
 def test_the_tool_prints_and_writes_the_section_of_a_page(tmp_path: Path) -> None:
@@ -106,7 +107,7 @@ def test_the_tool_prints_and_writes_the_section_of_a_page(tmp_path: Path) -> Non
 @pytest.mark.long
 def test_the_tool_refuses_bad_input_with_one_line(tmp_path: Path) -> None:
     missing = tool(str(tmp_path / "nothing.json"))
-    assert missing.returncode == 2 and missing.stderr.startswith("tools/stopping_table.py: ")
+    assert missing.returncode == 2 and missing.stderr.startswith("tools/evidence/stopping_table.py: ")
     assert len(missing.stderr.strip().splitlines()) == 1 and "Traceback" not in missing.stderr
     folder = tmp_path / "run"
     folder.mkdir()
@@ -122,20 +123,21 @@ def test_the_tool_refuses_bad_input_with_one_line(tmp_path: Path) -> None:
 
 
 def test_the_measuring_page_has_the_section_the_tool_writes() -> None:
-    page = (ROOT / "docs" / "measuring.md").read_text(encoding="utf-8")
+    page = (ROOT / "evidence" / "measuring.md").read_text(encoding="utf-8")
     section = stopping_section([run("GPU-1")], ["run1/results.json"])
     assert section in replace_stopping_section(page, section)
 
 
 def test_the_measuring_page_s_table_is_the_committed_recording_runs(tmp_path: Path) -> None:
-    """docs/measuring.md's table and the figures its text quotes are rebuilt from the three GPUs' gate runs under
-    docs/fleet/recording/ by the command the page gives."""
-    runs = sorted(str(path.relative_to(ROOT)) for path in (ROOT / "docs" / "fleet" / "recording").glob("*-gate.json"))
+    """evidence/measuring.md's table and the figures its text quotes are rebuilt from the three GPUs' gate runs under
+    evidence/fleet/recording/ by the command the page gives."""
+    recording = ROOT / "evidence" / "fleet" / "recording"
+    runs = sorted(str(path.relative_to(ROOT)) for path in recording.glob("*-gate.json"))
     assert len(runs) == 3
-    page = (ROOT / "docs" / "measuring.md").read_text(encoding="utf-8")
+    page = (ROOT / "evidence" / "measuring.md").read_text(encoding="utf-8")
     copy = tmp_path / "measuring.md"
     copy.write_text(page, encoding="utf-8")
-    out = subprocess.run([sys.executable, "tools/stopping_table.py", *runs, "--page", str(copy)], cwd=ROOT,
+    out = subprocess.run([sys.executable, "tools/evidence/stopping_table.py", *runs, "--page", str(copy)], cwd=ROOT,
                          capture_output=True, text=True, check=False)
     assert out.returncode == 0, out.stderr
     assert copy.read_text(encoding="utf-8") == page

@@ -23,7 +23,7 @@ from dataclasses import fields
 
 REPO = Path(__file__).resolve().parents[1]
 BASELINE = REPO / "baselines" / "nvidia-h200.yaml"
-RUN = REPO / "docs" / "fleet" / "1e941103-1.json"
+RUN = REPO / "evidence" / "fleet" / "1e941103-1.json"
 
 
 def _refusal(call: object) -> str:

@@ -197,6 +197,7 @@ def big_site(request: pytest.FixtureRequest,
     return out, time.perf_counter() - start, _cpu_seconds() - cpu, cases
 
 
+@pytest.mark.serial  # judged on wall-clock time: no second worker beside it
 def test_a_site_of_150_cases_by_1000_runs_builds_in_20_s_with_an_index_under_5_mb(
         big_site: tuple[Path, float, float, int]) -> None:
     out, seconds, cpu, cases = big_site
@@ -207,6 +208,7 @@ def test_a_site_of_150_cases_by_1000_runs_builds_in_20_s_with_an_index_under_5_m
     assert size < INDEX_LIMIT_BYTES
 
 
+@pytest.mark.serial  # judged on wall-clock time: no second worker beside it
 def test_a_site_of_150_cases_by_1000_runs_opens_in_2_s_in_a_fresh_browser(big_site: tuple[Path, float, float, int],
                                                                           browser: Any) -> None:
     """From navigation start (before ``goto``) until every chart of the first screen is drawn, in a fresh
@@ -289,7 +291,7 @@ def test_a_step_in_a_real_history_is_marked_where_the_history_finds_it(history_s
 @pytest.mark.long  # the site of every committed run (see test_trend_cli's); the synthetic sites stay fast
 def test_the_committed_runs_draw_every_host_on_one_basis_with_no_experiment_in_needs_attention(
         committed_site: Path, page: Page) -> None:
-    """The documented rebuild (tools/trend_screenshot.py, without its own browser step), opened in Chromium:
+    """The documented rebuild (tools/evidence/trend_screenshot.py, without its own browser step), opened in Chromium:
     every small multiple draws; a case judged on time in some runs and at max clock in others is drawn as the
     gate's Δ to its baseline (no chart jumps where a run's basis changed); the sealed check's runs against
     shifted baselines are experiments, none of them under Needs attention; hosts are coloured by their class;

@@ -85,12 +85,12 @@ def test_history_page_refuses_an_empty_selection(project: pytest.Pytester, capsy
 
 @pytest.mark.long  # builds the site of every committed run (10 s of CPU); the small synthetic sites stay fast
 def test_the_committed_runs_make_a_site_of_every_case_and_host(committed_site: Path) -> None:
-    """The documented rebuild (tools/trend_screenshot.py) without its browser step: every committed results file
-    under docs/ ingested, then history page."""
+    """The documented rebuild (tools/evidence/trend_screenshot.py) without its browser step: every committed results file
+    under evidence/ ingested, then history page."""
     index = (committed_site / "index.html").read_text(encoding="utf-8")
-    documents = [json.loads(p.read_text()) for p in REPO.glob("docs/**/*.json")]
+    documents = [json.loads(p.read_text()) for p in REPO.glob("evidence/**/*.json")]
     documents = [d for d in documents if isinstance(d, dict) and "run" in d and "records" in d]
-    runs = {json.dumps(d, sort_keys=True) for d in documents}  # docs/h200/results.json is also a fleet file
+    runs = {json.dumps(d, sort_keys=True) for d in documents}  # evidence/h200/results.json is also a fleet file
     started = sorted(d["run"]["started"] for d in documents)
     cases = {(d["run"]["gpu_slug"], r["case_id"]) for d in documents for r in d["records"]}
     assert f"{len(runs)} runs from {started[0]} to {started[-1]}" in index
@@ -120,7 +120,7 @@ def test_the_committed_runs_make_a_site_of_every_case_and_host(committed_site: P
             recent_failures.add(case)
     shifted_failures = {r["case_id"] for d in experiments for r in d["records"] if r["status"] == "REGRESSED"}
     assert len(shifted_failures) > 50
-    slowed = {r["case_id"] for p in REPO.glob("docs/fleet/slowdown/*-slow-0.05.json")
+    slowed = {r["case_id"] for p in REPO.glob("evidence/fleet/slowdown/*-slow-0.05.json")
               for r in json.loads(p.read_text())["records"] if r["status"] == "REGRESSED" and "#" not in r["case_id"]}
     assert len(slowed) == 5, "the committed slowdown runs fail five power-capped GEMMs"
     assert listed == recent_failures

@@ -15,7 +15,7 @@ def gelu_bias_scale(x: torch.Tensor, bias: torch.Tensor, scale: float) -> torch.
 
 #: Compiled for each size it is called with (``dynamic=False``), so Inductor autotunes the kernel of the gated size at
 #: that size. One kernel for every size (``dynamic=True``) is autotuned at the first size called, a correctness
-#: test's, whatever runs later (docs/framework-kernels.md: what that did on fresh machines).
+#: test's, whatever runs later (evidence/framework-kernels.md: what that did on fresh machines).
 fused_gelu = torch.compile(gelu_bias_scale, dynamic=False)
 
 

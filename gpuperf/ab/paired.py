@@ -49,7 +49,7 @@ from gpuperf.verdict.student_t import t_quantile
 #: interval is within a quarter of it (0.5 %), so a round's figure is known to a few tenths of a percent on one
 #: GPU, while the baseline gate needs 4–7.5 % bands because hosts differ (docs/fleet.md); 2 % is four times a
 #: round's noise.
-#: A/A runs on H200s measure what it costs in false alarms (docs/ab.md).
+#: A/A runs on H200s measure what it costs in false alarms (evidence/ab.md).
 DEFAULT_THRESHOLD = 0.02
 #: The two-sided confidence of the paired interval.
 CONFIDENCE = 0.95

@@ -1,12 +1,12 @@
 """What a green A/B run means: for each case, the smallest planted slowdown the A/B gate caught.
 
-Each input is the ``ab.json`` of an A/B run whose head side had a genuine slowdown planted (``tools/slowdown.py``:
-``--head-env GPUPERF_SLOWDOWN=F``, which ``ab.json`` records in ``head_env``). Per case the table shows, for each
-planted fraction, the Δ the run measured (the planted effect itself: a longer reduction does not cost every shape
-the same) and the verdict, then the smallest plant caught (``SLOWER``). Below it, per plant, how many of the cases
-whose measured effect reached the plant were caught: the issue's target reads that line (2 %: at least 90 %,
-5 %: all). ``python3 tools/sensitivity_table.py AB_JSON… [--page docs/ab.md]`` writes the section of docs/ab.md
-between ``START`` and ``END``. Pure: reads JSON documents, no GPU.
+Each input is the ``ab.json`` of an A/B run whose head side had a genuine slowdown planted
+(``tools/gpu_host/slowdown.py``: ``--head-env GPUPERF_SLOWDOWN=F``, which ``ab.json`` records in ``head_env``). Per case
+the table shows, for each planted fraction, the Δ the run measured (the planted effect itself: a longer reduction does
+not cost every shape the same) and the verdict, then the smallest plant caught (``SLOWER``). Below it, per plant, how
+many of the cases whose measured effect reached the plant were caught: the issue's target reads that line (2 %: at least
+90 %, 5 %: all). ``python3 tools/evidence/sensitivity_table.py AB_JSON… [--page evidence/ab.md]`` writes the
+section of evidence/ab.md between ``START`` and ``END``. Pure: reads JSON documents, no GPU.
 
 PYTEST_DONT_REWRITE
 """
@@ -24,8 +24,8 @@ from gpuperf.output.readme import replace_section, section_markers
 from gpuperf.output.table import Column
 from gpuperf.untrusted import markdown_text
 
-START, END = section_markers("sensitivity", "tools/sensitivity_table.py")
-#: The environment variable of ``tools/slowdown.py`` that an ``ab.json``'s ``head_env`` records the plant in.
+START, END = section_markers("sensitivity", "tools/evidence/sensitivity_table.py")
+#: The environment variable of ``tools/gpu_host/slowdown.py`` that an ``ab.json``'s ``head_env`` records the plant in.
 PLANT_ENV = "GPUPERF_SLOWDOWN"
 
 
@@ -62,7 +62,7 @@ def planted_run(document: Any, name: str) -> PlantedRun:
         plant = float(str(raw))
     except ValueError:
         raise SensitivityError(f"{name}: no planted slowdown ({PLANT_ENV} in head_env is {raw!r}): pass runs made "
-                               f"with --head-env {PLANT_ENV}=F -- … -p tools.slowdown") from None
+                               f"with --head-env {PLANT_ENV}=F -- … -p tools.gpu_host.slowdown") from None
     if not 0 < plant < 1:
         raise SensitivityError(f"{name}: a planted slowdown of {plant!r} is not a fraction between 0 and 1")
     cases: dict[str, Reading] = {}

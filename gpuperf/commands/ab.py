@@ -45,7 +45,8 @@ def add_ab_command(commands: Any) -> None:
                              f"first check, or one round) before it is stopped (default {DEFAULT_TURN_TIMEOUT_S:g})")
     parser.add_argument("--head-env", type=_assignment, action="append", default=[], metavar="KEY=VALUE",
                         help="set this in the head side's environment only (repeatable): a planted slowdown to "
-                             "show the gate works, e.g. GPUPERF_SLOWDOWN=0.02 with -- perf_tests -p tools.slowdown")
+                             "show the gate works, e.g. GPUPERF_SLOWDOWN=0.02 with -- perf_tests "
+                             "-p tools.gpu_host.slowdown")
     parser.add_argument("selection", nargs="*", metavar="SELECTION",
                         help="what pytest runs in each tree (default perf_tests; e.g. perf_tests -k gemm)")
     parser.set_defaults(func=run_ab)

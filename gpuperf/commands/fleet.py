@@ -89,7 +89,8 @@ def cmd_fleet(args: argparse.Namespace) -> int:
 
 
 def bands_section(runs: Sequence[Run], must_catch: float, markdown: bool = False) -> str:
-    """docs/fleet.md's generated section: the leave-one-host-out estimate both ways and what the baseline catches."""
+    """evidence/fleet.md's generated section: the leave-one-host-out estimate both ways and what the baseline
+    catches."""
     config = GateConfig()
     plain, levelled = fleet_baseline(runs, config), fleet_baseline(runs, config, level=True)
     gains = level_gains(plain, levelled)

@@ -277,7 +277,7 @@ def add_history_commands(commands: Any) -> None:
     sub = history.add_subparsers(dest="history_command", required=True, metavar="COMMAND")
     ingest = sub.add_parser("ingest", parents=[target], help="backfill from results.json files and folders of them",
                             description="Adds each results file named or found under a folder (results/, "
-                                        "docs/fleet/); a run already present is left alone. Exits 1 when a file "
+                                        "evidence/fleet/); a run already present is left alone. Exits 1 when a file "
                                         "was refused (it is named with the reason); the others are still added.")
     ingest.add_argument("paths", nargs="+", metavar="PATH")
     ingest.add_argument("--exclude", action="append", default=[], metavar="GLOB",

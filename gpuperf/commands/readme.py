@@ -14,7 +14,7 @@ from gpuperf.commands.common import EXIT_OK, CliError
 from gpuperf.store.reading import MIB
 
 README_LIMIT = 8 * MIB
-RESULTS_PAGE = "docs/results-h200.md"
+RESULTS_PAGE = "evidence/results-h200.md"
 
 
 def cmd_readme(args: argparse.Namespace) -> int:

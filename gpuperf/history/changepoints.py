@@ -1,6 +1,6 @@
 """Change points in one case's series of figures: where its level moved, by how much, how surely. Pure.
 
-The method (chosen against PELT and a sliding-window test on synthetic and real series, ``docs/history.md``)
+The method (chosen against PELT and a sliding-window test on synthetic and real series, ``evidence/history.md``)
 is binary segmentation with a two-sample t-test, as Apache Otava does it: the split of a segment that
 maximises the t statistic of the two sides' means is a candidate; it stands when the test's p-value, made
 conservative for having picked the best of all splits (Bonferroni over them), is below ``alpha`` (tightened for a
@@ -13,10 +13,10 @@ show it, and weakly then. The last runs are therefore also tested on their own (
 long segment before them (since its last change point), with one-sided t-tests of a slowdown that estimate the
 noise from that segment: the mean of the last ``tail_runs`` runs at ``tail_alpha``, the most powerful test of a
 step that many runs old (with the noise known it is the Neyman-Pearson test whose power is the bound
-``tools/changepoint_bound.py`` computes), and the last run alone at the much smaller ``last_run_alpha``, so that a
+``tools/generators/changepoint_bound.py`` computes), and the last run alone at the much smaller ``last_run_alpha``, so that a
 large step is named the first night. Both run after every run, so their thresholds are false alarms per run;
 windows of consecutive nights overlap, and the rate of false change points (runs of consecutive alarms) they give
-is measured by simulation (``tools/changepoint_compare.py``, ``docs/history.md``) rather than assumed.
+is measured by simulation (``tools/generators/changepoint_compare.py``, ``evidence/history.md``) rather than assumed.
 
 A young series, whose last runs follow fewer than ``tail_history`` runs, has too few runs for a t-test; there
 its last runs are judged by the gate's own rule (``gate_slowdown``): each of them against an entry made from the
@@ -42,14 +42,14 @@ from gpuperf.verdict.gate import GateConfig, compare
 from gpuperf.verdict.student_t import t_upper_tail
 from gpuperf.vocabulary import Status
 
-#: Per-test significance after the correction for the choice of split. Measured (docs/history.md): 0.05 keeps
+#: Per-test significance after the correction for the choice of split. Measured (evidence/history.md): 0.05 keeps
 #: false change points in stationary noise at ≤ 0.05 per 1,000 runs and finds none on the committed fleet
 #: series, while 1e-3 misses a third more of the 3 % steps in 2 % noise.
 DEFAULT_ALPHA = 0.05
 #: Change points allowed per run of stationary noise: a segment of n runs is tested at min(alpha, n × this), so
 #: a short series (a few runs of a new host) is held to the same false-alarm rate per run as a long one. A check
 #: after every run re-tests every prefix of the series, so this is a quarter of what one look at a whole series
-#: would allow: measured (docs/history.md), 2e-4 let such checks raise 1.5 false change points per 1,000 runs
+#: would allow: measured (evidence/history.md), 2e-4 let such checks raise 1.5 false change points per 1,000 runs
 #: of 2 % noise and 5e-5 still 0.5; 1e-5 leaves most of that budget to the last runs' test, which finds a step
 #: within 3 runs far more often than segmentation can.
 DEFAULT_FALSE_RATE = 1e-5
@@ -64,7 +64,7 @@ DEFAULT_TAIL_RUNS = 3
 #: Runs the segment before them needs for that test: its spread is then estimated well enough.
 DEFAULT_TAIL_HISTORY = 8
 #: The false-alarm rate per run of the test of the last ``tail_runs`` runs' mean (its one-sided p-value).
-#: Calibrated by simulation (docs/history.md): with segmentation and the last run's test it raises 0.6-0.7 false
+#: Calibrated by simulation (evidence/history.md): with segmentation and the last run's test it raises 0.6-0.7 false
 #: change points per 1,000 runs of stationary noise (a run of consecutive alarms counted once; the 95 % interval
 #: below 0.85) and finds 96.6 % of the 3 % steps at 1 % noise by the third run after them; 1e-3 found 97.0 % and
 #: raised 0.71 (interval to 0.90) at 1 % noise, 1.5e-3 found 97.4 % and raised 0.93, no longer shown to be below 1.
@@ -72,7 +72,7 @@ DEFAULT_TAIL_ALPHA = 8e-4
 #: The false-alarm rate per run of the test of the last run alone: a share small enough to cost the budget
 #: little (it needs a drop of four times the noise), there so that a large step is named the night it happens.
 DEFAULT_LAST_RUN_ALPHA = 3e-5
-#: Noisier series are asked more (docs/history.md, "Noisy series"): the gate's band (4 %) is two noise σ of a series
+#: Noisier series are asked more (evidence/history.md, "Noisy series"): the gate's band (4 %) is two noise σ of a series
 #: of 2 % noise, which one run in some forty crosses by chance, and the last runs' t-test, exact for Gaussian noise
 #: at any σ, finds few 3 % steps there anyway (the bound: 44 % at 2 %). A series whose segment before its last runs
 #: varies by ``noisy_series`` or more (relative standard deviation) has its last runs tested at ``noisy_share`` of
@@ -82,11 +82,11 @@ DEFAULT_NOISY_SERIES = 0.015
 DEFAULT_NOISY_SHARE = 0.5
 #: How much worse (in squared errors, in units of the noise's variance) a place for a change point may fit than
 #: the best one and still be among the places it could have been (``placement``). Calibrated by simulation
-#: (``tools/history_generate.py``, docs/history.md): a step of 2 noise σ or more lies within the places admitted
-#: at 6 in ≥ 95 % of trials (93.6 % at 1.5 σ, a step the detector rarely finds).
+#: (``tools/generators/history_generate.py``, evidence/history.md): a step of 2 noise σ or more lies within the places
+#: admitted at 6 in ≥ 95 % of trials (93.6 % at 1.5 σ, a step the detector rarely finds).
 PLACEMENT_THRESHOLD = 6.0
 #: What ``PLACEMENT_THRESHOLD`` gives, as the report states it beside a change point's commit range (on 3 % steps
-#: found in histories made from the validation runs the range held the step 99.7 % of the time, docs/history.md).
+#: found in histories made from the validation runs the range held the step 99.7 % of the time, evidence/history.md).
 PLACEMENT_CONFIDENCE = "95 % confidence for a step of 2 noise σ or more"
 
 

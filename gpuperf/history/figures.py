@@ -3,7 +3,7 @@
 One query a series, through the series index: the series number need not come back with each of a million rows,
 and the rows go straight into arrays, through the driver's own cursor (``driver_rows``: 1.4 s for 1.5 million records
 here, where SQLAlchemy's rows took 2.5 s). Reading them in forked worker processes, one per core, gained nothing
-measurable on the 2-core CI machine (1.39 s either way, docs/history.md), so this process reads them all.
+measurable on the 2-core CI machine (1.39 s either way, evidence/history.md), so this process reads them all.
 
 PYTEST_DONT_REWRITE
 """

@@ -86,16 +86,17 @@ def host_of(run: Mapping[str, Any]) -> str:
     return "unknown"
 
 
-#: The pytest plugin that plants a slowdown in the suite's kernels (``tools/slowdown.py``).
-PLANTED_SLOWDOWN = "tools.slowdown"
+#: The pytest plugin that plants a slowdown in the suite's kernels (``tools/gpu_host/slowdown.py``), by the names a
+#: run records it under: its module now, and ``tools.slowdown`` in the runs made before tools/ was sorted by role.
+PLANTED_SLOWDOWN = ("tools.gpu_host.slowdown", "tools.slowdown")
 
 
 def experiment(options: Any) -> str:
     """Why a run is an experiment rather than one of the fleet's own, from its provenance's ``options`` (the
     ``runs.options`` JSON, or its dict), else "": it was judged against a baseline named by ``--baseline-dir``
-    (the sealed check's shifted copy, ``tools/shifted_baseline.py``; a fleet's own folder of baselines is set
+    (the sealed check's shifted copy, ``tools/gpu_host/shifted_baseline.py``; a fleet's own folder of baselines is set
     by the ``gpuperf_baselines`` ini option, which a run does not list among its arguments), or it ran with a
-    planted slowdown (``-p tools.slowdown``). Its figures are real; its verdicts are not the fleet's."""
+    planted slowdown (``-p tools.gpu_host.slowdown``). Its figures are real; its verdicts are not the fleet's."""
     if isinstance(options, (str, bytes)):
         try:
             options = orjson.loads(options)
@@ -109,9 +110,9 @@ def experiment(options: Any) -> str:
         if arg == "--baseline-dir" or arg.startswith("--baseline-dir="):
             folder = arg.partition("=")[2] or (args[index + 1] if index + 1 < len(args) else "")
             return f"judged against the baseline in {folder} (--baseline-dir), not the fleet's"
-        if (arg == "-p" and index + 1 < len(args) and args[index + 1] == PLANTED_SLOWDOWN) \
-                or arg == f"-p{PLANTED_SLOWDOWN}":
-            return f"a planted slowdown (-p {PLANTED_SLOWDOWN})"
+        plugin = args[index + 1] if arg == "-p" and index + 1 < len(args) else arg[2:] if arg.startswith("-p") else ""
+        if plugin in PLANTED_SLOWDOWN:
+            return f"a planted slowdown (-p {plugin})"
     return ""
 
 
@@ -374,7 +375,7 @@ def read_results_document(path: Path) -> tuple[dict[str, Any], bytes]:
     return parse_results_document(path, raw), raw
 
 
-_NAME_RESULTS = "name results/ directories, results.json files or folders of them (docs/fleet/)"
+_NAME_RESULTS = "name results/ directories, results.json files or folders of them (evidence/fleet/)"
 
 
 #: The file ``python -m gpuperf ab`` writes in its out folder (``results/ab-<timestamp>/``) beside its sides' runs.

@@ -204,7 +204,7 @@ class StoppingRule:
     at ``min_samples``. ``band_fraction`` = 0.25 puts the interval of a 4 % band at ±1 %, the margin between that
     band and a 5 % slowdown (to be caught) or a 3 % one (to pass). The floor is 6 samples: the fewest whose range
     holds the median with at least 95 % (1 − 2 × 2⁻⁶ = 96.9 %) whatever the distribution; on three H200s
-    (docs/measuring.md, "The stopping rule") the floor of 10 it replaced left the cases that stopped there with an
+    (evidence/measuring.md) the floor of 10 it replaced left the cases that stopped there with an
     interval a twentieth of their target, so the floor, not the precision, decided their sampling."""
 
     min_samples: int = 6

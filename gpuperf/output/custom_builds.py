@@ -4,7 +4,8 @@
 timer and takes each build's ratio to the cuBLAS reference of that shape measured in the same run; each build's
 row carries its kernel's resources in ``extra["build"]``. This module turns those rows into one Markdown table per
 shape (fastest first, the suite's default in bold) and puts them between ``START`` and ``END`` in a page:
-``python3 tools/custom_builds.py RESULTS.json [--page docs/custom-kernels.md]``. Pure: reads records, no GPU.
+``python3 tools/evidence/custom_builds.py RESULTS.json [--page evidence/custom-kernels.md]``. Pure: reads records, no
+GPU.
 
 PYTEST_DONT_REWRITE
 """
@@ -20,7 +21,7 @@ from gpuperf.output.table import Column
 from gpuperf.store.records import Record, RunInfo
 from gpuperf.vocabulary import Metric
 
-START, END = section_markers("custom-builds", "tools/custom_builds.py")
+START, END = section_markers("custom-builds", "tools/evidence/custom_builds.py")
 #: The ``Record.extra`` key the builds selection stores each build's facts under, and the ratio's name.
 BUILD_KEY = "build"
 RATIO_NAME = "vs_cublas"

@@ -1,5 +1,5 @@
 """What a fleet's baseline can catch, in words and tables: the resolution summary (``baseline from-fleet``,
-``fleet``, the gate's start), and the leave-one-host-out page section (``fleet --bands``, docs/fleet.md).
+``fleet``, the gate's start), and the leave-one-host-out page section (``fleet --bands``, evidence/fleet.md).
 
 PYTEST_DONT_REWRITE
 """

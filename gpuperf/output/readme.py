@@ -1,6 +1,6 @@
 """A results page's generated section, made from a run's results by the suite's own code (never typed).
 
-``python -m gpuperf readme results/<timestamp> --page docs/results-h200.md --images docs/h200/*.png`` replaces
+``python -m gpuperf readme results/<timestamp> --page evidence/results-h200.md --images evidence/h200/*.png`` replaces
 what lies between ``START`` and ``END`` in the page with: the run's header, one table per family (measured value,
 % of peak, spread, status), and the plots.
 

@@ -3,8 +3,8 @@ interval it reached relative to the case's band, over the runs of one or more GP
 
 Each record a measurement makes carries what the rule did in ``extra["sampling"]`` (``stats.Sampling``); this module
 reads it back from results files, tolerating records without it (a ratio, an error, a run of an older suite), and
-makes the Markdown section of docs/measuring.md between ``START`` and ``END``:
-``python3 tools/stopping_table.py RUN… [--page docs/measuring.md]``. Pure: reads records, no GPU.
+makes the Markdown section of evidence/measuring.md between ``START`` and ``END``:
+``python3 tools/evidence/stopping_table.py RUN… [--page evidence/measuring.md]``. Pure: reads records, no GPU.
 
 PYTEST_DONT_REWRITE
 """
@@ -25,7 +25,7 @@ from gpuperf.store.records import Record, RunInfo
 from gpuperf.untrusted import markdown_text
 from gpuperf.vocabulary import Basis
 
-START, END = section_markers("stopping", "tools/stopping_table.py")
+START, END = section_markers("stopping", "tools/evidence/stopping_table.py")
 #: The ``Record.extra`` key a measurement's stopping data is stored under (``check.case_record``).
 SAMPLING_KEY = "sampling"
 

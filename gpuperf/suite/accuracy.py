@@ -23,7 +23,7 @@ Coefficients, with ``u`` the unit roundoff of each stage:
 - ``bf16`` (FP32 accumulate): BF16 output rounding ``2⁻⁸`` plus ``k·2⁻²⁴``.
 Every coefficient other than the fixed FP32 one carries a ×2 safety margin over the derivation.
 
-FP8 (``fp8_tolerance``, Hopper through cuBLASLt; derivation and measured errors in docs/fp8.md): the operands'
+FP8 (``fp8_tolerance``, Hopper through cuBLASLt; derivation and measured errors in evidence/fp8.md): the operands'
 values are exact (the reference multiplies the decoded bytes times their scaling factors) and a product of two
 FP8 values is exact. Hopper's FP8 tensor-core instruction sums ``FP8_MMA_K`` = 32 products into an accumulator
 that keeps about 14 bits (DeepSeek-V3 technical report, §3.3.2), so each such step is off by ``≤ 2⁻¹³`` of the

@@ -50,7 +50,7 @@ FLAGGED = frozenset({Status.UNRELIABLE, Status.NOT_COMPARABLE, Status.NOT_RECORD
 #: How far below the GPU's maximum SM clock a case's calls may run (now, or when its entry was recorded) and
 #: still be judged on time. Beyond it the case ran at the power limit: its time is a property of the host's
 #: power state as much as of the kernel, so it is judged on cycles per call (``Basis``). Set from the H200
-#: runs (docs/clock.md, "The rule"): the FP32 cases that never reach the power limit ran within 1.4 % of
+#: runs (evidence/clock.md, "The rule"): the FP32 cases that never reach the power limit ran within 1.4 % of
 #: 1980 MHz, the power-capped GEMMs 8–32 % below it.
 CLOCK_MOVED = 0.02
 

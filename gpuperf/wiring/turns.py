@@ -39,7 +39,7 @@ class TurnProtocol(Protocol):
 class Alone:
     """A session of its own: a figure that fails or is too noisy is measured once more before it stands, on copies
     of its operands in fresh memory. A process keeps a buffer's placement for good, and placement moves a
-    memory-bound call: by 2.5 % for a GEMV in the A/B runs (docs/ab.md); a Llama-3-70B decode projection's 940 MB
+    memory-bound call: by 2.5 % for a GEMV in the A/B runs (evidence/ab.md); a Llama-3-70B decode projection's 940 MB
     weight read at 211–221 µs a call in eight processes on the H200 and at 239 µs in two, one of them on a host
     whose next process read 219 µs (docs/fleet.md). Measured again where it was, such a slow process repeats
     itself and stands as a regression; measured again elsewhere, a slower kernel is still slower."""
