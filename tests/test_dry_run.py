@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from test_plugin import FAKE_DEVICE
+from tools.gpu_host.dry_run_parity import failure_lines as failure_lines_of
 
 pytest_plugins = ["pytester"]
 
@@ -82,11 +83,8 @@ def dry(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
 
 
 def failure_lines(result: pytest.RunResult) -> list[str]:
-    """The lines that say why: the errors' ``E`` lines and the failed tests' one-line reasons, sorted."""
-    text = result.stdout.lines
-    wanted = [line for line in text if re.match(r"^E\s", line) or line.startswith(("REGRESSED ", "NO_BASELINE "))
-              or ": no baseline for this case on " in line or line.startswith("gpuperf: GATE FAILED")]
-    return sorted(set(wanted))
+    """The lines that say why (the rule the GPU host's side-by-side run uses too), from pytest's output."""
+    return failure_lines_of(result.stdout.str())
 
 
 def plant(pytester: pytest.Pytester, path: str, old: str, new: str) -> None:
