@@ -9,7 +9,6 @@ and compared, line for line and by exit code.
 
 from __future__ import annotations
 
-import re
 import shutil
 from pathlib import Path
 
