@@ -9,7 +9,8 @@ import pytest
 
 from gpuperf.history.changepoints import ChangePoint, Settings, change_points
 from gpuperf.history.rows import RunSummary
-from gpuperf.history.changes import ALL_HOSTS, SeriesKey, find_changes, recent_slowdowns, series
+from gpuperf.history.changes import (ALL_HOSTS, SeriesKey, find_changes, recent_slowdowns, series,
+                                     settings_for)
 
 
 def _noisy(levels: list[tuple[int, float]], noise: float, seed: int) -> np.ndarray:
@@ -185,6 +186,37 @@ def test_a_host_with_few_runs_takes_its_class_offset() -> None:
     compute = grouped[SeriesKey("h200", ALL_HOSTS, "case-1", "m")].host_offsets["GPU-new"]
     assert memory.from_class and memory.runs == 2 and memory.offset == pytest.approx(0.02, abs=0.002)
     assert compute.from_class and abs(compute.offset) < 0.002
+
+
+def test_a_step_on_every_case_is_not_taken_for_the_offset_of_the_host_it_first_lands_on() -> None:
+    """A new host's second run carries a 5 % step on every case: the class offset removed from that run is the
+    host's without it (from its first run), so the step is not halved (it was, when the offset took both runs)."""
+    rng = np.random.default_rng(15)
+    runs = {pk: _run(pk, host="GPU-new" if pk > 40 else f"GPU-{pk % 4}") for pk in range(1, 43)}
+    rows, classes = [], {}
+    for number in range(30):
+        case = f"case-{number}"
+        classes[case, "m"] = True
+        rows += [(case, "m", pk, 10.0 * (1.02 if run.host == "GPU-new" else 1.0) * (0.95 if pk == 42 else 1.0)
+                  * (1 + 0.002 * rng.standard_normal()), "PASS") for pk, run in runs.items()]
+    for points in series(rows, runs, classes).values():
+        judged = points.judged
+        assert judged[-1] / np.median(judged[:40]) == pytest.approx(0.95, abs=0.006)
+        assert points.host_offsets["GPU-new"].from_class and points.host_offsets["GPU-new"].runs == 2
+
+
+def test_a_young_series_over_several_hosts_needs_two_slow_runs_for_the_gate_s_rule() -> None:
+    """Each host's offset in a young series is its class's or comes from a run or two: one slow run is not named
+    alone there, two are; a series on one host still has its last run alone named."""
+    several = Settings(young_last_run_alone=False)
+    assert change_points([100.0, 100.4, 94.0], several) == []
+    (two,) = change_points([100.0, 99.0, 101.0, 93.0, 94.0], several)
+    assert two.by_gate and two.index == 3
+    rows = [("case", "m", pk, 100.0, "PASS") for pk in range(1, 5)]
+    for hosts, alone in ((["GPU-a", "GPU-b"] * 2, False), (["GPU-a"] * 4, True)):
+        runs = {pk: _run(pk, host=host) for pk, host in zip(range(1, 5), hosts)}
+        (points,) = series(rows, runs).values()
+        assert settings_for(points, None).young_last_run_alone is alone
 
 
 def test_a_change_point_already_reported_is_not_reported_again_as_recent() -> None:

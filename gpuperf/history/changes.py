@@ -89,7 +89,8 @@ class Points(Sequence[tuple[int, float]]):
         self.pks = pks
         self.values = values
         self.at_max_clock = np.zeros(len(pks), dtype=bool) if at_max_clock is None else at_max_clock
-        #: Each figure's host's relative offset (``offsets.fit``), removed before change points are judged.
+        #: Each figure's host's relative offset, estimated without that figure's run (``offsets.fit``), removed
+        #: before change points are judged.
         self.offsets = np.zeros(len(pks)) if offsets is None else offsets
         #: The series' hosts as the fit read them, by host.
         self.host_offsets: Mapping[str, HostOffset] = host_offsets or {}
@@ -250,10 +251,18 @@ def basis_change(before: bool, after: bool) -> str:
 SpreadsOf = Callable[[SeriesKey, Sequence[int]], Mapping[int, float | None]]
 
 
+def settings_for(points: Points, settings: Settings | None) -> Settings:
+    """The settings a series is judged with: over several hosts, a young series' last run alone is not named by the
+    gate's rule (``Settings.young_last_run_alone``)."""
+    chosen = settings or Settings()
+    return replace(chosen, young_last_run_alone=False) if len(points.host_offsets) > 1 else chosen
+
+
 def _series_points(key: SeriesKey, points: Points, settings: Settings | None,
                    spreads_of: SpreadsOf | None) -> list[ChangePoint]:
     """The series' change points; where the gate's rule named one, judged again with the recorded spreads (read
     only then: a million records' spreads are not needed to find the few young series' slowdowns)."""
+    settings = settings_for(points, settings)
     found = change_points(points.judged, settings)
     if spreads_of is None or not any(point.by_gate for point in found):
         return found
