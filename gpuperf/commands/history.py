@@ -51,9 +51,11 @@ def target_of(args: argparse.Namespace) -> str:
 
 
 @contextmanager
-def reading(args: argparse.Namespace) -> Iterator[History]:
-    """The history the command names, opened read-only: it is never made, migrated or changed."""
-    with History(target_of(args), create=False) as history:
+def reading(args: argparse.Namespace, check_aside: bool = False) -> Iterator[History]:
+    """The history the command names, opened read-only: it is never made, migrated or changed. ``check_aside``:
+    its pages are checked while the command reads, and found whole before the ``with`` block is left (a command
+    that tells nothing inside it: ``History``'s ``check_aside``)."""
+    with History(target_of(args), create=False, check_aside=check_aside) as history:
         yield history
 
 
@@ -230,7 +232,7 @@ def _concat(parts: list[np.ndarray], like: np.ndarray) -> np.ndarray:
 
 @damage_is_told
 def cmd_changes(args: argparse.Namespace) -> int:
-    with reading(args) as history:
+    with reading(args, check_aside=True) as history:
         runs = selected_runs(history, args)
         groups, pks, values, bases = history.series_columns()
         if args.case:

@@ -15,6 +15,7 @@ import dataclasses
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
 import functools
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +36,7 @@ from gpuperf.history.schema import (AT_MAX_CLOCK, CYCLES, JUDGED_FIGURE, RECORDS
                                     decode_document_bytes, has_series_index, migrate, recorded_version)
 from gpuperf.store.history_target import HistoryError as HistoryError  # the history's error
 from gpuperf.store.history_target import mask_text
-from gpuperf.history.guard import damaged, missing_table, require_readable
+from gpuperf.history.guard import check_integrity, damage_told, damaged, missing_table, require_readable
 from gpuperf.history.writes import KEYS_AT_ONCE, SeriesNumbers, driver_cursor, insert_run, preparing
 from gpuperf.store.history_target import resolve_target as resolve_target
 from gpuperf.store.history_target import sqlite_url as sqlite_url
@@ -59,16 +60,18 @@ class History:
     is made (a suite's append, an ingest); without it, one that is not there, or holds no history, is a
     ``HistoryError`` that names the fix (the commands that only read a history)."""
 
-    def __init__(self, url: str, create: bool = True) -> None:
+    def __init__(self, url: str, create: bool = True, check_aside: bool = False) -> None:
         self.url = url
         self.where = describe(url)
         self.engine = create_engine(url, create, read_only=not create)
         self._series = SeriesNumbers()  # series numbers known in the transaction under way
+        self._aside: threading.Thread | None = None
+        self._aside_found: list[BaseException] = []
         try:
             if create:
                 self._migrate()
             else:
-                self._require_history()
+                self._require_history(check_aside and self.engine.dialect.name == "sqlite")
         except SQLAlchemyError as exc:
             self.engine.dispose()
             if missing_table(exc):  # a table dropped by hand: damage, not an unreachable file or server
@@ -80,23 +83,49 @@ class History:
             raise
 
     def close(self) -> None:
+        if self._aside is not None:
+            self._aside.join()
         self.engine.dispose()
+
+    def verified(self) -> None:
+        """The pages checked aside (``check_aside``) found whole: waits for the check, raises what it found."""
+        if self._aside is not None:
+            self._aside.join()
+        if self._aside_found:
+            raise self._aside_found[0]
 
     def __enter__(self) -> History:
         return self
 
-    def __exit__(self, *_exc: object) -> None:
-        self.close()
+    def __exit__(self, exc_type: type[BaseException] | None, *_exc: object) -> None:
+        try:
+            if exc_type is None:
+                self.verified()
+        finally:
+            self.close()
 
     @contextmanager
     def reading(self) -> Iterator[sa.Connection]:
         with self.engine.connect().execution_options(gpuperf_read=True) as connection, connection.begin():
             yield connection
 
-    def _require_history(self) -> None:
-        """A history of this gpuperf's schema, whole, read as it is: a reader neither creates nor migrates one."""
+    def _require_history(self, aside: bool = False) -> None:
+        """A history of this gpuperf's schema, whole, read as it is: a reader neither creates nor migrates one.
+        ``aside``: a SQLite file's pages (``guard.check_integrity``, which reads every page: 2 s of a 10,000-run
+        history) are checked on a thread of their own while the reader reads (SQLite releases the GIL), and the
+        reader gets what it found when it leaves the ``with`` block, before it has told anything (``verified``)."""
         with self.reading() as connection:
-            require_readable(connection, self.where, self.url)
+            require_readable(connection, self.where, self.url, pages=not aside)
+        if aside:
+            self._aside = threading.Thread(target=self._check_pages, name="history-pages", daemon=True)
+            self._aside.start()
+
+    def _check_pages(self) -> None:
+        try:
+            with damage_told(self.url), self.reading() as connection:
+                check_integrity(connection)
+        except BaseException as exc:  # told by ``verified`` on the reader's thread
+            self._aside_found.append(exc)
 
     def _migrate(self) -> None:
         with self.reading() as connection:

@@ -69,11 +69,13 @@ def damaged(url: str, exc: BaseException) -> HistoryError:
                         "python -m gpuperf history ingest results/ --history NEW")
 
 
-def require_readable(connection: sa.Connection, where: str, url: str) -> None:
-    """A history a reader can read as it is: of this gpuperf's schema (``require_current``), and whole."""
+def require_readable(connection: sa.Connection, where: str, url: str, pages: bool = True) -> None:
+    """A history a reader can read as it is: of this gpuperf's schema (``require_current``), and whole (its pages
+    checked here unless ``pages`` is off: the caller checks them aside, ``History``'s ``check_aside``)."""
     require_current(recorded_version(connection), where)
     with damage_told(url):
-        check_integrity(connection)
+        if pages:
+            check_integrity(connection)
         check_meaning(connection)
 
 
