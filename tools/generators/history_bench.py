@@ -1,7 +1,7 @@
 """How fast the history is: a year of nightly runs of a fleet, ingested into SQLite and asked for change points.
 
     PYTHONPATH=$PWD python3 tools/generators/history_bench.py [--runs 10000] [--cases 150] [--out /tmp/history-bench]
-        [--reuse-files | --reuse-database] [--appends 5] [--history URL] [--steps ingest changes page append]
+        [--reuse-files | --reuse-database] [--appends 5] [--history URL] [--steps ingest changes page append] [--fleet]
 
 1. ``ingest``: RUNS synthetic results files × CASES cases (records shaped like the README's H200 run, every
    field, with 0.5–2 % noise and a 3 % step in every tenth case) are written to OUT/files first (timed apart),
@@ -21,9 +21,11 @@
    the last two, as the session writes them, history or not (not counted). SQLAlchemy's import is counted: a
    session with ``--history none`` does not load it.
 
-``--reuse-database`` skips the files and the ingest and times the others against OUT/history.sqlite as it is
-(the appends add their runs to it: point OUT at a copy); ``--steps`` names the steps to time; ``--history URL``
-ingests into that empty database instead (a PostgreSQL server's: ``postgresql://USER@HOST/DATABASE``).
+``--fleet`` makes the runs those of the generated fleet (``history_generate.py --fleet``: each on a random host of
+the 13 committed gate runs) rather than the template's on 4 hosts alike. ``--reuse-database`` skips the files and
+the ingest and times the others against OUT/history.sqlite as it is (the appends add their runs to it: point OUT at
+a copy); ``--steps`` names the steps to time; ``--history URL`` ingests into that empty database instead (a
+PostgreSQL server's: ``postgresql://USER@HOST/DATABASE``).
 """
 
 from __future__ import annotations
@@ -97,6 +99,24 @@ def write_files(folder: Path, runs: int, count: int, step_every: int = 10) -> fl
     for number in range(runs):
         data = document(number, templates, rng, runs, step_every)
         (folder / f"run-{number:06d}.json").write_text(document_text(data))
+    return time.perf_counter() - started
+
+
+def write_fleet_files(folder: Path, runs: int, step_every: int = 10, noise: float = 0.003) -> float:
+    """RUNS results files of the generated fleet (``history_generate.py --fleet``: each run on a random host of the
+    13 committed gate runs, its cases read as that host's gate run did, times Gaussian ``noise``), every
+    ``step_every``-th case 3 % slower, the driver and every case's kernel changed, from the middle run on; the
+    seconds it took."""
+    import numpy as np
+
+    from tools.generators.history_generate import fleet_files, fleet_hosts, fleet_levels
+
+    hosts, names = fleet_hosts()
+    started = time.perf_counter()
+    on, figures = fleet_levels(hosts, names, np.random.default_rng(1), runs, noise)
+    figures[::step_every, runs // 2:] *= 0.97
+    for first in range(0, runs, 500):  # in slices: the figures of a slice's runs, written
+        fleet_files(hosts, names, on[:first + 500], figures[:, :first + 500], folder, runs // 2, first=first)
     return time.perf_counter() - started
 
 
@@ -218,7 +238,15 @@ def main() -> int:
                              "H200 run; evidence/ab/merge-gate/407f2e2d/gate.json: 163 cases, 52 judged at max clock)")
     parser.add_argument("--step-every", type=int, default=10, metavar="K",
                         help="every K-th case 3 %% slower in the second half of the runs (default 10; 1: every case)")
+    parser.add_argument("--fleet", action="store_true",
+                        help="the runs of the generated fleet instead (tools/generators/history_generate.py --fleet: "
+                             "random hosts of the 13 committed gate runs, 162 cases, 0.3 %% noise; --step-every "
+                             "applies, with the driver and the kernels changed at the middle run; --cases does not)")
     args = parser.parse_args()
+    if args.fleet:
+        from tools.generators.history_generate import fleet_hosts
+
+        args.cases = len(fleet_hosts()[1])
     TEMPLATE.clear()
     TEMPLATE.update(json.loads(args.template.read_text()))
     args.out.mkdir(parents=True, exist_ok=True)
@@ -266,7 +294,10 @@ def ingest(args: argparse.Namespace, database: Path, url: str) -> None:
         print(f"files: reusing {args.runs} results files in {folder}")
     else:
         shutil.rmtree(folder, ignore_errors=True)
-        written = write_files(folder, args.runs, args.cases, args.step_every)
+        if args.fleet:
+            written = write_fleet_files(folder, args.runs, args.step_every)
+        else:
+            written = write_files(folder, args.runs, args.cases, args.step_every)
         print(f"files: {args.runs} results files of {args.cases} records written in {written:.1f} s (not timed "
               f"below)", flush=True)
     before_cpu_s, before_load = children_cpu_s(), load()
