@@ -133,7 +133,7 @@ def test_fleet_and_history_page_stopped_by_ctrl_c_say_one_line(tmp_path: Path) -
     assert main(["history", "ingest", str(runs), "--history", str(tmp_path / "h.sqlite")]) == 0
     process = _started(["history", "page", "--history", str(tmp_path / "h.sqlite"), "--out", str(tmp_path / "site")],
                        tmp_path)
-    time.sleep(3)
+    _wait_for(lambda: len(_children(process.pid)) >= 1)  # stopped while its pool draws the pictures
     code, err = _stopped(process, signal.SIGINT)
     assert code == 2 and err.startswith(INTERRUPTED) and err.count("\n") == 1, err
 
