@@ -31,6 +31,7 @@ from gpuperf.store.baseline import Entry
 from gpuperf.verdict.check import entry_from_record
 from gpuperf.verdict.fleet import Run, check_compatible
 from gpuperf.verdict.gate import Context, GateConfig, is_noisy, rejudge
+from gpuperf.verdict.memory_level import RunLevel, levelled, run_level
 from gpuperf.store.records import Record
 from gpuperf.vocabulary import Status
 
@@ -85,15 +86,24 @@ class SelectionAlarms:
         return self.red_runs / self.baseline_runs if self.baseline_runs else 0.0
 
 
-def judge(record: Record, entry: Entry, config: GateConfig) -> Judgement:
-    """``record`` judged against ``entry`` by the gate's own rule, as a fresh measurement."""
-    decided = rejudge(record, entry, config, Context())
+def judge(record: Record, entry: Entry, config: GateConfig, level: RunLevel | None = None) -> Judgement:
+    """``record`` judged against ``entry`` by the gate's own rule, as a fresh measurement; with its run's memory
+    ``level``, a levelled entry's record judged again at the end of the run too (``memory_level``)."""
+    decided = levelled(rejudge(record, entry, config, Context()), entry, level, config)
     alarm = decided.status in Status.FAILING or is_noisy(decided)
     catches = None
     if decided.delta_pct is not None and decided.tolerance is not None and not is_noisy(decided):
         ratio = 1.0 + decided.delta_pct / 100.0  # v / r; 0 for a figure that underflows against its reference
         catches = 0.0 if not ratio > 0 else max(0.0, 1.0 - (1.0 - decided.tolerance) / ratio)
     return Judgement(alarm=alarm, catches=catches, basis=decided.judged_on)
+
+
+def run_level_against(records: Mapping[str, Record], baseline: Mapping[str, Entry], config: GateConfig) -> RunLevel | None:
+    """A run's memory level against the baseline, as the end of the run finds it (none without levelled entries)."""
+    if not any(entry.memory_level is not None for entry in baseline.values()):
+        return None
+    return run_level([rejudge(record, baseline[case], config, Context()) for case, record in records.items()
+                      if case in baseline], baseline)
 
 
 def false_alarms(runs: Sequence[Run], baseline: Mapping[str, Entry] | None,
@@ -103,6 +113,7 @@ def false_alarms(runs: Sequence[Run], baseline: Mapping[str, Entry] | None,
     check_compatible(runs)
     clean = [run.clean() for run in runs]
     cases = sorted({case for records in clean for case in records})
+    levels = [run_level_against(records, baseline, config) for records in clean] if baseline is not None else [None] * len(clean)
     red_pairs: set[tuple[int, int]] = set()
     red_runs: set[int] = set()
     results = []
@@ -120,7 +131,7 @@ def false_alarms(runs: Sequence[Run], baseline: Mapping[str, Entry] | None,
         if entry is not None:
             for index, records in enumerate(clean):
                 if case in records:
-                    verdict = judge(records[case], entry, config)
+                    verdict = judge(records[case], entry, config, levels[index])
                     baseline_judgements.append(verdict)
                     if verdict.alarm:
                         red_runs.add(index)
