@@ -18,7 +18,7 @@ from gpuperf.output.fleet_report import resolution_banner
 from gpuperf.output.readme import section_markers
 from gpuperf.store.baseline import BaselineError, Entry, dump_baseline, load_baseline, parse_baseline, update_baseline
 from gpuperf.verdict.false_alarms import judge
-from gpuperf.verdict.fleet_bands import TARGET_RED, CaseFleet, Spread, banded_baseline
+from gpuperf.verdict.fleet_bands import TARGET_RED, CaseFleet, Spread, banded_baseline, most_that_can_catch
 from gpuperf.verdict.fleet_estimate import binomial_upper
 from gpuperf.verdict.fleet_resolution import classify
 from gpuperf.verdict.gate import GateConfig, effective_tolerance
@@ -67,6 +67,10 @@ def test_the_fleet_page_s_leave_one_host_out_section_is_the_command_s(
     assert recorded and plain
     assert f"{recorded[1]} of {recorded[2]} catch 5 % on every host, against {plain[1]} with no level" in \
         " ".join(page.split())
+    bound = re.search(r"at most (\d+) of (\d+) entries could catch .*? and at most (\d+) with bands", printed)
+    assert bound and int(recorded[1]) <= int(bound[1]) <= int(bound[3]) < 0.9 * int(bound[2])
+    assert f"at most {bound[1]} of {bound[2]} with the 4 % tolerance as the floor, {bound[3]} even with bands below" \
+        in " ".join(page.split())
 
 
 def test_the_resolution_summary_counts_the_committed_entries() -> None:
@@ -212,3 +216,17 @@ def test_fleet_and_compare_say_what_the_committed_entries_catch(capsys: pytest.C
     assert said in row and "the A/B gate's" in row
     assert main(["compare", str(BASELINE), gates[0], "--must-catch", "0.2"]) == 0
     assert "resolution " not in capsys.readouterr().out
+
+
+def test_the_bound_counts_the_entries_that_could_catch_the_slowdown_within_the_budget() -> None:
+    config = GateConfig()
+    quiet = (0.002, -0.003, 0.001, -0.001, 0.002, -0.002, 0.0, 0.001)
+    fast_host = (0.012, -0.004, 0.001, -0.002, 0.002, -0.003, 0.0, 0.001)  # 1.2 % above: 4 % + that misses 5 %
+    wide = (0.02, -0.025, 0.015, -0.01, 0.03, -0.02, 0.0, 0.01)  # a 2 % scale: too dear to catch 5 %
+    fleets = {f"q{i}": CaseFleet(f"q{i}", 8, {"time": spread(*quiet)}) for i in range(10)}
+    fleets["fast"] = CaseFleet("fast", 8, {"time": spread(*fast_host)})
+    fleets["wide"] = CaseFleet("wide", 8, {"time": spread(*wide)})
+    entries = {case: entry() for case in fleets}
+    assert most_that_can_catch([fleets], entries, 0.05, config) == 10
+    assert most_that_can_catch([fleets], entries, 0.05, config, tolerance=False) == 11  # the fast host's, below 4 %
+    assert most_that_can_catch([fleets], entries, 0.05, config, target=1e-12) == 0

@@ -13,12 +13,12 @@ from typing import Any
 
 from gpuperf.commands.common import EXIT_OK, CliError
 from gpuperf.output import report
-from gpuperf.output.fleet_report import Missed, Ways, format_bands, resolution_summary
+from gpuperf.output.fleet_report import Bound, Missed, Ways, format_bands, resolution_summary
 from gpuperf.store.baseline import BaselineError, check_gpu, load_baseline
 from gpuperf.store.results import load_run, refuse_repeated_runs
 from gpuperf.verdict.false_alarms import false_alarms
 from gpuperf.verdict.fleet import Run, fleet_spread
-from gpuperf.verdict.fleet_bands import levelled_baseline
+from gpuperf.verdict.fleet_bands import levelled_baseline, most_that_can_catch
 from gpuperf.verdict.fleet_estimate import estimate, estimate_adopted
 from gpuperf.verdict.fleet_resolution import cannot_catch, cause, classify
 from gpuperf.verdict.gate import GateConfig
@@ -97,10 +97,13 @@ def bands_section(runs: Sequence[Run], must_catch: float, markdown: bool = False
     plain, levelled, gains, recorded = levelled_baseline(runs, config)
     missed = [Missed(case, found, recorded.entries[case].hosts, cause(recorded.fleets[case], recorded.entries[case]))
               for case, found in cannot_catch(recorded.entries, must_catch)]
+    choices = (plain.fleets, levelled.fleets)
+    bound = Bound(most_that_can_catch(choices, plain.entries, must_catch, config),
+                  most_that_can_catch(choices, plain.entries, must_catch, config, tolerance=False), len(plain.entries))
     return format_bands(
         (estimate_adopted(runs, config), estimate(runs, config), estimate(runs, config, level=True)),
         Ways(classify(recorded.entries, must_catch, config.cap), classify(plain.entries, must_catch, config.cap),
-             classify(levelled.entries, must_catch, config.cap)), gains, missed, markdown=markdown)
+             classify(levelled.entries, must_catch, config.cap)), gains, missed, bound, markdown=markdown)
 
 
 def add_fleet_command(commands: Any) -> None:

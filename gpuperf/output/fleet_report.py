@@ -14,6 +14,7 @@ from gpuperf.output import table
 from gpuperf.output.table import Column
 from gpuperf.store.baseline import Change, Entry
 from gpuperf.untrusted import markdown_text, terminal
+from gpuperf.verdict.fleet_bands import TARGET_RED
 from gpuperf.verdict.fleet_estimate import Estimate
 from gpuperf.verdict.fleet_resolution import Cause, Resolutions, cannot_catch
 
@@ -109,8 +110,19 @@ class Ways:
     levelled: Resolutions
 
 
+@dataclass(frozen=True)
+class Bound:
+    """The most entries that could catch the stated slowdown on every host within the red-gate target, whatever the
+    split of the budget (``fleet_bands.most_that_can_catch``): with bands no narrower than the tolerance, and with
+    bands down to the widest committed slowdown; of ``entries``."""
+
+    at_tolerance: int
+    below_tolerance: int
+    entries: int
+
+
 def format_bands(estimates: tuple[Estimate, Estimate, Estimate], resolutions: Ways, gains: Sequence[str],
-                 missed: Sequence[Missed], markdown: bool = False) -> str:
+                 missed: Sequence[Missed], bound: Bound, markdown: bool = False) -> str:
     """The page section: the estimate and the resolution summary each way, and the entries that cannot catch the
     stated slowdown as recorded, with their causes."""
     recorded, plain, levelled = estimates
@@ -122,6 +134,10 @@ def format_bands(estimates: tuple[Estimate, Estimate, Estimate], resolutions: Wa
         _estimate_line("With no level taken out", plain) + ". " + resolution_summary(resolutions.plain) + ".",
         _estimate_line("With each run's GEMV level taken out of every memory-bound entry", levelled) + ". "
         + resolution_summary(resolutions.levelled) + ".",
+        f"Bound: whatever the split of the 1-in-{round(1 / TARGET_RED)} budget between entries, with or without the "
+        f"level, at most {bound.at_tolerance} of {bound.entries} entries could catch a "
+        f"{_pct(resolutions.recorded.must_catch)} slowdown on every host with bands no narrower than the tolerance, "
+        f"and at most {bound.below_tolerance} with bands allowed down to the widest slowdown a committed run shows.",
     ]
     text = (lambda line: markdown_text(line, None)) if markdown else (lambda line: terminal(line, None))
     render = table.render_markdown if markdown else table.render_text

@@ -179,12 +179,14 @@ class Bands:
         return red_rate(list(self.chances.values()))
 
 
-def _floor(fleet: CaseFleet, entry: Entry, basis: str, config: GateConfig) -> float:
+def _floor(fleet: CaseFleet, entry: Entry, basis: str, config: GateConfig, tolerance: bool = True) -> float:
     """The tolerance, k × the recorded sample spread, and just past the widest slowdown a committed run judged on
-    ``basis`` shows against the entry (so every committed run is green)."""
+    ``basis`` shows against the entry (so every committed run is green); without ``tolerance``, the last alone."""
+    widest = max([0.0, *(-offset for offset in fleet.spreads[basis].judged_offsets)]) + IN_SAMPLE_MARGIN
+    if not tolerance:
+        return widest
     spread = entry.spread if basis == Basis.TIME or entry.at_max_clock is None else entry.at_max_clock.spread
-    widest = max([0.0, *(-offset for offset in fleet.spreads[basis].judged_offsets)])
-    return max(base_tolerance(entry, config), config.noise_k * spread, widest + IN_SAMPLE_MARGIN)
+    return max(base_tolerance(entry, config), config.noise_k * spread, widest)
 
 
 def bands_at(alpha: float, fleets: Mapping[str, CaseFleet], entries: Mapping[str, Entry],
@@ -321,3 +323,33 @@ def level_gains(plain: FleetBaseline, levelled: FleetBaseline) -> list[str]:
         if levelled.bands.chances.get(case, 0.0) <= plain.bands.chances.get(case, 0.0):
             gains.append(case)
     return sorted(gains)
+
+
+def most_that_can_catch(choices: Sequence[Mapping[str, CaseFleet]], entries: Mapping[str, Entry], must_catch: float,
+                        config: GateConfig, target: float = TARGET_RED, tolerance: bool = True) -> int:
+    """A bound: the most entries that could catch ``must_catch`` on every host with a fresh host's full gate red at
+    most ``target``, whatever the split of that budget between entries. An entry catches it only with a band of at
+    most ``1 − (1 − must_catch)(1 + d)`` for its fastest run ``d`` on each basis, never below its floor (with
+    ``tolerance`` False, bands are allowed below the tolerance down to the widest committed slowdown); its chance of
+    failing a fresh host at that band is the least over ``choices`` (the spreads with and without the level). The
+    entries are taken cheapest first while the full gate's rate stays within ``target``."""
+    chances = []
+    for case, entry in entries.items():
+        options = []
+        for fleets in choices:
+            fleet = fleets.get(case)
+            if fleet is None:
+                continue
+            needed = {basis: 1.0 - (1.0 - must_catch) * (1.0 + max([0.0, *spread.judged_offsets]))
+                      for basis, spread in fleet.spreads.items()}
+            if all(band >= _floor(fleet, entry, basis, config, tolerance) for basis, band in needed.items()):
+                options.append(max(fail_chance(needed[basis], spread.scale, fleet.dof)
+                                   for basis, spread in fleet.spreads.items()))
+        if options:
+            chances.append(min(options))
+    taken: list[float] = []
+    for chance in sorted(chances):
+        if red_rate([*taken, chance]) > target:
+            break
+        taken.append(chance)
+    return len(taken)
