@@ -128,8 +128,11 @@ def pooled(pool: Any) -> Any:
 
 def end_pool(pool: Any) -> None:
     """Cancel what a ``ProcessPoolExecutor`` has queued and end its workers at once (Python 3.14's
-    ``terminate_workers``, by hand): a command stopped early leaves no worker behind."""
+    ``terminate_workers``, by hand): a command stopped early leaves no worker behind, and its exit neither hangs nor
+    prints a traceback from the pool's own thread."""
     workers = list((getattr(pool, "_processes", None) or {}).values())
+    manager = getattr(pool, "_executor_manager_thread", None)  # shutdown forgets both
+    results = getattr(pool, "_result_queue", None)
     for worker in workers:
         worker.terminate()
     pool.shutdown(wait=False, cancel_futures=True)
@@ -141,12 +144,10 @@ def end_pool(pool: Any) -> None:
     # A worker ended while it wrote a result leaves half a message in the results pipe, which the pool's manager
     # thread then waits on for ever (and the interpreter's exit waits on that thread): with every worker gone, this
     # process's own copy of the pipe's writing end is the last, and closing it ends that read.
-    if not any(worker.is_alive() for worker in workers):
-        writer = getattr(getattr(pool, "_result_queue", None), "_writer", None)
-        if writer is not None:
-            writer.close()
+    writer = getattr(results, "_writer", None)
+    if writer is not None and not any(worker.is_alive() for worker in workers):
+        writer.close()
     # Once it sees the workers gone the manager thread closes its wake-up pipe; left running, it races the
     # interpreter's exit hook, which writes to that pipe ("Exception ignored ... Bad file descriptor").
-    manager = getattr(pool, "_executor_manager_thread", None)
     if manager is not None:
         manager.join(GRACE_S)
