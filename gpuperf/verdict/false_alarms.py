@@ -13,6 +13,9 @@ An *alarm* is a verdict that turns the gate red: ``REGRESSED``, or ``UNRELIABLE`
 fails on a case without a verdict). The suite confirms a regression by measuring again before it stands; a
 results file holds one figure per case, so these rates count single tries and bound the gate's from above.
 
+Pairs grow with the square of the runs: past ``MAX_PAIRS`` ordered pairs, a seeded sample of that many (the same
+pairs for every case) stands for them, so a year of nightly runs is read in seconds and the rate stays reproducible.
+
 The smallest slowdown a judgement catches: a case judged with figure ``v`` against reference ``r`` and band
 ``t`` fails once its figure drops to ``r · (1 − t)``, so a slowdown ``s`` is caught when ``s > 1 − r (1 − t) / v``.
 The case's figure is the largest of those over all its judgements: a slowdown that size fails on every host
@@ -23,6 +26,7 @@ PYTEST_DONT_REWRITE
 
 from __future__ import annotations
 
+import random
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -69,13 +73,14 @@ class CaseAlarms:
 @dataclass(frozen=True)
 class SelectionAlarms:
     """The whole selection: in how many run pairs (and runs against the baseline) at least one case raised an
-    alarm, which is the rate at which the gate of an unchanged tree goes red."""
+    alarm, which is the rate at which the gate of an unchanged tree goes red; ``pairs`` judged of ``all_pairs``."""
 
     cases: int
     pairs: int
     red_pairs: int
     baseline_runs: int
     red_runs: int
+    all_pairs: int = 0
 
     @property
     def pair_rate(self) -> float:
@@ -106,6 +111,17 @@ def run_level_against(records: Mapping[str, Record], baseline: Mapping[str, Entr
                       if case in baseline], baseline)
 
 
+#: The most ordered run pairs judged; more runs are judged on a seeded sample of this many (``judged_pairs``).
+MAX_PAIRS = 2000
+PAIRS_SEED = 1
+
+
+def judged_pairs(runs: int) -> list[tuple[int, int]]:
+    """Every ordered pair of ``runs`` runs, or past ``MAX_PAIRS`` a seeded sample of that many, in order."""
+    every = [(a, b) for a in range(runs) for b in range(runs) if a != b]
+    return every if len(every) <= MAX_PAIRS else sorted(random.Random(PAIRS_SEED).sample(every, MAX_PAIRS))
+
+
 def false_alarms(runs: Sequence[Run], baseline: Mapping[str, Entry] | None,
                  config: GateConfig) -> tuple[list[CaseAlarms], SelectionAlarms]:
     """Per case and for the selection: the A/A alarms over every ordered pair of runs and, with a baseline, of
@@ -117,15 +133,19 @@ def false_alarms(runs: Sequence[Run], baseline: Mapping[str, Entry] | None,
     red_pairs: set[tuple[int, int]] = set()
     red_runs: set[int] = set()
     results = []
+    pairs = judged_pairs(len(clean))
     for case in cases:
         pair_judgements: list[Judgement] = []
-        for a, reference in enumerate(clean):
-            for b, judged in enumerate(clean):
-                if a != b and case in reference and case in judged:
-                    verdict = judge(judged[case], entry_from_record(reference[case]), config)
-                    pair_judgements.append(verdict)
-                    if verdict.alarm:
-                        red_pairs.add((a, b))
+        references: dict[int, Entry] = {}
+        for a, b in pairs:
+            reference, judged = clean[a], clean[b]
+            if case in reference and case in judged:
+                if a not in references:
+                    references[a] = entry_from_record(reference[case])
+                verdict = judge(judged[case], references[a], config)
+                pair_judgements.append(verdict)
+                if verdict.alarm:
+                    red_pairs.add((a, b))
         baseline_judgements: list[Judgement] = []
         entry = baseline.get(case) if baseline is not None else None
         if entry is not None:
@@ -142,8 +162,8 @@ def false_alarms(runs: Sequence[Run], baseline: Mapping[str, Entry] | None,
             case_id=case, pairs=len(pair_judgements), pair_alarms=sum(j.alarm for j in pair_judgements),
             baseline_runs=len(baseline_judgements), baseline_alarms=sum(j.alarm for j in baseline_judgements),
             catches=max(caught) if caught else None, basis=bases.most_common(1)[0][0] if bases else ""))
-    pairs = len(runs) * (len(runs) - 1)
-    selection = SelectionAlarms(cases=len(cases), pairs=pairs, red_pairs=len(red_pairs),
-                                baseline_runs=len(runs) if baseline is not None else 0, red_runs=len(red_runs))
+    selection = SelectionAlarms(cases=len(cases), pairs=len(pairs), red_pairs=len(red_pairs),
+                                baseline_runs=len(runs) if baseline is not None else 0, red_runs=len(red_runs),
+                                all_pairs=len(runs) * (len(runs) - 1))
     ordered = sorted(results, key=lambda c: (-(c.pair_rate + c.baseline_rate), -(c.catches or 0.0), c.case_id))
     return ordered, selection
