@@ -19,7 +19,7 @@ from gpuperf.store.results import load_run, refuse_repeated_runs
 from gpuperf.verdict.false_alarms import false_alarms
 from gpuperf.verdict.fleet import Run, fleet_spread
 from gpuperf.verdict.fleet_bands import levelled_baseline, most_that_can_catch
-from gpuperf.verdict.fleet_estimate import estimate, estimate_adopted
+from gpuperf.verdict.fleet_estimate import estimates
 from gpuperf.verdict.fleet_resolution import cannot_catch, cause, classify
 from gpuperf.verdict.gate import GateConfig
 from gpuperf.wiring.options import MUST_CATCH, RUNS
@@ -101,7 +101,7 @@ def bands_section(runs: Sequence[Run], must_catch: float, markdown: bool = False
     bound = Bound(most_that_can_catch(choices, plain.entries, must_catch, config),
                   most_that_can_catch(choices, plain.entries, must_catch, config, tolerance=False), len(plain.entries))
     return format_bands(
-        (estimate_adopted(runs, config), estimate(runs, config), estimate(runs, config, level=True)),
+        estimates(runs, config),
         Ways(classify(recorded.entries, must_catch, config.cap), classify(plain.entries, must_catch, config.cap),
              classify(levelled.entries, must_catch, config.cap)), gains, missed, bound, markdown=markdown)
 

@@ -1,8 +1,8 @@
 """How often a fleet's baseline would be red on a fresh host with no change: the rate its bands were chosen for,
 that rate's 95 % interval by resampling the hosts (``BOOTSTRAP`` draws, seeded, so the page is reproducible), and the
 honest check, each host's runs judged by the gate's own rule against the baseline rebuilt without that host
-(``held_out``; ``held_out_adopted`` for the baseline ``baseline from-fleet`` records, the host's memory level taken
-out where it adopts it).
+(``estimates``: for the baseline ``baseline from-fleet`` records, the host's memory level taken out where it adopts it,
+and for the two ways it chooses between).
 
 Pure: runs are ``fleet.Run``.
 
@@ -19,8 +19,9 @@ from dataclasses import dataclass
 from gpuperf.store.records import Record
 from gpuperf.verdict.false_alarms import judge, run_level_against
 from gpuperf.verdict.fleet import Run
-from gpuperf.verdict.fleet_bands import (TARGET_RED, FleetBaseline, fail_chance, fleet_baseline, levelled_baseline,
-                                         red_rate, run_levels)
+from gpuperf.store.baseline_entry import Entry
+from gpuperf.verdict.fleet_bands import (TARGET_RED, FleetBaseline, fail_chance, levelled_baseline, red_rate,
+                                         run_levels)
 from gpuperf.verdict.gate import Basis, GateConfig
 
 #: Hosts resampled for the estimate's interval, and the seed that makes the page reproducible.
@@ -87,53 +88,44 @@ def bootstrap_interval(baseline: FleetBaseline, draws: int = BOOTSTRAP, seed: in
     return rates[int(0.025 * (draws - 1))], rates[int(math.ceil(0.975 * (draws - 1)))]
 
 
-def held_out(runs: Sequence[Run], config: GateConfig, target: float = TARGET_RED, level: bool = False,
-             tolerances: Mapping[str, float] | None = None) -> tuple[int, int]:
-    """(red runs, runs): each host's runs judged against the fleet baseline rebuilt without it, by the gate's rule
-    (with ``level``, its levelled entries by the same comparison on the run's levelled figure)."""
-    red_runs = 0
+def estimates(runs: Sequence[Run], config: GateConfig, target: float = TARGET_RED,
+              tolerances: Mapping[str, float] | None = None) -> tuple[Estimate, Estimate, Estimate]:
+    """The estimate of the baseline ``baseline from-fleet`` records (``levelled_baseline``: the level adopted where it
+    helps), and of the two ways it chooses between (no level; the level in every memory-bound entry). Held out: the
+    baselines rebuilt without each host in turn, once for all three, and that host's runs judged by the gate's rule
+    (the recorded one's levelled entries also at the end of the run, ``memory_level``)."""
+    plain, everywhere, _, recorded = levelled_baseline(runs, config, target, tolerances)
+    red = [0, 0, 0]
     for host in sorted({run.host for run in runs}):
         others = [run for run in runs if run.host != host]
         if len({run.host for run in others}) < 2:
             continue
-        made = fleet_baseline(others, config, target, level, tolerances)
-        levels = run_levels(runs, made.entries) if level else [0.0] * len(runs)
+        made_plain, made_everywhere, _, made = levelled_baseline(others, config, target, tolerances)
+        levels = run_levels(runs, made_everywhere.entries)
         for index, run in enumerate(runs):
             if run.host == host:
-                red_runs += any(_alarm(record, made, case, levels[index], config) for case, record in
-                                run.clean().items() if case in made.entries
-                                and record.method == made.entries[case].method)
-    return red_runs, len(runs)
+                red[0] += _red_recorded(run, made.entries, config)
+                red[1] += _red(run, made_plain, 0.0, config)
+                red[2] += _red(run, made_everywhere, levels[index], config)
+    hosts = len({run.host for run in runs})
+
+    def estimate_of(baseline: FleetBaseline, count: int) -> Estimate:
+        low, high = bootstrap_interval(baseline)
+        return Estimate(rate=baseline.bands.rate, low=low, high=high, held_out_runs=len(runs), held_out_red=count,
+                        hosts=hosts)
+
+    return estimate_of(recorded, red[0]), estimate_of(plain, red[1]), estimate_of(everywhere, red[2])
 
 
-def held_out_adopted(runs: Sequence[Run], config: GateConfig, target: float = TARGET_RED,
-                     tolerances: Mapping[str, float] | None = None) -> tuple[int, int]:
-    """(red runs, runs): each host's runs judged against the baseline ``baseline from-fleet`` records
-    (``levelled_baseline``) rebuilt without it, by the gate's own rule: each case as its test judges it, then the
-    levelled entries again at the end of the run with its memory level taken out (``memory_level``)."""
-    red_runs = 0
-    for host in sorted({run.host for run in runs}):
-        others = [run for run in runs if run.host != host]
-        if len({run.host for run in others}) < 2:
-            continue
-        made = levelled_baseline(others, config, target, tolerances)[3].entries
-        for run in runs:
-            if run.host == host:
-                judged = {case: record for case, record in run.clean().items()
-                          if case in made and record.method == made[case].method}
-                level = run_level_against(judged, made, config)
-                red_runs += any(judge(record, made[case], config, level).alarm for case, record in judged.items())
-    return red_runs, len(runs)
+def _red_recorded(run: Run, made: Mapping[str, Entry], config: GateConfig) -> bool:
+    judged = {case: record for case, record in run.clean().items() if case in made and record.method == made[case].method}
+    level = run_level_against(judged, made, config)
+    return any(judge(record, made[case], config, level).alarm for case, record in judged.items())
 
 
-def estimate_adopted(runs: Sequence[Run], config: GateConfig, target: float = TARGET_RED,
-                     tolerances: Mapping[str, float] | None = None) -> Estimate:
-    """``estimate`` for the baseline ``baseline from-fleet`` records (the level adopted where it helps)."""
-    baseline = levelled_baseline(runs, config, target, tolerances)[3]
-    low, high = bootstrap_interval(baseline)
-    red_runs, total = held_out_adopted(runs, config, target, tolerances)
-    return Estimate(rate=baseline.bands.rate, low=low, high=high, held_out_runs=total, held_out_red=red_runs,
-                    hosts=len({run.host for run in runs}))
+def _red(run: Run, made: FleetBaseline, level: float, config: GateConfig) -> bool:
+    return any(_alarm(record, made, case, level, config) for case, record in run.clean().items()
+               if case in made.entries and record.method == made.entries[case].method)
 
 
 def _alarm(record: Record, made: FleetBaseline, case: str, level: float, config: GateConfig) -> bool:
@@ -142,13 +134,3 @@ def _alarm(record: Record, made: FleetBaseline, case: str, level: float, config:
     if fleet is None or not fleet.levelled or verdict.basis != Basis.TIME or Basis.TIME not in fleet.spreads:
         return verdict.alarm
     return record.value / (1.0 + level) / fleet.spreads[Basis.TIME].middle - 1.0 < -made.bands.bands[case][Basis.TIME]
-
-
-def estimate(runs: Sequence[Run], config: GateConfig, target: float = TARGET_RED, level: bool = False,
-             tolerances: Mapping[str, float] | None = None) -> Estimate:
-    baseline = fleet_baseline(runs, config, target, level, tolerances)
-    low, high = bootstrap_interval(baseline)
-    red_runs, total = held_out(runs, config, target, level, tolerances)
-    return Estimate(rate=baseline.bands.rate, low=low, high=high, held_out_runs=total, held_out_red=red_runs,
-                    hosts=len({run.host for run in runs}))
-
