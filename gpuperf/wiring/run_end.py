@@ -90,14 +90,16 @@ class RunEnd:
         from gpuperf.verdict.memory_level import levelled_records
         from gpuperf.vocabulary import Status
 
-        for slug in dict.fromkeys(record.gpu for record in state.records):
+        # each GPU its own level: two GPUs of one model in a run read memory apart
+        for slug, device in dict.fromkeys((record.gpu, record.gpu_index) for record in state.records):
             try:
                 baseline = state.baseline_for(slug)
             except BaselineError:
                 continue  # the run already stopped on it, naming the file and the fix
             if baseline is None:
                 continue
-            at = [index for index, record in enumerate(state.records) if record.gpu == slug]
+            at = [index for index, record in enumerate(state.records)
+                  if (record.gpu, record.gpu_index) == (slug, device)]
             judged = levelled_records([state.records[index] for index in at], baseline.entries, state.options.gate)
             for index, record in zip(at, judged):
                 if record.status == Status.REGRESSED and state.records[index].status != Status.REGRESSED:
