@@ -108,13 +108,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         with interruptible():
             return int(args.func(args))
     except KeyboardInterrupt as exc:
-        cause = "SIGTERM" if isinstance(exc, Terminated) else "Ctrl-C"
-        print(f"gpuperf: error: interrupted ({cause}): the command stopped and ended what it had started (worktrees, "
-              "processes); run it again", file=sys.stderr)
-        return EXIT_INTERRUPTED
+        return _interrupted(exc, Terminated)
     except BrokenPipeError:
         return _quiet_broken_pipe()
     except Exception as exc:
+        stopped = _interruption(exc)
+        if stopped is not None:  # an import or a library's C code that turned the interruption into its own error
+            return _interrupted(stopped, Terminated)
         if known_error(exc):
             print(f"gpuperf: error: {_one_line(str(exc))}", file=sys.stderr)
             return EXIT_ERROR
@@ -122,6 +122,25 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"gpuperf: error: {_one_line(describe_os_error(exc))}", file=sys.stderr)
             return EXIT_ERROR
         raise
+
+
+def _interrupted(exc: BaseException, terminated: type[BaseException]) -> int:
+    cause = "SIGTERM" if isinstance(exc, terminated) else "Ctrl-C"
+    print(f"gpuperf: error: interrupted ({cause}): the command stopped and ended what it had started (worktrees, "
+          "processes); run it again", file=sys.stderr)
+    return EXIT_INTERRUPTED
+
+
+def _interruption(exc: BaseException) -> KeyboardInterrupt | None:
+    """The Ctrl-C or SIGTERM behind an error, if one is in its chain of causes."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        if isinstance(current, KeyboardInterrupt):
+            return current
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return None
 
 
 def _one_line(message: str) -> str:

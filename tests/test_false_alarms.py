@@ -14,7 +14,8 @@ from gpuperf.cli import main
 from gpuperf.measure.kernel_records import Kernel
 from gpuperf.output.results import write_run
 from gpuperf.store.baseline import ClockFree, Entry, dump_baseline
-from gpuperf.verdict.false_alarms import false_alarms, judge
+from gpuperf.output.report import format_false_alarms
+from gpuperf.verdict.false_alarms import MAX_PAIRS, false_alarms, judge, judged_pairs
 from gpuperf.verdict.fleet import FleetError, Run, fleet_spread, with_clock_figures
 from gpuperf.verdict.gate import Basis, GateConfig
 from gpuperf.store.records import Record, RunInfo
@@ -239,3 +240,14 @@ def test_fleet_refuses_a_baseline_of_another_gpu_model(tmp_path: Path, capsys: p
     assert main(["fleet", *runs, "--baseline", str(baseline)]) == 1
     err = capsys.readouterr().err
     assert "nvidia-h100" in err and "nvidia-h200" in err
+
+
+def test_many_runs_are_judged_on_a_seeded_sample_of_pairs_and_the_report_says_so() -> None:
+    runs = [run(f"h{i}", record(STEADY, 50.0), record(DROP, 94.0 if i == 7 else 100.0)) for i in range(50)]
+    _, selection = false_alarms(runs, None, CONFIG)
+    assert selection.pairs == MAX_PAIRS < selection.all_pairs == 50 * 49
+    assert judged_pairs(50) == judged_pairs(50) and len(set(judged_pairs(50))) == MAX_PAIRS
+    assert all(a != b for a, b in judged_pairs(50)) and len(judged_pairs(10)) == 90
+    expected = sum(1 for a, b in judged_pairs(50) if b == 7)  # run 7 judged against any other: −6 %
+    assert selection.red_pairs == expected > 0
+    assert "2000 ordered run pairs (a seeded sample of the 2450)" in format_false_alarms([], selection)

@@ -18,7 +18,8 @@ from gpuperf.output.fleet_report import resolution_banner
 from gpuperf.output.readme import section_markers
 from gpuperf.store.baseline import BaselineError, Entry, dump_baseline, load_baseline, parse_baseline, update_baseline
 from gpuperf.verdict.false_alarms import judge
-from gpuperf.verdict.fleet_bands import TARGET_RED, CaseFleet, Spread, banded_baseline, binomial_upper
+from gpuperf.verdict.fleet_bands import TARGET_RED, CaseFleet, Spread, banded_baseline, most_that_can_catch
+from gpuperf.verdict.fleet_estimate import binomial_upper
 from gpuperf.verdict.fleet_resolution import classify
 from gpuperf.verdict.gate import GateConfig, effective_tolerance
 from gpuperf.verdict.student_t import t_quantile
@@ -61,9 +62,15 @@ def test_the_fleet_page_s_leave_one_host_out_section_is_the_command_s(
     section = page[page.index(start):page.index(section_markers("fleet-bands", "")[1])]
     assert section.split("\n", 1)[1].rstrip("\n") == printed
     assert "expected red full gates per 100 fresh-host runs 1.00" in printed
-    adopted = re.search(r"the bands chosen again: .*?resolution: (\d+) of (\d+) entries catch", printed)
-    assert adopted and f"taken out only where it helps, {adopted[1]} of {adopted[2]} would catch 5 %" in \
+    recorded = re.search(r"As recorded, .*?resolution: (\d+) of (\d+) entries catch", printed)
+    plain = re.search(r"With no level taken out: .*?resolution: (\d+) of \d+ entries catch", printed)
+    assert recorded and plain
+    assert f"{recorded[1]} of {recorded[2]} catch 5 % on every host, against {plain[1]} with no level" in \
         " ".join(page.split())
+    bound = re.search(r"at most (\d+) of (\d+) entries could catch .*? and at most (\d+) with bands", printed)
+    assert bound and int(recorded[1]) <= int(bound[1]) <= int(bound[3]) < 0.9 * int(bound[2])
+    assert f"at most {bound[1]} of {bound[2]} with the 4 % tolerance as the floor, {bound[3]} even with bands below" \
+        in " ".join(page.split())
 
 
 def test_the_resolution_summary_counts_the_committed_entries() -> None:
@@ -71,7 +78,10 @@ def test_the_resolution_summary_counts_the_committed_entries() -> None:
     assert committed is not None
     found = classify(committed.entries, 0.05, GateConfig().cap)
     assert found.entries == 163 and not found.unknown
-    assert all(committed.entries[case].resolution <= 0.05 for case in found.catches)  # type: ignore[operator]
+    assert all(committed.entries[case].resolution_levelled <= 0.05 for case in found.catches)  # type: ignore[operator]
+    levelled = [case for case, entry in committed.entries.items() if entry.memory_level is not None]
+    assert levelled and all(committed.entries[case].memory_level.resolution  # type: ignore[union-attr]
+                            < committed.entries[case].resolution for case in levelled)  # type: ignore[operator]
     assert all(0.05 < value <= 0.08 for _, value in found.larger) and all(value > 0.08 for _, value in found.ab_only)
 
 
@@ -201,6 +211,22 @@ def test_fleet_and_compare_say_what_the_committed_entries_catch(capsys: pytest.C
     assert main(["compare", str(BASELINE), gates[0]]) == 0
     widest, value = found.ab_only[0]
     row = next(line for line in capsys.readouterr().out.splitlines() if line.startswith(widest))
-    assert f"resolution {100 * value:.1f} %" in row
+    said = f"{100 * value:.1f} % with the run's memory level" if committed.entries[widest].memory_level else \
+        f"resolution {100 * value:.1f} %"
+    assert said in row and "the A/B gate's" in row
     assert main(["compare", str(BASELINE), gates[0], "--must-catch", "0.2"]) == 0
     assert "resolution " not in capsys.readouterr().out
+
+
+def test_the_bound_counts_the_entries_that_could_catch_the_slowdown_within_the_budget() -> None:
+    config = GateConfig()
+    quiet = (0.002, -0.003, 0.001, -0.001, 0.002, -0.002, 0.0, 0.001)
+    fast_host = (0.012, -0.004, 0.001, -0.002, 0.002, -0.003, 0.0, 0.001)  # 1.2 % above: 4 % + that misses 5 %
+    wide = (0.02, -0.025, 0.015, -0.01, 0.03, -0.02, 0.0, 0.01)  # a 2 % scale: too dear to catch 5 %
+    fleets = {f"q{i}": CaseFleet(f"q{i}", 8, {"time": spread(*quiet)}) for i in range(10)}
+    fleets["fast"] = CaseFleet("fast", 8, {"time": spread(*fast_host)})
+    fleets["wide"] = CaseFleet("wide", 8, {"time": spread(*wide)})
+    entries = {case: entry() for case in fleets}
+    assert most_that_can_catch([fleets], entries, 0.05, config) == 10
+    assert most_that_can_catch([fleets], entries, 0.05, config, tolerance=False) == 11  # the fast host's, below 4 %
+    assert most_that_can_catch([fleets], entries, 0.05, config, target=1e-12) == 0

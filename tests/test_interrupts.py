@@ -96,6 +96,28 @@ def test_an_interrupt_inside_any_command_is_one_line_and_exit_2(command: list[st
                   "run it again\n"
 
 
+def test_an_error_an_interrupt_caused_is_the_interrupt(monkeypatch: pytest.MonkeyPatch,
+                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    """Ctrl-C inside an import of a C extension comes back as that import's own error (matplotlib's
+    ``ImportError: initialization failed``): still one line and exit 2."""
+    parse = argparse.ArgumentParser.parse_args
+
+    def importing(*_args: object) -> int:
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt as exc:
+            raise ImportError("initialization failed") from exc
+
+    def parsed(self: argparse.ArgumentParser, *args: Any, **kwargs: Any) -> argparse.Namespace:
+        namespace = parse(self, *args, **kwargs)
+        namespace.func = importing
+        return namespace
+
+    monkeypatch.setattr(argparse.ArgumentParser, "parse_args", parsed)
+    assert main(["fleet", str(RUN)]) == 2
+    assert capsys.readouterr().err.startswith(f"{INTERRUPTED}Ctrl-C)")
+
+
 @pytest.mark.long
 @pytest.mark.parametrize("sent", [signal.SIGTERM, signal.SIGINT])
 def test_history_ingest_stopped_leaves_no_pool_worker(sent: signal.Signals, tmp_path: Path) -> None:
@@ -131,11 +153,15 @@ def test_fleet_and_history_page_stopped_by_ctrl_c_say_one_line(tmp_path: Path) -
     code, err = _stopped(process, signal.SIGINT)
     assert code == 2 and err.startswith(INTERRUPTED) and err.count("\n") == 1, err
     assert main(["history", "ingest", str(runs), "--history", str(tmp_path / "h.sqlite")]) == 0
-    process = _started(["history", "page", "--history", str(tmp_path / "h.sqlite"), "--out", str(tmp_path / "site")],
-                       tmp_path)
-    time.sleep(3)
-    code, err = _stopped(process, signal.SIGINT)
-    assert code == 2 and err.startswith(INTERRUPTED) and err.count("\n") == 1, err
+    for delay in (0.0, 0.3, 0.6, 0.9):  # in the documents' pool, between the pools, drawing the pictures
+        process = _started(["history", "page", "--history", str(tmp_path / "h.sqlite"), "--out",
+                            str(tmp_path / f"site{delay}")], tmp_path)
+        _wait_for(lambda: len(_children(process.pid)) >= 1 or process.poll() is not None)
+        time.sleep(delay)
+        if process.poll() is not None:
+            continue  # done before it could be stopped: nothing to see
+        code, err = _stopped(process, signal.SIGINT)
+        assert code == 2 and err.startswith(INTERRUPTED) and err.count("\n") == 1, (delay, err)
 
 
 def _worktrees(repo: Path) -> list[str]:

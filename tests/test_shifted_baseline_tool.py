@@ -40,7 +40,7 @@ def _slow_and_fast(shifted: Path) -> tuple[list[str], list[str], dict[str, float
     baseline = load_baseline(shifted)
     assert baseline is not None
     ordered = sorted(baseline.entries)
-    return ordered[0::2], ordered[1::2], {case: e.resolution for case, e in baseline.entries.items()}
+    return ordered[0::2], ordered[1::2], {case: e.resolution_levelled for case, e in baseline.entries.items()}
 
 
 @pytest.mark.long

@@ -23,7 +23,7 @@ from gpuperf.store.baseline import (BaselineError, BaselineFile, Integrity, chec
 from gpuperf.store.baseline_maintenance import drop_entries, seal_baseline
 from gpuperf.verdict.check import baseline_header
 from gpuperf.verdict.fleet import entries_from_runs, with_clock_figures
-from gpuperf.verdict.fleet_bands import TARGET_RED, fleet_baseline
+from gpuperf.verdict.fleet_bands import TARGET_RED, levelled_baseline
 from gpuperf.verdict.fleet_resolution import classify
 from gpuperf.verdict.gate import GateConfig
 from gpuperf.verdict.gate_config import DEFAULT_MUST_CATCH
@@ -147,16 +147,18 @@ def cmd_baseline_from_fleet(args: argparse.Namespace) -> int:
     existing = load_baseline(path)
     tolerances = {case: entry.tolerance for case, entry in (existing.entries if existing else {}).items()
                   if entry.tolerance is not None}
-    made = fleet_baseline(runs, config, tolerances=tolerances)
+    made = levelled_baseline(runs, config, tolerances=tolerances)[3]
     if not made.entries:
         raise CliError("no case was measured cleanly in any of the runs: nothing to record")
     recorded = datetime.now(timezone.utc).isoformat(timespec="seconds")
     header = baseline_header(runs[-1].info, [r for run in runs for r in run.records.values()], recorded)
     changes = update_baseline(path, header, made.entries)
     hosts = len({run.host for run in runs})
+    levelled = sum(entry.memory_level is not None for entry in made.entries.values())
     print(f"{path}: {len(made.entries)} entries from {len(runs)} runs on {hosts} GPU{'s' if hosts != 1 else ''}, "
           f"each band chosen by leaving one host out (a fresh host's full gate red "
-          f"{100 * made.bands.rate:.2f} % of the time at most {100 * TARGET_RED:g} %) (old → new):")
+          f"{100 * made.bands.rate:.2f} % of the time at most {100 * TARGET_RED:g} %), {levelled} judged also with "
+          "the run's memory level taken out (old → new):")
     print(report.format_changes(changes))
     print(resolution_summary(classify(made.entries, args.must_catch, config.cap)))
     return EXIT_OK
@@ -245,7 +247,9 @@ def _add_from_fleet(sub: Any) -> None:
                     "entry holds the median of the runs (as from-runs), the number of hosts, its band (chosen from "
                     "the hosts' spread by leaving one host out at a time, so that a full gate on a fresh host with "
                     f"no change is red at most {100 * TARGET_RED:g} times in 100) and its resolution (the smallest "
-                    "slowdown it catches on every host). Written like --update-baselines: locked, atomic, sealed; "
+                    "slowdown it catches on every host); a memory-bound entry whose resolution the run's GEMV "
+                    "level lowers without raising its chance of a false alarm also holds memory_level, judged at "
+                    "the end of a run. Written like --update-baselines: locked, atomic, sealed; "
                     "hand-set tolerances are kept (and the bands start from them). docs/fleet.md says how.")
     from_fleet.add_argument("file", metavar="FILE", help="the baselines/<gpu>.yaml to write")
     RUNS.add_to(from_fleet.add_argument)

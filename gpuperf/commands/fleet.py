@@ -13,13 +13,14 @@ from typing import Any
 
 from gpuperf.commands.common import EXIT_OK, CliError
 from gpuperf.output import report
-from gpuperf.output.fleet_report import Missed, Ways, format_bands, resolution_summary
+from gpuperf.output.fleet_report import Bound, Missed, Ways, format_bands, resolution_summary
 from gpuperf.store.baseline import BaselineError, check_gpu, load_baseline
 from gpuperf.store.results import load_run, refuse_repeated_runs
 from gpuperf.verdict.false_alarms import false_alarms
 from gpuperf.verdict.fleet import Run, fleet_spread
-from gpuperf.verdict.fleet_bands import adopting, estimate, fleet_baseline
-from gpuperf.verdict.fleet_resolution import cannot_catch, cause, classify, level_gains
+from gpuperf.verdict.fleet_bands import levelled_baseline, most_that_can_catch
+from gpuperf.verdict.fleet_estimate import estimates
+from gpuperf.verdict.fleet_resolution import cannot_catch, cause, classify
 from gpuperf.verdict.gate import GateConfig
 from gpuperf.wiring.options import MUST_CATCH, RUNS
 
@@ -89,18 +90,20 @@ def cmd_fleet(args: argparse.Namespace) -> int:
 
 
 def bands_section(runs: Sequence[Run], must_catch: float, markdown: bool = False) -> str:
-    """evidence/fleet.md's generated section: the leave-one-host-out estimate both ways and what the baseline
-    catches."""
+    """evidence/fleet.md's generated section: the leave-one-host-out estimate of the baseline ``baseline from-fleet``
+    records, and of the two ways it chooses between (no level; the level in every memory-bound entry), with what
+    each catches, and the recorded entries that cannot catch ``must_catch``."""
     config = GateConfig()
-    plain, levelled = fleet_baseline(runs, config), fleet_baseline(runs, config, level=True)
-    gains = level_gains(plain, levelled)
-    mixed = adopting(plain, levelled, gains, config)
-    missed = [Missed(case, found, plain.entries[case].hosts, cause(plain.fleets[case], plain.entries[case]))
-              for case, found in cannot_catch(plain.entries, must_catch)]
+    plain, levelled, gains, recorded = levelled_baseline(runs, config)
+    missed = [Missed(case, found, recorded.entries[case].hosts, cause(recorded.fleets[case], recorded.entries[case]))
+              for case, found in cannot_catch(recorded.entries, must_catch)]
+    choices = (plain.fleets, levelled.fleets)
+    bound = Bound(most_that_can_catch(choices, plain.entries, must_catch, config),
+                  most_that_can_catch(choices, plain.entries, must_catch, config, tolerance=False), len(plain.entries))
     return format_bands(
-        (estimate(runs, config), estimate(runs, config, level=True)),
-        Ways(classify(plain.entries, must_catch, config.cap), classify(levelled.entries, must_catch, config.cap),
-             classify(mixed.entries, must_catch, config.cap), mixed.bands.rate), gains, missed, markdown=markdown)
+        estimates(runs, config),
+        Ways(classify(recorded.entries, must_catch, config.cap), classify(plain.entries, must_catch, config.cap),
+             classify(levelled.entries, must_catch, config.cap)), gains, missed, bound, markdown=markdown)
 
 
 def add_fleet_command(commands: Any) -> None:
@@ -115,8 +118,9 @@ def add_fleet_command(commands: Any) -> None:
                        help="also judge every run against this baselines/<gpu>.yaml (the false-alarm rate there) and "
                             "say what its entries catch on every host")
     fleet.add_argument("--bands", action="store_true",
-                       help="instead: the leave-one-host-out estimate of a fresh host's red gates with the bands "
-                            "baseline from-fleet chooses from these runs, with and without each run's GEMV level, and "
-                            "the entries that cannot catch --must-catch (docs/fleet.md)")
+                       help="instead: the leave-one-host-out estimate of a fresh host's red gates with the baseline "
+                            "baseline from-fleet records from these runs (the run's GEMV level taken out where it "
+                            "helps), without the level and with it everywhere, and the entries that cannot catch "
+                            "--must-catch (docs/fleet.md)")
     MUST_CATCH.add_to(fleet.add_argument)
     fleet.set_defaults(func=cmd_fleet)

@@ -27,7 +27,7 @@ from typing import Any
 from gpuperf.history import rows as history_rows
 from gpuperf.history.rows import HistoryInputError
 from gpuperf.history.schema import encode_document
-from gpuperf.store.processes import end_pool, forking, quiet_worker
+from gpuperf.store.processes import end_pool, forking, pooled, quiet_worker
 
 #: A run as the database takes it: its ``runs`` row, its compressed document, its records' columns
 #: (``rows.records_columns``).
@@ -100,6 +100,7 @@ def _prepared(files: Sequence[Path], workers: int | None, present: frozenset[str
     context = multiprocessing.get_context("fork" if "fork" in methods else None)
     with ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_start_worker,
                              initargs=(present,)) as pool:
+        pooled(pool)
         try:
             # a bounded window of chunks in flight: what the workers read ahead of the writing is held in memory
             window: deque[Future[list[Read]]] = deque()

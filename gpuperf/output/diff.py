@@ -22,6 +22,7 @@ from gpuperf.verdict.gate import (Context, GateConfig, rejudge, status_rank, val
                                   with_profile_hint)
 from gpuperf.store.records import Reason, Record
 from gpuperf.verdict.check import figure_anomalies
+from gpuperf.verdict.memory_level import levelled_records
 from gpuperf.vocabulary import Status
 
 ADDED = "added"
@@ -137,10 +138,16 @@ def compare_runs(a: Mapping[str, Entry], b: Mapping[str, Record], config: GateCo
                  peaks: Mapping[str, Any] | None = None) -> list[DiffRow]:
     """Every case of B judged against A's figure (``judge``, against B's ``peaks``), and the cases only one side
     has; problems first (``gate.STATUS_ORDER``), then the one-sided cases, each group by case id.
-    ``record_command`` is what an IMPROVED row suggests (re-recording a baseline A, or recording one from run B)."""
+    ``record_command`` is what an IMPROVED row suggests (re-recording a baseline A, or recording one from run B).
+    A fleet's levelled entries are then judged again with B's memory level taken out, as the end of a run does
+    (``memory_level``)."""
     context = Context(version_changes=tuple(version_changes), record_command=record_command)
     rows = []
-    for case, entry, record in pair_cases(a, b):
+    paired = pair_cases(a, b)
+    both = [(case, judge(record, entry, config, context, peaks)) for case, entry, record in paired
+            if entry is not None and record is not None]
+    judged = dict(zip([case for case, _ in both], levelled_records([record for _, record in both], a, config)))
+    for case, entry, record in paired:
         if record is None and entry is not None:
             rows.append(DiffRow(case, entry.metric, entry.value, None, change=ONLY_IN_A,
                                 note="no valid figure in B"))
@@ -148,9 +155,9 @@ def compare_runs(a: Mapping[str, Entry], b: Mapping[str, Record], config: GateCo
             rows.append(DiffRow(case, record.metric, None, record.value, change=ONLY_IN_B,
                                 note="no valid figure in A"))
         elif entry is not None and record is not None:
-            judged = judge(record, entry, config, context, peaks)
-            rows.append(DiffRow(case, record.metric, entry.value, judged.value, judged.delta_pct,
-                                status=judged.status, note=judged.note))
+            verdict = judged[case]
+            rows.append(DiffRow(case, record.metric, entry.value, verdict.value, verdict.delta_pct,
+                                status=verdict.status, note=verdict.note))
     return sorted(rows, key=lambda r: (status_rank(r.status), r.change, r.case_id))  # no status ranks last
 
 

@@ -14,7 +14,8 @@ from gpuperf.output import table
 from gpuperf.output.table import Column
 from gpuperf.store.baseline import Change, Entry
 from gpuperf.untrusted import markdown_text, terminal
-from gpuperf.verdict.fleet_bands import Estimate
+from gpuperf.verdict.fleet_bands import TARGET_RED
+from gpuperf.verdict.fleet_estimate import Estimate
 from gpuperf.verdict.fleet_resolution import Cause, Resolutions, cannot_catch
 
 #: Where a slowdown finer than an entry's resolution is judged.
@@ -100,29 +101,43 @@ def _estimate_line(name: str, estimate: Estimate) -> str:
 
 @dataclass(frozen=True)
 class Ways:
-    """The resolutions three ways: as recorded, with every memory-bound entry levelled, and levelled only where that
-    lowers the entry's resolution without raising its chance of a false alarm (``adopted``, whose full gate's red
-    rate is ``adopted_rate``)."""
+    """The resolutions three ways: as recorded (the host's memory level taken out where it lowers the entry's
+    resolution without raising its chance of a false alarm), with no level, and with every memory-bound entry
+    levelled."""
 
+    recorded: Resolutions
     plain: Resolutions
     levelled: Resolutions
-    adopted: Resolutions
-    adopted_rate: float
 
 
-def format_bands(estimates: tuple[Estimate, Estimate], resolutions: Ways, gains: Sequence[str],
-                 missed: Sequence[Missed], markdown: bool = False) -> str:
+@dataclass(frozen=True)
+class Bound:
+    """The most entries that could catch the stated slowdown on every host within the red-gate target, whatever the
+    split of the budget (``fleet_bands.most_that_can_catch``): with bands no narrower than the tolerance, and with
+    bands down to the widest committed slowdown; of ``entries``."""
+
+    at_tolerance: int
+    below_tolerance: int
+    entries: int
+
+
+def format_bands(estimates: tuple[Estimate, Estimate, Estimate], resolutions: Ways, gains: Sequence[str],
+                 missed: Sequence[Missed], bound: Bound, markdown: bool = False) -> str:
     """The page section: the estimate and the resolution summary each way, and the entries that cannot catch the
     stated slowdown as recorded, with their causes."""
-    plain, levelled = estimates
+    recorded, plain, levelled = estimates
     lines = [
-        f"{plain.hosts} hosts, {plain.held_out_runs} runs.",
-        _estimate_line("As recorded", plain) + ". " + resolution_summary(resolutions.plain) + ".",
+        f"{recorded.hosts} hosts, {recorded.held_out_runs} runs.",
+        _estimate_line(f"As recorded, the run's GEMV level taken out of the {len(gains)} memory-bound entries where it "
+                       "lowers the resolution without raising the entry's chance of a false alarm (judged both ways, "
+                       "each a failure)", recorded) + ". " + resolution_summary(resolutions.recorded) + ".",
+        _estimate_line("With no level taken out", plain) + ". " + resolution_summary(resolutions.plain) + ".",
         _estimate_line("With each run's GEMV level taken out of every memory-bound entry", levelled) + ". "
         + resolution_summary(resolutions.levelled) + ".",
-        f"With the GEMV level taken out only where it lowers the entry's resolution without raising its chance of a "
-        f"false alarm ({len(gains)} entries), the bands chosen again: expected red full gates per 100 fresh-host runs "
-        f"{100 * resolutions.adopted_rate:.2f}. " + resolution_summary(resolutions.adopted) + ".",
+        f"Bound: whatever the split of the 1-in-{round(1 / TARGET_RED)} budget between entries, with or without the "
+        f"level, at most {bound.at_tolerance} of {bound.entries} entries could catch a "
+        f"{_pct(resolutions.recorded.must_catch)} slowdown on every host with bands no narrower than the tolerance, "
+        f"and at most {bound.below_tolerance} with bands allowed down to the widest slowdown a committed run shows.",
     ]
     text = (lambda line: markdown_text(line, None)) if markdown else (lambda line: terminal(line, None))
     render = table.render_markdown if markdown else table.render_text

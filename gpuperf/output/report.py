@@ -195,7 +195,8 @@ def format_false_alarms(cases: Sequence[CaseAlarms], selection: SelectionAlarms,
     against = (f"; against the baseline {selection.red_runs} of {selection.baseline_runs} runs red "
                f"({100 * selection.baseline_rate:.1f} %)" if selection.baseline_runs else "")
     caught = [c.catches for c in cases if c.catches is not None]
-    lines = [f"false alarms over {selection.pairs} ordered run pairs ({selection.cases} cases, each run judged "
+    sampled = f" (a seeded sample of the {selection.all_pairs})" if selection.all_pairs > selection.pairs else ""
+    lines = [f"false alarms over {selection.pairs} ordered run pairs{sampled} ({selection.cases} cases, each run judged "
              f"against each other run as its baseline, single tries): {selection.red_pairs} pairs red "
              f"({100 * selection.pair_rate:.1f} %){against}",
              f"smallest slowdown caught in every judgement: median case {100 * _median(caught):.1f} %, "

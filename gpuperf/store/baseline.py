@@ -7,13 +7,15 @@ One file per GPU model, ``baselines/<slug>.yaml``::
              integrity: {entries: <count>, sha256: <hex digest>}}
     entries:
       <case id>: {metric, value, unit, spread, samples, flush, method, runs?, run_spread?, hosts?, band?, resolution?,
+                  memory_level?: {value, band, resolution, low, high, cases},
                   family?, kernel?, precision?, shape?, flops?, bytes?, kernels?, tolerance?}
 
 ``runs`` and ``run_spread`` are set on an entry recorded from several runs (``python -m gpuperf baseline
 from-runs``, ``fleet.py``): its value is then the median of the runs' figures and ``run_spread`` their
 relative range, which the gate takes as a floor of the band. ``hosts``, ``band`` and ``resolution`` are set on a
 fleet's entry (``baseline from-fleet``, ``verdict/fleet_bands.py``): the band chosen from the hosts' spread, which
-takes ``run_spread``'s place, and the smallest slowdown the entry catches on every one of those hosts.
+takes ``run_spread``'s place, and the smallest slowdown the entry catches on every one of those hosts. ``memory_level``
+is set on a fleet's memory-bound entry that is judged with the run's memory level taken out (``MemoryLevel``).
 
 The descriptive fields (family, kernel, precision, shape, flops, bytes, kernels) are written by
 ``--update-baselines`` from the record, so plots and tables made from a baseline read what a case is
@@ -58,6 +60,7 @@ import yaml
 from gpuperf.store.atomic import locked, write_atomically
 from gpuperf.store.baseline_entry import (AT_MAX_CLOCK, AT_MAX_CLOCK_KEYS, ENTRY_DESCRIPTION, ENTRY_OPTIONAL,
                                           ENTRY_REQUIRED, ENTRY_RUNS, SHAPE_SIZES, BaselineError, ClockFree, Entry,
+                                          MemoryLevel,
                                           clock_free_fields, ordered_shape, parse_entry, restore_hint, round_figure)
 from gpuperf.store.field_forms import header_fault
 from gpuperf.store.reading import MIB, DuplicateKeyError, InputError, decode, load_yaml, read_bytes
@@ -66,7 +69,7 @@ from gpuperf.store.reading import MIB, DuplicateKeyError, InputError, decode, lo
 #: ``baseline_entry.py``'s names are imported from here as well: what an entry is belongs with the file.
 __all__ = ["AT_MAX_CLOCK", "AT_MAX_CLOCK_KEYS", "ENTRY_DESCRIPTION", "ENTRY_OPTIONAL", "ENTRY_REQUIRED", "ENTRY_RUNS",
            "MAX_BASELINE_BYTES", "SCHEMA_VERSION", "SHAPE_SIZES", "VERSION_KEYS", "BaselineError", "BaselineFile",
-           "Change", "ClockFree", "Entry", "Integrity", "baseline_path", "check_file_name", "check_gpu",
+           "Change", "ClockFree", "Entry", "Integrity", "MemoryLevel", "baseline_path", "check_file_name", "check_gpu",
            "decode_baseline", "dump_baseline", "entries_digest", "load_baseline", "ordered_shape",
            "parse_baseline", "read_baseline_text", "restore_hint", "parse_unsealed", "update_baseline",
            "version_changes", "versions_of"]
@@ -94,7 +97,8 @@ def _as_stored(entry: Entry) -> Entry:
     return replace(entry, value=round_figure(entry.value), spread=round_figure(entry.spread),
                    run_spread=round_figure(entry.run_spread), at_max_clock=clock_free,
                    band=None if entry.band is None else round_figure(entry.band),
-                   resolution=None if entry.resolution is None else round_figure(entry.resolution))
+                   resolution=None if entry.resolution is None else round_figure(entry.resolution),
+                   memory_level=None if entry.memory_level is None else entry.memory_level.stored())
 
 
 def _measured_fields(case: str, entry: Entry) -> list[Any]:

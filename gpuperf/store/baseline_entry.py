@@ -26,11 +26,14 @@ ENTRY_RUNS = ("runs", "run_spread")
 #: A fleet's entry (``baseline from-fleet``, ``verdict/fleet_bands.py``): how many hosts it rests on, the band chosen
 #: from their spread by leaving one host out at a time, and the smallest slowdown it catches on every one of them.
 ENTRY_FLEET = ("hosts", "band", "resolution")
+#: A fleet's memory-bound entry judged with the host's memory level of the run taken out (``MemoryLevel``).
+MEMORY_LEVEL = "memory_level"
+MEMORY_LEVEL_KEYS = ("value", "band", "resolution", "low", "high", "cases")
 #: The figure with the host's power state taken out (``ClockFree``).
 AT_MAX_CLOCK = "at_max_clock"
 AT_MAX_CLOCK_KEYS = ("value", "spread", "run_spread", "cycles", "clock_mhz", "band")
-ENTRY_OPTIONAL = ("spread", "samples", "flush", "method", *ENTRY_RUNS, *ENTRY_FLEET, *ENTRY_DESCRIPTION, AT_MAX_CLOCK,
-                  "tolerance")
+ENTRY_OPTIONAL = ("spread", "samples", "flush", "method", *ENTRY_RUNS, *ENTRY_FLEET, MEMORY_LEVEL, *ENTRY_DESCRIPTION,
+                  AT_MAX_CLOCK, "tolerance")
 #: The sizes a shape may name (``metrics.Work.shape``).
 SHAPE_SIZES = ("batch", "m", "n", "k")
 #: A size of a user's own family is named in its case table (``heads``, ``seq``, ``dim``): a short lower-case name.
@@ -86,6 +89,31 @@ class ClockFree:
 
 
 @dataclass(frozen=True)
+class MemoryLevel:
+    """A fleet's memory-bound entry with the host's memory level taken out (``verdict/memory_level.py``): in a run,
+    the level is the median deviation of the GEMV family's figures from their entries, kept within the range
+    ``low``…``high`` the fleet's runs showed, and counted only from at least half of the ``cases`` it was made from;
+    the entry's figure divided by (1 + level) is then judged against ``value`` with ``band``, and catches a
+    slowdown of ``resolution`` on every host (fractions)."""
+
+    value: float
+    band: float
+    resolution: float
+    low: float
+    high: float
+    cases: int
+
+    def to_yaml(self) -> dict[str, Any]:
+        return {"value": round_figure(self.value), "band": round_figure(self.band),
+                "resolution": round_figure(self.resolution), "low": round_figure(self.low),
+                "high": round_figure(self.high), "cases": self.cases}
+
+    def stored(self) -> MemoryLevel:
+        """As the file holds it (rounded)."""
+        return MemoryLevel(**self.to_yaml())
+
+
+@dataclass(frozen=True)
 class Entry:
     metric: str
     value: float
@@ -111,6 +139,15 @@ class Entry:
     hosts: int = 0
     band: float | None = None
     resolution: float | None = None
+    memory_level: MemoryLevel | None = None
+
+    @property
+    def resolution_levelled(self) -> float | None:
+        """The smallest slowdown the gate catches on every host: the entry's resolution, or its resolution with the
+        run's memory level taken out where that is smaller (judged at the end of a run that measured the GEMVs)."""
+        found = [value for value in (self.resolution, self.memory_level.resolution if self.memory_level else None)
+                 if value is not None]
+        return min(found) if found else None
 
     def to_yaml(self) -> dict[str, Any]:
         data: dict[str, Any] = {"metric": self.metric, "value": round_figure(self.value), "unit": self.unit,
@@ -132,6 +169,8 @@ class Entry:
         for key, value in (("band", self.band), ("resolution", self.resolution)):
             if value is not None:
                 data[key] = round_figure(value)
+        if self.memory_level is not None:
+            data[MEMORY_LEVEL] = self.memory_level.to_yaml()
         return data
 
     def clock_free(self) -> dict[str, Any]:
@@ -255,7 +294,29 @@ def _fleet(where: str, path: Path, raw: Mapping[str, Any]) -> dict[str, Any]:
                 raise BaselineError(f"{where}: {key} must be a fraction in {'(0' if low_open else '[0'}, 1) (0.05 = "
                                     f"5 %), got {value!r}; {restore_hint(path)}")
             fields[key] = float(value)
+    if MEMORY_LEVEL in raw:
+        fields[MEMORY_LEVEL] = _memory_level(where, path, raw[MEMORY_LEVEL])
     return fields
+
+
+def _memory_level(where: str, path: Path, block: Any) -> MemoryLevel:
+    """``memory_level``: every key; a positive value; band in (0, 1), resolution in [0, 1); low ≤ 0 ≤ high, both
+    within ±50 %; a positive count of cases."""
+    problem = ""
+    if not isinstance(block, dict) or sorted(block) != sorted(MEMORY_LEVEL_KEYS):
+        problem = f"must be a mapping with exactly {', '.join(MEMORY_LEVEL_KEYS)}"
+    elif not all(_is_number(v) and math.isfinite(v) for v in block.values()):
+        problem = "holds a figure that is not a finite number"
+    elif isinstance(block["cases"], float) or block["cases"] < 1:
+        problem = "cases must be a positive integer"
+    elif not (block["value"] > 0 and 0 < block["band"] < 1 and 0 <= block["resolution"] < 1):
+        problem = "value must be positive, band a fraction in (0, 1), resolution one in [0, 1)"
+    elif not -0.5 < block["low"] <= 0 <= block["high"] < 0.5:
+        problem = "low and high must bound 0 (low ≤ 0 ≤ high, within ±0.5)"
+    if problem:
+        raise BaselineError(f"{where}: {MEMORY_LEVEL} {problem}, got {block!r}; {restore_hint(path)}")
+    return MemoryLevel(value=float(block["value"]), band=float(block["band"]), resolution=float(block["resolution"]),
+                       low=float(block["low"]), high=float(block["high"]), cases=int(block["cases"]))
 
 
 def _description(where: str, path: Path, raw: Mapping[str, Any]) -> dict[str, Any]:

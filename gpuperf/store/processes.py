@@ -15,6 +15,7 @@ import os
 import signal
 import subprocess
 import threading
+import weakref
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -44,6 +45,10 @@ def interruptible() -> Iterator[None]:
     before = {name: signal.signal(name, stop) for name in (signal.SIGINT, signal.SIGTERM)}
     try:
         yield
+    except BaseException:
+        for pool in list(_POOLS):  # a pool whose owner was not told (its generator not closed yet) ends here
+            end_pool(pool)
+        raise
     finally:
         for name, handler in before.items():
             signal.signal(name, handler)
@@ -110,12 +115,39 @@ def quiet_worker() -> None:
     signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOPPING)
 
 
+#: Every process pool a command started (``pooled``): an interrupted command ends those still running, wherever the
+#: interruption reached it.
+_POOLS: weakref.WeakSet[Any] = weakref.WeakSet()
+
+
+def pooled(pool: Any) -> Any:
+    """``pool`` (a ``ProcessPoolExecutor``), registered so that ``interruptible`` ends it on the way out."""
+    _POOLS.add(pool)
+    return pool
+
+
 def end_pool(pool: Any) -> None:
     """Cancel what a ``ProcessPoolExecutor`` has queued and end its workers at once (Python 3.14's
-    ``terminate_workers``, by hand): a command stopped early leaves no worker behind."""
+    ``terminate_workers``, by hand): a command stopped early leaves no worker behind, and its exit neither hangs nor
+    prints a traceback from the pool's own thread."""
     workers = list((getattr(pool, "_processes", None) or {}).values())
+    manager = getattr(pool, "_executor_manager_thread", None)  # shutdown forgets both
+    results = getattr(pool, "_result_queue", None)
     for worker in workers:
         worker.terminate()
     pool.shutdown(wait=False, cancel_futures=True)
     for worker in workers:
         worker.join(GRACE_S)
+        if worker.is_alive():
+            worker.kill()
+            worker.join(GRACE_S)
+    # A worker ended while it wrote a result leaves half a message in the results pipe, which the pool's manager
+    # thread then waits on for ever (and the interpreter's exit waits on that thread): with every worker gone, this
+    # process's own copy of the pipe's writing end is the last, and closing it ends that read.
+    writer = getattr(results, "_writer", None)
+    if writer is not None and not any(worker.is_alive() for worker in workers):
+        writer.close()
+    # Once it sees the workers gone the manager thread closes its wake-up pipe; left running, it races the
+    # interpreter's exit hook, which writes to that pipe ("Exception ignored ... Bad file descriptor").
+    if manager is not None:
+        manager.join(GRACE_S)

@@ -20,6 +20,7 @@ from typing import Any
 import orjson
 
 from gpuperf.history.schema import decode_document_bytes
+from gpuperf.store.processes import end_pool, forking, pooled, quiet_worker
 
 #: Per record of a run, in its document's order: its baseline, its band (a fraction), the gate's Δ (in percent)
 #: and the names of the kernels one call launched.
@@ -84,11 +85,17 @@ def reduced(chunks: Iterable[Bodies], runs: int, workers: int | None = None) -> 
 
     methods = multiprocessing.get_all_start_methods()
     context = multiprocessing.get_context("fork" if "fork" in methods else None)
-    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
-        window: deque[Future[Reduced]] = deque()
-        for chunk in chunks:
-            window.append(pool.submit(_reduce_chunk, chunk))
-            if len(window) >= _WINDOW_CHUNKS * workers:
+    with ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=quiet_worker) as pool:
+        pooled(pool)
+        try:
+            window: deque[Future[Reduced]] = deque()
+            for chunk in chunks:
+                with forking():  # a submit may fork a worker
+                    window.append(pool.submit(_reduce_chunk, chunk))
+                if len(window) >= _WINDOW_CHUNKS * workers:
+                    yield window.popleft().result()
+            while window:
                 yield window.popleft().result()
-        while window:
-            yield window.popleft().result()
+        except BaseException:  # Ctrl-C, SIGTERM (processes.interruptible), a damaged document: no worker outlives it
+            end_pool(pool)
+            raise

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import math
 import functools
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import closing
+from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -181,9 +182,11 @@ def load_trend(url: str, gpu: str | None = None, since: str | None = None) -> Tr
             changes = history_change_points(history, gpu, since)
             with history.reading() as connection:
                 runs = [dict(zip(_RUN_KEYS, row)) for row in fetch(connection, runs_query(_RUN_COLUMNS, gpu, since))]
-                return trend_from_rows(runs, _records(connection, [row["pk"] for row in runs]),
-                                       functools.partial(_facts, connection), changes,
-                                       source=f"the history {describe(url)}")
+                # closed here, an interruption included: left to the collector, it would close its cursors on a
+                # connection already closed
+                with closing(_records(connection, [row["pk"] for row in runs])) as records:
+                    return trend_from_rows(runs, records, functools.partial(_facts, connection), changes,
+                                           source=f"the history {describe(url)}")
 
 
 def history_change_points(history: History, gpu: str | None = None,
@@ -220,7 +223,8 @@ def _between(column: sa.ColumnElement[int]) -> sa.ColumnElement[bool]:
     return sa.and_(column >= sa.bindparam("low", type_=sa.Integer), column <= sa.bindparam("high", type_=sa.Integer))
 
 
-def _records(connection: sa.Connection, run_pks: Sequence[int]) -> Iterator[tuple[Sequence[Any], Drawn]]:
+def _records(connection: sa.Connection,
+             run_pks: Sequence[int]) -> Generator[tuple[Sequence[Any], Drawn], None, None]:
     """Each record of those runs, with what its results-file record draws, ``RUNS_AT_ONCE`` runs (by pk) at a
     time: the runs' documents are reduced in worker processes (``documents.reduced``) while this one goes on."""
     wanted = sorted(set(run_pks))

@@ -31,7 +31,7 @@ import numpy as np
 import numpy.typing as npt
 
 from gpuperf.trend.data import DRAWN_DELTA, Annotation, CaseSeries, SeriesPoint, TrendData
-from gpuperf.store.processes import end_pool, forking, quiet_worker
+from gpuperf.store.processes import end_pool, forking, pooled, quiet_worker
 from gpuperf.store.atomic import write_atomically
 from gpuperf.vocabulary import Status
 
@@ -212,6 +212,7 @@ def thumbnails_drawn(pictures: Sequence[Thumbnail], workers: int | None = None) 
     chunks = [pictures[i:i + CHUNK] for i in range(0, len(pictures), CHUNK)]
     _canvas()  # matplotlib imported and the figure made once, before the workers fork from this process
     with ProcessPoolExecutor(max_workers=workers, initializer=quiet_worker) as pool:
+        pooled(pool)
         with forking():  # the submits fork the workers
             drawing = [(chunk, pool.submit(_write, chunk)) for chunk in chunks]
         try:

@@ -13,6 +13,9 @@ An *alarm* is a verdict that turns the gate red: ``REGRESSED``, or ``UNRELIABLE`
 fails on a case without a verdict). The suite confirms a regression by measuring again before it stands; a
 results file holds one figure per case, so these rates count single tries and bound the gate's from above.
 
+Pairs grow with the square of the runs: past ``MAX_PAIRS`` ordered pairs, a seeded sample of that many (the same
+pairs for every case) stands for them, so a year of nightly runs is read in seconds and the rate stays reproducible.
+
 The smallest slowdown a judgement catches: a case judged with figure ``v`` against reference ``r`` and band
 ``t`` fails once its figure drops to ``r · (1 − t)``, so a slowdown ``s`` is caught when ``s > 1 − r (1 − t) / v``.
 The case's figure is the largest of those over all its judgements: a slowdown that size fails on every host
@@ -23,6 +26,7 @@ PYTEST_DONT_REWRITE
 
 from __future__ import annotations
 
+import random
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -31,6 +35,7 @@ from gpuperf.store.baseline import Entry
 from gpuperf.verdict.check import entry_from_record
 from gpuperf.verdict.fleet import Run, check_compatible
 from gpuperf.verdict.gate import Context, GateConfig, is_noisy, rejudge
+from gpuperf.verdict.memory_level import RunLevel, levelled, run_level
 from gpuperf.store.records import Record
 from gpuperf.vocabulary import Status
 
@@ -68,13 +73,14 @@ class CaseAlarms:
 @dataclass(frozen=True)
 class SelectionAlarms:
     """The whole selection: in how many run pairs (and runs against the baseline) at least one case raised an
-    alarm, which is the rate at which the gate of an unchanged tree goes red."""
+    alarm, which is the rate at which the gate of an unchanged tree goes red; ``pairs`` judged of ``all_pairs``."""
 
     cases: int
     pairs: int
     red_pairs: int
     baseline_runs: int
     red_runs: int
+    all_pairs: int = 0
 
     @property
     def pair_rate(self) -> float:
@@ -85,15 +91,35 @@ class SelectionAlarms:
         return self.red_runs / self.baseline_runs if self.baseline_runs else 0.0
 
 
-def judge(record: Record, entry: Entry, config: GateConfig) -> Judgement:
-    """``record`` judged against ``entry`` by the gate's own rule, as a fresh measurement."""
-    decided = rejudge(record, entry, config, Context())
+def judge(record: Record, entry: Entry, config: GateConfig, level: RunLevel | None = None) -> Judgement:
+    """``record`` judged against ``entry`` by the gate's own rule, as a fresh measurement; with its run's memory
+    ``level``, a levelled entry's record judged again at the end of the run too (``memory_level``)."""
+    decided = levelled(rejudge(record, entry, config, Context()), entry, level, config)
     alarm = decided.status in Status.FAILING or is_noisy(decided)
     catches = None
     if decided.delta_pct is not None and decided.tolerance is not None and not is_noisy(decided):
         ratio = 1.0 + decided.delta_pct / 100.0  # v / r; 0 for a figure that underflows against its reference
         catches = 0.0 if not ratio > 0 else max(0.0, 1.0 - (1.0 - decided.tolerance) / ratio)
     return Judgement(alarm=alarm, catches=catches, basis=decided.judged_on)
+
+
+def run_level_against(records: Mapping[str, Record], baseline: Mapping[str, Entry], config: GateConfig) -> RunLevel | None:
+    """A run's memory level against the baseline, as the end of the run finds it (none without levelled entries)."""
+    if not any(entry.memory_level is not None for entry in baseline.values()):
+        return None
+    return run_level([rejudge(record, baseline[case], config, Context()) for case, record in records.items()
+                      if case in baseline], baseline)
+
+
+#: The most ordered run pairs judged; more runs are judged on a seeded sample of this many (``judged_pairs``).
+MAX_PAIRS = 2000
+PAIRS_SEED = 1
+
+
+def judged_pairs(runs: int) -> list[tuple[int, int]]:
+    """Every ordered pair of ``runs`` runs, or past ``MAX_PAIRS`` a seeded sample of that many, in order."""
+    every = [(a, b) for a in range(runs) for b in range(runs) if a != b]
+    return every if len(every) <= MAX_PAIRS else sorted(random.Random(PAIRS_SEED).sample(every, MAX_PAIRS))
 
 
 def false_alarms(runs: Sequence[Run], baseline: Mapping[str, Entry] | None,
@@ -103,24 +129,29 @@ def false_alarms(runs: Sequence[Run], baseline: Mapping[str, Entry] | None,
     check_compatible(runs)
     clean = [run.clean() for run in runs]
     cases = sorted({case for records in clean for case in records})
+    levels = [run_level_against(records, baseline, config) for records in clean] if baseline is not None else [None] * len(clean)
     red_pairs: set[tuple[int, int]] = set()
     red_runs: set[int] = set()
     results = []
+    pairs = judged_pairs(len(clean))
     for case in cases:
         pair_judgements: list[Judgement] = []
-        for a, reference in enumerate(clean):
-            for b, judged in enumerate(clean):
-                if a != b and case in reference and case in judged:
-                    verdict = judge(judged[case], entry_from_record(reference[case]), config)
-                    pair_judgements.append(verdict)
-                    if verdict.alarm:
-                        red_pairs.add((a, b))
+        references: dict[int, Entry] = {}
+        for a, b in pairs:
+            reference, judged = clean[a], clean[b]
+            if case in reference and case in judged:
+                if a not in references:
+                    references[a] = entry_from_record(reference[case])
+                verdict = judge(judged[case], references[a], config)
+                pair_judgements.append(verdict)
+                if verdict.alarm:
+                    red_pairs.add((a, b))
         baseline_judgements: list[Judgement] = []
         entry = baseline.get(case) if baseline is not None else None
         if entry is not None:
             for index, records in enumerate(clean):
                 if case in records:
-                    verdict = judge(records[case], entry, config)
+                    verdict = judge(records[case], entry, config, levels[index])
                     baseline_judgements.append(verdict)
                     if verdict.alarm:
                         red_runs.add(index)
@@ -131,8 +162,8 @@ def false_alarms(runs: Sequence[Run], baseline: Mapping[str, Entry] | None,
             case_id=case, pairs=len(pair_judgements), pair_alarms=sum(j.alarm for j in pair_judgements),
             baseline_runs=len(baseline_judgements), baseline_alarms=sum(j.alarm for j in baseline_judgements),
             catches=max(caught) if caught else None, basis=bases.most_common(1)[0][0] if bases else ""))
-    pairs = len(runs) * (len(runs) - 1)
-    selection = SelectionAlarms(cases=len(cases), pairs=pairs, red_pairs=len(red_pairs),
-                                baseline_runs=len(runs) if baseline is not None else 0, red_runs=len(red_runs))
+    selection = SelectionAlarms(cases=len(cases), pairs=len(pairs), red_pairs=len(red_pairs),
+                                baseline_runs=len(runs) if baseline is not None else 0, red_runs=len(red_runs),
+                                all_pairs=len(runs) * (len(runs) - 1))
     ordered = sorted(results, key=lambda c: (-(c.pair_rate + c.baseline_rate), -(c.catches or 0.0), c.case_id))
     return ordered, selection

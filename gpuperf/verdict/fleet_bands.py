@@ -15,9 +15,9 @@ any committed run shows against the entry, t(α) × scale)`` with one ``α`` for
 the full gate's rate at or below the target: entries whose hosts agree stay at the tolerance and spend almost none
 of it, the wide ones share the rest. In sample every committed run is green (the third term).
 
-**The estimate.** The rate with the chosen bands and the leave-one-host-out scales, its 95 % interval by resampling
-the hosts (``BOOTSTRAP`` draws, seeded, so the page is reproducible), and the honest check: the bands rebuilt
-without each host in turn, that host's runs judged against them by the gate's own rule (``held_out``).
+**The estimate** (``fleet_estimate.py``): the rate with the chosen bands and the leave-one-host-out scales, its 95 %
+interval by resampling the hosts, and the honest check: the bands rebuilt without each host in turn, that host's
+runs judged against them by the gate's own rule.
 
 **The resolution.** A slowdown ``s`` on a host reading ``d`` against the entry shows as ``(1 + d)(1 − s) − 1``,
 caught when below ``−band``: the entry catches ``s`` on every host once ``s ≥ 1 − (1 − band) / (1 + d)`` for the
@@ -36,27 +36,21 @@ PYTEST_DONT_REWRITE
 from __future__ import annotations
 
 import math
-import random
 import statistics
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
-from gpuperf.store.baseline import Entry
+from gpuperf.store.baseline_entry import Entry, MemoryLevel
 from gpuperf.store.records import Record
-from gpuperf.verdict.false_alarms import judge
 from gpuperf.verdict.fleet import Run, entries_from_runs, majority_records
 from gpuperf.verdict.gate import Basis, Context, GateConfig, base_tolerance, figure_at_max_clock, rejudge
+from gpuperf.verdict.memory_level import LEVEL_FAMILY
 from gpuperf.verdict.student_t import t_quantile, t_upper_tail
 
 #: The expected rate of a red full gate on a fresh host with no change that the bands are chosen for.
 TARGET_RED = 0.01
-#: Hosts resampled for the estimate's interval, and the seed that makes the page reproducible.
-BOOTSTRAP = 400
-SEED = 51
 #: Above the widest slowdown a committed run shows: the entry's value and band are written to six digits.
 IN_SAMPLE_MARGIN = 0.001
-#: The GEMV family, whose median deviation in a run is that host's memory level (``level=True``).
-LEVEL_FAMILY = "gemv"
 
 
 @dataclass(frozen=True)
@@ -178,23 +172,27 @@ class Bands:
     alpha: float
     bands: Mapping[str, Mapping[str, float]]
     chances: Mapping[str, float]
+    fixed: Mapping[str, float] = field(default_factory=dict)  # ``bands_at``'s, kept for the bootstrap
 
     @property
     def rate(self) -> float:
         return red_rate(list(self.chances.values()))
 
 
-def _floor(fleet: CaseFleet, entry: Entry, basis: str, config: GateConfig) -> float:
+def _floor(fleet: CaseFleet, entry: Entry, basis: str, config: GateConfig, tolerance: bool = True) -> float:
     """The tolerance, k × the recorded sample spread, and just past the widest slowdown a committed run judged on
-    ``basis`` shows against the entry (so every committed run is green)."""
+    ``basis`` shows against the entry (so every committed run is green); without ``tolerance``, the last alone."""
+    widest = max([0.0, *(-offset for offset in fleet.spreads[basis].judged_offsets)]) + IN_SAMPLE_MARGIN
+    if not tolerance:
+        return widest
     spread = entry.spread if basis == Basis.TIME or entry.at_max_clock is None else entry.at_max_clock.spread
-    widest = max([0.0, *(-offset for offset in fleet.spreads[basis].judged_offsets)])
-    return max(base_tolerance(entry, config), config.noise_k * spread, widest + IN_SAMPLE_MARGIN)
+    return max(base_tolerance(entry, config), config.noise_k * spread, widest)
 
 
 def bands_at(alpha: float, fleets: Mapping[str, CaseFleet], entries: Mapping[str, Entry],
-             config: GateConfig) -> Bands:
-    """Every case's band per basis at one per-entry tail ``alpha``, never below its floor (``_floor``)."""
+             config: GateConfig, fixed: Mapping[str, float] | None = None) -> Bands:
+    """Every case's band per basis at one per-entry tail ``alpha``, never below its floor (``_floor``); ``fixed``:
+    a chance of failing a case carries whatever its band (a levelled entry's plain band, ``adopting``)."""
     bands, chances = {}, {}
     quantiles = {dof: t_quantile(alpha, dof) for dof in {fleet.dof for fleet in fleets.values()}}
     for case, fleet in fleets.items():
@@ -204,24 +202,24 @@ def bands_at(alpha: float, fleets: Mapping[str, CaseFleet], entries: Mapping[str
             band = max(_floor(fleet, entries[case], basis, config), quantiles[fleet.dof] * spread.scale)
             per_basis[basis] = band
             chance = max(chance, fail_chance(band, spread.scale, fleet.dof))
-        bands[case], chances[case] = per_basis, chance
-    return Bands(alpha=alpha, bands=bands, chances=chances)
+        bands[case], chances[case] = per_basis, min(1.0, chance + (fixed or {}).get(case, 0.0))
+    return Bands(alpha=alpha, bands=bands, chances=chances, fixed=dict(fixed or {}))
 
 
 def choose_bands(fleets: Mapping[str, CaseFleet], entries: Mapping[str, Entry], config: GateConfig,
-                 target: float = TARGET_RED) -> Bands:
+                 target: float = TARGET_RED, fixed: Mapping[str, float] | None = None) -> Bands:
     """The bands of the largest per-entry tail ``α`` whose full gate is red at most ``target`` (bisection on
     log α; the rate falls as α does)."""
     low, high = 1e-12, target
-    if bands_at(high, fleets, entries, config).rate <= target:
-        return bands_at(high, fleets, entries, config)
+    if bands_at(high, fleets, entries, config, fixed).rate <= target:
+        return bands_at(high, fleets, entries, config, fixed)
     for _ in range(50):
         middle = math.sqrt(low * high)
-        if bands_at(middle, fleets, entries, config).rate <= target:
+        if bands_at(middle, fleets, entries, config, fixed).rate <= target:
             low = middle
         else:
             high = middle
-    return bands_at(low, fleets, entries, config)
+    return bands_at(low, fleets, entries, config, fixed)
 
 
 def with_bands(entries: Mapping[str, Entry], fleets: Mapping[str, CaseFleet], bands: Bands) -> dict[str, Entry]:
@@ -273,110 +271,85 @@ def fleet_baseline(runs: Sequence[Run], config: GateConfig, target: float = TARG
 
 
 def banded_baseline(entries: Mapping[str, Entry], fleets: dict[str, CaseFleet], config: GateConfig,
-                    target: float = TARGET_RED) -> FleetBaseline:
-    bands = choose_bands(fleets, entries, config, target)
+                    target: float = TARGET_RED, fixed: Mapping[str, float] | None = None) -> FleetBaseline:
+    bands = choose_bands(fleets, entries, config, target, fixed)
     return FleetBaseline(entries=with_resolutions(with_bands(entries, fleets, bands), fleets, bands), bands=bands,
                          fleets=fleets)
 
 
 def adopting(plain: FleetBaseline, levelled: FleetBaseline, cases: Sequence[str], config: GateConfig,
-             target: float = TARGET_RED) -> FleetBaseline:
-    """The baseline with the GEMV level taken out of ``cases`` alone, the bands chosen again."""
+             target: float = TARGET_RED, levels: Sequence[float] = ()) -> FleetBaseline:
+    """The baseline with the GEMV level taken out of ``cases`` alone, the bands chosen again. Such an entry keeps
+    its plain band and resolution, which its test judges it on, and gains its levelled ones (``MemoryLevel``), which
+    the end of the run judges it on; either failing fails the gate, so its chance of a false alarm counts the plain
+    band's too. ``levels``: the fleet's runs' levels, whose range bounds a run's level (``memory_level``)."""
     fleets = {case: levelled.fleets[case] if case in cases else fleet for case, fleet in plain.fleets.items()}
     entries = {case: replace(entry, band=None, resolution=None) for case, entry in plain.entries.items()}
-    return banded_baseline(entries, fleets, config, target)
+    mixed = banded_baseline(entries, fleets, config, target, {case: plain.bands.chances[case] for case in cases})
+    family = sum(entry.family == LEVEL_FAMILY for entry in plain.entries.values())
+    low, high = min([0.0, *levels]), max([0.0, *levels])
+    final = dict(mixed.entries)
+    for case in cases:
+        made, before = mixed.entries[case], plain.entries[case]
+        assert made.band is not None and made.resolution is not None
+        block = MemoryLevel(value=fleets[case].spreads[Basis.TIME].middle, band=made.band, resolution=made.resolution,
+                            low=low, high=high, cases=family)
+        final[case] = replace(made, band=before.band, resolution=before.resolution, memory_level=block)
+    return replace(mixed, entries=final)
 
 
-@dataclass(frozen=True)
-class Estimate:
-    """The expected rate of a red full gate on a fresh host, its 95 % interval over resampled hosts, and the
-    held-out check: of ``held_out_runs`` runs, ``held_out_red`` red against bands made without their host."""
-
-    rate: float
-    low: float
-    high: float
-    held_out_runs: int
-    held_out_red: int
-    hosts: int
-
-    @property
-    def held_out_bound(self) -> float:
-        """The one-sided 95 % upper bound on the red rate from the held-out count (exact binomial)."""
-        return binomial_upper(self.held_out_red, self.held_out_runs)
+def levelled_baseline(runs: Sequence[Run], config: GateConfig, target: float = TARGET_RED,
+                      tolerances: Mapping[str, float] | None = None) -> tuple[FleetBaseline, FleetBaseline, list[str],
+                                                                                FleetBaseline]:
+    """``(plain, levelled everywhere, the cases adopting the level, the baseline adopting it there)``: what
+    ``baseline from-fleet`` records (the last) and the page compares."""
+    plain = fleet_baseline(runs, config, target, tolerances=tolerances)
+    levelled_all = fleet_baseline(runs, config, target, level=True, tolerances=tolerances)
+    gains = level_gains(plain, levelled_all)
+    levels = run_levels(runs, plain.entries)
+    return plain, levelled_all, gains, adopting(plain, levelled_all, gains, config, target, levels)
 
 
-def binomial_upper(successes: int, trials: int, confidence: float = 0.95) -> float:
-    """Clopper–Pearson's one-sided upper bound: the ``p`` whose chance of at most ``successes`` in ``trials`` is
-    ``1 − confidence`` (bisection on the binomial distribution function)."""
-    if trials <= 0 or successes >= trials:
-        return 1.0
-
-    def at_most(p: float) -> float:
-        return sum(math.comb(trials, k) * p ** k * (1 - p) ** (trials - k) for k in range(successes + 1))
-
-    low, high = 0.0, 1.0
-    for _ in range(100):
-        middle = (low + high) / 2
-        if at_most(middle) > 1 - confidence:
-            low = middle
-        else:
-            high = middle
-    return high
-
-
-def bootstrap_interval(baseline: FleetBaseline, draws: int = BOOTSTRAP, seed: int = SEED) -> tuple[float, float]:
-    """The 2.5th and 97.5th percentiles of the red rate with the bands as chosen and each entry's scale recomputed
-    over hosts drawn with replacement."""
-    hosts = sorted({host for fleet in baseline.fleets.values() for spread in fleet.spreads.values()
-                    for host in spread.hosts})
-    draw = random.Random(seed)
-    rates = []
-    for _ in range(draws):
-        weights: dict[str, int] = {}
-        for host in draw.choices(hosts, k=len(hosts)):
-            weights[host] = weights.get(host, 0) + 1
-        chances = []
-        for case, fleet in baseline.fleets.items():
-            chosen = baseline.bands.bands[case]
-            chances.append(max(fail_chance(chosen[basis], spread.resampled_scale(weights), fleet.dof)
-                               for basis, spread in fleet.spreads.items()))
-        rates.append(red_rate(chances))
-    rates.sort()
-    return rates[int(0.025 * (draws - 1))], rates[int(math.ceil(0.975 * (draws - 1)))]
-
-
-def held_out(runs: Sequence[Run], config: GateConfig, target: float = TARGET_RED, level: bool = False,
-             tolerances: Mapping[str, float] | None = None) -> tuple[int, int]:
-    """(red runs, runs): each host's runs judged against the fleet baseline rebuilt without it, by the gate's rule
-    (with ``level``, its levelled entries by the same comparison on the run's levelled figure)."""
-    red_runs = 0
-    for host in sorted({run.host for run in runs}):
-        others = [run for run in runs if run.host != host]
-        if len({run.host for run in others}) < 2:
+def level_gains(plain: FleetBaseline, levelled: FleetBaseline) -> list[str]:
+    """The memory-bound entries whose resolution the run's own level lowers while their chance of failing a fresh
+    host does not rise: where adopting it would narrow bands honestly."""
+    gains = []
+    for case, entry in levelled.entries.items():
+        before = plain.entries.get(case)
+        if (before is None or entry.resolution is None or before.resolution is None
+                or entry.resolution >= before.resolution or Basis.TIME not in levelled.fleets.get(
+                    case, CaseFleet(case, 0, {})).spreads):
             continue
-        made = fleet_baseline(others, config, target, level, tolerances)
-        levels = run_levels(runs, made.entries) if level else [0.0] * len(runs)
-        for index, run in enumerate(runs):
-            if run.host == host:
-                red_runs += any(_alarm(record, made, case, levels[index], config) for case, record in
-                                run.clean().items() if case in made.entries
-                                and record.method == made.entries[case].method)
-    return red_runs, len(runs)
+        if levelled.bands.chances.get(case, 0.0) <= plain.bands.chances.get(case, 0.0):
+            gains.append(case)
+    return sorted(gains)
 
 
-def _alarm(record: Record, made: FleetBaseline, case: str, level: float, config: GateConfig) -> bool:
-    entry, fleet = made.entries[case], made.fleets.get(case)
-    verdict = judge(record, entry, config)
-    if fleet is None or not fleet.levelled or verdict.basis != Basis.TIME or Basis.TIME not in fleet.spreads:
-        return verdict.alarm
-    return record.value / (1.0 + level) / fleet.spreads[Basis.TIME].middle - 1.0 < -made.bands.bands[case][Basis.TIME]
-
-
-def estimate(runs: Sequence[Run], config: GateConfig, target: float = TARGET_RED, level: bool = False,
-             tolerances: Mapping[str, float] | None = None) -> Estimate:
-    baseline = fleet_baseline(runs, config, target, level, tolerances)
-    low, high = bootstrap_interval(baseline)
-    red_runs, total = held_out(runs, config, target, level, tolerances)
-    return Estimate(rate=baseline.bands.rate, low=low, high=high, held_out_runs=total, held_out_red=red_runs,
-                    hosts=len({run.host for run in runs}))
-
+def most_that_can_catch(choices: Sequence[Mapping[str, CaseFleet]], entries: Mapping[str, Entry], must_catch: float,
+                        config: GateConfig, target: float = TARGET_RED, tolerance: bool = True) -> int:
+    """A bound: the most entries that could catch ``must_catch`` on every host with a fresh host's full gate red at
+    most ``target``, whatever the split of that budget between entries. An entry catches it only with a band of at
+    most ``1 − (1 − must_catch)(1 + d)`` for its fastest run ``d`` on each basis, never below its floor (with
+    ``tolerance`` False, bands are allowed below the tolerance down to the widest committed slowdown); its chance of
+    failing a fresh host at that band is the least over ``choices`` (the spreads with and without the level). The
+    entries are taken cheapest first while the full gate's rate stays within ``target``."""
+    chances = []
+    for case, entry in entries.items():
+        options = []
+        for fleets in choices:
+            fleet = fleets.get(case)
+            if fleet is None:
+                continue
+            needed = {basis: 1.0 - (1.0 - must_catch) * (1.0 + max([0.0, *spread.judged_offsets]))
+                      for basis, spread in fleet.spreads.items()}
+            if all(band >= _floor(fleet, entry, basis, config, tolerance) for basis, band in needed.items()):
+                options.append(max(fail_chance(needed[basis], spread.scale, fleet.dof)
+                                   for basis, spread in fleet.spreads.items()))
+        if options:
+            chances.append(min(options))
+    taken: list[float] = []
+    for chance in sorted(chances):
+        if red_rate([*taken, chance]) > target:
+            break
+        taken.append(chance)
+    return len(taken)

@@ -1,6 +1,5 @@
 """What a fleet's entries catch: each entry's resolution sorted against the slowdown a user must catch, why an
-entry cannot catch it (its band, the fastest host's reading, the scale that set the band), and where a host's own
-memory level would narrow a band honestly. The resolutions themselves are chosen in ``fleet_bands.py``.
+entry cannot catch it (its band, the fastest host's reading, the scale that set the band). The resolutions themselves are chosen in ``fleet_bands.py``.
 
 PYTEST_DONT_REWRITE
 """
@@ -11,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from gpuperf.store.baseline import Entry
-from gpuperf.verdict.fleet_bands import CaseFleet, FleetBaseline
+from gpuperf.verdict.fleet_bands import CaseFleet
 from gpuperf.verdict.gate import Basis
 
 
@@ -35,7 +34,7 @@ class Resolutions:
 def classify(entries: Mapping[str, Entry], must_catch: float, cap: float) -> Resolutions:
     catches, larger, ab_only, unknown = [], [], [], []
     for case in sorted(entries):
-        found = entries[case].resolution
+        found = entries[case].resolution_levelled
         if found is None:
             unknown.append(case)
         elif found <= must_catch:
@@ -51,8 +50,9 @@ def classify(entries: Mapping[str, Entry], must_catch: float, cap: float) -> Res
 
 def cannot_catch(entries: Mapping[str, Entry], must_catch: float) -> list[tuple[str, float]]:
     """The entries whose resolution is above ``must_catch``, widest first."""
-    return sorted(((case, entry.resolution) for case, entry in entries.items()
-                   if entry.resolution is not None and entry.resolution > must_catch), key=lambda item: (-item[1], item[0]))
+    found = ((case, entry.resolution_levelled) for case, entry in entries.items())
+    return sorted(((case, resolution) for case, resolution in found if resolution is not None and resolution > must_catch),
+                  key=lambda item: (-item[1], item[0]))
 
 
 @dataclass(frozen=True)
@@ -67,25 +67,14 @@ class Cause:
 
 
 def cause(fleet: CaseFleet, entry: Entry) -> Cause:
-    """The basis with the widest resolution term: its band and the fastest run's reading."""
+    """The basis with the widest resolution term: its band (the levelled one for a levelled entry, whose ``fleet`` is
+    then the levelled spread) and the fastest run's reading."""
     def band_of(basis: str) -> float:
         if basis == Basis.CYCLES and entry.at_max_clock is not None and entry.at_max_clock.band is not None:
             return entry.at_max_clock.band
+        if basis == Basis.TIME and entry.memory_level is not None:
+            return entry.memory_level.band
         return entry.band or 0.0
     basis = max(fleet.spreads, key=lambda b: 1 - (1 - band_of(b)) / (1 + max(fleet.spreads[b].offsets)))
     spread = fleet.spreads[basis]
     return Cause(band=band_of(basis), fastest=max(spread.offsets), scale=spread.scale, basis=basis)
-
-
-def level_gains(plain: FleetBaseline, levelled: FleetBaseline) -> list[str]:
-    """The memory-bound entries whose resolution the run's own level lowers while their chance of failing a fresh
-    host does not rise: where adopting it would narrow bands honestly."""
-    gains = []
-    for case, entry in levelled.entries.items():
-        before = plain.entries.get(case)
-        if (before is None or entry.resolution is None or before.resolution is None
-                or entry.resolution >= before.resolution):
-            continue
-        if levelled.bands.chances.get(case, 0.0) <= plain.bands.chances.get(case, 0.0):
-            gains.append(case)
-    return sorted(gains)

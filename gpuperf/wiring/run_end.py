@@ -31,6 +31,7 @@ class RunEnd:
         self.step_summary_problem = ""  # why $GITHUB_STEP_SUMMARY was not appended to (the results were written)
         self.results_text: str | None = None
         self.failures: list[str] = []  # why gate mode fails the run
+        self.level_failures: list[str] = []  # the slowdowns found with the run's memory level taken out
         self.update_failures: list[str] = []  # why --update-baselines wrote nothing
         self.history_url: str | None = None
         self.history_lines: list[str] = []
@@ -65,6 +66,7 @@ class RunEnd:
         """Write the baseline updates and the results files, account for the evidence and append the run to the
         history; a run that lacks evidence, or whose files could not be written, fails."""
         origin = self._provenance()
+        self._level()
         self._table()  # first: a record the table cannot show is neither recorded nor written
         self._write_updates()
         self._account(collected, skipped_files)
@@ -73,10 +75,36 @@ class RunEnd:
         self._append_history(run, origin)
         if self.case_errors:
             self._table()  # again: the stages after it made ERROR rows
-        failed = (self.failures or self.update_failures or self.history_failures or self.results_failures
-                  or self.case_errors)
+        failed = (self.failures or self.level_failures or self.update_failures or self.history_failures
+                  or self.results_failures or self.case_errors)
         if failed and session.exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+    def _level(self) -> None:
+        """A fleet's levelled entries judged again with the run's memory level taken out (``memory_level``): a
+        slowdown found only there fails the run, its row and note saying why."""
+        state = self.state
+        if state.options.update or state.options.dry_run or state.turns.round_band is not None:
+            return
+        from gpuperf.verdict.gate import failure_line
+        from gpuperf.verdict.memory_level import levelled_records
+        from gpuperf.vocabulary import Status
+
+        # each GPU its own level: two GPUs of one model in a run read memory apart
+        for slug, device in dict.fromkeys((record.gpu, record.gpu_index) for record in state.records):
+            try:
+                baseline = state.baseline_for(slug)
+            except BaselineError:
+                continue  # the run already stopped on it, naming the file and the fix
+            if baseline is None:
+                continue
+            at = [index for index, record in enumerate(state.records)
+                  if (record.gpu, record.gpu_index) == (slug, device)]
+            judged = levelled_records([state.records[index] for index in at], baseline.entries, state.options.gate)
+            for index, record in zip(at, judged):
+                if record.status == Status.REGRESSED and state.records[index].status != Status.REGRESSED:
+                    self.level_failures.append(failure_line(record))
+                state.records[index] = record
 
     def _table(self) -> None:
         """The end-of-session table's lines, made here so that a record it cannot show fails the run."""
@@ -215,7 +243,7 @@ class RunEnd:
         state = self.state
         if not (state.records or self.table_lines or state.accounts or state.stale or state.changes
                 or self.results_dir is not None or self.history_lines or self.history_failures or self.update_failures
-                or self.failures or self.case_errors):
+                or self.failures or self.level_failures or self.case_errors):
             return []  # before the report's modules load: a session without perf tests never needs them
         from gpuperf.output import report
         from gpuperf.output.fleet_report import held_lines
@@ -235,7 +263,7 @@ class RunEnd:
         lines += [f"gpuperf: RESULTS NOT WRITTEN: {reason}" for reason in self.results_failures]
         lines += [f"gpuperf: HISTORY NOT APPENDED: {reason}" for reason in self.history_failures]
         lines += [f"gpuperf: baseline not updated: {reason}" for reason in self.update_failures]
-        lines += [f"gpuperf: GATE FAILED: {reason}" for reason in self.failures]
+        lines += [f"gpuperf: GATE FAILED: {reason}" for reason in [*self.level_failures, *self.failures]]
         if not lines:
             return []
         return [line for run in state.run_infos.values() for line in report.header_lines(run)] + lines

@@ -43,9 +43,10 @@ NOISE, WIDER, OFF_HOST = "within reach, missed by this run's noise", "out of rea
 
 
 def shifted(entry: Entry, factor: float) -> Entry:
-    free = entry.at_max_clock
+    free, level = entry.at_max_clock, entry.memory_level
     return replace(entry, value=entry.value * factor,
-                   at_max_clock=None if free is None else replace(free, value=free.value * factor))
+                   at_max_clock=None if free is None else replace(free, value=free.value * factor),
+                   memory_level=None if level is None else replace(level, value=level.value * factor))
 
 
 def halves(cases: list[str]) -> tuple[list[str], list[str]]:
@@ -102,7 +103,8 @@ SHIFT = 1 - 1 / SLOW
 
 def stated_miss(entry: Entry | None) -> bool:
     """Whether the entry's own resolution says the shift is finer than it can catch on every host."""
-    return entry is not None and entry.resolution is not None and entry.resolution > SHIFT + 1e-9
+    found = entry.resolution_levelled if entry is not None else None
+    return found is not None and found > SHIFT + 1e-9
 
 
 def judge(shifted_file: Path, results: Path, unshifted_results: Path | None = None, by_resolution: bool = False) -> int:
@@ -125,7 +127,7 @@ def judge(shifted_file: Path, results: Path, unshifted_results: Path | None = No
         reading = "not measured" if record is None else (
             f"{record['status']}, {record.get('delta_pct') or 0:+.2f} % against a band of "
             f"{100 * (record.get('tolerance') or 0):.1f} %, judged on {record.get('judged_on')}{reach_note}")
-        resolution = baseline.entries[case].resolution
+        resolution = baseline.entries[case].resolution_levelled
         stated = "" if resolution is None else (
             f"; resolution {100 * resolution:.1f} %" + (": stated" if stated_miss(baseline.entries[case]) else ""))
         print(f"  missed: {case}: {reading}{stated}")
