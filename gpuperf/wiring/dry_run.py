@@ -35,6 +35,7 @@ from gpuperf.measure.metrics import Work
 from gpuperf.measure.peaks import DevicePeaks
 from gpuperf.store.results import DRY_METHOD as DRY_METHOD
 from gpuperf.vocabulary import Flush
+from gpuperf.wiring.host_cupy import StandInStream
 
 #: The slug of the stood-in GPU when the project has no baseline file yet.
 NO_BASELINE_SLUG = "no-baseline-yet"
@@ -107,20 +108,10 @@ class DryDevice:
         return f"sm_{self.cc[0]}{self.cc[1]}"
 
 
-class DryStream:
+class DryStream(StandInStream):
     """The ``stream`` fixture's stand-in: enters, synchronizes and gives its forms, all doing nothing."""
 
-    ptr = 0
     cuda_core = numba = torch = None
-
-    def __enter__(self) -> DryStream:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        return None
-
-    def synchronize(self) -> None:
-        return None
 
     def __cuda_stream__(self) -> tuple[int, int]:
         return (0, 0)

@@ -39,14 +39,16 @@ class _Launches:
         return _Launches(name)
 
 
-class _Stream:
+class StandInStream:
+    """A stream, event or device that does nothing: what ``with``, ``synchronize`` and the rest of them are asked."""
+
     ptr = 0
     null: Any = None
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         pass
 
-    def __enter__(self) -> _Stream:
+    def __enter__(self) -> StandInStream:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -61,14 +63,14 @@ class _Stream:
     def wait_event(self, *args: Any) -> None:
         return None
 
-    def use(self) -> _Stream:
+    def use(self) -> StandInStream:
         return self
 
     def wait_stream(self, *args: Any) -> None:
         return None
 
 
-class _Device(_Stream):
+class _Device(StandInStream):
     """``cupy.cuda.Device``: a context manager; ``compute_capability`` is the stood-in GPU's (``DryPool.context``)."""
 
     compute_capability = "90"
@@ -102,8 +104,8 @@ def _dtype(kind: str, inputs: list[Any]) -> Any:
 
 
 def _cuda() -> types.SimpleNamespace:
-    stream = _Stream()
-    return types.SimpleNamespace(Stream=_Stream, Event=_Stream, Device=_Device, get_current_stream=lambda: stream,
+    stream = StandInStream()
+    return types.SimpleNamespace(Stream=StandInStream, Event=StandInStream, Device=_Device, get_current_stream=lambda: stream,
                                  runtime=types.SimpleNamespace(deviceSynchronize=lambda: None),
                                  is_available=lambda: False)
 
@@ -146,8 +148,8 @@ def meta_torch() -> None:
     mode.__enter__()
     torch.__gpuperf_meta__ = mode
     _replaced.update({name: getattr(torch.cuda, name) for name in _TORCH_CUDA_STAND_INS})
-    stream = _Stream()
-    for name, stand_in in {"Stream": _Stream, "Event": _Stream, "CUDAGraph": _Launches, "graph": _Stream,
+    stream = StandInStream()
+    for name, stand_in in {"Stream": StandInStream, "Event": StandInStream, "CUDAGraph": _Launches, "graph": StandInStream,
                            "stream": lambda *args, **kwargs: stream, "current_stream": lambda *args: stream,
                            "synchronize": lambda *args: None}.items():
         setattr(torch.cuda, name, stand_in)
