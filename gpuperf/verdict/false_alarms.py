@@ -35,7 +35,7 @@ from gpuperf.store.baseline import Entry
 from gpuperf.verdict.check import entry_from_record
 from gpuperf.verdict.fleet import Run, check_compatible
 from gpuperf.verdict.gate import Context, GateConfig, is_noisy, rejudge
-from gpuperf.verdict.memory_level import RunLevel, levelled, run_level
+from gpuperf.verdict.memory_level import RunLevel, levelled, levelled_records
 from gpuperf.store.records import Record
 from gpuperf.vocabulary import Status
 
@@ -94,21 +94,25 @@ class SelectionAlarms:
 def judge(record: Record, entry: Entry, config: GateConfig, level: RunLevel | None = None) -> Judgement:
     """``record`` judged against ``entry`` by the gate's own rule, as a fresh measurement; with its run's memory
     ``level``, a levelled entry's record judged again at the end of the run too (``memory_level``)."""
-    decided = levelled(rejudge(record, entry, config, Context()), entry, level, config)
+    return _judgement(levelled(rejudge(record, entry, config, Context()), entry, level, config))
+
+
+def judge_run(records: Mapping[str, Record], baseline: Mapping[str, Entry],
+              config: GateConfig) -> dict[str, Judgement]:
+    """Each record of one run that has an entry judged as the gate judges it: by its test, then, with the run's
+    memory level, the levelled entries again at the end of the run (``memory_level.levelled_records``)."""
+    cases = [case for case in records if case in baseline]
+    decided = [rejudge(records[case], baseline[case], config, Context()) for case in cases]
+    return dict(zip(cases, map(_judgement, levelled_records(decided, baseline, config))))
+
+
+def _judgement(decided: Record) -> Judgement:
     alarm = decided.status in Status.FAILING or is_noisy(decided)
     catches = None
     if decided.delta_pct is not None and decided.tolerance is not None and not is_noisy(decided):
         ratio = 1.0 + decided.delta_pct / 100.0  # v / r; 0 for a figure that underflows against its reference
         catches = 0.0 if not ratio > 0 else max(0.0, 1.0 - (1.0 - decided.tolerance) / ratio)
     return Judgement(alarm=alarm, catches=catches, basis=decided.judged_on)
-
-
-def run_level_against(records: Mapping[str, Record], baseline: Mapping[str, Entry], config: GateConfig) -> RunLevel | None:
-    """A run's memory level against the baseline, as the end of the run finds it (none without levelled entries)."""
-    if not any(entry.memory_level is not None for entry in baseline.values()):
-        return None
-    return run_level([rejudge(record, baseline[case], config, Context()) for case, record in records.items()
-                      if case in baseline], baseline)
 
 
 #: The most ordered run pairs judged; more runs are judged on a seeded sample of this many (``judged_pairs``).
@@ -129,7 +133,7 @@ def false_alarms(runs: Sequence[Run], baseline: Mapping[str, Entry] | None,
     check_compatible(runs)
     clean = [run.clean() for run in runs]
     cases = sorted({case for records in clean for case in records})
-    levels = [run_level_against(records, baseline, config) for records in clean] if baseline is not None else [None] * len(clean)
+    against = [judge_run(records, baseline, config) for records in clean] if baseline is not None else []
     red_pairs: set[tuple[int, int]] = set()
     red_runs: set[int] = set()
     results = []
@@ -149,9 +153,9 @@ def false_alarms(runs: Sequence[Run], baseline: Mapping[str, Entry] | None,
         baseline_judgements: list[Judgement] = []
         entry = baseline.get(case) if baseline is not None else None
         if entry is not None:
-            for index, records in enumerate(clean):
-                if case in records:
-                    verdict = judge(records[case], entry, config, levels[index])
+            for index, verdicts in enumerate(against):
+                if case in verdicts:
+                    verdict = verdicts[case]
                     baseline_judgements.append(verdict)
                     if verdict.alarm:
                         red_runs.add(index)

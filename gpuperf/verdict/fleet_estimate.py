@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from gpuperf.store.records import Record
-from gpuperf.verdict.false_alarms import judge, run_level_against
+from gpuperf.verdict.false_alarms import judge, judge_run
 from gpuperf.verdict.fleet import Run
 from gpuperf.store.baseline_entry import Entry
 from gpuperf.verdict.fleet_bands import (TARGET_RED, FleetBaseline, fail_chance, levelled_baseline, red_rate,
@@ -118,9 +118,9 @@ def estimates(runs: Sequence[Run], config: GateConfig, target: float = TARGET_RE
 
 
 def _red_recorded(run: Run, made: Mapping[str, Entry], config: GateConfig) -> bool:
-    judged = {case: record for case, record in run.clean().items() if case in made and record.method == made[case].method}
-    level = run_level_against(judged, made, config)
-    return any(judge(record, made[case], config, level).alarm for case, record in judged.items())
+    judged = {case: record for case, record in run.clean().items()
+              if case in made and record.method == made[case].method}
+    return any(verdict.alarm for verdict in judge_run(judged, made, config).values())
 
 
 def _red(run: Run, made: FleetBaseline, level: float, config: GateConfig) -> bool:
